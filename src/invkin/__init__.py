@@ -1,0 +1,23 @@
+"""invkin: inverse kinematics for robots (URDF) and characters (BVH).
+
+>>> import invkin as ik
+>>> robot = ik.load_robot("panda")
+>>> T = robot.fk(robot.neutral(), "panda_hand")
+"""
+from __future__ import annotations
+
+from . import spatial
+from .errors import (ConfigurationError, FrameError, GoalError, InvkinError, ModelError,
+                     SolverError)
+from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain_from_dh,
+                    chain_from_steps, load_robot)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "spatial",
+    "InvkinError", "ModelError", "ConfigurationError", "FrameError", "GoalError", "SolverError",
+    "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "bundled_names",
+    "chain_from_steps", "chain_from_dh",
+]

@@ -1,0 +1,54 @@
+"""Exception hierarchy.
+
+Bad input raises a subclass of :class:`InvkinError` whose message names the value received and
+what was expected. Not converging is never an error: solvers return a result with a status.
+"""
+from __future__ import annotations
+
+import difflib
+
+__all__ = [
+    "InvkinError",
+    "ModelError",
+    "ConfigurationError",
+    "FrameError",
+    "GoalError",
+    "SolverError",
+    "closest_names",
+]
+
+
+class InvkinError(Exception):
+    """Base class of every error raised by invkin for bad input."""
+
+
+class ModelError(InvkinError):
+    """A robot or skeleton description (URDF, BVH, builder call) is malformed or unsupported."""
+
+
+class ConfigurationError(InvkinError, ValueError):
+    """A joint configuration has the wrong shape or holds NaN/inf."""
+
+
+class FrameError(InvkinError, KeyError):
+    """A frame or joint name that the model does not have."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class GoalError(InvkinError, ValueError):
+    """A goal is malformed: non-finite values, wrong shapes, non-rotations."""
+
+
+class SolverError(InvkinError, ValueError):
+    """A solver was called with options it cannot honour (unknown method, unsupported joints)."""
+
+
+def closest_names(name: str, candidates, n: int = 3) -> str:
+    """A human hint listing the candidate names closest to ``name``."""
+    cands = list(candidates)
+    close = difflib.get_close_matches(str(name), cands, n=n, cutoff=0.4)
+    if not close:
+        close = cands[:n]
+    return ", ".join(repr(c) for c in close)

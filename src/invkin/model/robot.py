@@ -1,0 +1,533 @@
+"""The Robot: an immutable struct of arrays in topological order.
+
+Every node is a frame (a URDF link, a BVH joint or End Site, a tool frame). A node is attached to
+its parent by one joint: fixed, revolute (limited or continuous), prismatic or ball. Its world
+transform is ``T_world_parent @ origin @ M(theta)`` (see :mod:`invkin.kinematics.kernels`).
+
+The configuration ``q`` has one entry per degree of freedom: one per revolute or prismatic joint,
+three per ball joint (a rotation vector), none for fixed joints and URDF mimic followers (whose
+value is ``multiplier * q[leader] + offset``). ``joint_names`` names each entry of ``q``; a ball
+joint ``j`` contributes ``j.x``, ``j.y``, ``j.z``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from ..errors import ConfigurationError, FrameError, ModelError, closest_names
+from ..kinematics import kernels as K
+from ..spatial import so3_exp_nb, so3_log_nb
+
+__all__ = ["Robot", "JOINT_TYPES"]
+
+#: Names of the joint types, indexed by the integer codes stored in the model arrays.
+JOINT_TYPES = ("fixed", "revolute", "prismatic", "ball")
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.setflags(write=False)
+    return a
+
+
+@njit(cache=True)
+def _integrate_ball(q, dq, balls, out):
+    """out[ball] = log(exp(q[ball]) exp(dq[ball])) for every ball start index; rows of (B, dof)."""
+    Ra = np.empty((3, 3))
+    Rb = np.empty((3, 3))
+    Rc = np.empty((3, 3))
+    r = np.empty(3)
+    for b in range(q.shape[0]):
+        for k in range(balls.shape[0]):
+            s = balls[k]
+            so3_exp_nb(q[b, s], q[b, s + 1], q[b, s + 2], Ra)
+            so3_exp_nb(dq[b, s], dq[b, s + 1], dq[b, s + 2], Rb)
+            for i in range(3):
+                for j in range(3):
+                    Rc[i, j] = Ra[i, 0] * Rb[0, j] + Ra[i, 1] * Rb[1, j] + Ra[i, 2] * Rb[2, j]
+            so3_log_nb(Rc, r)
+            out[b, s] = r[0]
+            out[b, s + 1] = r[1]
+            out[b, s + 2] = r[2]
+
+
+@njit(cache=True)
+def _difference_ball(q0, q1, balls, out):
+    """out[ball] = log(exp(q0[ball])^T exp(q1[ball])) for every ball start index."""
+    Ra = np.empty((3, 3))
+    Rb = np.empty((3, 3))
+    Rc = np.empty((3, 3))
+    r = np.empty(3)
+    for b in range(q0.shape[0]):
+        for k in range(balls.shape[0]):
+            s = balls[k]
+            so3_exp_nb(q0[b, s], q0[b, s + 1], q0[b, s + 2], Ra)
+            so3_exp_nb(q1[b, s], q1[b, s + 1], q1[b, s + 2], Rb)
+            for i in range(3):
+                for j in range(3):
+                    Rc[i, j] = Ra[0, i] * Rb[0, j] + Ra[1, i] * Rb[1, j] + Ra[2, i] * Rb[2, j]
+            so3_log_nb(Rc, r)
+            out[b, s] = r[0]
+            out[b, s + 1] = r[1]
+            out[b, s + 2] = r[2]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Robot:
+    """A kinematic tree as arrays in topological order (parents before children).
+
+    Build one with :func:`invkin.load_robot`, :class:`invkin.RobotBuilder` or the URDF/BVH
+    readers; the constructor itself validates the arrays but is not meant for daily use.
+
+    Node arrays (``n = n_nodes``):
+        parent (n,) int: parent node index, -1 for a root.
+        joint_type (n,) int: index into :data:`JOINT_TYPES`.
+        axis (n, 3): unit joint axis in the node's joint frame (zero for fixed and ball).
+        origin (n, 4, 4): fixed transform parent -> joint frame [m].
+        qidx (n,) int: first index into q of the joint's value, -1 for fixed joints.
+        multiplier, offset (n,): ``theta = multiplier * q[qidx] + offset`` (1, 0 unless mimic).
+        node_names (n,): frame names. ``is_frame`` marks nodes listed in ``frame_names``
+        (BVH channel nodes are internal).
+        node_joint_names (n,): the name of the joint that attaches each node ('' for roots).
+    DOF arrays:
+        joint_names (dof,), lower, upper (dof,) [rad or m], ±inf where unbounded.
+    """
+
+    name: str
+    parent: np.ndarray
+    joint_type: np.ndarray
+    axis: np.ndarray
+    origin: np.ndarray
+    qidx: np.ndarray
+    multiplier: np.ndarray
+    offset: np.ndarray
+    node_names: tuple
+    node_joint_names: tuple
+    is_frame: np.ndarray
+    joint_names: tuple
+    lower: np.ndarray
+    upper: np.ndarray
+    mimic_leader: tuple = ()  # per node: name of the mimic leader joint ('' if none)
+    _frame_index: dict = field(init=False, repr=False)
+    _ni: np.ndarray = field(init=False, repr=False)
+    _nf: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        n = len(self.node_names)
+        parent = np.asarray(self.parent, dtype=np.int64)
+        jtype = np.asarray(self.joint_type, dtype=np.int64)
+        axis = np.asarray(self.axis, dtype=np.float64).reshape(n, 3)
+        origin = np.asarray(self.origin, dtype=np.float64).reshape(n, 4, 4)
+        qidx = np.asarray(self.qidx, dtype=np.int64)
+        mult = np.asarray(self.multiplier, dtype=np.float64)
+        off = np.asarray(self.offset, dtype=np.float64)
+        lower = np.asarray(self.lower, dtype=np.float64)
+        upper = np.asarray(self.upper, dtype=np.float64)
+        is_frame = np.asarray(self.is_frame, dtype=bool)
+        dof = len(self.joint_names)
+        for arr, nm in ((parent, "parent"), (jtype, "joint_type"), (qidx, "qidx"), (mult, "multiplier"),
+                        (off, "offset"), (is_frame, "is_frame")):
+            if arr.shape != (n,):
+                raise ModelError(f"Robot {self.name!r}: {nm} must have shape ({n},), got {arr.shape}")
+        if lower.shape != (dof,) or upper.shape != (dof,):
+            raise ModelError(f"Robot {self.name!r}: lower/upper must have shape ({dof},)")
+        if len(self.node_joint_names) != n:
+            raise ModelError(f"Robot {self.name!r}: node_joint_names must have {n} entries")
+        if np.any(parent >= np.arange(n)):
+            bad = int(np.nonzero(parent >= np.arange(n))[0][0])
+            raise ModelError(f"Robot {self.name!r}: node {self.node_names[bad]!r} comes before its parent")
+        if not (np.all(np.isfinite(axis)) and np.all(np.isfinite(origin)) and np.all(np.isfinite(mult))
+                and np.all(np.isfinite(off))):
+            raise ModelError(f"Robot {self.name!r}: non-finite numbers in the model")
+        if np.any(np.isnan(lower)) or np.any(np.isnan(upper)) or np.any(lower > upper):
+            bad = int(np.nonzero(~(lower <= upper))[0][0])
+            raise ModelError(f"Robot {self.name!r}: joint {self.joint_names[bad]!r} has lower "
+                             f"{lower[bad]} > upper {upper[bad]}")
+        if len(set(self.node_names)) != n:
+            dup = next(x for x in self.node_names if self.node_names.count(x) > 1)
+            raise ModelError(f"Robot {self.name!r}: duplicate frame name {dup!r}")
+        if np.any((qidx >= dof) | ((jtype == K.BALL) & (qidx + 2 >= dof))):
+            raise ModelError(f"Robot {self.name!r}: a q index is out of range for dof {dof}")
+        if not self.mimic_leader:
+            object.__setattr__(self, "mimic_leader", ("",) * n)
+        ni = np.stack([parent, jtype, qidx], axis=1)
+        nf = np.concatenate([axis, mult[:, None], off[:, None]], axis=1)
+        for nm, arr in (("parent", parent), ("joint_type", jtype), ("axis", axis), ("origin", origin),
+                        ("qidx", qidx), ("multiplier", mult), ("offset", off), ("lower", lower),
+                        ("upper", upper), ("is_frame", is_frame)):
+            object.__setattr__(self, nm, _readonly(arr))
+        object.__setattr__(self, "_ni", _readonly(ni))
+        object.__setattr__(self, "_nf", _readonly(nf))
+        object.__setattr__(self, "node_names", tuple(self.node_names))
+        object.__setattr__(self, "joint_names", tuple(self.joint_names))
+        object.__setattr__(self, "_frame_index", {nm: i for i, nm in enumerate(self.node_names)})
+        object.__setattr__(self, "_ball_starts", _readonly(np.array(
+            [qidx[i] for i in range(n) if jtype[i] == K.BALL], dtype=np.int64)))
+
+    # ------------------------------------------------------------------ sizes and names
+    @property
+    def dof(self) -> int:
+        """Number of entries of q."""
+        return len(self.joint_names)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_names)
+
+    @property
+    def frame_names(self) -> tuple:
+        """Names of every frame (every link, including links attached by fixed joints)."""
+        return tuple(nm for nm, f in zip(self.node_names, self.is_frame) if f)
+
+    @property
+    def root(self) -> str:
+        return self.node_names[0]
+
+    @property
+    def has_ball_joints(self) -> bool:
+        return self._ball_starts.size > 0
+
+    @property
+    def joint_types_per_dof(self) -> tuple:
+        """Joint type name for every entry of q ('revolute', 'continuous', 'prismatic', 'ball')."""
+        out = [""] * self.dof
+        for i in range(self.n_nodes):
+            c = int(self.qidx[i])
+            if c < 0 or out[c]:
+                continue
+            t = JOINT_TYPES[int(self.joint_type[i])]
+            if t == "ball":
+                out[c:c + 3] = ["ball"] * 3
+            elif t == "revolute" and np.isinf(self.lower[c]) and np.isinf(self.upper[c]):
+                out[c] = "continuous"
+            else:
+                out[c] = t
+        return tuple(out)
+
+    def frame_index(self, frame: str | int) -> int:
+        """Node index of a frame name (or an index, checked); FrameError lists close names."""
+        if isinstance(frame, (int, np.integer)) and not isinstance(frame, bool):
+            if 0 <= frame < self.n_nodes:
+                return int(frame)
+            raise FrameError(f"frame index {frame} out of range: robot {self.name!r} has "
+                             f"{self.n_nodes} frames")
+        try:
+            return self._frame_index[frame]
+        except (KeyError, TypeError):
+            raise FrameError(
+                f"unknown frame {frame!r} on robot {self.name!r}; closest: "
+                f"{closest_names(str(frame), self.frame_names)}"
+            ) from None
+
+    def joint_index(self, name: str) -> int:
+        """Index into q of a joint (for a ball joint, of its first entry)."""
+        if name in self.joint_names:
+            return self.joint_names.index(name)
+        if name + ".x" in self.joint_names:
+            return self.joint_names.index(name + ".x")
+        raise FrameError(f"unknown joint {name!r} on robot {self.name!r}; closest: "
+                         f"{closest_names(name, self.joint_names)}")
+
+    def children(self, frame) -> list:
+        i = self.frame_index(frame)
+        return [self.node_names[j] for j in range(self.n_nodes) if self.parent[j] == i]
+
+    def ancestors(self, frame) -> list:
+        """Node indices from ``frame`` up to its root (frame first)."""
+        i = self.frame_index(frame)
+        out = []
+        while i >= 0:
+            out.append(i)
+            i = int(self.parent[i])
+        return out
+
+    def dofs_of(self, frame) -> np.ndarray:
+        """Sorted q indices that move ``frame`` (mimic followers count for their leader)."""
+        cols = set()
+        for i in self.ancestors(frame):
+            c = int(self.qidx[i])
+            if c >= 0:
+                cols.update(range(c, c + (3 if self.joint_type[i] == K.BALL else 1)))
+        return np.array(sorted(cols), dtype=np.int64)
+
+    def __repr__(self) -> str:
+        kinds = {}
+        for t in self.joint_types_per_dof:
+            kinds[t] = kinds.get(t, 0) + 1
+        ks = ", ".join(f"{v} {k}" for k, v in sorted(kinds.items()))
+        return f"Robot({self.name!r}, dof={self.dof} [{ks}], frames={len(self.frame_names)})"
+
+    def tree(self) -> str:
+        """A text drawing of the kinematic tree: frames, joints, types and limits."""
+        lines = []
+        kids = [[] for _ in range(self.n_nodes)]
+        for i in range(self.n_nodes):
+            if self.parent[i] >= 0:
+                kids[self.parent[i]].append(i)
+
+        def label(i):
+            t = JOINT_TYPES[int(self.joint_type[i])]
+            nm = self.node_names[i]
+            if self.parent[i] < 0:
+                return nm
+            jn = self.node_joint_names[i]
+            c = int(self.qidx[i])
+            extra = ""
+            if self.mimic_leader[i]:
+                extra = f" mimic {self.mimic_leader[i]} x{self.multiplier[i]:g}{self.offset[i]:+g}"
+            elif c >= 0 and t in ("revolute", "prismatic"):
+                lo, hi = self.lower[c], self.upper[c]
+                if np.isinf(lo) and np.isinf(hi) and t == "revolute":
+                    t = "continuous"
+                else:
+                    extra = f" [{lo:.3g}, {hi:.3g}]"
+            return f"{nm}  <- {jn} ({t}{extra})"
+
+        def walk(i, prefix, last, top):
+            if top:
+                lines.append(label(i))
+                child_prefix = ""
+            else:
+                lines.append(prefix + ("└─ " if last else "├─ ") + label(i))
+                child_prefix = prefix + ("   " if last else "│  ")
+            for k, j in enumerate(kids[i]):
+                walk(j, child_prefix, k == len(kids[i]) - 1, False)
+
+        for r in range(self.n_nodes):
+            if self.parent[r] < 0:
+                walk(r, "", True, True)
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ configurations
+    def check_q(self, q, what: str = "q") -> np.ndarray:
+        """Validate a configuration (dof,) or batch (B, dof): float64, finite, contiguous."""
+        try:
+            a = np.ascontiguousarray(q, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ConfigurationError(
+                f"{what}: expected numbers of shape ({self.dof},) or (B, {self.dof}), got {q!r:.200}"
+            ) from None
+        if a.ndim not in (1, 2) or a.shape[-1] != self.dof:
+            raise ConfigurationError(
+                f"{what}: expected shape ({self.dof},) or (B, {self.dof}) for robot {self.name!r}, "
+                f"got {a.shape}"
+            )
+        if not K.all_finite(a):
+            bad = np.argwhere(~np.isfinite(a))[0]
+            raise ConfigurationError(f"{what}: expected finite values, got {a[tuple(bad)]} at index "
+                                     f"{tuple(int(x) for x in bad)}")
+        return a
+
+    def neutral(self) -> np.ndarray:
+        """Mid-range of each joint's limits; 0 where a limit is infinite (continuous, ball)."""
+        lo, hi = self.lower, self.upper
+        q = np.zeros(self.dof)
+        both = np.isfinite(lo) & np.isfinite(hi)
+        q[both] = 0.5 * (lo[both] + hi[both])
+        only_lo = np.isfinite(lo) & ~np.isfinite(hi)
+        only_hi = ~np.isfinite(lo) & np.isfinite(hi)
+        q[only_lo] = np.maximum(lo[only_lo], 0.0)
+        q[only_hi] = np.minimum(hi[only_hi], 0.0)
+        return q
+
+    def sample(self, n: int | None = None, rng=None) -> np.ndarray:
+        """Uniform random configurations inside the limits: (dof,) or (n, dof).
+
+        Continuous joints are drawn in [-pi, pi], unbounded prismatic joints in [-1, 1] m, ball
+        joints uniformly over SO(3).
+        """
+        rng = np.random.default_rng(rng)
+        shape = (1 if n is None else int(n), self.dof)
+        lo = np.where(np.isfinite(self.lower), self.lower, np.nan)
+        hi = np.where(np.isfinite(self.upper), self.upper, np.nan)
+        types = self.joint_types_per_dof
+        default = np.array([1.0 if t == "prismatic" else math.pi for t in types])
+        lo = np.where(np.isnan(lo), np.where(np.isnan(hi), -default, hi - 2 * default), lo)
+        hi = np.where(np.isnan(hi), lo + np.where(np.isfinite(self.lower), 2 * default, 2 * default), hi)
+        q = rng.uniform(lo, hi, size=shape)
+        for s in self._ball_starts:
+            quat = rng.normal(size=(shape[0], 4))
+            quat /= np.linalg.norm(quat, axis=1, keepdims=True)
+            quat[quat[:, 0] < 0] *= -1
+            w = np.clip(quat[:, 0], -1.0, 1.0)
+            ang = 2.0 * np.arccos(w)
+            sn = np.sqrt(np.maximum(1.0 - w * w, 0.0))
+            axis = np.where(sn[:, None] > 1e-12, quat[:, 1:] / np.maximum(sn, 1e-300)[:, None], 0.0)
+            q[:, s:s + 3] = axis * ang[:, None]
+        return q[0] if n is None else q
+
+    def within_limits(self, q, tol: float = 0.0) -> np.ndarray | bool:
+        q = self.check_q(q)
+        ok = np.all((q >= self.lower - tol) & (q <= self.upper + tol), axis=-1)
+        return bool(ok) if q.ndim == 1 else ok
+
+    def clamp(self, q) -> np.ndarray:
+        """q clipped into [lower, upper] (ball entries are unbounded)."""
+        return np.clip(self.check_q(q), self.lower, self.upper)
+
+    def integrate(self, q, dq) -> np.ndarray:
+        """q ⊕ dq: addition for revolute/prismatic entries, R exp(d) for ball joints (local d)."""
+        q = self.check_q(q)
+        dq = self.check_q(dq, "dq")
+        out = q + dq
+        if self._ball_starts.size:
+            q2, dq2 = np.broadcast_arrays(np.atleast_2d(q), np.atleast_2d(dq))
+            o2 = np.array(np.broadcast_to(np.atleast_2d(out), q2.shape))
+            _integrate_ball(np.ascontiguousarray(q2), np.ascontiguousarray(dq2), self._ball_starts, o2)
+            out = o2 if out.ndim == 2 or q2.shape[0] > 1 else o2[0]
+        return out
+
+    def difference(self, q0, q1) -> np.ndarray:
+        """dq such that ``integrate(q0, dq)`` equals q1 (ball joints: log(R0^T R1))."""
+        q0 = self.check_q(q0, "q0")
+        q1 = self.check_q(q1, "q1")
+        out = q1 - q0
+        if self._ball_starts.size:
+            a, b = np.broadcast_arrays(np.atleast_2d(q0), np.atleast_2d(q1))
+            o2 = np.array(np.broadcast_to(np.atleast_2d(out), a.shape))
+            _difference_ball(np.ascontiguousarray(a), np.ascontiguousarray(b), self._ball_starts, o2)
+            out = o2 if out.ndim == 2 or a.shape[0] > 1 else o2[0]
+        return out
+
+    # ------------------------------------------------------------------ kinematics
+    def fk(self, q, frame=None) -> np.ndarray:
+        """Pose of ``frame`` in the base frame: (4, 4), or (B, 4, 4) for q of shape (B, dof).
+
+        ``frame`` defaults to the last node (the tip of a chain).
+        """
+        node = self.n_nodes - 1 if frame is None else self.frame_index(frame)
+        if type(q) is np.ndarray and q.dtype == np.float64 and q.ndim == 1 and q.shape[0] == self.dof \
+                and q.flags.c_contiguous:
+            T, ok = K.fk_frame(self._ni, self._nf, self.origin, q, node)
+            if ok:
+                return T
+        q = self.check_q(q)
+        if q.ndim == 1:
+            return K.fk_frame(self._ni, self._nf, self.origin, q, node)[0]
+        return K.fk_frame_batch(self._ni, self._nf, self.origin, q, node)
+
+    def fk_all(self, q) -> dict:
+        """World pose of every frame: {name: (4, 4) or (B, 4, 4)}."""
+        Ts = self.fk_all_array(q)
+        return {nm: Ts[..., i, :, :] for i, nm in enumerate(self.node_names) if self.is_frame[i]}
+
+    def fk_all_array(self, q) -> np.ndarray:
+        """World pose of every node as an array (n_nodes, 4, 4) or (B, n_nodes, 4, 4)."""
+        q = self.check_q(q)
+        if q.ndim == 1:
+            out = np.empty((self.n_nodes, 4, 4))
+            K.fk_all_into(self._ni, self._nf, self.origin, q, out)
+            return out
+        return K.fk_all_batch(self._ni, self._nf, self.origin, q)
+
+    def jacobian(self, q, frame=None) -> np.ndarray:
+        """Geometric Jacobian (6, dof) of ``frame``'s origin; (B, 6, dof) for a batch of q.
+
+        Rows vx vy vz wx wy wz in the base frame. Ball-joint columns are the derivatives with
+        respect to a local increment (what :meth:`integrate` applies); mimic followers fold into
+        their leader's column.
+        """
+        node = self.n_nodes - 1 if frame is None else self.frame_index(frame)
+        if type(q) is np.ndarray and q.dtype == np.float64 and q.ndim == 1 and q.shape[0] == self.dof \
+                and q.flags.c_contiguous:
+            J, ok = K.jacobian(self._ni, self._nf, self.origin, q, node, self.dof)
+            if ok:
+                return J
+        q = self.check_q(q)
+        if q.ndim == 1:
+            return K.jacobian(self._ni, self._nf, self.origin, q, node, self.dof)[0]
+        return K.jacobian_batch(self._ni, self._nf, self.origin, q, node, self.dof)
+
+    def fk_jacobian(self, q, frame=None):
+        """(T (4, 4), J (6, dof)) of one frame in one kernel call."""
+        node = self.n_nodes - 1 if frame is None else self.frame_index(frame)
+        q = self.check_q(q)
+        if q.ndim != 1:
+            raise ConfigurationError(f"q: expected shape ({self.dof},), got {q.shape}")
+        J = np.empty((6, self.dof))
+        T = np.empty((4, 4))
+        K.jacobian_into(self._ni, self._nf, self.origin, q, node, J, T)
+        return T, J
+
+    # ------------------------------------------------------------------ derived models
+    def add_frame(self, name: str, parent, T=None) -> "Robot":
+        """A new Robot with a fixed frame ``name`` attached to ``parent`` at ``T_parent_frame``."""
+        from ..spatial import as_transform
+
+        p = self.frame_index(parent)
+        if name in self._frame_index:
+            raise ModelError(f"frame {name!r} already exists on robot {self.name!r}")
+        T = np.eye(4) if T is None else as_transform(T, f"add_frame({name!r}) transform")
+        return self._replace_nodes(
+            parent=np.append(self.parent, p),
+            joint_type=np.append(self.joint_type, K.FIXED),
+            axis=np.vstack([self.axis, np.zeros((1, 3))]),
+            origin=np.concatenate([self.origin, T[None]], axis=0),
+            qidx=np.append(self.qidx, -1),
+            multiplier=np.append(self.multiplier, 1.0),
+            offset=np.append(self.offset, 0.0),
+            node_names=self.node_names + (name,),
+            node_joint_names=self.node_joint_names + (f"{name}_joint",),
+            is_frame=np.append(self.is_frame, True),
+            mimic_leader=self.mimic_leader + ("",),
+        )
+
+    def _replace_nodes(self, **kw) -> "Robot":
+        args = dict(
+            name=self.name, parent=self.parent, joint_type=self.joint_type, axis=self.axis, origin=self.origin,
+            qidx=self.qidx, multiplier=self.multiplier, offset=self.offset, node_names=self.node_names,
+            node_joint_names=self.node_joint_names, is_frame=self.is_frame, joint_names=self.joint_names,
+            lower=self.lower, upper=self.upper, mimic_leader=self.mimic_leader,
+        )
+        args.update(kw)
+        return Robot(**args)
+
+    def subchain(self, base, tip) -> "Robot":
+        """The chain from ``base`` to ``tip`` as a new Robot rooted at ``base`` (other branches dropped).
+
+        The base frame becomes the world frame. A mimic follower whose leader is not on the chain
+        is an error.
+        """
+        b = self.frame_index(base)
+        t = self.frame_index(tip)
+        path = self.ancestors(t)
+        if b not in path:
+            raise ModelError(f"subchain: {self.node_names[b]!r} is not an ancestor of "
+                             f"{self.node_names[t]!r} on robot {self.name!r}")
+        nodes = list(reversed(path[: path.index(b) + 1]))
+        return self._select(nodes)
+
+    def _select(self, nodes: list) -> "Robot":
+        """A new Robot of the given nodes (parents first); the first one becomes a fixed root."""
+        used = set()
+        for i in nodes[1:]:  # the root's own joint is above the selection: it moves nothing
+            c = int(self.qidx[i])
+            if c >= 0:
+                used.update(range(c, c + (3 if self.joint_type[i] == K.BALL else 1)))
+        for i in nodes[1:]:
+            if self.mimic_leader[i]:
+                c = int(self.qidx[i])
+                if not any(int(self.qidx[j]) == c and not self.mimic_leader[j] for j in nodes[1:]):
+                    raise ModelError(f"subchain: mimic joint {self.node_joint_names[i]!r} follows "
+                                     f"{self.mimic_leader[i]!r}, which is not on the chain")
+        used_dofs = sorted(used)
+        remap = {old: new for new, old in enumerate(used_dofs)}
+        nidx = {old: new for new, old in enumerate(nodes)}
+        parent = np.array([-1] + [nidx[int(self.parent[i])] for i in nodes[1:]], dtype=np.int64)
+        origin = self.origin[nodes].copy()
+        origin[0] = np.eye(4)
+        jtype = self.joint_type[nodes].copy()
+        jtype[0] = K.FIXED
+        qidx = np.array([-1] + [remap.get(int(self.qidx[i]), -1) for i in nodes[1:]], dtype=np.int64)
+        jn = [""] + [self.node_joint_names[i] for i in nodes[1:]]
+        return Robot(
+            name=self.name, parent=parent, joint_type=jtype, axis=self.axis[nodes], origin=origin,
+            qidx=qidx, multiplier=self.multiplier[nodes], offset=self.offset[nodes],
+            node_names=tuple(self.node_names[i] for i in nodes), node_joint_names=tuple(jn),
+            is_frame=self.is_frame[nodes], joint_names=tuple(self.joint_names[d] for d in used_dofs),
+            lower=self.lower[used_dofs], upper=self.upper[used_dofs],
+            mimic_leader=("",) + tuple(self.mimic_leader[i] for i in nodes[1:]),
+        )

@@ -1,0 +1,324 @@
+"""SO(3) and SE(3) helpers: exponential/logarithm, roll-pitch-yaw, quaternions, pose errors.
+
+Conventions
+-----------
+* Rotation matrices act on column vectors; ``T_a_b`` maps points of frame b into frame a.
+* Roll-pitch-yaw follows URDF: ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)`` (fixed axes X, Y, Z).
+* Quaternions are scalar-first and say so in their names (``quat_wxyz``).
+* ``so3_exp(r)`` is Rodrigues' formula for the rotation vector ``r`` (axis * angle, |r| in [0, pi]
+  for ``so3_log``'s output).
+
+The ``*_nb`` functions are Numba kernels used inside other kernels; the plain names are the
+validated public versions.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .errors import GoalError
+
+__all__ = [
+    "so3_exp",
+    "so3_log",
+    "rpy_to_matrix",
+    "matrix_to_rpy",
+    "quat_wxyz_to_matrix",
+    "matrix_to_quat_wxyz",
+    "make_transform",
+    "transform_inverse",
+    "rotation_angle",
+    "orthonormalize",
+    "as_rotation",
+    "as_transform",
+    "skew",
+]
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@njit(cache=True, fastmath=False)
+def so3_exp_nb(r0, r1, r2, out):
+    """Write exp([r]x) into ``out`` (3x3), stable near 0 (Taylor) and everywhere else."""
+    th2 = r0 * r0 + r1 * r1 + r2 * r2
+    if th2 < 1e-12:
+        # A = sin(t)/t, B = (1 - cos t)/t^2 to second order
+        a = 1.0 - th2 / 6.0
+        b = 0.5 - th2 / 24.0
+    else:
+        th = math.sqrt(th2)
+        a = math.sin(th) / th
+        b = (1.0 - math.cos(th)) / th2
+    out[0, 0] = 1.0 - b * (r1 * r1 + r2 * r2)
+    out[1, 1] = 1.0 - b * (r0 * r0 + r2 * r2)
+    out[2, 2] = 1.0 - b * (r0 * r0 + r1 * r1)
+    out[0, 1] = -a * r2 + b * r0 * r1
+    out[1, 0] = a * r2 + b * r0 * r1
+    out[0, 2] = a * r1 + b * r0 * r2
+    out[2, 0] = -a * r1 + b * r0 * r2
+    out[1, 2] = -a * r0 + b * r1 * r2
+    out[2, 1] = a * r0 + b * r1 * r2
+
+
+@njit(cache=True)
+def so3_log_nb(R, out):
+    """Rotation vector of R into ``out`` (3,), angle in [0, pi]; exact near 0 and near pi."""
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    # sin(theta) * axis from the skew part, cos(theta) from the trace: atan2 is exact near 0
+    sx = 0.5 * (R[2, 1] - R[1, 2])
+    sy = 0.5 * (R[0, 2] - R[2, 0])
+    sz = 0.5 * (R[1, 0] - R[0, 1])
+    s = math.sqrt(sx * sx + sy * sy + sz * sz)
+    c = 0.5 * (tr - 1.0)
+    th = math.atan2(s, c)
+    if c > -0.99:
+        if s < 1e-12:
+            k = 1.0 + th * th / 6.0  # theta / sin(theta) near 0
+        else:
+            k = th / s
+        out[0] = k * sx
+        out[1] = k * sy
+        out[2] = k * sz
+        return
+    # Near pi: the axis from the symmetric part, B = (R + R^T)/2 = cos I + (1 - cos) a a^T
+    omc = 1.0 - c
+    ax2 = max((R[0, 0] - c) / omc, 0.0)
+    ay2 = max((R[1, 1] - c) / omc, 0.0)
+    az2 = max((R[2, 2] - c) / omc, 0.0)
+    if ax2 >= ay2 and ax2 >= az2:
+        ax = math.sqrt(ax2)
+        ay = 0.5 * (R[0, 1] + R[1, 0]) / (omc * ax)
+        az = 0.5 * (R[0, 2] + R[2, 0]) / (omc * ax)
+    elif ay2 >= az2:
+        ay = math.sqrt(ay2)
+        ax = 0.5 * (R[0, 1] + R[1, 0]) / (omc * ay)
+        az = 0.5 * (R[1, 2] + R[2, 1]) / (omc * ay)
+    else:
+        az = math.sqrt(az2)
+        ax = 0.5 * (R[0, 2] + R[2, 0]) / (omc * az)
+        ay = 0.5 * (R[1, 2] + R[2, 1]) / (omc * az)
+    n = math.sqrt(ax * ax + ay * ay + az * az)
+    ax /= n
+    ay /= n
+    az /= n
+    # the sign of the axis follows the skew part (sin theta * axis)
+    if ax * sx + ay * sy + az * sz < 0.0:
+        ax = -ax
+        ay = -ay
+        az = -az
+    out[0] = th * ax
+    out[1] = th * ay
+    out[2] = th * az
+
+
+@njit(cache=True)
+def rotation_angle_nb(Ra, Rb):
+    """Angle of Ra^T Rb in [0, pi] (atan2 form: exact near 0 and pi)."""
+    # M = Ra^T Rb
+    tr = 0.0
+    sx = 0.0
+    sy = 0.0
+    sz = 0.0
+    for k in range(3):
+        tr += Ra[k, 0] * Rb[k, 0] + Ra[k, 1] * Rb[k, 1] + Ra[k, 2] * Rb[k, 2]
+        sx += Ra[k, 2] * Rb[k, 1] - Ra[k, 1] * Rb[k, 2]
+        sy += Ra[k, 0] * Rb[k, 2] - Ra[k, 2] * Rb[k, 0]
+        sz += Ra[k, 1] * Rb[k, 0] - Ra[k, 0] * Rb[k, 1]
+    s = 0.5 * math.sqrt(sx * sx + sy * sy + sz * sz)
+    c = 0.5 * (tr - 1.0)
+    return math.atan2(s, c)
+
+
+@njit(cache=True)
+def rpy_to_matrix_nb(r, p, y, out):
+    cr, sr = math.cos(r), math.sin(r)
+    cp, sp = math.cos(p), math.sin(p)
+    cy, sy = math.cos(y), math.sin(y)
+    out[0, 0] = cy * cp
+    out[0, 1] = cy * sp * sr - sy * cr
+    out[0, 2] = cy * sp * cr + sy * sr
+    out[1, 0] = sy * cp
+    out[1, 1] = sy * sp * sr + cy * cr
+    out[1, 2] = sy * sp * cr - cy * sr
+    out[2, 0] = -sp
+    out[2, 1] = cp * sr
+    out[2, 2] = cp * cr
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def _vec(x, n: int, what: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.shape != (n,):
+        raise GoalError(f"{what}: expected shape ({n},), got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise GoalError(f"{what}: expected finite values, got {a.tolist()}")
+    return a
+
+
+def skew(v) -> np.ndarray:
+    """The 3x3 cross-product matrix [v]x."""
+    v = np.asarray(v, dtype=np.float64)
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def so3_exp(r) -> np.ndarray:
+    """Rotation matrix of the rotation vector ``r`` (3,) [rad], or a batch (..., 3)."""
+    a = np.asarray(r, dtype=np.float64)
+    if a.shape[-1:] != (3,):
+        raise GoalError(f"rotation vector: expected shape (..., 3), got {a.shape}")
+    flat = a.reshape(-1, 3)
+    out = np.empty((flat.shape[0], 3, 3))
+    for i in range(flat.shape[0]):
+        so3_exp_nb(flat[i, 0], flat[i, 1], flat[i, 2], out[i])
+    return out.reshape(a.shape[:-1] + (3, 3))
+
+
+def so3_log(R) -> np.ndarray:
+    """Rotation vector (axis * angle, angle in [0, pi]) of a rotation matrix or batch (..., 3, 3)."""
+    a = np.asarray(R, dtype=np.float64)
+    if a.shape[-2:] != (3, 3):
+        raise GoalError(f"rotation matrix: expected shape (..., 3, 3), got {a.shape}")
+    flat = a.reshape(-1, 3, 3)
+    out = np.empty((flat.shape[0], 3))
+    for i in range(flat.shape[0]):
+        so3_log_nb(flat[i], out[i])
+    return out.reshape(a.shape[:-2] + (3,))
+
+
+def rpy_to_matrix(rpy) -> np.ndarray:
+    """URDF roll-pitch-yaw [rad] to a rotation matrix: Rz(yaw) @ Ry(pitch) @ Rx(roll)."""
+    r, p, y = _vec(rpy, 3, "rpy")
+    out = np.empty((3, 3))
+    rpy_to_matrix_nb(r, p, y, out)
+    return out
+
+
+def matrix_to_rpy(R) -> np.ndarray:
+    """Inverse of :func:`rpy_to_matrix`; pitch in [-pi/2, pi/2]. At pitch = +-pi/2, roll = 0."""
+    R = np.asarray(R, dtype=np.float64)
+    sp = -R[2, 0]
+    cp = math.hypot(R[0, 0], R[1, 0])
+    p = math.atan2(sp, cp)
+    if cp > 1e-9:
+        r = math.atan2(R[2, 1], R[2, 2])
+        y = math.atan2(R[1, 0], R[0, 0])
+    else:  # gimbal lock: only yaw -+ roll is defined; put it all in yaw
+        r = 0.0
+        y = math.atan2(-R[0, 1], R[1, 1])
+    return np.array([r, p, y])
+
+
+def quat_wxyz_to_matrix(quat_wxyz) -> np.ndarray:
+    """Unit quaternion (w, x, y, z) to a rotation matrix. Non-unit input is normalised."""
+    q = _vec(quat_wxyz, 4, "quat_wxyz")
+    n = np.linalg.norm(q)
+    if n < 1e-9:
+        raise GoalError(f"quat_wxyz: expected a non-zero quaternion, got {q.tolist()}")
+    w, x, y, z = q / n
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def matrix_to_quat_wxyz(R) -> np.ndarray:
+    """Rotation matrix to a unit quaternion (w, x, y, z) with w >= 0 (Shepperd's method)."""
+    R = np.asarray(R, dtype=np.float64)
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    if tr > 0:
+        s = 2.0 * math.sqrt(tr + 1.0)
+        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
+    elif R[0, 0] > R[1, 1] and R[0, 0] > R[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2])
+        q = [(R[2, 1] - R[1, 2]) / s, 0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s]
+    elif R[1, 1] > R[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2])
+        q = [(R[0, 2] - R[2, 0]) / s, (R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s]
+    else:
+        s = 2.0 * math.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1])
+        q = [(R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s]
+    q = np.array(q)
+    q /= np.linalg.norm(q)
+    return -q if q[0] < 0 else q
+
+
+def make_transform(R=None, p=None) -> np.ndarray:
+    """4x4 homogeneous transform from a rotation (3, 3) and a translation (3,) [m]."""
+    T = np.eye(4)
+    if R is not None:
+        T[:3, :3] = R
+    if p is not None:
+        T[:3, 3] = p
+    return T
+
+
+def transform_inverse(T) -> np.ndarray:
+    """Inverse of a rigid transform (4, 4) or batch (..., 4, 4) without a general inverse."""
+    T = np.asarray(T, dtype=np.float64)
+    out = np.zeros_like(T)
+    Rt = np.swapaxes(T[..., :3, :3], -1, -2)
+    out[..., :3, :3] = Rt
+    out[..., :3, 3] = -np.einsum("...ij,...j->...i", Rt, T[..., :3, 3])
+    out[..., 3, 3] = 1.0
+    return out
+
+
+def rotation_angle(Ra, Rb) -> float:
+    """Angle [rad] of the relative rotation Ra^T Rb, in [0, pi]."""
+    return float(rotation_angle_nb(np.ascontiguousarray(Ra, dtype=np.float64)[:3, :3],
+                                   np.ascontiguousarray(Rb, dtype=np.float64)[:3, :3]))
+
+
+def orthonormalize(R) -> np.ndarray:
+    """Closest rotation matrix (polar decomposition via SVD, det = +1)."""
+    U, _, Vt = np.linalg.svd(np.asarray(R, dtype=np.float64))
+    M = U @ Vt
+    if np.linalg.det(M) < 0:
+        U[:, -1] = -U[:, -1]
+        M = U @ Vt
+    return M
+
+
+# Rotations whose columns drift from orthonormal by more than this are rejected, not repaired.
+ORTHONORMAL_REPAIR_TOL = 1e-3
+
+
+def as_rotation(R, what: str = "rotation") -> np.ndarray:
+    """Validate a 3x3 rotation: re-orthonormalise slight drift, reject garbage with GoalError."""
+    a = np.asarray(R, dtype=np.float64)
+    if a.shape != (3, 3):
+        raise GoalError(f"{what}: expected a (3, 3) rotation matrix, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise GoalError(f"{what}: expected finite values, got {a.tolist()}")
+    drift = np.abs(a.T @ a - np.eye(3)).max()
+    if drift > ORTHONORMAL_REPAIR_TOL or np.linalg.det(a) <= 0:
+        raise GoalError(
+            f"{what}: expected a rotation matrix (orthonormal, det +1); "
+            f"|R^T R - I| = {drift:.3g}, det = {np.linalg.det(a):.3g}"
+        )
+    if drift > 1e-12:
+        a = orthonormalize(a)
+    return a
+
+
+def as_transform(T, what: str = "transform") -> np.ndarray:
+    """Validate a 4x4 rigid transform (rotation part repaired as in :func:`as_rotation`)."""
+    a = np.asarray(T, dtype=np.float64)
+    if a.shape != (4, 4):
+        raise GoalError(f"{what}: expected a (4, 4) homogeneous transform, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise GoalError(f"{what}: expected finite values, got {a.tolist()}")
+    if np.abs(a[3] - np.array([0.0, 0.0, 0.0, 1.0])).max() > 1e-9:
+        raise GoalError(f"{what}: expected last row [0, 0, 0, 1], got {a[3].tolist()}")
+    out = np.eye(4)
+    out[:3, :3] = as_rotation(a[:3, :3], what + " rotation")
+    out[:3, 3] = a[:3, 3]
+    return out
