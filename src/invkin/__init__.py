@@ -9,6 +9,10 @@ from __future__ import annotations
 from . import spatial
 from .errors import (ConfigurationError, FrameError, GoalError, InvkinError, ModelError,
                      SolverError)
+from .goals import Aim, Goal, Orientation, Pose, Position, Posture
+from .result import BatchResult, Result, Status
+from .solve import solve
+from .solvers import methods
 from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain_from_dh,
                     chain_from_steps, load_robot)
 
@@ -20,4 +24,6 @@ __all__ = [
     "InvkinError", "ModelError", "ConfigurationError", "FrameError", "GoalError", "SolverError",
     "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "bundled_names",
     "chain_from_steps", "chain_from_dh",
+    "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
+    "Result", "BatchResult", "Status", "solve", "methods",
 ]

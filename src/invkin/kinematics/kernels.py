@@ -258,3 +258,52 @@ def jacobian_batch(ni, nf, origin, qs, node, dof):
         T = np.empty((4, 4))
         jacobian_into(ni, nf, origin, qs[b], node, out[b], T)
     return out
+
+
+@njit(cache=True)
+def jacobian_from_all(ni, nf, Tall, node, J):
+    """Geometric Jacobian (6, dof) of ``node`` from precomputed world transforms ``Tall``."""
+    J[:, :] = 0.0
+    px = Tall[node, 0, 3]
+    py = Tall[node, 1, 3]
+    pz = Tall[node, 2, 3]
+    i = node
+    while i >= 0:
+        jt = ni[i, 1]
+        if jt != FIXED:
+            c = ni[i, 2]
+            Tw = Tall[i]
+            dx = px - Tw[0, 3]
+            dy = py - Tw[1, 3]
+            dz = pz - Tw[2, 3]
+            if jt == BALL:
+                for a in range(3):
+                    ax = Tw[0, a]
+                    ay = Tw[1, a]
+                    az = Tw[2, a]
+                    J[0, c + a] += ay * dz - az * dy
+                    J[1, c + a] += az * dx - ax * dz
+                    J[2, c + a] += ax * dy - ay * dx
+                    J[3, c + a] += ax
+                    J[4, c + a] += ay
+                    J[5, c + a] += az
+            else:
+                m = nf[i, 3]
+                a0 = nf[i, 0]
+                a1 = nf[i, 1]
+                a2 = nf[i, 2]
+                ax = Tw[0, 0] * a0 + Tw[0, 1] * a1 + Tw[0, 2] * a2
+                ay = Tw[1, 0] * a0 + Tw[1, 1] * a1 + Tw[1, 2] * a2
+                az = Tw[2, 0] * a0 + Tw[2, 1] * a1 + Tw[2, 2] * a2
+                if jt == REVOLUTE:
+                    J[0, c] += m * (ay * dz - az * dy)
+                    J[1, c] += m * (az * dx - ax * dz)
+                    J[2, c] += m * (ax * dy - ay * dx)
+                    J[3, c] += m * ax
+                    J[4, c] += m * ay
+                    J[5, c] += m * az
+                else:
+                    J[0, c] += m * ax
+                    J[1, c] += m * ay
+                    J[2, c] += m * az
+        i = ni[i, 0]

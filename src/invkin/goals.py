@@ -1,0 +1,196 @@
+"""Goals: what a solve should achieve, as frozen dataclasses compiled into a flat goal table.
+
+Every goal has a ``weight`` (dimensionless; a position residual in metres and a rotation residual
+in radians are weighted as given). The task residual ``e`` (the change wanted) and its Jacobian
+rows ``J`` (from the world-aligned geometric Jacobian ``[Jv; Jw]`` of the goal's frame) are:
+
+* ``Position(frame, p)``: ``e = p - p_frame``, ``J = Jv``.
+* ``Orientation(frame, R)``: ``e = log(R R_frame^T)`` (world), ``J = Jw``.
+  With ``axes="z"`` (or "x", "y") only that tool axis must match ``R``'s: with ``a`` the current
+  world axis and ``g`` the goal's, ``e = angle(a, g) * unit(a x g)``, ``J = (I - a a^T) Jw``.
+* ``Pose(frame, T)``: Position and Orientation at once (``axes`` as above).
+* ``Aim(frame, axis, point)``: the frame's local ``axis`` points at the world ``point``: with ``d`` the
+  unit direction to the point at distance ``L``, ``e = angle(a, d) * unit(a x d)`` and
+  ``J = (I - a a^T)(Jw + [d]x Jv / L)``.
+* ``Posture(q_rest)``: a soft bias ``e = q_rest ⊖ q`` with ``J = I``; it never decides success.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import GoalError
+from .spatial import as_rotation, as_transform
+
+__all__ = ["Goal", "Position", "Orientation", "Pose", "Aim", "Posture", "KIND_POSITION",
+           "KIND_ROTATION", "KIND_AXIS", "KIND_AIM"]
+
+KIND_POSITION = 0
+KIND_ROTATION = 1
+KIND_AXIS = 2
+KIND_AIM = 3
+
+_AXES = {"xyz": None, "x": 0, "y": 1, "z": 2}
+
+
+def _weight(w, what):
+    try:
+        w = float(w)
+    except (TypeError, ValueError):
+        raise GoalError(f"{what}: weight must be a number, got {w!r}") from None
+    if not np.isfinite(w) or w < 0:
+        raise GoalError(f"{what}: weight must be finite and >= 0, got {w}")
+    return w
+
+
+def _point(p, what):
+    a = np.array(p, dtype=np.float64) if not isinstance(p, str) else None
+    if a is None or a.shape != (3,):
+        raise GoalError(f"{what}: expected a point of shape (3,) [m], got {p!r}")
+    if not np.all(np.isfinite(a)):
+        raise GoalError(f"{what}: expected finite coordinates, got {a.tolist()}")
+    a.setflags(write=False)
+    return a
+
+
+def _frame(frame, what):
+    if not isinstance(frame, (str, int, np.integer)) or isinstance(frame, bool):
+        raise GoalError(f"{what}: frame must be a frame name, got {frame!r}")
+    return frame
+
+
+def _axes(axes, what):
+    if axes not in _AXES:
+        raise GoalError(f"{what}: axes must be one of 'xyz', 'x', 'y', 'z', got {axes!r}")
+    return axes
+
+
+class Goal:
+    """Base class of every goal."""
+
+    weight: float
+
+    def rows(self):  # pragma: no cover - overridden
+        """Entries of the goal table: (kind, frame, vec (3,), R (3, 3), axis (3,), weight)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Position(Goal):
+    """The origin of ``frame`` at the world point ``p`` (3,) [m]."""
+
+    frame: str
+    p: np.ndarray
+    weight: float = 1.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "frame", _frame(self.frame, "Position"))
+        object.__setattr__(self, "p", _point(self.p, f"Position({self.frame!r}).p"))
+        object.__setattr__(self, "weight", _weight(self.weight, "Position"))
+
+    def rows(self):
+        return [(KIND_POSITION, self.frame, self.p, np.eye(3), np.zeros(3), self.weight)]
+
+
+@dataclass(frozen=True)
+class Orientation(Goal):
+    """The orientation of ``frame`` equal to ``R`` (3, 3); ``axes='z'``: only the tool z axis matters."""
+
+    frame: str
+    R: np.ndarray
+    weight: float = 1.0
+    axes: str = "xyz"
+
+    def __post_init__(self):
+        object.__setattr__(self, "frame", _frame(self.frame, "Orientation"))
+        R = as_rotation(self.R, f"Orientation({self.frame!r}).R")
+        R.setflags(write=False)
+        object.__setattr__(self, "R", R)
+        object.__setattr__(self, "weight", _weight(self.weight, "Orientation"))
+        object.__setattr__(self, "axes", _axes(self.axes, "Orientation"))
+
+    def rows(self):
+        return [_rotation_row(self.frame, self.R, self.axes, self.weight)]
+
+
+def _rotation_row(frame, R, axes, weight):
+    k = _AXES[axes]
+    if k is None:
+        return (KIND_ROTATION, frame, np.zeros(3), R, np.zeros(3), weight)
+    local = np.zeros(3)
+    local[k] = 1.0
+    return (KIND_AXIS, frame, R[:, k].copy(), np.eye(3), local, weight)
+
+
+@dataclass(frozen=True)
+class Pose(Goal):
+    """``frame`` at the pose ``T`` (4, 4) (position and orientation; ``axes`` as in Orientation).
+
+    ``rotation_weight`` defaults to ``weight``.
+    """
+
+    frame: str
+    T: np.ndarray
+    weight: float = 1.0
+    axes: str = "xyz"
+    rotation_weight: float | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "frame", _frame(self.frame, "Pose"))
+        T = as_transform(self.T, f"Pose({self.frame!r}).T")
+        T.setflags(write=False)
+        object.__setattr__(self, "T", T)
+        object.__setattr__(self, "weight", _weight(self.weight, "Pose"))
+        object.__setattr__(self, "axes", _axes(self.axes, "Pose"))
+        rw = self.weight if self.rotation_weight is None else _weight(self.rotation_weight, "Pose")
+        object.__setattr__(self, "rotation_weight", rw)
+
+    def rows(self):
+        return [(KIND_POSITION, self.frame, self.T[:3, 3], np.eye(3), np.zeros(3), self.weight),
+                _rotation_row(self.frame, self.T[:3, :3], self.axes, self.rotation_weight)]
+
+
+@dataclass(frozen=True)
+class Aim(Goal):
+    """The local ``axis`` (3,) of ``frame`` points at the world ``point`` (3,) [m]."""
+
+    frame: str
+    axis: np.ndarray
+    point: np.ndarray
+    weight: float = 1.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "frame", _frame(self.frame, "Aim"))
+        ax = _point(self.axis, f"Aim({self.frame!r}).axis")
+        n = float(np.linalg.norm(ax))
+        if n < 1e-9:
+            raise GoalError(f"Aim({self.frame!r}).axis: expected a non-zero vector, got {ax.tolist()}")
+        ax = ax / n
+        ax.setflags(write=False)
+        object.__setattr__(self, "axis", ax)
+        object.__setattr__(self, "point", _point(self.point, f"Aim({self.frame!r}).point"))
+        object.__setattr__(self, "weight", _weight(self.weight, "Aim"))
+
+    def rows(self):
+        return [(KIND_AIM, self.frame, self.point, np.eye(3), self.axis, self.weight)]
+
+
+@dataclass(frozen=True)
+class Posture(Goal):
+    """A soft bias toward the rest configuration ``q_rest`` (dof,); never decides success."""
+
+    q_rest: np.ndarray
+    weight: float = 1e-3
+    frame: str = field(default="", repr=False)
+
+    def __post_init__(self):
+        a = np.array(self.q_rest, dtype=np.float64)
+        if a.ndim != 1 or not np.all(np.isfinite(a)):
+            raise GoalError(f"Posture.q_rest: expected a finite vector (dof,), got {self.q_rest!r}")
+        a.setflags(write=False)
+        object.__setattr__(self, "q_rest", a)
+        object.__setattr__(self, "weight", _weight(self.weight, "Posture"))
+
+    def rows(self):
+        return []

@@ -1,0 +1,85 @@
+"""Solve results: Status, Result (one solve) and BatchResult (arrays over a batch)."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Status", "Result", "BatchResult"]
+
+
+class Status(str, enum.Enum):
+    """Why a solve stopped. Only ``converged`` means every goal is within tolerance."""
+
+    CONVERGED = "converged"
+    UNREACHABLE = "unreachable"          # no configuration meets the goals: best effort returned
+    ITERATION_LIMIT = "iteration_limit"  # max_iterations spent while still improving
+    TIME_LIMIT = "time_limit"            # timeout spent while still improving
+    STALLED = "stalled"                  # every attempt stopped in a local minimum
+    OUT_OF_WORKSPACE = "out_of_workspace"  # (reach) the target is beyond the reach radius
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: Integer codes used by kernels and batch results, in this order.
+STATUS_CODES = (Status.CONVERGED, Status.UNREACHABLE, Status.ITERATION_LIMIT, Status.TIME_LIMIT,
+                Status.STALLED, Status.OUT_OF_WORKSPACE)
+
+
+@dataclass(frozen=True)
+class Result:
+    """Outcome of :func:`invkin.solve`.
+
+    q (dof,): the best configuration found (always inside the joint limits).
+    position_error [m], rotation_error [rad]: the largest error over the goals.
+    time [s]: wall time of the call. iterations: total over restarts.
+    """
+
+    q: np.ndarray
+    success: bool
+    status: Status
+    position_error: float
+    rotation_error: float
+    iterations: int
+    restarts: int
+    time: float
+    method: str = "lm"
+    info: dict = field(default_factory=dict, repr=False)
+
+    def __repr__(self) -> str:
+        return (f"Result({self.status.value}, method={self.method}, pos_err={self.position_error:.2e} m, "
+                f"rot_err={self.rotation_error:.2e} rad, iterations={self.iterations}, "
+                f"restarts={self.restarts}, time={self.time * 1e3:.3f} ms)")
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Outcome of :func:`invkin.solve_many`: arrays over B problems."""
+
+    q: np.ndarray               # (B, dof)
+    success: np.ndarray         # (B,) bool
+    status_code: np.ndarray     # (B,) int, index into STATUS_CODES
+    position_error: np.ndarray  # (B,) [m]
+    rotation_error: np.ndarray  # (B,) [rad]
+    iterations: np.ndarray      # (B,)
+    restarts: np.ndarray        # (B,)
+    time: float                 # wall time of the whole batch [s]
+    method: str = "lm"
+
+    @property
+    def status(self) -> list:
+        return [STATUS_CODES[int(c)] for c in self.status_code]
+
+    def __len__(self) -> int:
+        return int(self.q.shape[0])
+
+    def __getitem__(self, i) -> Result:
+        return Result(self.q[i].copy(), bool(self.success[i]), STATUS_CODES[int(self.status_code[i])],
+                      float(self.position_error[i]), float(self.rotation_error[i]), int(self.iterations[i]),
+                      int(self.restarts[i]), self.time / max(len(self), 1), self.method)
+
+    def __repr__(self) -> str:
+        return (f"BatchResult(B={len(self)}, success={self.success.mean() * 100:.1f}%, "
+                f"time={self.time:.3f} s, method={self.method})")

@@ -1,0 +1,67 @@
+"""The solver registry: one module per method, each registered by name.
+
+A method supplies only its iteration; the driver in :mod:`invkin.solve` owns restarts,
+tolerances, the time budget and the RNG. ``iterate(problem, q, max_iter, state, options)``
+runs up to ``max_iter`` iterations on ``q`` in place and returns RUNNING, CONVERGED or STALLED
+(:mod:`invkin.solvers._common`); ``state`` (8,) carries the method's own scalars between calls
+(state[0]) and reports iterations (state[1]), position error (state[2]) and rotation error
+(state[3]).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import SolverError
+
+__all__ = ["Method", "register", "get_method", "methods"]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    iterate: Callable
+    summary: str
+    joint_types: tuple = ("revolute", "continuous", "prismatic", "ball")
+    goal_kinds: tuple = ("position", "rotation", "axis", "aim")
+    restarts: bool = True
+    check: Callable | None = field(default=None, repr=False)  # (problem) -> None, raises SolverError
+    defaults: dict = field(default_factory=dict)
+
+
+_REGISTRY: dict[str, Method] = {}
+_LOADED = False
+
+
+def register(method: Method) -> Method:
+    _REGISTRY[method.name] = method
+    return method
+
+
+def _load_all():
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    import importlib
+
+    for mod in ("lm", "jacobian", "gauss_seidel", "ccd", "fabrik", "analytic"):
+        try:
+            importlib.import_module(f"{__name__}.{mod}")
+        except ModuleNotFoundError as exc:  # a method module not written yet
+            if exc.name != f"{__name__}.{mod}":
+                raise
+
+
+def methods() -> list:
+    """Names of every registered solver, sorted."""
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def get_method(name) -> Method:
+    _load_all()
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise SolverError(f"unknown method {name!r}; choose one of: {', '.join(methods())}") from None

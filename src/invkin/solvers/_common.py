@@ -1,0 +1,358 @@
+"""What every solver shares: the compiled problem, the task residual/Jacobian kernel, small
+linear algebra, and the manifold step with joint-limit clamping.
+
+The goal table (one row per position or rotation goal) is what kernels read:
+
+* ``gnode`` (G,) node index; ``gkind`` (G,) one of the ``KIND_*`` codes of :mod:`invkin.goals`;
+* ``gvec`` (G, 3): target point (position, aim) or goal direction (axis);
+* ``gR`` (G, 3, 3): target rotation (rotation); ``gaxis`` (G, 3): local axis (axis, aim);
+* ``gw`` (G,): weight.
+
+The stacked residual has 3 rows per goal: ``e[3g:3g+3]`` and ``J[3g:3g+3]`` (see goals.py).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ..errors import FrameError, GoalError
+from ..goals import KIND_AIM, KIND_AXIS, KIND_POSITION, KIND_ROTATION, Goal, Posture
+from ..kinematics.kernels import BALL, fk_all_into, jacobian_from_all
+from ..spatial import so3_exp_nb, so3_log_nb
+
+# kernel return codes
+RUNNING = 0
+CONVERGED = 1
+STALLED = 2
+
+
+@dataclass
+class Problem:
+    """A solve compiled to arrays. ``args`` is the tuple every iteration kernel takes first."""
+
+    robot: object
+    goals: tuple
+    gnode: np.ndarray
+    gkind: np.ndarray
+    gvec: np.ndarray
+    gR: np.ndarray
+    gaxis: np.ndarray
+    gw: np.ndarray
+    q_rest: np.ndarray
+    w_posture: float
+    joint_weights: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    balls: np.ndarray
+    tol_p: float
+    tol_r: float
+
+    @property
+    def dof(self) -> int:
+        return self.robot.dof
+
+    @property
+    def args(self) -> tuple:
+        r = self.robot
+        return (r._ni, r._nf, r.origin, self.lower, self.upper, self.balls, self.gnode, self.gkind,
+                self.gvec, self.gR, self.gaxis, self.gw, self.q_rest, self.w_posture, self.joint_weights,
+                self.tol_p, self.tol_r)
+
+    @property
+    def goal_frames(self) -> list:
+        return [self.robot.node_names[int(n)] for n in self.gnode]
+
+    def is_position_only(self) -> bool:
+        return bool(np.all(self.gkind == KIND_POSITION))
+
+
+def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance: float,
+                    joint_weights=None) -> Problem:
+    """Validate goals against the robot and build the goal table."""
+    if isinstance(goals, Goal):
+        goals = [goals]
+    try:
+        goals = tuple(goals)
+    except TypeError:
+        raise GoalError(f"goals: expected a goal or a list of goals, got {goals!r}") from None
+    rows = []
+    q_rest = robot.neutral()
+    w_post = 0.0
+    for g in goals:
+        if not isinstance(g, Goal):
+            raise GoalError(f"goals: expected Position/Orientation/Pose/Aim/Posture objects, got {g!r}")
+        if isinstance(g, Posture):
+            if g.q_rest.shape != (robot.dof,):
+                raise GoalError(f"Posture.q_rest: expected shape ({robot.dof},), got {g.q_rest.shape}")
+            q_rest = g.q_rest
+            w_post = g.weight
+            continue
+        for kind, frame, vec, R, axis, w in g.rows():
+            try:
+                node = robot.frame_index(frame)
+            except FrameError as exc:
+                raise FrameError(f"{type(g).__name__} goal: {exc}") from None
+            rows.append((node, kind, vec, R, axis, w))
+    if not rows and w_post == 0.0:
+        raise GoalError("goals: expected at least one goal, got none")
+    G = len(rows)
+    gnode = np.array([r[0] for r in rows], dtype=np.int64)
+    gkind = np.array([r[1] for r in rows], dtype=np.int64)
+    gvec = np.array([r[2] for r in rows], dtype=np.float64).reshape(G, 3)
+    gR = np.array([r[3] for r in rows], dtype=np.float64).reshape(G, 3, 3)
+    gaxis = np.array([r[4] for r in rows], dtype=np.float64).reshape(G, 3)
+    gw = np.array([r[5] for r in rows], dtype=np.float64)
+    for nm, v in (("position_tolerance", position_tolerance), ("rotation_tolerance", rotation_tolerance)):
+        if not isinstance(v, (int, float, np.floating, np.integer)) or not v > 0 or not math.isfinite(v):
+            raise GoalError(f"{nm}: expected a finite number > 0, got {v!r}")
+    if joint_weights is None:
+        jw = np.ones(robot.dof)
+    else:
+        jw = np.array(joint_weights, dtype=np.float64)
+        if jw.shape != (robot.dof,) or not np.all(np.isfinite(jw)) or np.any(jw <= 0):
+            raise GoalError(f"joint_weights: expected {robot.dof} finite numbers > 0, got {joint_weights!r}")
+    return Problem(robot, goals, gnode, gkind, gvec, gR, gaxis, gw, np.ascontiguousarray(q_rest, dtype=np.float64),
+                   float(w_post), jw, robot.lower, robot.upper, robot._ball_starts,
+                   float(position_tolerance), float(rotation_tolerance))
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@njit(cache=True)
+def _angle_between(a0, a1, a2, b0, b1, b2):
+    cx = a1 * b2 - a2 * b1
+    cy = a2 * b0 - a0 * b2
+    cz = a0 * b1 - a1 * b0
+    s = math.sqrt(cx * cx + cy * cy + cz * cz)
+    c = a0 * b0 + a1 * b1 + a2 * b2
+    return math.atan2(s, c), cx, cy, cz, s
+
+
+@njit(cache=True)
+def _direction_error(a, d, e, r0):
+    """e[r0:r0+3] = angle(a, d) * unit(a x d) (a, d unit); returns the angle."""
+    th, cx, cy, cz, s = _angle_between(a[0], a[1], a[2], d[0], d[1], d[2])
+    if s > 1e-12:
+        k = th / s
+        e[r0] = k * cx
+        e[r0 + 1] = k * cy
+        e[r0 + 2] = k * cz
+    elif th > 1.0:
+        # antiparallel: rotate about any axis perpendicular to a
+        px, py, pz = 1.0, 0.0, 0.0
+        if abs(a[0]) > 0.9:
+            px, py = 0.0, 1.0
+        ux = a[1] * pz - a[2] * py
+        uy = a[2] * px - a[0] * pz
+        uz = a[0] * py - a[1] * px
+        n = math.sqrt(ux * ux + uy * uy + uz * uz)
+        e[r0] = th * ux / n
+        e[r0 + 1] = th * uy / n
+        e[r0 + 2] = th * uz / n
+    else:
+        e[r0] = 0.0
+        e[r0 + 1] = 0.0
+        e[r0 + 2] = 0.0
+    return th
+
+
+@njit(cache=True)
+def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, want_jac):
+    """Stacked weighted residual ``e`` (3G,) and Jacobian ``J`` (3G, dof) at q.
+
+    errs[0] = largest position error [m], errs[1] = largest rotation error [rad] (unweighted,
+    over goals with weight > 0). ``Tall`` (n, 4, 4) and ``Jf`` (6, dof) are scratch.
+    """
+    fk_all_into(ni, nf, origin, q, Tall)
+    G = gnode.shape[0]
+    dof = J.shape[1]
+    perr = 0.0
+    rerr = 0.0
+    a = np.empty(3)
+    d = np.empty(3)
+    Rc = np.empty((3, 3))
+    r = np.empty(3)
+    for g in range(G):
+        node = gnode[g]
+        kind = gkind[g]
+        w = gw[g]
+        r0 = 3 * g
+        T = Tall[node]
+        if want_jac:
+            jacobian_from_all(ni, nf, Tall, node, Jf)
+        if kind == 0:  # position
+            ex = gvec[g, 0] - T[0, 3]
+            ey = gvec[g, 1] - T[1, 3]
+            ez = gvec[g, 2] - T[2, 3]
+            err = math.sqrt(ex * ex + ey * ey + ez * ez)
+            if w > 0.0 and err > perr:
+                perr = err
+            e[r0] = w * ex
+            e[r0 + 1] = w * ey
+            e[r0 + 2] = w * ez
+            if want_jac:
+                for k in range(3):
+                    for c in range(dof):
+                        J[r0 + k, c] = w * Jf[k, c]
+        elif kind == 1:  # full rotation: log(R* R^T)
+            for i in range(3):
+                for j in range(3):
+                    Rc[i, j] = gR[g, i, 0] * T[j, 0] + gR[g, i, 1] * T[j, 1] + gR[g, i, 2] * T[j, 2]
+            so3_log_nb(Rc, r)
+            err = math.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2])
+            if w > 0.0 and err > rerr:
+                rerr = err
+            for k in range(3):
+                e[r0 + k] = w * r[k]
+            if want_jac:
+                for k in range(3):
+                    for c in range(dof):
+                        J[r0 + k, c] = w * Jf[3 + k, c]
+        else:  # axis (kind 2) or aim (kind 3): direction error, projected Jacobian
+            for k in range(3):
+                a[k] = T[k, 0] * gaxis[g, 0] + T[k, 1] * gaxis[g, 1] + T[k, 2] * gaxis[g, 2]
+            L = 1.0
+            if kind == 2:
+                for k in range(3):
+                    d[k] = gvec[g, k]
+            else:
+                for k in range(3):
+                    d[k] = gvec[g, k] - T[k, 3]
+                L = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+                if L < 1e-12:
+                    L = 1e-12
+                    d[0] = a[0]
+                    d[1] = a[1]
+                    d[2] = a[2]
+                else:
+                    for k in range(3):
+                        d[k] /= L
+            err = _direction_error(a, d, e, r0)
+            if w > 0.0 and err > rerr:
+                rerr = err
+            for k in range(3):
+                e[r0 + k] *= w
+            if want_jac:
+                # rows: (I - a a^T) (Jw + [d]x Jv / L for aim)
+                for c in range(dof):
+                    wx = Jf[3, c]
+                    wy = Jf[4, c]
+                    wz = Jf[5, c]
+                    if kind == 3:
+                        vx = Jf[0, c] / L
+                        vy = Jf[1, c] / L
+                        vz = Jf[2, c] / L
+                        wx += d[1] * vz - d[2] * vy
+                        wy += d[2] * vx - d[0] * vz
+                        wz += d[0] * vy - d[1] * vx
+                    dot = a[0] * wx + a[1] * wy + a[2] * wz
+                    J[r0, c] = w * (wx - a[0] * dot)
+                    J[r0 + 1, c] = w * (wy - a[1] * dot)
+                    J[r0 + 2, c] = w * (wz - a[2] * dot)
+    errs[0] = perr
+    errs[1] = rerr
+
+
+@njit(cache=True)
+def chol_solve(A, b, x):
+    """Solve A x = b for symmetric positive definite A (n x n) by Cholesky; A is overwritten.
+
+    Returns False if A is not positive definite (x untouched)."""
+    n = A.shape[0]
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if s <= 0.0:
+            return False
+        s = math.sqrt(s)
+        A[j, j] = s
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for k in range(j):
+                t -= A[i, k] * A[j, k]
+            A[i, j] = t / s
+    for i in range(n):
+        t = b[i]
+        for k in range(i):
+            t -= A[i, k] * x[k]
+        x[i] = t / A[i, i]
+    for i in range(n - 1, -1, -1):
+        t = x[i]
+        for k in range(i + 1, n):
+            t -= A[k, i] * x[k]
+        x[i] = t / A[i, i]
+    return True
+
+
+@njit(cache=True)
+def step_and_clamp(q, dq, lower, upper, balls, out):
+    """out = clamp(q ⊕ dq): plain sum, ball joints composed on SO(3), then joint limits."""
+    n = q.shape[0]
+    for i in range(n):
+        out[i] = q[i] + dq[i]
+    if balls.shape[0] > 0:
+        Ra = np.empty((3, 3))
+        Rb = np.empty((3, 3))
+        Rc = np.empty((3, 3))
+        r = np.empty(3)
+        for k in range(balls.shape[0]):
+            s = balls[k]
+            so3_exp_nb(q[s], q[s + 1], q[s + 2], Ra)
+            so3_exp_nb(dq[s], dq[s + 1], dq[s + 2], Rb)
+            for i in range(3):
+                for j in range(3):
+                    Rc[i, j] = Ra[i, 0] * Rb[0, j] + Ra[i, 1] * Rb[1, j] + Ra[i, 2] * Rb[2, j]
+            so3_log_nb(Rc, r)
+            out[s] = r[0]
+            out[s + 1] = r[1]
+            out[s + 2] = r[2]
+    for i in range(n):
+        if out[i] < lower[i]:
+            out[i] = lower[i]
+        elif out[i] > upper[i]:
+            out[i] = upper[i]
+
+
+@njit(cache=True)
+def posture_residual(q, q_rest, balls, out):
+    """out = q_rest ⊖ q (ball joints: log(R_q^T R_rest))."""
+    for i in range(q.shape[0]):
+        out[i] = q_rest[i] - q[i]
+    if balls.shape[0] > 0:
+        Ra = np.empty((3, 3))
+        Rb = np.empty((3, 3))
+        Rc = np.empty((3, 3))
+        r = np.empty(3)
+        for k in range(balls.shape[0]):
+            s = balls[k]
+            so3_exp_nb(q[s], q[s + 1], q[s + 2], Ra)
+            so3_exp_nb(q_rest[s], q_rest[s + 1], q_rest[s + 2], Rb)
+            for i in range(3):
+                for j in range(3):
+                    Rc[i, j] = Ra[0, i] * Rb[0, j] + Ra[1, i] * Rb[1, j] + Ra[2, i] * Rb[2, j]
+            so3_log_nb(Rc, r)
+            out[s] = r[0]
+            out[s + 1] = r[1]
+            out[s + 2] = r[2]
+
+
+@njit(cache=True)
+def goal_errors(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw):
+    """(largest position error [m], largest rotation error [rad]) at q."""
+    G = gnode.shape[0]
+    dof = q.shape[0]
+    Tall = np.empty((ni.shape[0], 4, 4))
+    Jf = np.empty((6, dof))
+    e = np.empty(3 * G)
+    J = np.empty((3 * G, dof))
+    errs = np.empty(2)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+    return errs[0], errs[1]
+
+
+_ = (KIND_POSITION, KIND_ROTATION, KIND_AXIS, KIND_AIM, BALL)
