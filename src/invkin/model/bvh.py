@@ -1,0 +1,546 @@
+"""BVH (Biovision Hierarchy) motion files ⇄ a skeleton :class:`Robot` plus a motion :class:`Clip`.
+
+Mapping of a BVH joint ``J`` with parent ``P``, ``OFFSET o`` and ``CHANNELS n c1 … cn``:
+
+* each channel is one degree of freedom, in file order (``q`` columns ``J.Xposition``,
+  ``J.Zrotation``, …): a position channel is a prismatic joint along the parent's x/y/z axis [file
+  length units], a rotation channel a continuous revolute joint about x/y/z [rad; the file holds
+  degrees];
+* the channel joints form a chain of nodes ``P → J.c1 → … → J``: every intermediate node is internal
+  (not in ``frame_names``) and the last one carries the name ``J``, so ``robot.fk(q, "J")`` is the
+  joint's full pose. With ``T_P`` the parent's world pose::
+
+      T_J = T_P · Trans(o') · Trans(p) · R_c1 · R_c2 · …      (rotations in CHANNELS order)
+
+  e.g. ``Zrotation Xrotation Yrotation`` gives ``R = Rz · Rx · Ry``. Position channels always act
+  along the parent's axes (they are placed before the rotations even if the file lists them after).
+* ``o'`` is the OFFSET with every component that has a position channel set to zero: position
+  channels *replace* the offset rather than add to it. This matters for files with position channels
+  on every joint (mocapdata.com), whose channel values repeat the offset in each frame; adding them
+  would double every bone. The ROOT follows the same rule (its channels are its absolute position).
+* ``End Site`` becomes a fixed frame named ``<parent>_End`` (a number is appended if that name is
+  taken); a joint with ``CHANNELS 0`` is a fixed frame.
+* the tree hangs below an internal world node (named ``world`` unless the file uses that name);
+  several ROOTs are allowed.
+
+:class:`Clip` holds the motion as configurations (``frames[i]`` is a ``q`` for the robot) and the
+hierarchy exactly as read (names, offsets, channel orders), so that :func:`write_bvh` can write the
+file back.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelError
+from ..kinematics import kernels as K
+from .robot import Robot
+
+__all__ = ["Clip", "read_bvh", "write_bvh", "CHANNEL_NAMES", "MAX_BVH_BYTES"]
+
+#: The six legal channel names, in canonical spelling.
+CHANNEL_NAMES = ("Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation")
+_CHANNEL_CANON = {c.lower(): c for c in CHANNEL_NAMES}
+_AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
+
+#: Files larger than this are refused [bytes].
+MAX_BVH_BYTES = 256 * 2**20
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+_MOTION_CHARS = re.compile(r"[0-9eE+\-.\s]*\Z")
+_FRAMES = re.compile(r"\s*Frames\s*:\s*(\S*)\s*\Z", re.IGNORECASE)
+_FRAME_TIME = re.compile(r"\s*Frame\s+Time\s*:\s*(\S*)\s*\Z", re.IGNORECASE)
+
+
+def _readonly(a, dtype=np.float64) -> np.ndarray:
+    a = np.array(a, dtype=dtype, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Clip:
+    """A BVH motion and the hierarchy it was read with.
+
+    Attributes:
+        frames: (F, dof) float64, read-only: one configuration ``q`` per frame, columns in channel
+            order (see :attr:`channel_names`); rotations [rad], positions [file length units].
+        frame_time: seconds per frame.
+        names: BVH nodes in file order (depth first), joints and End Sites alike; End Sites carry
+            the generated frame name (``<parent>_End``).
+        parents: index into ``names`` of each node's parent, -1 for a ROOT.
+        offsets: (N, 3) float64, read-only: each node's OFFSET [file length units].
+        channels: per node, its CHANNELS in file order (canonical spelling; ``()`` for End Sites).
+        end_site: per node, True for an End Site.
+
+    Replace the motion with ``dataclasses.replace(clip, frames=new_q)``; the fields are checked.
+    """
+
+    frames: np.ndarray
+    frame_time: float
+    names: tuple
+    parents: tuple
+    offsets: np.ndarray
+    channels: tuple
+    end_site: tuple
+
+    def __post_init__(self):
+        names = tuple(str(n) for n in self.names)
+        n = len(names)
+        parents = tuple(int(p) for p in self.parents)
+        channels = tuple(tuple(_CHANNEL_CANON.get(str(c).lower(), str(c)) for c in ch) for ch in self.channels)
+        end_site = tuple(bool(e) for e in self.end_site)
+        offsets = _readonly(self.offsets)
+        if len(parents) != n or len(channels) != n or len(end_site) != n or offsets.shape != (n, 3):
+            raise ModelError(f"Clip: names, parents, channels, end_site and offsets (N, 3) must describe "
+                             f"the same {n} nodes; got {len(parents)}, {len(channels)}, {len(end_site)}, "
+                             f"{offsets.shape}")
+        for i, p in enumerate(parents):
+            if not -1 <= p < i:
+                raise ModelError(f"Clip: node {names[i]!r} has parent index {p}; parents must come first")
+            if p >= 0 and end_site[p]:
+                raise ModelError(f"Clip: node {names[i]!r} is below End Site {names[p]!r}")
+            if end_site[i] and (p < 0 or channels[i]):
+                raise ModelError(f"Clip: End Site {names[i]!r} needs a parent joint and no channels")
+            for c in channels[i]:
+                if c not in CHANNEL_NAMES:
+                    raise ModelError(f"Clip: node {names[i]!r}: unknown channel {c!r}; expected one of "
+                                     f"{', '.join(CHANNEL_NAMES)}")
+        dof = sum(len(c) for c in channels)
+        frames = _readonly(self.frames)
+        if frames.ndim != 2 or frames.shape[1] != dof:
+            raise ModelError(f"Clip: frames must have shape (F, {dof}) for {dof} channels, got {frames.shape}")
+        if not np.all(np.isfinite(frames)) or not np.all(np.isfinite(offsets)):
+            raise ModelError("Clip: frames and offsets must be finite")
+        ft = float(self.frame_time)
+        if not (math.isfinite(ft) and ft >= 0.0):
+            raise ModelError(f"Clip: frame_time must be a finite number >= 0 [s], got {self.frame_time!r}")
+        for nm, v in (("names", names), ("parents", parents), ("channels", channels), ("end_site", end_site),
+                      ("offsets", offsets), ("frames", frames), ("frame_time", ft)):
+            object.__setattr__(self, nm, v)
+
+    @property
+    def n_frames(self) -> int:
+        return int(self.frames.shape[0])
+
+    @property
+    def dof(self) -> int:
+        return int(self.frames.shape[1])
+
+    @property
+    def fps(self) -> float:
+        return 1.0 / self.frame_time if self.frame_time > 0 else math.inf
+
+    @property
+    def duration(self) -> float:
+        """n_frames * frame_time [s]."""
+        return self.n_frames * self.frame_time
+
+    @property
+    def joint_names(self) -> tuple:
+        """The BVH joints (ROOT/JOINT, without End Sites) in file order."""
+        return tuple(n for n, e in zip(self.names, self.end_site) if not e)
+
+    @property
+    def channel_names(self) -> tuple:
+        """Name of every column of ``frames``: ``Joint.Channel`` (the robot's ``joint_names``)."""
+        return tuple(f"{n}.{c}" for n, ch in zip(self.names, self.channels) for c in ch)
+
+    @property
+    def rotation_mask(self) -> np.ndarray:
+        """(dof,) bool: True for the rotation columns (radians in ``frames``, degrees in the file)."""
+        return np.array([c.endswith("rotation") for ch in self.channels for c in ch], dtype=bool)
+
+    def file_values(self) -> np.ndarray:
+        """The motion as the file holds it: (F, dof) with rotations in degrees."""
+        out = np.array(self.frames)
+        m = self.rotation_mask
+        out[:, m] = np.rad2deg(out[:, m])
+        return out
+
+    def __repr__(self) -> str:
+        return (f"Clip(frames={self.n_frames}, dof={self.dof}, frame_time={self.frame_time:g} s, "
+                f"joints={len(self.joint_names)}, end_sites={sum(self.end_site)})")
+
+
+# ---------------------------------------------------------------------------------------- reading
+class _Tokens:
+    """The header as a stream of (token, line number) pairs."""
+
+    def __init__(self, lines, stop: int, src: str):
+        self.src = src
+        self.toks = [(t, ln + 1) for ln in range(stop) for t in lines[ln].split()]
+        self.i = 0
+        self.last_line = stop + 1  # reported when the header ends early: the MOTION line
+
+    def err(self, msg: str, line: int | None = None) -> ModelError:
+        return ModelError(f"{self.src}: line {line if line is not None else self.line()}: {msg}")
+
+    def line(self) -> int:
+        if self.i < len(self.toks):
+            return self.toks[self.i][1]
+        return self.last_line
+
+    def peek(self):
+        return self.toks[self.i][0] if self.i < len(self.toks) else None
+
+    def next(self, what: str):
+        if self.i >= len(self.toks):
+            raise self.err(f"unexpected end of the hierarchy: expected {what}")
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def expect(self, word: str):
+        t, ln = self.next(repr(word))
+        if t != word:
+            raise self.err(f"expected {word!r}, got {t!r}", ln)
+        return ln
+
+    def number(self, what: str) -> float:
+        t, ln = self.next(what)
+        if not _NUMBER.match(t):
+            raise self.err(f"{what}: expected a number, got {t!r}", ln)
+        return float(t)
+
+    def rest_of_line(self, ln: int) -> list:
+        out = []
+        while self.i < len(self.toks) and self.toks[self.i][1] == ln and self.toks[self.i][0] != "{":
+            out.append(self.toks[self.i][0])
+            self.i += 1
+        return out
+
+
+def _parse_hierarchy(tk: _Tokens):
+    """Nodes as lists: names, parents, offsets, channels, end_site, line numbers."""
+    names, parents, offsets, channels, end_site, lines = [], [], [], [], [], []
+    t, ln = tk.next("'HIERARCHY'")
+    if t.upper() != "HIERARCHY":
+        raise tk.err(f"expected 'HIERARCHY' at the start of the file, got {t!r}", ln)
+    if tk.peek() is None:
+        raise tk.err("no ROOT in the hierarchy")
+
+    def node(kind: str, name: str, parent: int, ln: int):
+        idx = len(names)
+        names.append(name)
+        parents.append(parent)
+        offsets.append(None)
+        channels.append(())
+        end_site.append(kind == "End")
+        lines.append(ln)
+        tk.expect("{")
+        while True:
+            t, l2 = tk.next(f"'}}' closing {name!r} (opened on line {ln})")
+            u = t.upper()
+            if t == "}":
+                break
+            if u == "OFFSET":
+                if offsets[idx] is not None:
+                    raise tk.err(f"second OFFSET in {name!r}", l2)
+                offsets[idx] = [tk.number("OFFSET") for _ in range(3)]
+            elif u == "CHANNELS":
+                if kind == "End":
+                    raise tk.err(f"End Site of {names[parent]!r} cannot have CHANNELS", l2)
+                if channels[idx]:
+                    raise tk.err(f"second CHANNELS line in {name!r}", l2)
+                c, l3 = tk.next("the number of channels")
+                if not c.isdigit():
+                    raise tk.err(f"CHANNELS: expected a channel count, got {c!r}", l3)
+                chs = []
+                for _ in range(int(c)):
+                    ch, l4 = tk.next(f"{c} channel names")
+                    canon = _CHANNEL_CANON.get(ch.lower())
+                    if canon is None:
+                        raise tk.err(f"unknown channel name {ch!r} in {name!r}; expected one of "
+                                     f"{', '.join(CHANNEL_NAMES)}", l4)
+                    if canon in chs:
+                        raise tk.err(f"channel {canon} repeated in {name!r}", l4)
+                    chs.append(canon)
+                channels[idx] = tuple(chs)
+            elif u == "JOINT" or (u == "END" and tk.peek() is not None and tk.peek().upper() == "SITE"):
+                if kind == "End":
+                    raise tk.err(f"End Site of {names[parent]!r} cannot have children", l2)
+                if offsets[idx] is None:
+                    raise tk.err(f"{name!r} has no OFFSET before its children", l2)
+                if u == "END":
+                    tk.next("'Site'")
+                    node("End", "", idx, l2)
+                else:
+                    nm = tk.rest_of_line(l2)
+                    if not nm:
+                        raise tk.err("JOINT without a name", l2)
+                    node("JOINT", " ".join(nm), idx, l2)
+            elif u in ("ROOT", "MOTION", "HIERARCHY"):
+                raise tk.err(f"unbalanced braces: {t!r} inside {name!r} (opened on line {ln}); "
+                             f"a '}}' is missing", l2)
+            else:
+                raise tk.err(f"unexpected {t!r} in {name!r}; expected OFFSET, CHANNELS, JOINT, "
+                             f"End Site or '}}'", l2)
+        if offsets[idx] is None:
+            raise tk.err(f"{'End Site' if kind == 'End' else repr(name)} has no OFFSET", ln)
+
+    while tk.peek() is not None:
+        t, ln = tk.next("ROOT")
+        if t.upper() != "ROOT":
+            if t == "}":
+                raise tk.err("unbalanced braces: '}' without a matching '{'", ln)
+            raise tk.err(f"expected ROOT or MOTION, got {t!r}", ln)
+        nm = tk.rest_of_line(ln)
+        if not nm:
+            raise tk.err("ROOT without a name", ln)
+        node("ROOT", " ".join(nm), -1, ln)
+    return names, parents, offsets, channels, end_site, lines
+
+
+def _name_end_sites(src, names, parents, end_site, lines):
+    taken = {n for n, e in zip(names, end_site) if not e}
+    seen = set()
+    for i, n in enumerate(names):
+        if not end_site[i]:
+            if n in seen:
+                raise ModelError(f"{src}: line {lines[i]}: duplicate joint name {n!r}")
+            seen.add(n)
+    for i, e in enumerate(end_site):
+        if e:
+            base = f"{names[parents[i]]}_End"
+            nm, k = base, 1
+            while nm in taken:
+                k += 1
+                nm = f"{base}{k}"
+            names[i] = nm
+            taken.add(nm)
+
+
+def _parse_motion(src, lines, start: int, dof: int):
+    """Frames (F, dof) in file values, frame time; ``start`` is the 0-based index of the MOTION line."""
+    n = len(lines)
+
+    def header(k, rx, what):
+        while k < n and not lines[k].strip():
+            k += 1
+        if k >= n:
+            raise ModelError(f"{src}: line {n}: truncated file: expected '{what}' after MOTION")
+        m = rx.match(lines[k])
+        if not m:
+            raise ModelError(f"{src}: line {k + 1}: expected '{what} <value>', got {lines[k].strip()[:60]!r}")
+        return m.group(1), k
+
+    v, kf = header(start + 1, _FRAMES, "Frames:")
+    if not v.isdigit():
+        raise ModelError(f"{src}: line {kf + 1}: Frames: expected a frame count, got {v!r}")
+    n_frames = int(v)
+    v, kt = header(kf + 1, _FRAME_TIME, "Frame Time:")
+    if not _NUMBER.match(v) or not float(v) >= 0.0:
+        raise ModelError(f"{src}: line {kt + 1}: Frame Time: expected a number of seconds >= 0, got {v!r}")
+    frame_time = float(v)
+
+    body = lines[kt + 1:]
+    if dof == 0:  # a skeleton without channels: nothing to read per frame
+        return np.zeros((n_frames, 0)), frame_time
+    tokens, counts, rows = [], [], []
+    for k, line in enumerate(body):
+        t = line.split()
+        if t:
+            tokens.extend(t)
+            counts.append(len(t))
+            rows.append(kt + 2 + k)
+    for c, ln in zip(counts, rows):
+        if c != dof:
+            raise ModelError(f"{src}: line {ln}: motion line has {c} numbers, the hierarchy has {dof} channels")
+    if len(counts) != n_frames:
+        where = rows[n_frames] if len(counts) > n_frames else (rows[-1] if rows else kt + 1)
+        raise ModelError(f"{src}: line {kf + 1}: Frames: {n_frames}, but the file has {len(counts)} motion "
+                         f"lines (line {where}){'; truncated file?' if len(counts) < n_frames else ''}")
+    bad = None
+    if not _MOTION_CHARS.match("".join(body)):
+        bad = True
+    else:
+        try:
+            values = np.array(tokens, dtype=np.float64)
+        except ValueError:
+            bad = True
+    if bad:
+        for t, ln in zip((lines[r - 1].split() for r in rows), rows):
+            for x in t:
+                if not _NUMBER.match(x):
+                    raise ModelError(f"{src}: line {ln}: motion value {x[:40]!r} is not a number")
+        raise ModelError(f"{src}: line {kt + 2}: unreadable motion block")  # pragma: no cover
+    if not np.all(np.isfinite(values)):
+        i = int(np.argmin(np.isfinite(values)))
+        raise ModelError(f"{src}: line {rows[i // dof]}: motion value out of range ({values[i]})")
+    return values.reshape(n_frames, dof), frame_time
+
+
+def _read_text(path) -> tuple[str, str]:
+    src = os.fspath(path)
+    try:
+        size = os.stat(src).st_size
+        if size > MAX_BVH_BYTES:
+            raise ModelError(f"{src}: line 1: file is {size} bytes, over the {MAX_BVH_BYTES}-byte limit")
+        with open(src, "rb") as f:
+            data = f.read(MAX_BVH_BYTES + 1)
+    except OSError as e:
+        raise ModelError(f"{src}: cannot read the BVH file: {e.strerror or e}") from e
+    if len(data) > MAX_BVH_BYTES:
+        raise ModelError(f"{src}: line 1: file is over the {MAX_BVH_BYTES}-byte limit")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    return src, text
+
+
+def read_bvh(path) -> tuple[Robot, Clip]:
+    """Read a BVH file: the skeleton as a :class:`Robot` and the motion as a :class:`Clip`.
+
+    ``robot.fk(clip.frames[i], "LeftFoot")`` is the pose of ``LeftFoot`` in frame ``i``, in the
+    file's length units (see the module docstring for the exact mapping). Line endings (CR, LF,
+    CRLF, mixed), tabs, indentation and exponent styles are all accepted. Malformed files raise
+    :class:`~invkin.ModelError` naming the file and the line.
+    """
+    src, text = _read_text(path)
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    motion = next((k for k, line in enumerate(lines) if line.strip().upper() == "MOTION"), None)
+    if motion is None:
+        raise ModelError(f"{src}: line {len(lines)}: no MOTION section (truncated or not a BVH file?)")
+    tk = _Tokens(lines, motion, src)
+    names, parents, offsets, channels, end_site, nlines = _parse_hierarchy(tk)
+    _name_end_sites(src, names, parents, end_site, nlines)
+    dof = sum(len(c) for c in channels)
+    values, frame_time = _parse_motion(src, lines, motion, dof)
+    clip = Clip(frames=_file_to_q(values, channels), frame_time=frame_time, names=tuple(names),
+                parents=tuple(parents), offsets=np.array(offsets), channels=tuple(channels),
+                end_site=tuple(end_site))
+    try:
+        robot = skeleton_robot(clip, name=os.path.splitext(os.path.basename(src))[0])
+    except ModelError as e:
+        raise ModelError(f"{src}: {e}") from None
+    return robot, clip
+
+
+def _file_to_q(values: np.ndarray, channels) -> np.ndarray:
+    rot = np.array([c.endswith("rotation") for ch in channels for c in ch], dtype=bool)
+    if rot.all():
+        return np.deg2rad(values)
+    values[:, rot] = np.deg2rad(values[:, rot])
+    return values
+
+
+def skeleton_robot(clip: Clip, name: str = "bvh") -> Robot:
+    """The :class:`Robot` of a clip's hierarchy (what :func:`read_bvh` returns with the clip)."""
+    world = "world"
+    while world in clip.names:
+        world = "_" + world
+    node_names, node_joint, parent, jtype, axis, origin, qidx, is_frame = \
+        [world], [""], [-1], [K.FIXED], [(0.0, 0.0, 0.0)], [np.eye(4)], [-1], [False]
+    top = {}  # clip node index -> robot node index of its last (named) node
+    col = 0
+    for i, nm in enumerate(clip.names):
+        p = 0 if clip.parents[i] < 0 else top[clip.parents[i]]
+        T = np.eye(4)
+        T[:3, 3] = clip.offsets[i]
+        chs = clip.channels[i]
+        # q columns follow file order; nodes put the position channels first (parent's axes)
+        cols = {c: col + k for k, c in enumerate(chs)}
+        col += len(chs)
+        ordered = [c for c in chs if c.endswith("position")] + [c for c in chs if c.endswith("rotation")]
+        for c in ordered:
+            if c.endswith("position"):
+                T[ord(c[0]) - ord("X"), 3] = 0.0  # position channels replace the offset
+        if not ordered:
+            node_names.append(nm)
+            node_joint.append(f"{nm}.offset" if not clip.end_site[i] else f"{nm}.joint")
+            parent.append(p)
+            jtype.append(K.FIXED)
+            axis.append((0.0, 0.0, 0.0))
+            origin.append(T)
+            qidx.append(-1)
+            is_frame.append(True)
+        for k, c in enumerate(ordered):
+            last = k == len(ordered) - 1
+            node_names.append(nm if last else f"{nm}.{c}")
+            node_joint.append(f"{nm}.{c}")
+            parent.append(p)
+            jtype.append(K.PRISMATIC if c.endswith("position") else K.REVOLUTE)
+            axis.append(_AXES[c[0]])
+            origin.append(T if k == 0 else np.eye(4))
+            qidx.append(cols[c])
+            is_frame.append(last)
+            p = len(node_names) - 1
+        top[i] = len(node_names) - 1
+    n = len(node_names)
+    dof = col
+    return Robot(name=name, parent=np.array(parent), joint_type=np.array(jtype), axis=np.array(axis),
+                 origin=np.array(origin), qidx=np.array(qidx), multiplier=np.ones(n), offset=np.zeros(n),
+                 node_names=tuple(node_names), node_joint_names=tuple(node_joint),
+                 is_frame=np.array(is_frame), joint_names=clip.channel_names,
+                 lower=np.full(dof, -math.inf), upper=np.full(dof, math.inf))
+
+
+# ---------------------------------------------------------------------------------------- writing
+def _fmt(x: float) -> str:
+    s = repr(float(x))
+    return s[:-2] if s.endswith(".0") else s
+
+
+def write_bvh(path, robot: Robot | None, clip: Clip) -> None:
+    """Write ``clip`` as a BVH file (atomically: a temporary file, then ``os.replace``).
+
+    The hierarchy (names, offsets, channel orders) comes from the clip; ``robot``, if given, must be
+    the clip's skeleton (its ``joint_names`` equal ``clip.channel_names``). Rotations are written in
+    degrees with 15 significant digits, so read → write → read reproduces the frames to ~1e-13 deg.
+    """
+    if not isinstance(clip, Clip):
+        raise ModelError(f"write_bvh: expected a Clip, got {type(clip).__name__}")
+    if robot is not None and tuple(robot.joint_names) != clip.channel_names:
+        raise ModelError(f"write_bvh: robot {robot.name!r} does not match the clip: its joints "
+                         f"{list(robot.joint_names)[:4]}... differ from the clip's channels "
+                         f"{list(clip.channel_names)[:4]}...")
+    out = ["HIERARCHY"]
+    kids = [[] for _ in clip.names]
+    for i, p in enumerate(clip.parents):
+        if p >= 0:
+            kids[p].append(i)
+
+    def emit(i: int, depth: int):
+        ind = "\t" * depth
+        if clip.end_site[i]:
+            out.append(f"{ind}End Site")
+        else:
+            out.append(f"{ind}{'ROOT' if clip.parents[i] < 0 else 'JOINT'} {clip.names[i]}")
+        out.append(f"{ind}{{")
+        out.append(f"{ind}\tOFFSET " + " ".join(_fmt(v) for v in clip.offsets[i]))
+        if not clip.end_site[i]:
+            out.append(f"{ind}\tCHANNELS {len(clip.channels[i])}" +
+                       "".join(" " + c for c in clip.channels[i]))
+        for j in kids[i]:
+            emit(j, depth + 1)
+        out.append(f"{ind}}}")
+
+    for i, p in enumerate(clip.parents):
+        if p < 0:
+            emit(i, 0)
+    out += ["MOTION", f"Frames: {clip.n_frames}", f"Frame Time: {_fmt(clip.frame_time)}"]
+    values = clip.file_values()
+    row = " ".join(["%.15g"] * clip.dof)
+    out.extend(row % tuple(r) for r in values.tolist())
+    text = "\n".join(out) + "\n"
+
+    dst = os.fspath(path)
+    d = os.path.dirname(os.path.abspath(dst))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".bvh", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, dst)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
