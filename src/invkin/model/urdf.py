@@ -1,0 +1,481 @@
+"""URDF reader: standard-library expat, hardened against hostile input.
+
+What is read
+------------
+Only the kinematics: every top-level ``<link name>`` and every top-level ``<joint>`` with its
+``<parent link>``, ``<child link>``, ``<origin xyz rpy>``, ``<axis xyz>``, ``<limit lower upper>``
+and ``<mimic joint multiplier offset>``. Everything else (``<visual>``, ``<collision>``,
+``<inertial>``, ``<material>``, ``<gazebo>``, ``<transmission>``, ...) is skipped; so is anything
+nested inside those, such as the ``<joint>`` of a ``<transmission>`` or an ``<inertial>``'s
+``<origin>``.
+
+Conventions (as in the URDF specification)
+------------------------------------------
+* ``<origin xyz="x y z" rpy="roll pitch yaw">`` [m, rad] is ``T_parent_joint`` with
+  ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``. A missing ``<origin>`` is the identity, a missing
+  ``xyz`` or ``rpy`` attribute is zeros.
+* ``<axis xyz>`` defaults to ``1 0 0`` and is normalised; a zero axis on a moving joint is an error.
+* ``revolute`` and ``prismatic`` joints need a ``<limit>``; its missing ``lower`` / ``upper``
+  attributes are 0. ``continuous`` joints are unbounded (their ``<limit>`` position bounds are
+  ignored). ``fixed`` joints have no degree of freedom.
+* ``<mimic joint="leader" multiplier="1" offset="0">``: the follower's value is
+  ``multiplier * q[leader] + offset`` and it has no entry in ``q``.
+* ``floating`` and ``planar`` joints are not supported. Without ``base`` / ``tip`` they are an
+  error; with them, they may appear anywhere except on the selected chain (a floating joint
+  ``world -> pelvis`` is fine with ``base="pelvis"``).
+
+base / tip
+----------
+With neither, the whole tree is returned. With ``tip`` only, the chain runs from the root link to
+``tip``. With ``base`` only, the tip is inferred when the subtree below ``base`` is a single chain
+(exactly one leaf link); when it branches, ``tip`` is required and the error lists the leaves.
+
+Hardening
+---------
+Any ``<!DOCTYPE>`` (hence any ``<!ENTITY>``, internal or external) is refused as soon as expat
+reports it, before anything is expanded; parameter entities are never parsed; files larger than
+``max_bytes`` are refused from their size, without reading them whole. Every error is a
+:class:`~invkin.errors.ModelError` whose message names the file, the element (e.g.
+``<joint name='j3'>``) and its line.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.parsers import expat
+
+import numpy as np
+
+from ..errors import FrameError, ModelError, closest_names
+from ..kinematics import kernels as K
+from ..spatial import rpy_to_matrix
+from .build import RobotBuilder
+from .robot import Robot
+
+__all__ = ["load_urdf", "parse_urdf", "DEFAULT_MAX_BYTES"]
+
+#: Largest URDF file :func:`load_urdf` reads by default [bytes] (16 MiB).
+DEFAULT_MAX_BYTES = 16 * 2**20
+
+_MOVING = ("revolute", "continuous", "prismatic")
+_SUPPORTED = _MOVING + ("fixed",)
+_UNSUPPORTED = ("floating", "planar")
+_JOINT_CHILDREN = ("parent", "child", "origin", "axis", "limit", "mimic")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+@dataclass
+class _Elem:
+    """One element as read: tag, attributes and line number."""
+
+    tag: str
+    attrs: dict
+    line: int
+
+
+@dataclass
+class _Joint:
+    elem: _Elem
+    parts: dict = field(default_factory=dict)  # child tag -> _Elem (first and only)
+
+
+def _q(s: str) -> str:
+    """A name quoted for messages, as it would be written in the XML."""
+    return repr(str(s))
+
+
+def _desc(e: _Elem) -> str:
+    """``<joint name='j3'>`` or ``<origin xyz='...' rpy='...'>``."""
+    if "name" in e.attrs:
+        return f"<{e.tag} name={_q(e.attrs['name'])}>"
+    if e.attrs:
+        inner = " ".join(f"{k}={_q(v)}" for k, v in list(e.attrs.items())[:3])
+        return f"<{e.tag} {inner}>"
+    return f"<{e.tag}>"
+
+
+def _where(e: _Elem) -> str:
+    return f"{_desc(e)} line {e.line}"
+
+
+class _Reader:
+    """Collects the robot's links and joints from expat events; raises ModelError on bad input."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.depth = 0
+        self.robot: _Elem | None = None
+        self.links: list[_Elem] = []
+        self.joints: list[_Joint] = []
+        self._joint: _Joint | None = None  # the top-level <joint> being read
+
+    def err(self, msg: str, where: str | None = None) -> ModelError:
+        return ModelError(f"{self.source}: {where}: {msg}" if where else f"{self.source}: {msg}")
+
+    # ------------------------------------------------------------------ expat handlers
+    def make_parser(self):
+        p = expat.ParserCreate()
+        p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+        p.StartDoctypeDeclHandler = self._doctype
+        p.EntityDeclHandler = self._entity
+        p.UnparsedEntityDeclHandler = self._unparsed_entity
+        p.ExternalEntityRefHandler = self._external_ref
+        p.StartElementHandler = self._start
+        p.EndElementHandler = self._end
+        self.parser = p
+        return p
+
+    def _line(self) -> int:
+        return self.parser.CurrentLineNumber
+
+    def _doctype(self, name, system_id, public_id, has_internal_subset):
+        ext = f" SYSTEM {system_id!r}" if system_id else ""
+        sub = " with an internal subset [...]" if has_internal_subset else ""
+        raise self.err(
+            f"<!DOCTYPE {name}{ext}>{sub} refused: a URDF needs no DTD, and DOCTYPE/ENTITY "
+            f"declarations are refused so that entity expansion (billion laughs) and external "
+            f"entities cannot be used; remove the DOCTYPE", f"line {self._line()}")
+
+    def _entity(self, name, is_parameter_entity, value, base, system_id, public_id, notation):
+        ext = f" SYSTEM {system_id!r}" if system_id else ""
+        raise self.err(f"<!ENTITY {name}{ext}> refused: entity declarations are not allowed in URDF",
+                       f"line {self._line()}")
+
+    def _unparsed_entity(self, name, base, system_id, public_id, notation):
+        self._entity(name, False, None, base, system_id, public_id, notation)
+
+    def _external_ref(self, context, base, system_id, public_id):
+        raise self.err(f"external entity {system_id!r} refused", f"line {self._line()}")
+
+    def _start(self, tag, attrs):
+        self.depth += 1
+        d = self.depth
+        if d == 1:
+            if tag != "robot":
+                raise self.err(f"root element is <{tag}>; expected <robot>", f"line {self._line()}")
+            self.robot = _Elem(tag, attrs, self._line())
+            return
+        if d == 2:
+            e = _Elem(tag, attrs, self._line())
+            if tag == "link":
+                self.links.append(e)
+            elif tag == "joint":
+                self._joint = _Joint(e)
+                self.joints.append(self._joint)
+            elif tag.startswith("xacro:"):
+                raise self.err(f"<{tag}> is a xacro macro: this file has not been expanded; run "
+                               f"`xacro file.urdf.xacro > file.urdf` first", _where(e))
+            return
+        if d == 3 and self._joint is not None and tag in _JOINT_CHILDREN:
+            e = _Elem(tag, attrs, self._line())
+            j = self._joint
+            if tag in j.parts:
+                raise self.err(f"<{tag}> appears twice in {_desc(j.elem)} (lines {j.parts[tag].line} "
+                               f"and {e.line}); expected at most one", _where(j.elem))
+            j.parts[tag] = e
+
+    def _end(self, tag):
+        if self.depth == 2 and tag == "joint":
+            self._joint = None
+        self.depth -= 1
+
+
+# ---------------------------------------------------------------------- attribute parsing
+def _floats(rd: _Reader, owner: _Elem, e: _Elem, attr: str, n: int, default) -> np.ndarray:
+    """``n`` finite numbers from a space-separated attribute; ``default`` when it is absent."""
+    s = e.attrs.get(attr)
+    if s is None:
+        return np.array(default, dtype=np.float64)
+    toks = s.split()
+    what = f"<{e.tag} {attr}={_q(s)}> (line {e.line})"
+    if len(toks) != n:
+        raise rd.err(f"{what}: expected {n} numbers separated by spaces, got {len(toks)}", _where(owner))
+    out = np.empty(n)
+    for k, t in enumerate(toks):
+        out[k] = _number(rd, owner, what, t)
+    return out
+
+
+def _number(rd: _Reader, owner: _Elem, what: str, t: str) -> float:
+    if _NUMBER.fullmatch(t) is None:
+        low = t.lower().lstrip("+-")
+        if low in ("nan", "inf", "infinity"):
+            raise rd.err(f"{what}: {t!r} is not finite; expected finite numbers", _where(owner))
+        raise rd.err(f"{what}: {t!r} is not a number", _where(owner))
+    v = float(t)
+    if not math.isfinite(v):
+        raise rd.err(f"{what}: {t!r} overflows to {v}; expected finite numbers", _where(owner))
+    return v
+
+
+def _scalar(rd: _Reader, owner: _Elem, e: _Elem, attr: str, default: float) -> float:
+    s = e.attrs.get(attr)
+    if s is None:
+        return default
+    return _number(rd, owner, f"<{e.tag} {attr}={_q(s)}> (line {e.line})", s.strip())
+
+
+def _name(rd: _Reader, e: _Elem, attr: str = "name", owner: _Elem | None = None) -> str:
+    """The non-empty name attribute ``attr`` of ``e`` (a part of element ``owner`` if given)."""
+    v = e.attrs.get(attr)
+    if v is None or not v.strip():
+        got = "missing" if v is None else f"empty ({v!r})"
+        if owner is None:
+            raise rd.err(f"the {attr}=\"...\" attribute is {got}; expected a non-empty name", _where(e))
+        raise rd.err(f"<{e.tag}> (line {e.line}): the {attr}=\"...\" attribute is {got}; expected "
+                     f"a non-empty name", _where(owner))
+    return v
+
+
+# ---------------------------------------------------------------------- reading
+def parse_urdf(text_or_bytes, source: str = "<string>", base: str | None = None,
+               tip: str | None = None) -> Robot:
+    """A :class:`Robot` from URDF text (``str``) or a document (``bytes``, any XML encoding).
+
+    ``source`` names the document in error messages. See the module docstring for the
+    conventions, the meaning of ``base`` / ``tip`` and what is refused.
+    """
+    if isinstance(text_or_bytes, (bytearray, memoryview)):
+        text_or_bytes = bytes(text_or_bytes)
+    if not isinstance(text_or_bytes, (str, bytes)):
+        raise ModelError(f"{source}: parse_urdf expects str or bytes, got {type(text_or_bytes).__name__}")
+    rd = _Reader(str(source))
+    p = rd.make_parser()
+    try:
+        p.Parse(text_or_bytes, True)
+    except expat.ExpatError as e:
+        raise rd.err(f"malformed XML: {expat.ErrorString(e.code)}",
+                     f"line {e.lineno}, column {e.offset + 1}") from None
+    if rd.robot is None:  # pragma: no cover - expat reports an empty document itself
+        raise rd.err("no <robot> element")
+    cut = base is not None or tip is not None
+    robot, unsupported = _build(rd, defer_unsupported=cut)
+    if cut:
+        robot = _cut(rd, robot, base, tip)
+        for nm in robot.node_names[1:]:  # the root's own joint is above the chain and dropped
+            if nm in unsupported:
+                raise unsupported[nm]
+    _check_depth(rd, robot)
+    return robot
+
+
+def load_urdf(path, base: str | None = None, tip: str | None = None,
+              max_bytes: int = DEFAULT_MAX_BYTES) -> Robot:
+    """Read a URDF file into a :class:`Robot` (see :func:`parse_urdf`).
+
+    Files larger than ``max_bytes`` [bytes] are refused without being read whole. A missing or
+    unreadable file is a :class:`ModelError`.
+    """
+    try:
+        p = os.fspath(path)
+    except TypeError:
+        raise ModelError(f"load_urdf: expected a file path, got {path!r:.200}") from None
+    if isinstance(p, bytes):
+        p = os.fsdecode(p)
+    try:
+        size = os.path.getsize(p)
+        if size > max_bytes:
+            raise ModelError(f"{p}: file is {size} bytes, larger than max_bytes={max_bytes}; "
+                             f"refused (pass a larger max_bytes if it is trusted)")
+        with open(p, "rb") as f:
+            data = f.read(max_bytes + 1)  # bounded even if the size lied (special files)
+    except FileNotFoundError:
+        raise ModelError(f"{p}: no such URDF file") from None
+    except IsADirectoryError:
+        raise ModelError(f"{p}: is a directory; expected a URDF file") from None
+    except OSError as e:
+        raise ModelError(f"{p}: cannot read the URDF file: {e.strerror or e}") from None
+    if len(data) > max_bytes:
+        raise ModelError(f"{p}: file holds more than max_bytes={max_bytes} bytes; refused")
+    return parse_urdf(data, source=p, base=base, tip=tip)
+
+
+def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
+    """Validated keyword arguments of RobotBuilder.add_joint for one <joint>, and an error.
+
+    The error is None, or (with ``defer_unsupported``) the ModelError of a floating/planar
+    joint, which then stands in the tree as a fixed joint: it is raised only if the chain that
+    base/tip select moves through it.
+    """
+    e = j.elem
+    w = _where(e)
+    name = _name(rd, e)
+    jtype = e.attrs.get("type")
+    if jtype is None:
+        raise rd.err(f"joint {name!r} has no type=\"...\" attribute; expected one of "
+                     f"{', '.join(_SUPPORTED)}", w)
+    deferred = None
+    if jtype in _UNSUPPORTED:
+        deferred = rd.err(f"joint {name!r} is {jtype!r}, which invkin does not support (supported: "
+                          f"{', '.join(_SUPPORTED)}); load a chain that does not move through it "
+                          f"with base=... / tip=... (e.g. base=its child link)", w)
+        if not defer_unsupported:
+            raise deferred
+        jtype = "fixed"
+    if jtype not in _SUPPORTED:
+        raise rd.err(f"joint {name!r} has unknown type {jtype!r}; expected one of "
+                     f"{', '.join(_SUPPORTED + _UNSUPPORTED)}", w)
+    ends = {}
+    for tag in ("parent", "child"):
+        el = j.parts.get(tag)
+        if el is None:
+            raise rd.err(f"joint {name!r} has no <{tag} link=\"...\"/> element", w)
+        ends[tag] = _name(rd, el, "link", owner=e)
+    T = np.eye(4)
+    o = j.parts.get("origin")
+    if o is not None:
+        T[:3, 3] = _floats(rd, e, o, "xyz", 3, (0.0, 0.0, 0.0))
+        T[:3, :3] = rpy_to_matrix(_floats(rd, e, o, "rpy", 3, (0.0, 0.0, 0.0)))
+    axis = np.array([1.0, 0.0, 0.0])
+    a = j.parts.get("axis")
+    if a is not None:
+        axis = _floats(rd, e, a, "xyz", 3, (1.0, 0.0, 0.0))
+        if jtype in _MOVING and not np.any(axis):
+            raise rd.err(f"joint {name!r}: <axis xyz={_q(a.attrs['xyz'])}> (line {a.line}) is zero; "
+                         f"expected a non-zero vector", w)
+    lower, upper = -math.inf, math.inf
+    lim = j.parts.get("limit")
+    if jtype in ("revolute", "prismatic"):
+        if lim is None:
+            raise rd.err(f"{jtype} joint {name!r} has no <limit lower=... upper=.../>; the URDF "
+                         f"specification requires one (use type=\"continuous\" for an unbounded "
+                         f"revolute joint)", w)
+        lower = _scalar(rd, e, lim, "lower", 0.0)
+        upper = _scalar(rd, e, lim, "upper", 0.0)
+        if lower > upper:
+            raise rd.err(f"joint {name!r}: <limit> (line {lim.line}) has lower={lower} > upper={upper}; "
+                         f"expected lower <= upper", w)
+    mimic = None
+    m = j.parts.get("mimic")
+    if m is not None:
+        leader = _name(rd, m, "joint", owner=e)
+        mimic = (leader, _scalar(rd, e, m, "multiplier", 1.0), _scalar(rd, e, m, "offset", 0.0))
+    return dict(name=name, parent=ends["parent"], child=ends["child"], type=jtype, origin=T,
+                axis=axis, lower=lower, upper=upper, mimic=mimic, where=w), deferred
+
+
+def _build(rd: _Reader, defer_unsupported: bool = False):
+    """(Robot of the whole tree, {child link of a deferred floating/planar joint: its error})."""
+    robot_el = rd.robot
+    name = robot_el.attrs.get("name") or (Path(rd.source).stem if not rd.source.startswith("<")
+                                          else "robot")
+    if not rd.links:
+        raise rd.err("the robot has no <link> elements", _where(robot_el))
+    links: dict[str, _Elem] = {}
+    for e in rd.links:
+        nm = _name(rd, e)
+        if nm in links:
+            raise rd.err(f"duplicate link name {nm!r} (first defined at line {links[nm].line})", _where(e))
+        links[nm] = e
+    joints: dict[str, dict] = {}
+    lines: dict[str, int] = {}
+    child_of: dict[str, str] = {}  # child link -> joint name
+    unsupported: dict[str, ModelError] = {}
+    for j in rd.joints:
+        f, deferred = _joint_fields(rd, j, defer_unsupported)
+        if deferred is not None:
+            unsupported[f["child"]] = deferred
+        jn = f["name"]
+        if jn in joints:
+            raise rd.err(f"duplicate joint name {jn!r} (first defined at line {lines[jn]})", f["where"])
+        for end in ("parent", "child"):
+            if f[end] not in links:
+                raise rd.err(f"joint {jn!r}: {end} link {f[end]!r} is not a <link> of this robot; "
+                             f"closest: {closest_names(f[end], links)}", f["where"])
+        if f["parent"] == f["child"]:
+            raise rd.err(f"joint {jn!r} attaches link {f['child']!r} to itself", f["where"])
+        if f["child"] in child_of:
+            other = child_of[f["child"]]
+            raise rd.err(f"link {f['child']!r} is the child of two joints, {other!r} (line "
+                         f"{lines[other]}) and {jn!r}; a URDF must be a tree", f["where"])
+        joints[jn] = f
+        lines[jn] = j.elem.line
+        child_of[f["child"]] = jn
+    _check_tree(rd, links, joints, lines, child_of)
+    b = RobotBuilder(name=name, source=rd.source)
+    for nm, e in links.items():
+        b.add_frame(nm, where=_where(e))
+    for f in joints.values():
+        b.add_joint(**f)
+    return b.build(), unsupported
+
+
+def _check_tree(rd, links, joints, lines, child_of) -> None:
+    """Cycles and several roots, reported with the lines of the elements involved."""
+    state: dict[str, int] = {}  # 1: being walked, 2: reaches a root
+    for start in links:
+        path = []
+        n = start
+        while n not in state:
+            state[n] = 1
+            path.append(n)
+            jn = child_of.get(n)
+            if jn is None:
+                break
+            n = joints[jn]["parent"]
+        else:
+            if state[n] == 1:  # came back to a link of this walk: a cycle
+                cyc = path[path.index(n):]
+                js = [child_of[x] for x in cyc]
+                first = min(js, key=lambda x: lines[x])
+                ring = " -> ".join(reversed(cyc + [cyc[0]]))
+                raise rd.err(f"the joints form a cycle through links {ring} (joints "
+                             f"{', '.join(repr(x) for x in sorted(js, key=lambda x: lines[x]))}); "
+                             f"a URDF must be a tree", _where(_Elem("joint", {"name": first}, lines[first])))
+        for x in path:
+            state[x] = 2
+    roots = [nm for nm in links if nm not in child_of]
+    if len(roots) > 1:
+        shown = ", ".join(f"{r!r} (line {links[r].line})" for r in roots[:6])
+        raise rd.err(f"found {len(roots)} root links (links that are no joint's child): {shown}; a "
+                     f"URDF must be one tree; connect them with joints or remove the extra links",
+                     _where(rd.robot))
+
+
+def _check_depth(rd: _Reader, robot: Robot) -> None:
+    """Refuse chains deeper than the kernels' path buffer (K.MAX_DEPTH frames root to leaf)."""
+    limit = getattr(K, "MAX_DEPTH", None)
+    if limit is None or robot.n_nodes <= limit:
+        return
+    depth = np.ones(robot.n_nodes, dtype=np.int64)
+    for i in range(1, robot.n_nodes):  # topological order
+        if robot.parent[i] >= 0:
+            depth[i] = depth[robot.parent[i]] + 1
+    deepest = int(np.argmax(depth))
+    if depth[deepest] > limit:
+        nm = robot.node_names[deepest]
+        line = next(e.line for e in rd.links if e.attrs.get("name") == nm)
+        raise rd.err(f"link {nm!r} is {int(depth[deepest])} frames deep (root to link); the kinematics "
+                     f"kernels support chains of at most {limit} frames; cut the model with base/tip",
+                     f"<link name={_q(nm)}> line {line}")
+
+
+def _cut(rd: _Reader, robot: Robot, base: str | None, tip: str | None) -> Robot:
+    """robot.subchain with base/tip defaults (see the module docstring) and located errors."""
+    for nm, v in (("base", base), ("tip", tip)):
+        if v is not None and v not in robot.node_names:
+            raise FrameError(f"{rd.source}: {nm}={v!r} is not a link of robot {robot.name!r}; "
+                             f"closest: {closest_names(str(v), robot.node_names)}")
+    if base is None:
+        base = robot.root
+    if tip is None:
+        b = robot.node_names.index(base)
+        below = {b}
+        leaves = []
+        for i in range(b + 1, robot.n_nodes):  # topological order: descendants follow base
+            if int(robot.parent[i]) in below:
+                below.add(i)
+        for i in sorted(below):
+            if not any(int(robot.parent[k]) == i for k in below):
+                leaves.append(robot.node_names[i])
+        if len(leaves) != 1:
+            raise ModelError(f"{rd.source}: tip is required: the tree below base {base!r} branches "
+                             f"into {len(leaves)} leaf links ({', '.join(repr(x) for x in leaves[:8])})")
+        tip = leaves[0]
+    try:
+        return robot.subchain(base, tip)
+    except ModelError as e:
+        raise ModelError(f"{rd.source}: {e}") from None

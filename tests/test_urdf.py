@@ -1,0 +1,546 @@
+"""The URDF reader: FK against an independent reference, mimic joints, base/tip, hostile input.
+
+The reference FK here parses the XML with ``xml.etree.ElementTree`` and multiplies 4x4 matrices
+written out below (own roll-pitch-yaw and Rodrigues formulas); it shares no code with invkin.
+"""
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from invkin.errors import FrameError, ModelError
+from invkin.model import load_robot
+from invkin.model.catalog import URDF_MODELS, seed8dof
+from invkin.model.urdf import load_urdf, parse_urdf
+
+ROBOTS = Path(__file__).resolve().parents[1] / "src" / "invkin" / "data" / "robots"
+DATA = Path(__file__).resolve().parent / "data"
+
+
+# ---------------------------------------------------------------------- independent reference FK
+def _rot_x(a):
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+
+
+def _rot_y(a):
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def _rot_z(a):
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def _axis_angle(axis, angle):
+    """Rodrigues: I + sin(a) K + (1 - cos(a)) K^2 for the unit axis k."""
+    k = np.asarray(axis, dtype=float)
+    k = k / np.linalg.norm(k)
+    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * (K @ K)
+
+
+def _homogeneous(R=None, p=None):
+    T = np.eye(4)
+    if R is not None:
+        T[:3, :3] = R
+    if p is not None:
+        T[:3, 3] = p
+    return T
+
+
+def _vec3(el, attr, default):
+    if el is None or el.get(attr) is None:
+        return np.array(default, dtype=float)
+    return np.array([float(x) for x in el.get(attr).split()])
+
+
+class RefChain:
+    """The joints from ``base`` to ``tip`` of a URDF, read with ElementTree."""
+
+    def __init__(self, path, base, tip):
+        root = ET.parse(path).getroot()
+        by_child = {j.find("child").get("link"): j for j in root.findall("joint")}
+        chain = []
+        link = tip
+        while link != base:
+            j = by_child[link]
+            chain.append(j)
+            link = j.find("parent").get("link")
+        self.joints = chain[::-1]
+        self.moving = [j for j in self.joints if j.get("type") != "fixed"]
+        self.names = [j.get("name") for j in self.moving]
+        lo, hi = [], []
+        for j in self.moving:
+            lim = j.find("limit")
+            if j.get("type") == "continuous":
+                lo.append(-math.pi)
+                hi.append(math.pi)
+            else:
+                lo.append(float(lim.get("lower", 0)))
+                hi.append(float(lim.get("upper", 0)))
+        self.lower, self.upper = np.array(lo), np.array(hi)
+
+    def fk(self, q):
+        """T_base_tip: product over joints of origin (Rz Ry Rx, xyz) then the joint motion."""
+        T = np.eye(4)
+        values = dict(zip(self.names, q))
+        for j in self.joints:
+            o = j.find("origin")
+            r, p, y = _vec3(o, "rpy", (0, 0, 0))
+            T = T @ _homogeneous(_rot_z(y) @ _rot_y(p) @ _rot_x(r), _vec3(o, "xyz", (0, 0, 0)))
+            t = j.get("type")
+            if t == "fixed":
+                continue
+            axis = _vec3(j.find("axis"), "xyz", (1, 0, 0))
+            theta = values[j.get("name")]
+            if t in ("revolute", "continuous"):
+                T = T @ _homogeneous(R=_axis_angle(axis, theta))
+            elif t == "prismatic":
+                T = T @ _homogeneous(p=theta * axis / np.linalg.norm(axis))
+            else:
+                raise AssertionError(f"reference FK: unexpected joint type {t}")
+        return T
+
+
+@pytest.mark.parametrize("name", sorted(URDF_MODELS))
+def test_bundled_urdf_fk_matches_independent_reference_fk(name):
+    fname, base, tip = URDF_MODELS[name]
+    path = ROBOTS / fname
+    ref = RefChain(path, base, tip)
+    robot = load_urdf(path, base=base, tip=tip)
+    assert robot.root == base and robot.node_names[-1] == tip
+    assert list(robot.joint_names) == ref.names
+    np.testing.assert_array_equal(robot.lower, ref.lower)
+    np.testing.assert_array_equal(robot.upper, ref.upper)
+    rng = np.random.default_rng(20240611)
+    for _ in range(20):
+        q = rng.uniform(ref.lower, ref.upper)
+        np.testing.assert_allclose(robot.fk(q), ref.fk(q), rtol=0, atol=1e-12)
+
+
+def test_bundled_names_load_through_load_robot_with_the_reference_fk():
+    rng = np.random.default_rng(5)
+    for name, (fname, base, tip) in URDF_MODELS.items():
+        r = load_robot(name)
+        assert r.root == base and tip in r.frame_names
+        ref = RefChain(ROBOTS / fname, base, tip)
+        q = rng.uniform(r.lower, r.upper)
+        qref = q[[r.joint_index(n) for n in ref.names]]
+        np.testing.assert_allclose(r.fk(q, tip), ref.fk(qref), rtol=0, atol=1e-12)
+
+
+def test_seed8dof_urdf_fk_equals_builtin_seed8dof():
+    urdf = load_robot(DATA / "seed8dof.urdf")
+    built = seed8dof()
+    assert urdf.dof == built.dof == 8
+    assert urdf.joint_names == built.joint_names
+    np.testing.assert_array_equal(urdf.lower, built.lower)
+    np.testing.assert_array_equal(urdf.upper, built.upper)
+    q = np.random.default_rng(8).uniform(-math.pi, math.pi, size=(25, 8))
+    np.testing.assert_allclose(urdf.fk(q, "effector"), built.fk(q, "effector"), rtol=0, atol=1e-12)
+
+
+def test_whole_tree_is_returned_without_base_and_tip():
+    r = load_urdf(ROBOTS / "panda.urdf")
+    assert r.root == "panda_link0" and r.dof == 7
+
+
+def test_origin_defaults_identity_axis_defaults_x_and_continuous_is_unbounded():
+    r = parse_urdf("""<robot name="d">
+      <link name="a"/><link name="b"/><link name="c"/>
+      <joint name="j1" type="continuous"><parent link="a"/><child link="b"/></joint>
+      <joint name="j2" type="prismatic"><parent link="b"/><child link="c"/>
+        <origin rpy="0 0 0.5"/><axis xyz="0 0 2"/><limit upper="0.4"/></joint>
+    </robot>""")
+    assert r.joint_types_per_dof == ("continuous", "prismatic")
+    assert r.lower[0] == -math.inf and r.upper[0] == math.inf
+    assert (r.lower[1], r.upper[1]) == (0.0, 0.4)  # missing lower is 0 per the URDF spec
+    np.testing.assert_allclose(r.axis[r.frame_index("b")], [1, 0, 0])
+    np.testing.assert_allclose(r.axis[r.frame_index("c")], [0, 0, 1])
+    T = r.fk(np.array([0.7, 0.3]))
+    ref = _homogeneous(R=_axis_angle((1, 0, 0), 0.7)) @ _homogeneous(R=_rot_z(0.5)) \
+        @ _homogeneous(p=(0, 0, 0.3))
+    np.testing.assert_allclose(T, ref, atol=1e-14)
+
+
+def test_transmission_joints_and_inertial_origins_are_ignored():
+    r = parse_urdf("""<robot name="t">
+      <link name="a"><inertial><origin xyz="5 5 5"/></inertial></link><link name="b"/>
+      <joint name="j" type="fixed"><parent link="a"/><child link="b"/><origin xyz="1 2 3"/></joint>
+      <transmission name="tr"><joint name="j"><hardwareInterface>x</hardwareInterface></joint></transmission>
+      <gazebo reference="a"><material>Gazebo/Grey</material></gazebo>
+      <material name="grey"><color rgba="0.5 0.5 0.5 1"/></material>
+    </robot>""")
+    assert r.node_names == ("a", "b")
+    np.testing.assert_allclose(r.fk(np.zeros(0))[:3, 3], [1, 2, 3])
+
+
+# ---------------------------------------------------------------------- mimic
+MIMIC = """<?xml version="1.0"?>
+<robot name="mimic">
+  <link name="base"/><link name="l1"/><link name="l2"/><link name="l3"/><link name="tip"/>
+  <joint name="leader" type="revolute"><parent link="base"/><child link="l1"/>
+    <axis xyz="0 0 1"/><limit lower="-2" upper="2"/></joint>
+  <joint name="follower" type="revolute"><parent link="l1"/><child link="l2"/>
+    <origin xyz="1 0 0"/><axis xyz="0 0 1"/><limit lower="-9" upper="9"/>
+    <mimic joint="leader" multiplier="2" offset="0.3"/></joint>
+  <joint name="slide" type="prismatic"><parent link="l2"/><child link="l3"/>
+    <origin xyz="1 0 0"/><axis xyz="1 0 0"/><limit lower="-0.5" upper="0.5"/></joint>
+  <joint name="tip_joint" type="fixed"><parent link="l3"/><child link="tip"/>
+    <origin xyz="0.5 0 0.25"/></joint>
+</robot>
+"""
+
+
+def _mimic_formula(q):
+    a, s = q
+    b = a + (2.0 * a + 0.3)  # absolute angle after the follower
+    p = np.array([math.cos(a) + (1.5 + s) * math.cos(b), math.sin(a) + (1.5 + s) * math.sin(b), 0.25])
+    return _rot_z(b), p
+
+
+def test_mimic_follower_fk_matches_formula_and_has_no_dof():
+    r = parse_urdf(MIMIC)
+    assert r.dof == 2 and r.joint_names == ("leader", "slide")
+    assert "follower" not in r.joint_names
+    for q in np.random.default_rng(3).uniform([-2, -0.5], [2, 0.5], size=(10, 2)):
+        T = r.fk(q)
+        R, p = _mimic_formula(q)
+        np.testing.assert_allclose(T[:3, :3], R, atol=1e-13)
+        np.testing.assert_allclose(T[:3, 3], p, atol=1e-13)
+
+
+def test_mimic_jacobian_equals_central_finite_differences():
+    r = parse_urdf(MIMIC)
+    h = 1e-6
+    for q in np.random.default_rng(4).uniform([-2, -0.5], [2, 0.5], size=(5, 2)):
+        J = r.jacobian(q)
+        Jfd = np.empty((6, 2))
+        for i in range(2):
+            dq = np.zeros(2)
+            dq[i] = h
+            Tp, Tm = r.fk(q + dq), r.fk(q - dq)
+            Jfd[:3, i] = (Tp[:3, 3] - Tm[:3, 3]) / (2 * h)
+            W = Tp[:3, :3] @ Tm[:3, :3].T  # exp(2h [w]x) to first order
+            Jfd[3:, i] = 0.5 * np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]]) / (2 * h)
+        np.testing.assert_allclose(J, Jfd, rtol=0, atol=1e-7)
+
+
+def test_mimic_defaults_are_multiplier_1_offset_0():
+    r = parse_urdf(MIMIC.replace('multiplier="2" offset="0.3"', ""))
+    i = r.frame_index("l2")
+    assert (r.multiplier[i], r.offset[i], r.mimic_leader[i]) == (1.0, 0.0, "leader")
+
+
+# ---------------------------------------------------------------------- base / tip
+TWO_ARMS = """<robot name="two_arms">
+  <link name="world"/><link name="torso"/>
+  <link name="l_upper"/><link name="l_hand"/><link name="r_upper"/><link name="r_hand"/>
+  <joint name="waist" type="revolute"><parent link="world"/><child link="torso"/>
+    <axis xyz="0 0 1"/><limit lower="-1" upper="1"/></joint>
+  <joint name="l_shoulder" type="revolute"><parent link="torso"/><child link="l_upper"/>
+    <origin xyz="0 0.2 0.5"/><axis xyz="0 1 0"/><limit lower="-1" upper="1"/></joint>
+  <joint name="l_elbow" type="revolute"><parent link="l_upper"/><child link="l_hand"/>
+    <origin xyz="0.3 0 0"/><axis xyz="0 1 0"/><limit lower="-1" upper="1"/></joint>
+  <joint name="r_shoulder" type="revolute"><parent link="torso"/><child link="r_upper"/>
+    <origin xyz="0 -0.2 0.5"/><axis xyz="0 1 0"/><limit lower="-1" upper="1"/></joint>
+  <joint name="r_elbow" type="revolute"><parent link="r_upper"/><child link="r_hand"/>
+    <origin xyz="0.3 0 0"/><axis xyz="0 1 0"/><limit lower="-1" upper="1"/></joint>
+</robot>
+"""
+
+
+@pytest.fixture
+def two_arms(tmp_path):
+    p = tmp_path / "two_arms.urdf"
+    p.write_text(TWO_ARMS)
+    return p
+
+
+def test_base_tip_keeps_only_that_chain(two_arms):
+    r = load_robot(two_arms, base="torso", tip="l_hand")
+    assert r.node_names == ("torso", "l_upper", "l_hand")
+    assert r.joint_names == ("l_shoulder", "l_elbow")
+    full = load_urdf(two_arms)
+    assert full.dof == 5
+    q = np.array([0.4, -0.7])
+    qf = np.zeros(5)
+    qf[[full.joint_index("l_shoulder"), full.joint_index("l_elbow")]] = q
+    np.testing.assert_allclose(r.fk(q), np.linalg.inv(full.fk(qf, "torso")) @ full.fk(qf, "l_hand"),
+                               atol=1e-14)
+
+
+def test_tip_alone_cuts_from_the_root(two_arms):
+    r = load_urdf(two_arms, tip="r_hand")
+    assert r.node_names == ("world", "torso", "r_upper", "r_hand")
+
+
+def test_base_alone_infers_the_tip_of_an_unbranched_subtree(two_arms):
+    r = load_urdf(two_arms, base="l_upper")
+    assert r.node_names == ("l_upper", "l_hand")
+
+
+def test_base_alone_on_a_branching_tree_requires_tip(two_arms):
+    with pytest.raises(ModelError, match=r"tip is required.*'l_hand'.*'r_hand'"):
+        load_urdf(two_arms, base="torso")
+
+
+def test_unknown_base_or_tip_is_a_frame_error_naming_the_file(two_arms):
+    with pytest.raises(FrameError, match=re.escape(str(two_arms)) + r".*'l_hnd'.*closest.*'l_hand'"):
+        load_urdf(two_arms, base="torso", tip="l_hnd")
+
+
+def test_base_not_above_tip_is_refused(two_arms):
+    with pytest.raises(ModelError, match=re.escape(str(two_arms)) + r".*not an ancestor"):
+        load_urdf(two_arms, base="l_upper", tip="r_hand")
+
+
+# ---------------------------------------------------------------------- hostile / malformed input
+def _robot(joints: str, links=("a", "b", "c")) -> str:
+    ls = "".join(f'\n  <link name="{n}"/>' for n in links)
+    return f'<?xml version="1.0"?>\n<robot name="bad">{ls}\n{joints}\n</robot>\n'
+
+
+def _rev(name, parent, child, extra='<limit lower="-1" upper="1"/>', jtype="revolute"):
+    return (f'  <joint name="{name}" type="{jtype}">\n    <parent link="{parent}"/>\n'
+            f'    <child link="{child}"/>\n    {extra}\n  </joint>')
+
+
+def _line_of(text: str, needle: str) -> int:
+    return text[: text.index(needle)].count("\n") + 1
+
+
+def _refused(tmp_path, text, *patterns, **kw):
+    """load_urdf on ``text`` written to a file raises ModelError naming the file and patterns."""
+    p = tmp_path / "bad.urdf"
+    p.write_bytes(text.encode() if isinstance(text, str) else text)
+    with pytest.raises(ModelError, match=re.escape(str(p))) as ei:
+        load_urdf(p, **kw)
+    msg = str(ei.value)
+    for pat in patterns:
+        assert re.search(pat, msg), f"{pat!r} not in {msg!r}"
+    return msg
+
+
+def test_doctype_is_refused(tmp_path):
+    _refused(tmp_path, '<?xml version="1.0"?>\n<!DOCTYPE robot>\n<robot name="x"><link name="a"/></robot>',
+             r"line 2", r"DOCTYPE robot.*refused")
+
+
+def test_entity_declarations_billion_laughs_are_refused(tmp_path):
+    lol = ['<!ENTITY lol0 "lol">'] + [f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10)]
+    text = ('<?xml version="1.0"?>\n<!DOCTYPE robot [\n' + "\n".join(lol)
+            + ']>\n<robot name="&lol9;"><link name="a"/></robot>\n')
+    _refused(tmp_path, text, r"line 2", r"ENTITY", r"billion laughs")
+
+
+def test_external_entity_is_refused(tmp_path):
+    text = ('<?xml version="1.0"?>\n<!DOCTYPE robot [\n<!ENTITY xxe SYSTEM "file:///etc/passwd">\n]>\n'
+            '<robot name="x"><link name="&xxe;"/></robot>\n')
+    msg = _refused(tmp_path, text, r"line 2", r"DOCTYPE.*refused")
+    assert "root:" not in msg
+
+
+def test_external_dtd_is_refused(tmp_path):
+    text = '<!DOCTYPE robot SYSTEM "file:///etc/passwd">\n<robot name="x"><link name="a"/></robot>\n'
+    _refused(tmp_path, text, r"line 1", r"SYSTEM 'file:///etc/passwd'.*refused")
+
+
+def test_entity_declarations_are_refused_by_parse_urdf_too():
+    with pytest.raises(ModelError, match=r"<string>: line 1: .*DOCTYPE"):
+        parse_urdf('<!DOCTYPE r [<!ENTITY e "x">]><robot name="&e;"/>')
+
+
+def test_oversize_file_is_refused_without_reading(tmp_path):
+    _refused(tmp_path, _robot(_rev("j1", "a", "b")), r"larger than max_bytes=64", max_bytes=64)
+
+
+def test_missing_file_is_a_model_error(tmp_path):
+    p = tmp_path / "nope.urdf"
+    with pytest.raises(ModelError, match=re.escape(str(p)) + r".*no such"):
+        load_urdf(p)
+    with pytest.raises(ModelError, match=r"no such"):
+        load_robot(p)
+
+
+def test_directory_is_a_model_error(tmp_path):
+    with pytest.raises(ModelError, match=r"directory"):
+        load_urdf(tmp_path)
+
+
+def test_malformed_xml_is_refused_with_its_line(tmp_path):
+    _refused(tmp_path, '<?xml version="1.0"?>\n<robot name="x">\n  <link name="a">\n</robot>\n',
+             r"line 4, column \d+: malformed XML: mismatched tag")
+
+
+def test_empty_document_is_refused(tmp_path):
+    _refused(tmp_path, "", r"malformed XML")
+
+
+def test_root_element_must_be_robot(tmp_path):
+    _refused(tmp_path, '<?xml version="1.0"?>\n<sdf><link name="a"/></sdf>', r"line 2: root element is <sdf>")
+
+
+def test_unexpanded_xacro_is_refused(tmp_path):
+    text = '<robot name="x" xmlns:xacro="http://www.ros.org/wiki/xacro">\n<xacro:include filename="a"/>\n</robot>'
+    _refused(tmp_path, text, r"<xacro:include filename='a'> line 2", r"run `xacro")
+
+
+def test_cycle_is_refused(tmp_path):
+    text = _robot("\n".join([_rev("j1", "a", "b"), _rev("j2", "b", "c"), _rev("j3", "c", "a")]))
+    _refused(tmp_path, text, rf"<joint name='j1'> line {_line_of(text, 'j1')}", r"cycle", r"'j2'", r"'j3'")
+
+
+def test_cycle_below_a_root_is_refused(tmp_path):
+    text = _robot("\n".join([_rev("j1", "a", "b"), _rev("j2", "c", "d"), _rev("j3", "d", "c")]),
+                  links=("a", "b", "c", "d"))
+    _refused(tmp_path, text, rf"<joint name='j2'> line {_line_of(text, 'j2')}", r"cycle")
+
+
+def test_two_roots_are_refused(tmp_path):
+    text = _robot(_rev("j1", "a", "b"))
+    la, lc = _line_of(text, '<link name="a"'), _line_of(text, '<link name="c"')
+    _refused(tmp_path, text, r"2 root links", rf"'a' \(line {la}\)", rf"'c' \(line {lc}\)")
+
+
+def test_duplicate_link_is_refused(tmp_path):
+    text = _robot(_rev("j1", "a", "b"), links=("a", "b", "a"))
+    _refused(tmp_path, text, r"<link name='a'> line 5", r"duplicate link name 'a' \(first defined at line 3\)")
+
+
+def test_duplicate_joint_is_refused(tmp_path):
+    text = _robot("\n".join([_rev("j1", "a", "b"), _rev("j1", "b", "c")]))
+    second = text.index('name="j1"', text.index('name="j1"') + 1)
+    line = text[:second].count("\n") + 1
+    _refused(tmp_path, text, rf"<joint name='j1'> line {line}", r"duplicate joint name 'j1'")
+
+
+def test_missing_parent_link_is_refused(tmp_path):
+    text = _robot("\n".join([_rev("j1", "a", "b"), _rev("j2", "bb", "c")]))
+    _refused(tmp_path, text, rf"<joint name='j2'> line {_line_of(text, 'j2')}",
+             r"parent link 'bb' is not a <link>", r"closest: 'b'")
+
+
+def test_missing_child_link_is_refused(tmp_path):
+    text = _robot("\n".join([_rev("j1", "a", "b"), _rev("j2", "b", "cc"), _rev("j3", "b", "c")]))
+    _refused(tmp_path, text, rf"<joint name='j2'> line {_line_of(text, 'j2')}", r"child link 'cc' is not a <link>")
+
+
+def test_link_with_two_parent_joints_is_refused(tmp_path):
+    text = _robot("\n".join([_rev("j1", "a", "b"), _rev("j2", "a", "b")]))
+    _refused(tmp_path, text, rf"<joint name='j2'> line {_line_of(text, 'j2')}", r"child of two joints")
+
+
+@pytest.mark.parametrize("xyz, what", [("nan 0 0", "not finite"), ("0 inf 0", "not finite"),
+                                       ("0 0 abc", "not a number"), ("1 2", "expected 3 numbers"),
+                                       ("1e999 0 0", "overflows"), ("${l} 0 0", "not a number")])
+def test_bad_numbers_in_xyz_are_refused(tmp_path, xyz, what):
+    text = _robot(_rev("j1", "a", "b", f'<origin xyz="{xyz}" rpy="0 0 0"/><limit lower="-1" upper="1"/>'),
+                  links=("a", "b"))
+    _refused(tmp_path, text, rf"<joint name='j1'> line {_line_of(text, 'j1')}",
+             rf"<origin xyz='{re.escape(xyz)}'> \(line {_line_of(text, '<origin')}\)", what)
+
+
+@pytest.mark.parametrize("part", ['<origin rpy="0 0"/>', '<axis xyz="1 0 0 0"/>', '<axis xyz="x 0 0"/>'])
+def test_wrong_components_in_rpy_or_axis_are_refused(tmp_path, part):
+    text = _robot(_rev("j1", "a", "b", part + '<limit lower="-1" upper="1"/>'), links=("a", "b"))
+    _refused(tmp_path, text, rf"<joint name='j1'> line {_line_of(text, 'j1')}", r"expected 3 numbers|not a number")
+
+
+def test_zero_axis_is_refused(tmp_path):
+    text = _robot(_rev("j1", "a", "b", '<axis xyz="0 0 0"/><limit lower="-1" upper="1"/>'), links=("a", "b"))
+    _refused(tmp_path, text, rf"<joint name='j1'> line {_line_of(text, 'j1')}", r"zero; expected a non-zero")
+
+
+def test_zero_axis_on_a_fixed_joint_is_ignored():
+    r = parse_urdf(_robot(_rev("j1", "a", "b", '<axis xyz="0 0 0"/>', jtype="fixed"), links=("a", "b")))
+    assert r.dof == 0
+
+
+@pytest.mark.parametrize("jtype", ["floating", "planar"])
+def test_floating_and_planar_joints_are_refused_with_a_hint(tmp_path, jtype):
+    text = _robot(_rev("j1", "a", "b", "", jtype=jtype), links=("a", "b"))
+    _refused(tmp_path, text, rf"<joint name='j1'> line {_line_of(text, 'j1')}",
+             rf"'{jtype}', which invkin does not support", r"base=")
+
+
+def test_floating_joint_off_the_selected_chain_is_accepted(tmp_path):
+    text = TWO_ARMS.replace('type="revolute"><parent link="world"/>', 'type="floating"><parent link="world"/>')
+    p = tmp_path / "floating.urdf"
+    p.write_text(text)
+    r = load_urdf(p, base="torso", tip="l_hand")
+    assert r.joint_names == ("l_shoulder", "l_elbow")
+    with pytest.raises(ModelError, match=re.escape(str(p)) + r".*<joint name='waist'> line 4.*'floating'"):
+        load_urdf(p, base="world", tip="l_hand")
+    with pytest.raises(ModelError, match=r"'floating', which invkin does not support"):
+        load_urdf(p)
+
+
+def test_unknown_joint_type_is_refused(tmp_path):
+    text = _robot(_rev("j1", "a", "b", "", jtype="hinge"), links=("a", "b"))
+    _refused(tmp_path, text, rf"<joint name='j1'> line {_line_of(text, 'j1')}", r"unknown type 'hinge'")
+
+
+@pytest.mark.parametrize("jtype", ["revolute", "prismatic"])
+def test_missing_limit_on_revolute_or_prismatic_is_refused(tmp_path, jtype):
+    text = _robot(_rev("j1", "a", "b", '<axis xyz="0 0 1"/>', jtype=jtype), links=("a", "b"))
+    _refused(tmp_path, text, rf"<joint name='j1'> line {_line_of(text, 'j1')}", r"no <limit")
+
+
+def test_lower_above_upper_is_refused(tmp_path):
+    text = _robot(_rev("j1", "a", "b", '<limit lower="1" upper="-1"/>'), links=("a", "b"))
+    _refused(tmp_path, text, rf"<joint name='j1'> line {_line_of(text, 'j1')}", r"lower=1.0 > upper=-1.0")
+
+
+def test_nan_limit_is_refused(tmp_path):
+    text = _robot(_rev("j1", "a", "b", '<limit lower="nan" upper="1"/>'), links=("a", "b"))
+    _refused(tmp_path, text, rf"<joint name='j1'> line {_line_of(text, 'j1')}", r"<limit lower='nan'>.*not finite")
+
+
+def test_missing_parent_element_and_names_are_refused(tmp_path):
+    text = _robot('  <joint name="j1" type="fixed">\n    <child link="b"/>\n  </joint>', links=("a", "b"))
+    _refused(tmp_path, text, r"<joint name='j1'> line", r"no <parent link")
+    text = _robot('  <joint type="fixed">\n    <parent link="a"/><child link="b"/>\n  </joint>', links=("a", "b"))
+    _refused(tmp_path, text, rf"<joint type='fixed'> line {_line_of(text, '<joint')}", r"name=.*missing")
+    _refused(tmp_path, _robot("", links=("",)), r"<link name=''> line 3", r"empty")
+
+
+def test_duplicate_origin_in_a_joint_is_refused(tmp_path):
+    text = _robot(_rev("j1", "a", "b", '<origin xyz="1 0 0"/><origin xyz="2 0 0"/>', jtype="fixed"),
+                  links=("a", "b"))
+    _refused(tmp_path, text, r"<origin> appears twice")
+
+
+def test_mimic_of_unknown_joint_is_refused(tmp_path):
+    text = _robot(_rev("j1", "a", "b", '<limit lower="-1" upper="1"/><mimic joint="jx"/>'), links=("a", "b"))
+    _refused(tmp_path, text, rf"<joint name='j1'> line {_line_of(text, 'j1')}", r"mimics 'jx'")
+
+
+def test_no_links_is_refused(tmp_path):
+    _refused(tmp_path, '<robot name="x">\n</robot>', r"<robot name='x'> line 1", r"no <link>")
+
+
+def test_parse_urdf_rejects_non_text():
+    with pytest.raises(ModelError, match=r"expects str or bytes, got int"):
+        parse_urdf(42)
+
+
+def test_chain_deeper_than_the_kernel_path_buffer_is_refused(tmp_path):
+    from invkin.kinematics.kernels import MAX_DEPTH
+
+    n = MAX_DEPTH  # MAX_DEPTH joints: MAX_DEPTH + 1 frames from root to tip
+    links = "\n".join(f'<link name="l{i}"/>' for i in range(n + 1))
+    joints = "\n".join(f'<joint name="j{i}" type="fixed"><parent link="l{i}"/><child link="l{i + 1}"/></joint>'
+                       for i in range(n))
+    text = f'<robot name="long">\n{links}\n{joints}\n</robot>\n'
+    _refused(tmp_path, text, rf"<link name='l{n}'> line {n + 2}", rf"{n + 1} frames deep")
+    # the chain cut to MAX_DEPTH frames loads
+    p = tmp_path / "bad.urdf"
+    assert load_urdf(p, base="l1").n_nodes == n
