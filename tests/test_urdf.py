@@ -532,15 +532,22 @@ def test_parse_urdf_rejects_non_text():
         parse_urdf(42)
 
 
-def test_chain_deeper_than_the_kernel_path_buffer_is_refused(tmp_path):
-    from invkin.kinematics.kernels import MAX_DEPTH
-
-    n = MAX_DEPTH  # MAX_DEPTH joints: MAX_DEPTH + 1 frames from root to tip
+def test_a_600_joint_chain_loads_and_its_fk_and_jacobian_match_finite_differences(tmp_path):
+    n = 600  # deeper than any fixed-size path buffer a kernel might use
     links = "\n".join(f'<link name="l{i}"/>' for i in range(n + 1))
-    joints = "\n".join(f'<joint name="j{i}" type="fixed"><parent link="l{i}"/><child link="l{i + 1}"/></joint>'
-                       for i in range(n))
-    text = f'<robot name="long">\n{links}\n{joints}\n</robot>\n'
-    _refused(tmp_path, text, rf"<link name='l{n}'> line {n + 2}", rf"{n + 1} frames deep")
-    # the chain cut to MAX_DEPTH frames loads
-    p = tmp_path / "bad.urdf"
-    assert load_urdf(p, base="l1").n_nodes == n
+    joints = "\n".join(
+        f'<joint name="j{i}" type="revolute"><origin xyz="0 0 0.01"/><axis xyz="0 1 0"/>'
+        f'<parent link="l{i}"/><child link="l{i + 1}"/><limit lower="-1" upper="1"/></joint>'
+        for i in range(n))
+    p = tmp_path / "long.urdf"
+    p.write_text(f'<robot name="long">\n{links}\n{joints}\n</robot>\n')
+    robot = load_urdf(p)
+    q = np.full(n, 0.001)
+    T = robot.fk(q, f"l{n}")
+    assert np.all(np.isfinite(T))
+    J = robot.jacobian(q, f"l{n}")
+    k = n // 2
+    e = np.zeros(n)
+    e[k] = 1e-6
+    fd = (robot.fk(q + e, f"l{n}")[:3, 3] - robot.fk(q - e, f"l{n}")[:3, 3]) / 2e-6
+    assert np.allclose(fd, J[:3, k], atol=1e-7)

@@ -71,8 +71,15 @@ class Goal:
 
     weight: float
 
-    def rows(self):  # pragma: no cover - overridden
+    def rows(self) -> list:
         """Entries of the goal table: (kind, frame, vec (3,), R (3, 3), axis (3,), weight)."""
+        r = self.__dict__.get("_rows")
+        if r is None:
+            r = self._make_rows()
+            object.__setattr__(self, "_rows", r)
+        return r
+
+    def _make_rows(self):  # pragma: no cover - overridden
         raise NotImplementedError
 
 
@@ -89,7 +96,7 @@ class Position(Goal):
         object.__setattr__(self, "p", _point(self.p, f"Position({self.frame!r}).p"))
         object.__setattr__(self, "weight", _weight(self.weight, "Position"))
 
-    def rows(self):
+    def _make_rows(self):
         return [(KIND_POSITION, self.frame, self.p, np.eye(3), np.zeros(3), self.weight)]
 
 
@@ -110,7 +117,7 @@ class Orientation(Goal):
         object.__setattr__(self, "weight", _weight(self.weight, "Orientation"))
         object.__setattr__(self, "axes", _axes(self.axes, "Orientation"))
 
-    def rows(self):
+    def _make_rows(self):
         return [_rotation_row(self.frame, self.R, self.axes, self.weight)]
 
 
@@ -146,7 +153,7 @@ class Pose(Goal):
         rw = self.weight if self.rotation_weight is None else _weight(self.rotation_weight, "Pose")
         object.__setattr__(self, "rotation_weight", rw)
 
-    def rows(self):
+    def _make_rows(self):
         return [(KIND_POSITION, self.frame, self.T[:3, 3], np.eye(3), np.zeros(3), self.weight),
                 _rotation_row(self.frame, self.T[:3, :3], self.axes, self.rotation_weight)]
 
@@ -172,7 +179,7 @@ class Aim(Goal):
         object.__setattr__(self, "point", _point(self.point, f"Aim({self.frame!r}).point"))
         object.__setattr__(self, "weight", _weight(self.weight, "Aim"))
 
-    def rows(self):
+    def _make_rows(self):
         return [(KIND_AIM, self.frame, self.point, np.eye(3), self.axis, self.weight)]
 
 
@@ -192,5 +199,5 @@ class Posture(Goal):
         object.__setattr__(self, "q_rest", a)
         object.__setattr__(self, "weight", _weight(self.weight, "Posture"))
 
-    def rows(self):
+    def _make_rows(self):
         return []

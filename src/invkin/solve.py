@@ -31,6 +31,8 @@ _FIRST_CHUNK = 100  # iterations of the first attempt before the clock is looked
 def _check_positive(name, v, allow_none=False):
     if v is None and allow_none:
         return None
+    if type(v) is float and v > 0 and v < math.inf:
+        return v
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v > 0 \
             or not math.isfinite(v):
         raise GoalError(f"{name}: expected a finite number > 0{' or None' if allow_none else ''}, got {v!r}")
@@ -89,7 +91,7 @@ def _initial_q(robot, q0):
     q = robot.check_q(q0, "q0")
     if q.ndim != 1:
         raise ConfigurationError(f"q0: expected shape ({robot.dof},), got {q.shape}")
-    return np.clip(q, robot.lower, robot.upper)
+    return np.minimum(np.maximum(q, robot.lower), robot.upper)
 
 
 def _sampler(robot):
@@ -135,7 +137,9 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     _check_positive("rotation_tolerance", rotation_tolerance)
     timeout = _check_positive("timeout", timeout, allow_none=True)
     if max_iterations is not None:
-        if isinstance(max_iterations, bool) or not isinstance(max_iterations, (int, np.integer)) \
+        if type(max_iterations) is int and max_iterations >= 1:
+            pass
+        elif isinstance(max_iterations, bool) or not isinstance(max_iterations, (int, np.integer)) \
                 or max_iterations < 1:
             raise GoalError(f"max_iterations: expected an integer >= 1 or None, got {max_iterations!r}")
     elif timeout is None:
@@ -145,14 +149,15 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
     if m.check is not None:
         m.check(problem)
-    opts = dict(m.defaults)
-    unknown = set(options) - set(opts)
-    if unknown:
-        raise SolverError(f"method {m.name!r} has no option(s) {sorted(unknown)}; "
-                          f"its options: {sorted(opts) or 'none'}")
-    opts.update(options)
+    opts = m.defaults
+    if options:
+        unknown = set(options) - set(opts)
+        if unknown:
+            raise SolverError(f"method {m.name!r} has no option(s) {sorted(unknown)}; "
+                              f"its options: {sorted(opts) or 'none'}")
+        opts = {**opts, **options}
     q_start = _initial_q(robot, q0)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = seed if isinstance(seed, np.random.Generator) else None  # created at the first restart
     deadline = None if timeout is None else t_start + timeout
 
     q = q_start.copy()
@@ -168,13 +173,20 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     chunk = _FIRST_CHUNK
     unreachable_known = None
     per_iter = None
+    attempt_cap = m.attempt_iterations
+    attempt_it = 0
     while True:
         budget_it = chunk if max_iterations is None else min(chunk, max_iterations - total_it)
+        if attempt_cap is not None:
+            budget_it = min(budget_it, attempt_cap - attempt_it)
         it_before = state[1]
         t0 = time.perf_counter()
         code = m.iterate(problem, q, budget_it, state, opts)
         done = int(state[1] - it_before)
         total_it += done
+        attempt_it += done
+        if code != CONVERGED and attempt_cap is not None and attempt_it >= attempt_cap:
+            code = STALLED
         if done:
             dt = (time.perf_counter() - t0) / done
             per_iter = dt if per_iter is None else 0.5 * (per_iter + dt)
@@ -183,9 +195,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         key = (max(perr / position_tolerance, rerr / rotation_tolerance), perr + rerr)
         if converged:
             if mode == "speed":
-                best_q, best_key = q.copy(), key
-                stop_reason = Status.CONVERGED
-                break
+                return Result(q, True, Status.CONVERGED, float(perr), float(rerr), int(total_it), n_restarts,
+                              time.perf_counter() - t_start, m.name)
             d = float(np.sum(problem.joint_weights * robot.difference(q_start, q) ** 2))
             if d < best_conv_dist:
                 best_conv_q, best_conv_dist = q.copy(), d
@@ -209,11 +220,14 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             if not (restarts and m.restarts):
                 stop_reason = Status.STALLED if code == STALLED else Status.ITERATION_LIMIT
                 break
+            if rng is None:
+                rng = np.random.default_rng(seed)
             lo, span = _sampler(robot)
             q = lo + span * rng.random(robot.dof)
             if robot.has_ball_joints:
                 q = robot.sample(rng=rng)
             state[:] = 0.0
+            attempt_it = 0
             n_restarts += 1
         if deadline is not None and per_iter:
             chunk = int(min(max(16, 0.25 * (deadline - now) / per_iter), 10_000))

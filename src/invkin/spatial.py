@@ -287,22 +287,46 @@ def orthonormalize(R) -> np.ndarray:
     return M
 
 
+@njit(cache=True)
+def rotation_drift_nb(R):
+    """(max |R^T R - I|, det R, all finite) of a 3x3 matrix."""
+    fin = True
+    for i in range(3):
+        for j in range(3):
+            v = R[i, j]
+            if not (v - v == 0.0):
+                fin = False
+    drift = 0.0
+    for i in range(3):
+        for j in range(3):
+            s = R[0, i] * R[0, j] + R[1, i] * R[1, j] + R[2, i] * R[2, j]
+            if i == j:
+                s -= 1.0
+            drift = max(drift, abs(s))
+    det = (R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1]) - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0])
+           + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0]))
+    return drift, det, fin
+
+
 # Rotations whose columns drift from orthonormal by more than this are rejected, not repaired.
 ORTHONORMAL_REPAIR_TOL = 1e-3
 
 
 def as_rotation(R, what: str = "rotation") -> np.ndarray:
     """Validate a 3x3 rotation: re-orthonormalise slight drift, reject garbage with GoalError."""
-    a = np.asarray(R, dtype=np.float64)
+    try:
+        a = np.array(R, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise GoalError(f"{what}: expected a (3, 3) rotation matrix, got {R!r:.200}") from None
     if a.shape != (3, 3):
         raise GoalError(f"{what}: expected a (3, 3) rotation matrix, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
+    drift, det, fin = rotation_drift_nb(a)
+    if not fin:
         raise GoalError(f"{what}: expected finite values, got {a.tolist()}")
-    drift = np.abs(a.T @ a - np.eye(3)).max()
-    if drift > ORTHONORMAL_REPAIR_TOL or np.linalg.det(a) <= 0:
+    if drift > ORTHONORMAL_REPAIR_TOL or det <= 0:
         raise GoalError(
             f"{what}: expected a rotation matrix (orthonormal, det +1); "
-            f"|R^T R - I| = {drift:.3g}, det = {np.linalg.det(a):.3g}"
+            f"|R^T R - I| = {drift:.3g}, det = {det:.3g}"
         )
     if drift > 1e-12:
         a = orthonormalize(a)
@@ -311,14 +335,21 @@ def as_rotation(R, what: str = "rotation") -> np.ndarray:
 
 def as_transform(T, what: str = "transform") -> np.ndarray:
     """Validate a 4x4 rigid transform (rotation part repaired as in :func:`as_rotation`)."""
-    a = np.asarray(T, dtype=np.float64)
+    try:
+        a = np.array(T, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise GoalError(f"{what}: expected a (4, 4) homogeneous transform, got {T!r:.200}") from None
     if a.shape != (4, 4):
         raise GoalError(f"{what}: expected a (4, 4) homogeneous transform, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
+    p = a[:3, 3]
+    if not (math.isfinite(p[0]) and math.isfinite(p[1]) and math.isfinite(p[2])):
         raise GoalError(f"{what}: expected finite values, got {a.tolist()}")
-    if np.abs(a[3] - np.array([0.0, 0.0, 0.0, 1.0])).max() > 1e-9:
-        raise GoalError(f"{what}: expected last row [0, 0, 0, 1], got {a[3].tolist()}")
-    out = np.eye(4)
-    out[:3, :3] = as_rotation(a[:3, :3], what + " rotation")
-    out[:3, 3] = a[:3, 3]
-    return out
+    last = a[3]
+    if last[0] != 0.0 or last[1] != 0.0 or last[2] != 0.0 or last[3] != 1.0:
+        if not np.all(np.isfinite(last)) or np.abs(last - np.array([0.0, 0.0, 0.0, 1.0])).max() > 1e-9:
+            raise GoalError(f"{what}: expected last row [0, 0, 0, 1], got {last.tolist()}")
+        a[3] = (0.0, 0.0, 0.0, 1.0)
+    R = as_rotation(a[:3, :3], what + " rotation")
+    if R is not a[:3, :3]:
+        a[:3, :3] = R
+    return a

@@ -35,7 +35,6 @@ REVOLUTE = 1
 PRISMATIC = 2
 BALL = 3
 
-MAX_DEPTH = 512  # deepest chain a single-frame kernel walks (stack buffer size)
 
 
 @njit(cache=True, inline="always")
@@ -134,7 +133,7 @@ def _path(ni, node, stack):
 @njit(cache=True)
 def fk_frame_into(ni, nf, origin, q, node, out):
     """World transform of one node into ``out`` (4, 4), walking only its ancestors."""
-    stack = np.empty(MAX_DEPTH, np.int64)
+    stack = np.empty(ni.shape[0], np.int64)
     k = _path(ni, node, stack)
     M = np.eye(4)
     T = np.eye(4)
@@ -158,7 +157,7 @@ def fk_frame(ni, nf, origin, q, node):
 @njit(cache=True)
 def jacobian_into(ni, nf, origin, q, node, J, T_out):
     """Geometric Jacobian (6, dof) of ``node``'s origin into ``J``; its transform into ``T_out``."""
-    stack = np.empty(MAX_DEPTH, np.int64)
+    stack = np.empty(ni.shape[0], np.int64)
     k = _path(ni, node, stack)
     n = ni.shape[0]
     # world transforms along the path, root first

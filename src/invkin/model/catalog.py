@@ -103,7 +103,7 @@ def load_bundled(name: str, **kwargs) -> Robot:
 
         _, base, tip = URDF_MODELS[name]
         with resources.as_file(bundled_urdf_path(name)) as p:
-            robot = load_urdf(p, base=base, tip=tip)
+            robot = load_urdf(p)  # the bundled files are already base -> tip chains
         return robot
     raise ModelError(f"unknown robot {name!r}; bundled models: {', '.join(bundled_names())} "
                      f"(closest: {closest_names(name, bundled_names())}), or give a .urdf/.bvh path")

@@ -164,6 +164,8 @@ class Robot:
         object.__setattr__(self, "node_names", tuple(self.node_names))
         object.__setattr__(self, "joint_names", tuple(self.joint_names))
         object.__setattr__(self, "_frame_index", {nm: i for i, nm in enumerate(self.node_names)})
+        object.__setattr__(self, "_neutral", _readonly(self._compute_neutral()))
+        object.__setattr__(self, "_ones", _readonly(np.ones(dof)))
         object.__setattr__(self, "_ball_starts", _readonly(np.array(
             [qidx[i] for i in range(n) if jtype[i] == K.BALL], dtype=np.int64)))
 
@@ -323,6 +325,9 @@ class Robot:
 
     def neutral(self) -> np.ndarray:
         """Mid-range of each joint's limits; 0 where a limit is infinite (continuous, ball)."""
+        return self._neutral.copy()
+
+    def _compute_neutral(self) -> np.ndarray:
         lo, hi = self.lower, self.upper
         q = np.zeros(self.dof)
         both = np.isfinite(lo) & np.isfinite(hi)
@@ -341,12 +346,12 @@ class Robot:
         """
         rng = np.random.default_rng(rng)
         shape = (1 if n is None else int(n), self.dof)
-        lo = np.where(np.isfinite(self.lower), self.lower, np.nan)
-        hi = np.where(np.isfinite(self.upper), self.upper, np.nan)
         types = self.joint_types_per_dof
-        default = np.array([1.0 if t == "prismatic" else math.pi for t in types])
-        lo = np.where(np.isnan(lo), np.where(np.isnan(hi), -default, hi - 2 * default), lo)
-        hi = np.where(np.isnan(hi), lo + np.where(np.isfinite(self.lower), 2 * default, 2 * default), hi)
+        span = np.array([1.0 if t == "prismatic" else math.pi for t in types])
+        lo_f, hi_f = np.isfinite(self.lower), np.isfinite(self.upper)
+        # a missing bound lies one full span (2 pi, or 2 m) beyond the other, or at -+span
+        lo = np.where(lo_f, self.lower, np.where(hi_f, self.upper - 2 * span, -span))
+        hi = np.where(hi_f, self.upper, np.where(lo_f, self.lower + 2 * span, span))
         q = rng.uniform(lo, hi, size=shape)
         for s in self._ball_starts:
             quat = rng.normal(size=(shape[0], 4))

@@ -50,7 +50,6 @@ from xml.parsers import expat
 import numpy as np
 
 from ..errors import FrameError, ModelError, closest_names
-from ..kinematics import kernels as K
 from ..spatial import rpy_to_matrix
 from .build import RobotBuilder
 from .robot import Robot
@@ -258,7 +257,6 @@ def parse_urdf(text_or_bytes, source: str = "<string>", base: str | None = None,
         for nm in robot.node_names[1:]:  # the root's own joint is above the chain and dropped
             if nm in unsupported:
                 raise unsupported[nm]
-    _check_depth(rd, robot)
     return robot
 
 
@@ -433,24 +431,6 @@ def _check_tree(rd, links, joints, lines, child_of) -> None:
         raise rd.err(f"found {len(roots)} root links (links that are no joint's child): {shown}; a "
                      f"URDF must be one tree; connect them with joints or remove the extra links",
                      _where(rd.robot))
-
-
-def _check_depth(rd: _Reader, robot: Robot) -> None:
-    """Refuse chains deeper than the kernels' path buffer (K.MAX_DEPTH frames root to leaf)."""
-    limit = getattr(K, "MAX_DEPTH", None)
-    if limit is None or robot.n_nodes <= limit:
-        return
-    depth = np.ones(robot.n_nodes, dtype=np.int64)
-    for i in range(1, robot.n_nodes):  # topological order
-        if robot.parent[i] >= 0:
-            depth[i] = depth[robot.parent[i]] + 1
-    deepest = int(np.argmax(depth))
-    if depth[deepest] > limit:
-        nm = robot.node_names[deepest]
-        line = next(e.line for e in rd.links if e.attrs.get("name") == nm)
-        raise rd.err(f"link {nm!r} is {int(depth[deepest])} frames deep (root to link); the kinematics "
-                     f"kernels support chains of at most {limit} frames; cut the model with base/tip",
-                     f"<link name={_q(nm)}> line {line}")
 
 
 def _cut(rd: _Reader, robot: Robot, base: str | None, tip: str | None) -> Robot:

@@ -25,6 +25,7 @@ class Method:
     joint_types: tuple = ("revolute", "continuous", "prismatic", "ball")
     goal_kinds: tuple = ("position", "rotation", "axis", "aim")
     restarts: bool = True
+    attempt_iterations: int | None = None  # restart an attempt not converged after this many
     check: Callable | None = field(default=None, repr=False)  # (problem) -> None, raises SolverError
     defaults: dict = field(default_factory=dict)
 

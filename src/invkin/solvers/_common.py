@@ -54,10 +54,9 @@ class Problem:
     def dof(self) -> int:
         return self.robot.dof
 
-    @property
-    def args(self) -> tuple:
+    def __post_init__(self):
         r = self.robot
-        return (r._ni, r._nf, r.origin, self.lower, self.upper, self.balls, self.gnode, self.gkind,
+        self.args = (r._ni, r._nf, r.origin, self.lower, self.upper, self.balls, self.gnode, self.gkind,
                 self.gvec, self.gR, self.gaxis, self.gw, self.q_rest, self.w_posture, self.joint_weights,
                 self.tol_p, self.tol_r)
 
@@ -73,13 +72,14 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
                     joint_weights=None) -> Problem:
     """Validate goals against the robot and build the goal table."""
     if isinstance(goals, Goal):
-        goals = [goals]
-    try:
-        goals = tuple(goals)
-    except TypeError:
-        raise GoalError(f"goals: expected a goal or a list of goals, got {goals!r}") from None
+        goals = (goals,)
+    elif not isinstance(goals, (list, tuple)):
+        try:
+            goals = tuple(goals)
+        except TypeError:
+            raise GoalError(f"goals: expected a goal or a list of goals, got {goals!r}") from None
     rows = []
-    q_rest = robot.neutral()
+    q_rest = robot._neutral
     w_post = 0.0
     for g in goals:
         if not isinstance(g, Goal):
@@ -90,33 +90,40 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
             q_rest = g.q_rest
             w_post = g.weight
             continue
-        for kind, frame, vec, R, axis, w in g.rows():
-            try:
-                node = robot.frame_index(frame)
-            except FrameError as exc:
-                raise FrameError(f"{type(g).__name__} goal: {exc}") from None
-            rows.append((node, kind, vec, R, axis, w))
+        rows.extend(g.rows())
     if not rows and w_post == 0.0:
         raise GoalError("goals: expected at least one goal, got none")
     G = len(rows)
-    gnode = np.array([r[0] for r in rows], dtype=np.int64)
-    gkind = np.array([r[1] for r in rows], dtype=np.int64)
-    gvec = np.array([r[2] for r in rows], dtype=np.float64).reshape(G, 3)
-    gR = np.array([r[3] for r in rows], dtype=np.float64).reshape(G, 3, 3)
-    gaxis = np.array([r[4] for r in rows], dtype=np.float64).reshape(G, 3)
-    gw = np.array([r[5] for r in rows], dtype=np.float64)
+    gnode = np.empty(G, dtype=np.int64)
+    gkind = np.empty(G, dtype=np.int64)
+    gvec = np.empty((G, 3))
+    gR = np.empty((G, 3, 3))
+    gaxis = np.empty((G, 3))
+    gw = np.empty(G)
+    for k, (kind, frame, vec, R, axis, w) in enumerate(rows):
+        try:
+            gnode[k] = robot._frame_index[frame]
+        except (KeyError, TypeError):
+            try:
+                gnode[k] = robot.frame_index(frame)
+            except FrameError as exc:
+                raise FrameError(f"goal on frame {frame!r}: {exc}") from None
+        gkind[k] = kind
+        gvec[k] = vec
+        gR[k] = R
+        gaxis[k] = axis
+        gw[k] = w
     for nm, v in (("position_tolerance", position_tolerance), ("rotation_tolerance", rotation_tolerance)):
         if not isinstance(v, (int, float, np.floating, np.integer)) or not v > 0 or not math.isfinite(v):
             raise GoalError(f"{nm}: expected a finite number > 0, got {v!r}")
     if joint_weights is None:
-        jw = np.ones(robot.dof)
+        jw = robot._ones
     else:
         jw = np.array(joint_weights, dtype=np.float64)
         if jw.shape != (robot.dof,) or not np.all(np.isfinite(jw)) or np.any(jw <= 0):
             raise GoalError(f"joint_weights: expected {robot.dof} finite numbers > 0, got {joint_weights!r}")
-    return Problem(robot, goals, gnode, gkind, gvec, gR, gaxis, gw, np.ascontiguousarray(q_rest, dtype=np.float64),
-                   float(w_post), jw, robot.lower, robot.upper, robot._ball_starts,
-                   float(position_tolerance), float(rotation_tolerance))
+    return Problem(robot, goals, gnode, gkind, gvec, gR, gaxis, gw, q_rest, float(w_post), jw, robot.lower,
+                   robot.upper, robot._ball_starts, float(position_tolerance), float(rotation_tolerance))
 
 
 # --------------------------------------------------------------------------- kernels
@@ -165,17 +172,18 @@ def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e,
     """Stacked weighted residual ``e`` (3G,) and Jacobian ``J`` (3G, dof) at q.
 
     errs[0] = largest position error [m], errs[1] = largest rotation error [rad] (unweighted,
-    over goals with weight > 0). ``Tall`` (n, 4, 4) and ``Jf`` (6, dof) are scratch.
+    over goals with weight > 0). ``Tall`` (n, 4, 4) and ``Jf`` (6, dof) are scratch; ``errs``
+    must have room for 20 entries (the tail is scratch too).
     """
     fk_all_into(ni, nf, origin, q, Tall)
     G = gnode.shape[0]
     dof = J.shape[1]
     perr = 0.0
     rerr = 0.0
-    a = np.empty(3)
-    d = np.empty(3)
-    Rc = np.empty((3, 3))
-    r = np.empty(3)
+    a = errs[2:5]
+    d = errs[5:8]
+    r = errs[8:11]
+    Rc = errs[11:20].reshape((3, 3))
     for g in range(G):
         node = gnode[g]
         kind = gkind[g]
@@ -350,7 +358,7 @@ def goal_errors(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw):
     Jf = np.empty((6, dof))
     e = np.empty(3 * G)
     J = np.empty((3 * G, dof))
-    errs = np.empty(2)
+    errs = np.empty(20)
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
     return errs[0], errs[1]
 

@@ -27,6 +27,7 @@ LAMBDA_INIT = 1e-3
 LAMBDA_MIN = 1e-9
 LAMBDA_MAX = 1e8
 EPS_DAMP = 1e-12
+ATTEMPT_ITERATIONS = 40  # iterations before an unconverged attempt restarts (rtb's ik_LM uses 30)
 
 
 @njit(cache=True)
@@ -47,8 +48,8 @@ def lm_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
     J = np.empty((m, dof))
     e2 = np.empty(m)
     J2 = np.empty((m, dof))
-    errs = np.empty(2)
-    errs2 = np.empty(2)
+    errs = np.empty(20)
+    errs2 = np.empty(20)
     A = np.empty((dof, dof))
     g = np.empty(dof)
     dq = np.empty(dof)
@@ -148,7 +149,7 @@ def _register():
     from . import Method, register
 
     register(Method(NAME, _iterate, "Levenberg–Marquardt, adaptive damping, limits, random restarts (default)",
-                    JOINT_TYPES))
+                    JOINT_TYPES, attempt_iterations=ATTEMPT_ITERATIONS))
 
 
 _register()
