@@ -15,6 +15,8 @@ from .solve import solve
 from .solvers import methods
 from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain_from_dh,
                     chain_from_steps, load_robot)
+from .model.bvh import Clip, read_bvh, write_bvh
+from .solvers.analytic import two_bone_2d, two_bone_3d
 
 __version__ = "0.1.0"
 
@@ -25,5 +27,6 @@ __all__ = [
     "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "bundled_names",
     "chain_from_steps", "chain_from_dh",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
+    "read_bvh", "write_bvh", "Clip", "two_bone_2d", "two_bone_3d",
     "Result", "BatchResult", "Status", "solve", "methods",
 ]
