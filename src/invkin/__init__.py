@@ -11,7 +11,7 @@ from .errors import (ConfigurationError, FrameError, GoalError, InvkinError, Mod
                      SolverError)
 from .goals import Aim, Goal, Orientation, Pose, Position, Posture
 from .result import BatchResult, Result, Status
-from .solve import solve
+from .solve import solve, solve_many
 from .solvers import methods
 from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain_from_dh,
                     chain_from_steps, load_robot)
@@ -28,5 +28,5 @@ __all__ = [
     "chain_from_steps", "chain_from_dh",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
     "read_bvh", "write_bvh", "Clip", "two_bone_2d", "two_bone_3d",
-    "Result", "BatchResult", "Status", "solve", "methods",
+    "Result", "BatchResult", "Status", "solve", "solve_many", "methods",
 ]

@@ -20,7 +20,7 @@ from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers._common import CONVERGED, STALLED, compile_problem, goal_errors
 
-__all__ = ["solve", "methods", "DEFAULTS"]
+__all__ = ["solve", "solve_many", "methods", "DEFAULTS"]
 
 #: Defaults of :func:`solve`.
 DEFAULTS = dict(position_tolerance=1e-6, rotation_tolerance=1e-6, timeout=0.05, max_iterations=None)
@@ -157,11 +157,14 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
                               f"its options: {sorted(opts) or 'none'}")
         opts = {**opts, **options}
     q_start = _initial_q(robot, q0)
+    if m.name == "lm" and mode == "speed" and not robot.has_ball_joints:
+        return _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, restarts, t_start)
     rng = seed if isinstance(seed, np.random.Generator) else None  # created at the first restart
     deadline = None if timeout is None else t_start + timeout
 
     q = q_start.copy()
     state = np.zeros(8)
+    state[4] = 1.0  # attempt 0 runs free of the limits (see solvers/lm.py); restarts alternate
     best_q = q.copy()
     best_key = (math.inf, math.inf)
     best_conv_q = None
@@ -200,8 +203,15 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             d = float(np.sum(problem.joint_weights * robot.difference(q_start, q) ** 2))
             if d < best_conv_dist:
                 best_conv_q, best_conv_dist = q.copy(), d
-        elif key < best_key:
-            best_q, best_key = q.copy(), key
+        else:
+            # a free attempt may have left the limits: judge (and keep) its clamped version
+            qc = np.minimum(np.maximum(q, robot.lower), robot.upper)
+            if not np.array_equal(qc, q):
+                pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, qc, problem.gnode, problem.gkind,
+                                      problem.gvec, problem.gR, problem.gaxis, problem.gw)
+                key = (max(pe / position_tolerance, re_ / rotation_tolerance), pe + re_)
+            if key < best_key:
+                best_q, best_key = qc, key
         now = time.perf_counter()
         if deadline is not None and now >= deadline:
             stop_reason = Status.TIME_LIMIT
@@ -227,6 +237,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             if robot.has_ball_joints:
                 q = robot.sample(rng=rng)
             state[:] = 0.0
+            state[4] = 1.0 if n_restarts % 2 == 1 else 0.0
             attempt_it = 0
             n_restarts += 1
         if deadline is not None and per_iter:
@@ -256,3 +267,177 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
                 status = stop_reason or Status.STALLED
     return Result(best_q, status == Status.CONVERGED, status, float(perr), float(rerr), int(total_it),
                   n_restarts, time.perf_counter() - t_start, m.name)
+
+
+def _seed_int(seed) -> int:
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(0, 2**31 - 1))
+    if seed is None:
+        return int(np.random.default_rng().integers(0, 2**31 - 1))
+    try:
+        return int(seed) & 0x7FFFFFFF
+    except (TypeError, ValueError):
+        raise GoalError(f"seed: expected an integer, a numpy Generator or None, got {seed!r}") from None
+
+
+def _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, restarts, t_start) -> Result:
+    """LM with its restarts inside the kernel (solvers/lm.py: lm_attempts); the clock is read
+    between kernel calls, whose iteration budget adapts to the time left."""
+    from .solvers.lm import ATTEMPT_ITERATIONS, S_ATTEMPT, S_BEST_PERR, S_BEST_RERR, S_ITERS, lm_attempts, \
+        new_attempt_state
+
+    lo, span = _sampler(robot)
+    seed_i = _seed_int(seed)
+    q = q_start.copy()
+    best_q = q_start.copy()
+    st = new_attempt_state()
+    max_attempts = 2**62 if restarts else 1
+    budget = _FIRST_CHUNK if max_iterations is None else min(_FIRST_CHUNK, max_iterations)
+    deadline = None if timeout is None else t_start + timeout
+    args = problem.args
+    checked_reach = False
+    unreachable = False
+    while True:
+        t0 = time.perf_counter()
+        it0 = st[S_ITERS]
+        code = lm_attempts(*args, q, best_q, st, budget, ATTEMPT_ITERATIONS, max_attempts, lo, span, seed_i)
+        if code == CONVERGED:
+            return Result(best_q, True, Status.CONVERGED, float(st[S_BEST_PERR]), float(st[S_BEST_RERR]),
+                          int(st[S_ITERS]), int(st[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
+        now = time.perf_counter()
+        if not checked_reach:
+            checked_reach = True
+            unreachable = provably_unreachable(problem)
+            if unreachable:  # a few attempts to find the best stretched pose, then stop
+                max_attempts = min(max_attempts, int(st[S_ATTEMPT]) + 3)
+        if code == STALLED:
+            status = Status.UNREACHABLE if unreachable else Status.STALLED
+            break
+        if deadline is not None and now >= deadline:
+            status = Status.UNREACHABLE if unreachable else Status.TIME_LIMIT
+            break
+        if max_iterations is not None and st[S_ITERS] >= max_iterations:
+            status = Status.UNREACHABLE if unreachable else Status.ITERATION_LIMIT
+            break
+        per_iter = (now - t0) / max(st[S_ITERS] - it0, 1)
+        budget = 10_000 if deadline is None else int(min(max(16, 0.5 * (deadline - now) / per_iter), 10_000))
+        if max_iterations is not None:
+            budget = int(min(budget, max_iterations - st[S_ITERS]))
+    if not np.isfinite(st[S_BEST_PERR]):  # no attempt finished inside the budget: judge q itself
+        best_q = np.minimum(np.maximum(q, robot.lower), robot.upper)
+        pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, best_q, problem.gnode, problem.gkind,
+                              problem.gvec, problem.gR, problem.gaxis, problem.gw)
+        st[S_BEST_PERR], st[S_BEST_RERR] = pe, re_
+    return Result(best_q, False, status, float(st[S_BEST_PERR]), float(st[S_BEST_RERR]), int(st[S_ITERS]),
+                  int(st[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
+
+
+def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance: float = 1e-6,
+               rotation_tolerance: float = 1e-6, max_restarts: int = 50, seed: int = 0, joint_weights=None,
+               axes: str = "xyz", **options):
+    """Solve B pose (or position) targets of one frame in parallel.
+
+    Args:
+        frame: the goal frame.
+        Ts: (B, 4, 4) poses, or (B, 3) positions [m] (position-only goals).
+        q0: (dof,) or (B, dof) start configurations (default ``robot.neutral()``).
+        max_restarts: random restarts per target after the first attempt (no clock inside the
+            parallel kernel: the budget is iterations, so results are deterministic for a seed).
+        axes: orientation axes that matter for pose targets ("xyz", or "x"/"y"/"z").
+
+    ``method="lm"`` runs one Numba ``prange`` kernel over all targets (all cores); any other
+    method runs :func:`solve` per target. Returns a :class:`BatchResult`.
+    """
+    from .goals import Pose, Position
+    from .result import BatchResult, STATUS_CODES
+    from .solvers.lm import ATTEMPT_ITERATIONS, lm_batch
+
+    t0 = time.perf_counter()
+    node = robot.frame_index(frame)
+    try:
+        Ts = np.ascontiguousarray(Ts, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise GoalError(f"Ts: expected an array (B, 4, 4) or (B, 3), got {Ts!r:.200}") from None
+    if Ts.ndim == 2 and Ts.shape[1] == 3:
+        position_only = True
+    elif Ts.ndim == 3 and Ts.shape[1:] == (4, 4):
+        position_only = False
+    else:
+        raise GoalError(f"Ts: expected shape (B, 4, 4) poses or (B, 3) positions, got {Ts.shape}")
+    B = Ts.shape[0]
+    if not np.all(np.isfinite(Ts)):
+        bad = int(np.argwhere(~np.isfinite(Ts.reshape(B, -1)))[0][0])
+        raise GoalError(f"Ts: expected finite values; target {bad} has {Ts[bad].tolist()}")
+    if isinstance(max_restarts, bool) or not isinstance(max_restarts, (int, np.integer)) or max_restarts < 0:
+        raise GoalError(f"max_restarts: expected an integer >= 0, got {max_restarts!r}")
+    if q0 is None:
+        q0s = np.broadcast_to(robot._neutral, (B, robot.dof))
+    else:
+        q0s = robot.check_q(q0, "q0")
+        if q0s.ndim == 1:
+            q0s = np.broadcast_to(q0s, (B, robot.dof))
+        elif q0s.shape[0] != B:
+            raise ConfigurationError(f"q0: expected shape ({robot.dof},) or ({B}, {robot.dof}), got {q0s.shape}")
+    q0s = np.ascontiguousarray(np.minimum(np.maximum(q0s, robot.lower), robot.upper))
+    # one goal template; the per-target rows are filled below (rotations validated once, vectorised)
+    name = robot.node_names[node]
+    if position_only:
+        template = [Position(name, np.zeros(3))]
+    else:
+        R = Ts[:, :3, :3]
+        drift = np.abs(np.einsum("bki,bkj->bij", R, R) - np.eye(3)).max(axis=(1, 2))
+        det = np.linalg.det(R)
+        bad = np.nonzero((drift > 1e-3) | (det <= 0) | (np.abs(Ts[:, 3] - [0, 0, 0, 1]).max(axis=1) > 1e-9))[0]
+        if bad.size:
+            raise GoalError(f"Ts[{int(bad[0])}]: expected a rigid transform (orthonormal rotation, det +1, "
+                            f"last row 0 0 0 1), got {Ts[bad[0]].tolist()}")
+        template = [Pose(name, np.eye(4), axes=axes)]
+    problem = compile_problem(robot, template, position_tolerance, rotation_tolerance, joint_weights)
+    G = problem.gnode.shape[0]
+    gvecs = np.empty((B, G, 3))
+    gRs = np.broadcast_to(problem.gR, (B, G, 3, 3)).copy()
+    for g in range(G):
+        kind = problem.gkind[g]
+        if kind == KIND_POSITION:
+            gvecs[:, g] = Ts if position_only else Ts[:, :3, 3]
+        elif kind == 1:  # full rotation
+            gRs[:, g] = Ts[:, :3, :3]
+            gvecs[:, g] = 0.0
+        else:  # one axis
+            k = int(np.argmax(problem.gaxis[g]))
+            gvecs[:, g] = Ts[:, :3, k]
+    if method != "lm":
+        get_method(method)  # unknown names fail here, listing the methods
+        results = []
+        for b in range(B):
+            goal = (Position(name, Ts[b]) if position_only else Pose(name, Ts[b], axes=axes))
+            results.append(solve(robot, [goal], q0=q0s[b], method=method, position_tolerance=position_tolerance,
+                                 rotation_tolerance=rotation_tolerance, seed=seed + b, joint_weights=joint_weights,
+                                 **options))
+        codes = np.array([STATUS_CODES.index(r.status) for r in results], dtype=np.int64)
+        return BatchResult(np.array([r.q for r in results]).reshape(B, robot.dof),
+                           np.array([r.success for r in results], dtype=bool), codes,
+                           np.array([r.position_error for r in results]), np.array([r.rotation_error for r in results]),
+                           np.array([r.iterations for r in results]), np.array([r.restarts for r in results]),
+                           time.perf_counter() - t0, method)
+    if options:
+        raise SolverError(f"solve_many(method='lm') takes no options {sorted(options)}")
+    lo, span = _sampler(robot)
+    q_out = np.empty((B, robot.dof))
+    errs = np.full((B, 2), np.inf)
+    iters = np.zeros(B, dtype=np.int64)
+    rest = np.zeros(B, dtype=np.int64)
+    conv = np.zeros(B, dtype=np.bool_)
+    a = problem.args
+    lm_batch(a[0], a[1], a[2], a[3], a[4], a[5], problem.gnode, problem.gkind, gvecs, gRs, problem.gaxis,
+             problem.gw, a[12], a[13], a[14], a[15], a[16], q0s, lo, span, ATTEMPT_ITERATIONS, int(max_restarts),
+             int(seed), q_out, errs, iters, rest, conv)
+    codes = np.where(conv, 0, 4).astype(np.int64)  # converged, else stalled
+    if position_only and not conv.all():
+        # beyond the reach radius: unreachable (a status, not an error)
+        anchor, radius = reach_bound(robot, node)
+        if anchor is not None:
+            p_anchor = robot.fk(robot._neutral, anchor)[:3, 3]
+            far = np.linalg.norm(Ts - p_anchor, axis=1) > radius + position_tolerance
+            codes[far & ~conv] = 1
+    return BatchResult(q_out, conv, codes, errs[:, 0], errs[:, 1], iters, rest, time.perf_counter() - t0, "lm")

@@ -25,10 +25,11 @@ Mimic followers add ``multiplier * column`` to their leader's column.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
-from ..spatial import so3_exp_nb
 
 FIXED = 0
 REVOLUTE = 1
@@ -37,62 +38,119 @@ BALL = 3
 
 
 
-@njit(cache=True, inline="always")
-def _local_motion(jtype, ax0, ax1, ax2, mult, off, qidx, q, M):
-    """Write the joint motion M (4x4) of one node; M must hold identity outside the 3x3/xyz parts."""
-    if jtype == REVOLUTE:
-        th = mult * q[qidx] + off
-        so3_exp_nb(ax0 * th, ax1 * th, ax2 * th, M)
-        M[0, 3] = 0.0
-        M[1, 3] = 0.0
-        M[2, 3] = 0.0
-    elif jtype == PRISMATIC:
-        th = mult * q[qidx] + off
-        for r in range(3):
-            for c in range(3):
-                M[r, c] = 1.0 if r == c else 0.0
-        M[0, 3] = ax0 * th
-        M[1, 3] = ax1 * th
-        M[2, 3] = ax2 * th
-    elif jtype == BALL:
-        so3_exp_nb(q[qidx], q[qidx + 1], q[qidx + 2], M)
-        M[0, 3] = 0.0
-        M[1, 3] = 0.0
-        M[2, 3] = 0.0
-    else:
-        for r in range(3):
-            for c in range(4):
-                M[r, c] = 1.0 if r == c else 0.0
+# Floating-point contraction and reassociation only: NaN/inf semantics are kept.
+FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
 
-@njit(cache=True, inline="always")
-def _compose3(A, B, C, out):
-    """out = A @ B @ C for rigid 4x4 transforms (last rows assumed [0 0 0 1])."""
-    # tmp = B @ C (rigid)
-    t00 = B[0, 0] * C[0, 0] + B[0, 1] * C[1, 0] + B[0, 2] * C[2, 0]
-    t01 = B[0, 0] * C[0, 1] + B[0, 1] * C[1, 1] + B[0, 2] * C[2, 1]
-    t02 = B[0, 0] * C[0, 2] + B[0, 1] * C[1, 2] + B[0, 2] * C[2, 2]
-    t03 = B[0, 0] * C[0, 3] + B[0, 1] * C[1, 3] + B[0, 2] * C[2, 3] + B[0, 3]
-    t10 = B[1, 0] * C[0, 0] + B[1, 1] * C[1, 0] + B[1, 2] * C[2, 0]
-    t11 = B[1, 0] * C[0, 1] + B[1, 1] * C[1, 1] + B[1, 2] * C[2, 1]
-    t12 = B[1, 0] * C[0, 2] + B[1, 1] * C[1, 2] + B[1, 2] * C[2, 2]
-    t13 = B[1, 0] * C[0, 3] + B[1, 1] * C[1, 3] + B[1, 2] * C[2, 3] + B[1, 3]
-    t20 = B[2, 0] * C[0, 0] + B[2, 1] * C[1, 0] + B[2, 2] * C[2, 0]
-    t21 = B[2, 0] * C[0, 1] + B[2, 1] * C[1, 1] + B[2, 2] * C[2, 1]
-    t22 = B[2, 0] * C[0, 2] + B[2, 1] * C[1, 2] + B[2, 2] * C[2, 2]
-    t23 = B[2, 0] * C[0, 3] + B[2, 1] * C[1, 3] + B[2, 2] * C[2, 3] + B[2, 3]
-    for r in range(3):
-        a0 = A[r, 0]
-        a1 = A[r, 1]
-        a2 = A[r, 2]
-        out[r, 0] = a0 * t00 + a1 * t10 + a2 * t20
-        out[r, 1] = a0 * t01 + a1 * t11 + a2 * t21
-        out[r, 2] = a0 * t02 + a1 * t12 + a2 * t22
-        out[r, 3] = a0 * t03 + a1 * t13 + a2 * t23 + A[r, 3]
-    out[3, 0] = 0.0
-    out[3, 1] = 0.0
-    out[3, 2] = 0.0
-    out[3, 3] = 1.0
+@njit(cache=True, fastmath=FAST)
+def fk_upto_into(ni, nf, origin, q, last, out):
+    """World transforms of nodes 0..last into ``out`` (>= last + 1, 4, 4).
+
+    Parents come before children, so this holds every ancestor of ``last``. The node update
+    ``T = T_parent @ origin @ M(theta)`` is written out in scalars (3x faster than a helper call).
+    """
+    for i in range(last + 1):
+        ps = ni[i, 0]
+        jt = ni[i, 1]
+        m00 = 1.0
+        m01 = 0.0
+        m02 = 0.0
+        m03 = 0.0
+        m10 = 0.0
+        m11 = 1.0
+        m12 = 0.0
+        m13 = 0.0
+        m20 = 0.0
+        m21 = 0.0
+        m22 = 1.0
+        m23 = 0.0
+        if jt == REVOLUTE:
+            # Rodrigues for a unit axis: R = c I + s [a]x + (1 - c) a a^T
+            th = nf[i, 3] * q[ni[i, 2]] + nf[i, 4]
+            c = math.cos(th)
+            s = math.sin(th)
+            t = 1.0 - c
+            a0 = nf[i, 0]
+            a1 = nf[i, 1]
+            a2 = nf[i, 2]
+            m00 = c + t * a0 * a0
+            m11 = c + t * a1 * a1
+            m22 = c + t * a2 * a2
+            m01 = t * a0 * a1 - s * a2
+            m10 = t * a0 * a1 + s * a2
+            m02 = t * a0 * a2 + s * a1
+            m20 = t * a0 * a2 - s * a1
+            m12 = t * a1 * a2 - s * a0
+            m21 = t * a1 * a2 + s * a0
+        elif jt == PRISMATIC:
+            th = nf[i, 3] * q[ni[i, 2]] + nf[i, 4]
+            m03 = nf[i, 0] * th
+            m13 = nf[i, 1] * th
+            m23 = nf[i, 2] * th
+        elif jt == BALL:
+            k = ni[i, 2]
+            r0 = q[k]
+            r1 = q[k + 1]
+            r2 = q[k + 2]
+            th2 = r0 * r0 + r1 * r1 + r2 * r2
+            if th2 < 1e-12:  # sin(t)/t and (1 - cos t)/t^2 to second order
+                a = 1.0 - th2 / 6.0
+                b = 0.5 - th2 / 24.0
+            else:
+                th = math.sqrt(th2)
+                a = math.sin(th) / th
+                b = (1.0 - math.cos(th)) / th2
+            m00 = 1.0 - b * (r1 * r1 + r2 * r2)
+            m11 = 1.0 - b * (r0 * r0 + r2 * r2)
+            m22 = 1.0 - b * (r0 * r0 + r1 * r1)
+            m01 = -a * r2 + b * r0 * r1
+            m10 = a * r2 + b * r0 * r1
+            m02 = a * r1 + b * r0 * r2
+            m20 = -a * r1 + b * r0 * r2
+            m12 = -a * r0 + b * r1 * r2
+            m21 = a * r0 + b * r1 * r2
+        o = origin[i]
+        b00 = o[0, 0] * m00 + o[0, 1] * m10 + o[0, 2] * m20
+        b01 = o[0, 0] * m01 + o[0, 1] * m11 + o[0, 2] * m21
+        b02 = o[0, 0] * m02 + o[0, 1] * m12 + o[0, 2] * m22
+        b03 = o[0, 0] * m03 + o[0, 1] * m13 + o[0, 2] * m23 + o[0, 3]
+        b10 = o[1, 0] * m00 + o[1, 1] * m10 + o[1, 2] * m20
+        b11 = o[1, 0] * m01 + o[1, 1] * m11 + o[1, 2] * m21
+        b12 = o[1, 0] * m02 + o[1, 1] * m12 + o[1, 2] * m22
+        b13 = o[1, 0] * m03 + o[1, 1] * m13 + o[1, 2] * m23 + o[1, 3]
+        b20 = o[2, 0] * m00 + o[2, 1] * m10 + o[2, 2] * m20
+        b21 = o[2, 0] * m01 + o[2, 1] * m11 + o[2, 2] * m21
+        b22 = o[2, 0] * m02 + o[2, 1] * m12 + o[2, 2] * m22
+        b23 = o[2, 0] * m03 + o[2, 1] * m13 + o[2, 2] * m23 + o[2, 3]
+        d = out[i]
+        if ps < 0:
+            d[0, 0] = b00
+            d[0, 1] = b01
+            d[0, 2] = b02
+            d[0, 3] = b03
+            d[1, 0] = b10
+            d[1, 1] = b11
+            d[1, 2] = b12
+            d[1, 3] = b13
+            d[2, 0] = b20
+            d[2, 1] = b21
+            d[2, 2] = b22
+            d[2, 3] = b23
+        else:
+            P = out[ps]
+            for r in range(3):
+                a0 = P[r, 0]
+                a1 = P[r, 1]
+                a2 = P[r, 2]
+                a3 = P[r, 3]
+                d[r, 0] = a0 * b00 + a1 * b10 + a2 * b20
+                d[r, 1] = a0 * b01 + a1 * b11 + a2 * b21
+                d[r, 2] = a0 * b02 + a1 * b12 + a2 * b22
+                d[r, 3] = a0 * b03 + a1 * b13 + a2 * b23 + a3
+        d[3, 0] = 0.0
+        d[3, 1] = 0.0
+        d[3, 2] = 0.0
+        d[3, 3] = 1.0
 
 
 @njit(cache=True)
@@ -106,42 +164,17 @@ def all_finite(q):
 @njit(cache=True)
 def fk_all_into(ni, nf, origin, q, out):
     """World transforms of every node into ``out`` (n, 4, 4)."""
-    n = ni.shape[0]
-    M = np.eye(4)
-    I4 = np.eye(4)
-    for i in range(n):
-        _local_motion(ni[i, 1], nf[i, 0], nf[i, 1], nf[i, 2], nf[i, 3], nf[i, 4], ni[i, 2], q, M)
-        p = ni[i, 0]
-        if p < 0:
-            _compose3(I4, origin[i], M, out[i])
-        else:
-            _compose3(out[p], origin[i], M, out[i])
-
-
-@njit(cache=True)
-def _path(ni, node, stack):
-    """Fill ``stack`` with the ancestors of ``node`` (node first); return how many."""
-    k = 0
-    i = node
-    while i >= 0:
-        stack[k] = i
-        k += 1
-        i = ni[i, 0]
-    return k
+    fk_upto_into(ni, nf, origin, q, ni.shape[0] - 1, out)
 
 
 @njit(cache=True)
 def fk_frame_into(ni, nf, origin, q, node, out):
-    """World transform of one node into ``out`` (4, 4), walking only its ancestors."""
-    stack = np.empty(ni.shape[0], np.int64)
-    k = _path(ni, node, stack)
-    M = np.eye(4)
-    T = np.eye(4)
-    for s in range(k - 1, -1, -1):
-        i = stack[s]
-        _local_motion(ni[i, 1], nf[i, 0], nf[i, 1], nf[i, 2], nf[i, 3], nf[i, 4], ni[i, 2], q, M)
-        _compose3(T, origin[i], M, out)
-        T[:, :] = out
+    """World transform of one node into ``out`` (4, 4)."""
+    Ts = np.empty((node + 1, 4, 4))
+    fk_upto_into(ni, nf, origin, q, node, Ts)
+    for r in range(4):
+        for c in range(4):
+            out[r, c] = Ts[node, r, c]
 
 
 @njit(cache=True)
@@ -157,66 +190,12 @@ def fk_frame(ni, nf, origin, q, node):
 @njit(cache=True)
 def jacobian_into(ni, nf, origin, q, node, J, T_out):
     """Geometric Jacobian (6, dof) of ``node``'s origin into ``J``; its transform into ``T_out``."""
-    stack = np.empty(ni.shape[0], np.int64)
-    k = _path(ni, node, stack)
-    n = ni.shape[0]
-    # world transforms along the path, root first
-    Ts = np.empty((k, 4, 4))
-    M = np.eye(4)
-    I4 = np.eye(4)
-    for s in range(k - 1, -1, -1):
-        i = stack[s]
-        _local_motion(ni[i, 1], nf[i, 0], nf[i, 1], nf[i, 2], nf[i, 3], nf[i, 4], ni[i, 2], q, M)
-        if s == k - 1:
-            _compose3(I4, origin[i], M, Ts[s])
-        else:
-            _compose3(Ts[s + 1], origin[i], M, Ts[s])
-    T_out[:, :] = Ts[0]
-    px = Ts[0, 0, 3]
-    py = Ts[0, 1, 3]
-    pz = Ts[0, 2, 3]
-    J[:, :] = 0.0
-    for s in range(k):
-        i = stack[s]
-        jt = ni[i, 1]
-        if jt == FIXED:
-            continue
-        c = ni[i, 2]
-        Tw = Ts[s]
-        dx = px - Tw[0, 3]
-        dy = py - Tw[1, 3]
-        dz = pz - Tw[2, 3]
-        if jt == BALL:
-            for a in range(3):
-                ax = Tw[0, a]
-                ay = Tw[1, a]
-                az = Tw[2, a]
-                J[0, c + a] += ay * dz - az * dy
-                J[1, c + a] += az * dx - ax * dz
-                J[2, c + a] += ax * dy - ay * dx
-                J[3, c + a] += ax
-                J[4, c + a] += ay
-                J[5, c + a] += az
-            continue
-        m = nf[i, 3]
-        a0 = nf[i, 0]
-        a1 = nf[i, 1]
-        a2 = nf[i, 2]
-        ax = Tw[0, 0] * a0 + Tw[0, 1] * a1 + Tw[0, 2] * a2
-        ay = Tw[1, 0] * a0 + Tw[1, 1] * a1 + Tw[1, 2] * a2
-        az = Tw[2, 0] * a0 + Tw[2, 1] * a1 + Tw[2, 2] * a2
-        if jt == REVOLUTE:
-            J[0, c] += m * (ay * dz - az * dy)
-            J[1, c] += m * (az * dx - ax * dz)
-            J[2, c] += m * (ax * dy - ay * dx)
-            J[3, c] += m * ax
-            J[4, c] += m * ay
-            J[5, c] += m * az
-        else:  # prismatic
-            J[0, c] += m * ax
-            J[1, c] += m * ay
-            J[2, c] += m * az
-    _ = n
+    Ts = np.empty((node + 1, 4, 4))
+    fk_upto_into(ni, nf, origin, q, node, Ts)
+    for r in range(4):
+        for c in range(4):
+            T_out[r, c] = Ts[node, r, c]
+    jacobian_from_all(ni, nf, Ts, node, J)
 
 
 @njit(cache=True)

@@ -15,19 +15,61 @@ stops improving (a local minimum or an unreachable target), RUNNING when ``max_i
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._common import CONVERGED, RUNNING, STALLED, chol_solve, posture_residual, step_and_clamp, task_eval
 
 NAME = "lm"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
 
-LAMBDA_INIT = 1e-3
+LAMBDA_INIT = 1.0
+LAMBDA_SHRINK = 0.7
+LAMBDA_GROW = 2.0
 LAMBDA_MIN = 1e-9
 LAMBDA_MAX = 1e8
 EPS_DAMP = 1e-12
-ATTEMPT_ITERATIONS = 40  # iterations before an unconverged attempt restarts (rtb's ik_LM uses 30)
+ATTEMPT_ITERATIONS = 30  # iterations before an unconverged attempt restarts (as rtb's ik_LM)
+PROGRESS_WINDOW = 4       # an attempt whose cost has not fallen by PROGRESS_FACTOR over this many
+PROGRESS_FACTOR = 0.5     # iterations is in a local minimum or creeping along a limit: restart
+
+
+@njit(cache=True)
+def wrap_into_limits(ni, nf, lower, upper, q):
+    """Shift revolute joints by multiples of 2 pi into their limits where that is possible
+    (FK is unchanged); return True if q is then inside every limit."""
+    dof = q.shape[0]
+    n = ni.shape[0]
+    for c in range(dof):
+        if lower[c] <= q[c] <= upper[c]:
+            continue
+        ok = False
+        for i in range(n):
+            if ni[i, 2] == c:
+                m = nf[i, 3]
+                ok = ni[i, 1] == 1 and m == math.floor(m)
+                if not ok:
+                    break
+        if not ok:
+            continue
+        k = math.floor((q[c] - lower[c]) / (2.0 * math.pi))
+        v = q[c] - 2.0 * math.pi * k
+        if v <= upper[c]:
+            q[c] = v
+    for c in range(dof):
+        if q[c] < lower[c] or q[c] > upper[c]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def lm_workspace(n_nodes, dof, m):
+    """Scratch arrays for lm_iterate_ws (allocated once per kernel call, not per iteration)."""
+    return (np.empty((n_nodes, 4, 4)), np.empty((6, dof)), np.empty(m), np.empty((m, dof)), np.empty(m),
+            np.empty((m, dof)), np.empty(20), np.empty(20), np.empty((dof, dof)), np.empty(dof), np.empty(dof),
+            np.empty(dof), np.empty(dof), np.full(dof, -np.inf), np.full(dof, np.inf))
 
 
 @njit(cache=True)
@@ -35,27 +77,33 @@ def lm_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
                tol_p, tol_r, q, max_iter, state):
     """Run up to ``max_iter`` LM iterations on q (in place).
 
-    state (4,): [lambda, iterations done, largest position error, largest rotation error];
-    lambda <= 0 on entry means "start fresh". Returns a code: RUNNING, CONVERGED or STALLED.
+    state (8,): [lambda, iterations done, largest position error, largest rotation error,
+    free]; lambda <= 0 on entry means "start fresh". With free = 1 the iterations ignore the
+    joint limits (as Robotics Toolbox's ik_LM does) and a converged q is wrapped into the limits
+    by 2 pi shifts, or reported STALLED (the driver restarts) if it cannot be; with free = 0 every
+    step is clamped into the limits (projected LM). The driver alternates the two over restarts:
+    free attempts converge in fewer iterations, clamped ones find solutions near tight limits.
+    Returns a code: RUNNING, CONVERGED or STALLED.
     """
+    ws = lm_workspace(ni.shape[0], q.shape[0], 3 * gnode.shape[0])
+    return lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post,
+                         jw, tol_p, tol_r, q, max_iter, state, ws)
+
+
+@njit(cache=True)
+def lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
+                  tol_p, tol_r, q, max_iter, state, ws):
+    """lm_iterate with caller-provided scratch ``ws = lm_workspace(...)``."""
+    Tall, Jf, e, J, e2, J2, errs, errs2, A, g, dq, qn, pr, inf_lo, inf_hi = ws
     dof = q.shape[0]
-    G = gnode.shape[0]
-    m = 3 * G
-    n = ni.shape[0]
-    Tall = np.empty((n, 4, 4))
-    Jf = np.empty((6, dof))
-    e = np.empty(m)
-    J = np.empty((m, dof))
-    e2 = np.empty(m)
-    J2 = np.empty((m, dof))
-    errs = np.empty(20)
-    errs2 = np.empty(20)
-    A = np.empty((dof, dof))
-    g = np.empty(dof)
-    dq = np.empty(dof)
-    qn = np.empty(dof)
-    pr = np.empty(dof)
+    m = 3 * gnode.shape[0]
     lam = state[0] if state[0] > 0.0 else LAMBDA_INIT
+    free = state[4] > 0.5
+    lo = lower
+    hi = upper
+    if free:
+        lo = inf_lo
+        hi = inf_hi
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
     cost = 0.0
     for i in range(m):
@@ -67,9 +115,13 @@ def lm_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
     code = RUNNING
     it = 0
     small = 0
+    window_cost = cost
     while it < max_iter:
         if errs[0] <= tol_p and errs[1] <= tol_r:
-            code = CONVERGED
+            if free and not wrap_into_limits(ni, nf, lower, upper, q):
+                code = STALLED
+            else:
+                code = CONVERGED
             break
         it += 1
         # normal equations
@@ -96,7 +148,7 @@ def lm_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
                 code = STALLED
                 break
             continue
-        step_and_clamp(q, dq, lower, upper, balls, qn)
+        step_and_clamp(q, dq, lo, hi, balls, qn)
         task_eval(ni, nf, origin, qn, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e2, J2, errs2, True)
         cost2 = 0.0
         for i in range(m):
@@ -105,6 +157,11 @@ def lm_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
             posture_residual(qn, q_rest, balls, pr)
             for i in range(dof):
                 cost2 += w2 * pr[i] * pr[i]
+        if it % PROGRESS_WINDOW == 0:
+            if it > 0 and cost > PROGRESS_FACTOR * window_cost:
+                code = STALLED
+                break
+            window_cost = cost
         if cost2 < cost:
             rel = (cost - cost2) / cost
             for i in range(dof):
@@ -116,7 +173,7 @@ def lm_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
             errs[0] = errs2[0]
             errs[1] = errs2[1]
             cost = cost2
-            lam = max(lam * 0.3, LAMBDA_MIN)
+            lam = max(lam * LAMBDA_SHRINK, LAMBDA_MIN)
             # progress too small to matter: a local minimum (or the closest reachable pose)
             if rel < 1e-6:
                 small += 1
@@ -128,17 +185,104 @@ def lm_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
         else:
             if w_post > 0.0:
                 posture_residual(q, q_rest, balls, pr)
-            lam *= 8.0
+            lam *= LAMBDA_GROW
             if lam > LAMBDA_MAX:
                 code = STALLED
                 break
     if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r:
-        code = CONVERGED
+        if free and not wrap_into_limits(ni, nf, lower, upper, q):
+            code = STALLED
+        else:
+            code = CONVERGED
     state[0] = lam
     state[1] += it
     state[2] = errs[0]
     state[3] = errs[1]
     return code
+
+
+# attempt bookkeeping in the state array of lm_attempts
+S_LAMBDA, S_ITERS, S_PERR, S_RERR, S_FREE, S_ATTEMPT, S_BEST, S_ATTEMPT_ITERS, S_BEST_PERR, S_BEST_RERR = range(10)
+
+
+@njit(cache=True)
+def _restart_q(lo, span, balls, seed, attempt, q):
+    """Uniform restart number ``attempt`` (its own seed: independent of how calls are chunked)."""
+    np.random.seed((seed * 1000003 + attempt) & 0x7FFFFFFF)
+    for i in range(q.shape[0]):
+        q[i] = lo[i] + span[i] * np.random.random()
+
+
+@njit(cache=True)
+def lm_attempts(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
+                tol_p, tol_r, q, best_q, state, budget, attempt_iters, max_attempts, sample_lo, sample_span,
+                seed):
+    """LM attempts with random restarts, inside one kernel call, for up to ``budget`` iterations.
+
+    Attempt 0 starts from q; attempt k > 0 from uniform sample k (seeded by ``seed`` and k). An
+    attempt ends when it converges, stalls or has run ``attempt_iters`` iterations; attempts
+    alternate between free and clamped iterations (see lm_iterate). The best configuration inside
+    the limits is kept in ``best_q`` (its errors in state[2], state[3]); state also carries the
+    attempt in progress across calls, so the driver can call again until its clock runs out.
+    Returns CONVERGED, RUNNING (budget spent) or STALLED (``max_attempts`` attempts done).
+    """
+    dof = q.shape[0]
+    ws = lm_workspace(ni.shape[0], dof, 3 * gnode.shape[0])
+    Tall, Jf, e, J = ws[0], ws[1], ws[2], ws[3]
+    errs = ws[6]
+    used = 0
+    while used < budget:
+        if state[S_ATTEMPT] >= max_attempts:
+            return STALLED
+        n = min(attempt_iters - int(state[S_ATTEMPT_ITERS]), budget - used)
+        before = state[S_ITERS]
+        code = lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest,
+                             w_post, jw, tol_p, tol_r, q, n, state, ws)
+        done = int(state[S_ITERS] - before)
+        used += done
+        state[S_ATTEMPT_ITERS] += done
+        if code == CONVERGED:
+            for i in range(dof):
+                best_q[i] = q[i]
+            state[S_BEST] = 0.0
+            state[S_BEST_PERR] = state[S_PERR]
+            state[S_BEST_RERR] = state[S_RERR]
+            return CONVERGED
+        if code == STALLED or state[S_ATTEMPT_ITERS] >= attempt_iters or done == 0:
+            # judge the attempt by its clamped configuration (a free attempt may be outside)
+            for i in range(dof):
+                if q[i] < lower[i]:
+                    q[i] = lower[i]
+                elif q[i] > upper[i]:
+                    q[i] = upper[i]
+            task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+            pe = errs[0]
+            re = errs[1]
+            key = max(pe / tol_p, re / tol_r)
+            if key < state[S_BEST]:
+                state[S_BEST] = key
+                state[S_BEST_PERR] = pe
+                state[S_BEST_RERR] = re
+                for i in range(dof):
+                    best_q[i] = q[i]
+            attempt = int(state[S_ATTEMPT]) + 1
+            state[S_ATTEMPT] = attempt
+            state[S_ATTEMPT_ITERS] = 0.0
+            state[S_LAMBDA] = 0.0
+            state[S_FREE] = 1.0 if attempt % 2 == 0 else 0.0
+            _restart_q(sample_lo, sample_span, balls, seed, attempt, q)
+    return RUNNING
+
+
+@njit(cache=True)
+def new_attempt_state():
+    """State array for lm_attempts: attempt 0, free iterations, no best yet."""
+    st = np.zeros(10)
+    st[S_FREE] = 1.0
+    st[S_BEST] = np.inf
+    st[S_BEST_PERR] = np.inf
+    st[S_BEST_RERR] = np.inf
+    return st
 
 
 def _iterate(problem, q, max_iter, state, options):
@@ -153,3 +297,26 @@ def _register():
 
 
 _register()
+
+
+@njit(cache=True, parallel=True)
+def lm_batch(ni, nf, origin, lower, upper, balls, gnode, gkind, gvecs, gRs, gaxis, gw, q_rest, w_post, jw,
+             tol_p, tol_r, q0s, sample_lo, sample_span, attempt_iters, max_restarts, seed,
+             q_out, errs_out, iters_out, restarts_out, conv_out):
+    """B independent solves in parallel (prange): ``lm_attempts`` per item with at most
+    ``max_restarts`` restarts; item b is seeded with seed + b (deterministic for any thread count)."""
+    B = gvecs.shape[0]
+    dof = q0s.shape[1]
+    for b in prange(B):
+        q = q0s[b].copy()
+        best = q.copy()
+        state = new_attempt_state()
+        code = lm_attempts(ni, nf, origin, lower, upper, balls, gnode, gkind, gvecs[b], gRs[b], gaxis, gw,
+                           q_rest, w_post, jw, tol_p, tol_r, q, best, state, (max_restarts + 1) * attempt_iters,
+                           attempt_iters, max_restarts + 1, sample_lo, sample_span, seed + b)
+        q_out[b] = best
+        errs_out[b, 0] = state[S_BEST_PERR]
+        errs_out[b, 1] = state[S_BEST_RERR]
+        iters_out[b] = int(state[S_ITERS])
+        restarts_out[b] = int(state[S_ATTEMPT])
+        conv_out[b] = code == CONVERGED
