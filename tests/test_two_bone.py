@@ -216,9 +216,8 @@ def test_kernel_atan2_matches_libm_in_every_quadrant():
 
 
 # ---------------------------------------------------------------- 3-D
-def arm_checks(S, l1, l2, T, P, elbow, hand):
-    S, T, P = map(np.asarray, (S, T, P))
-    np.testing.assert_allclose(np.linalg.norm(elbow - S, axis=-1), l1, atol=1e-9)
+def assert_bone_lengths(S, l1, l2, elbow, hand):
+    np.testing.assert_allclose(np.linalg.norm(elbow - np.asarray(S), axis=-1), l1, atol=1e-9)
     np.testing.assert_allclose(np.linalg.norm(hand - elbow, axis=-1), l2, atol=1e-9)
 
 
@@ -237,7 +236,7 @@ def test_3d_reaches_reachable_targets_with_the_elbow_on_the_pole_side(S, l1, l2,
     T = S + (lo + (0.01 + 0.98 * u) * (hi - lo)) * D
     elbow, hand = two_bone_3d(S, l1, l2, T, P)
     assert np.linalg.norm(hand - T) <= 1e-9
-    arm_checks(S, l1, l2, T, P, elbow, hand)
+    assert_bone_lengths(S, l1, l2, elbow, hand)
     e = elbow - S
     assert e @ n > 0  # on the pole's side of the shoulder→target line
     assert abs(e @ np.cross(D, n / np.linalg.norm(n))) <= 1e-9  # in the plane of u and the pole
@@ -271,7 +270,7 @@ def test_3d_degenerate_pole_or_target_stays_finite_and_keeps_bone_lengths(T, P):
     for l1, l2 in ((1.0, 1.0), (1.0, 0.6), (0.6, 1.0)):
         elbow, hand = two_bone_3d((0.0, 0.0, 0.0), l1, l2, T, P)
         assert np.all(np.isfinite(elbow)) and np.all(np.isfinite(hand))
-        arm_checks((0, 0, 0), l1, l2, T, P, elbow, hand)
+        assert_bone_lengths((0, 0, 0), l1, l2, elbow, hand)
     if np.any(P) and not np.any(T):  # target at the shoulder: folds along the pole
         elbow, _ = two_bone_3d((0.0, 0.0, 0.0), 1.0, 1.0, T, P)
         np.testing.assert_allclose(elbow, np.asarray(P) / np.linalg.norm(P), atol=1e-12)
