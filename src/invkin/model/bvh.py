@@ -356,20 +356,16 @@ def _parse_motion(src, lines, start: int, dof: int):
         where = rows[n_frames] if len(counts) > n_frames else (rows[-1] if rows else kt + 1)
         raise ModelError(f"{src}: line {kf + 1}: Frames: {n_frames}, but the file has {len(counts)} motion "
                          f"lines (line {where}){'; truncated file?' if len(counts) < n_frames else ''}")
-    bad = None
-    if not _MOTION_CHARS.match("".join(body)):
-        bad = True
-    else:
-        try:
-            values = np.array(tokens, dtype=np.float64)
-        except ValueError:
-            bad = True
-    if bad:
-        for t, ln in zip((lines[r - 1].split() for r in rows), rows):
-            for x in t:
+    try:
+        if not _MOTION_CHARS.match("".join(body)):  # NumPy would accept 'nan', 'inf', '1_0'
+            raise ValueError
+        values = np.array(tokens, dtype=np.float64)
+    except ValueError:
+        for ln in rows:
+            for x in lines[ln - 1].split():
                 if not _NUMBER.match(x):
-                    raise ModelError(f"{src}: line {ln}: motion value {x[:40]!r} is not a number")
-        raise ModelError(f"{src}: line {kt + 2}: unreadable motion block")  # pragma: no cover
+                    raise ModelError(f"{src}: line {ln}: motion value {x[:40]!r} is not a number") from None
+        raise ModelError(f"{src}: line {kt + 2}: unreadable motion block") from None  # pragma: no cover
     if not np.all(np.isfinite(values)):
         i = int(np.argmin(np.isfinite(values)))
         raise ModelError(f"{src}: line {rows[i // dof]}: motion value out of range ({values[i]})")

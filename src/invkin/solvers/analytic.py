@@ -21,7 +21,7 @@ direction. No input of finite lengths ≥ 0 and a finite target gives NaN.
 Numerics: the angles come from ``atan2(4·area, numerator)`` with the area from Heron's formula in
 factored form (``(d+L)(L−d)(d−(l1−l2))(d+(l1−l2))``, every factor exactly ≥ 0 after the clamp) and
 all lengths divided by ``L = l1 + l2``; this keeps full precision near full extension and folding,
-where ``acos`` loses half the digits, and cannot overflow.
+where ``acos`` loses half the digits, and does not overflow for coordinates and lengths up to 1e300.
 
 Soft reach (``soft = s > 0``, a length): with ``L = l1 + l2`` and ``d0 = L − s`` (``s`` capped at
 ``L``), the distance the arm aims for is::
@@ -46,7 +46,8 @@ __all__ = ["two_bone_2d", "two_bone_3d", "two_bone_lengths", "two_bone_2d_scalar
 
 
 # ------------------------------------------------------------------------------ scalar maths
-# Plain-Python functions (math module only); the kernels use njit-compiled copies of the same code.
+# Plain Python (math module only): the scalar reference. The kernels run an njit-compiled copy of
+# _triangle and the same angle formulas with a faster atan2 (_atan2_nb).
 def _triangle(l1, l2, b, soft):
     """(d, ca, sa, cb, sb): effective distance d and (cos, sin) of α and β, each pair scaled by a
     common positive factor (so ``atan2(sa, ca) = α``)."""
@@ -297,8 +298,8 @@ def two_bone_2d(l1, l2, target_xy, elbow_up: bool = True, soft=None):
     th2 = np.empty(n)
     if n:
         kernel = _two_bone_2d_parallel if n >= _PARALLEL_MIN else _two_bone_2d_serial
-        kernel(_rows(a1, shape, None), _rows(a2, shape, None), _rows(t, shape, 2),
-                            _rows(sf, shape, None), up, th1, th2)
+        kernel(_rows(a1, shape, None), _rows(a2, shape, None), _rows(t, shape, 2), _rows(sf, shape, None),
+               up, th1, th2)
     return th1.reshape(shape), th2.reshape(shape)
 
 
@@ -327,8 +328,8 @@ def two_bone_3d(shoulder, l1, l2, target, pole, soft=None):
     hand = np.empty((n, 3))
     if n:
         kernel = _two_bone_3d_parallel if n >= _PARALLEL_MIN else _two_bone_3d_serial
-        kernel(_rows(S, shape, 3), _rows(a1, shape, None), _rows(a2, shape, None),
-                            _rows(T, shape, 3), _rows(P, shape, 3), _rows(sf, shape, None), elbow, hand)
+        kernel(_rows(S, shape, 3), _rows(a1, shape, None), _rows(a2, shape, None), _rows(T, shape, 3),
+               _rows(P, shape, 3), _rows(sf, shape, None), elbow, hand)
     return elbow.reshape(shape + (3,)), hand.reshape(shape + (3,))
 
 
