@@ -1,0 +1,517 @@
+"""Cyclic coordinate descent: Welman's CCD with position and orientation, and the simple CCD.
+
+One iteration is one sweep over the joints from the tip to the root (node indices descending, so
+every joint is visited after all the joints below it). At each joint only that joint moves; the
+goal frames it carries are updated at once (a rigid motion about the joint) before the next
+joint is visited.
+
+``variant="welman"`` (default; Welman 1993, §4.2.1, SEEDS.md §5). For a revolute joint with world
+axis ``a`` at the point ``j``, maximise over the joint's rotation Φ
+
+    g(Φ) = k1 (1 − cosΦ) + k2 cosΦ + k3 sinΦ,
+    k1 = Σ w (t·a)(e·a),   k2 = Σ w (t·e),   k3 = a · Σ w (e × t),
+
+summed over the vector pairs (e current, t desired) of every goal whose frame the joint moves:
+
+* Position goal: e = P_ic = p_frame − j, t = P_id = p_target − j, weight
+  w_p = gw² α (1 + ρ), α = k / W, ρ = min(|P_id|, |P_ic|) / max(|P_id|, |P_ic|), with W the reach
+  radius of the goal frame's chain (the world scale, :func:`world_scale`) and k the option
+  ``position_gain`` (Welman's α = k/W; note that g1 is in m², so the balance between position
+  and orientation still depends on the model's size: raise k for small models).
+* Rotation goal: the three pairs (u_jc, u_jd), the world axes of the frame and of the target —
+  the columns of our rotation matrices, which are the rows u_j of Welman's row-vector
+  orientation matrix — with w_o = gw².
+* Axis goal (``Orientation(axes="z")``): the one pair (R_c · axis, goal direction), w_o = gw².
+* Aim goal: a position goal on the virtual point v = p_frame + s R_c·axis, s = |point − p_frame|,
+  i.e. the pair (v − j, point − j), with w = gw² / s² (dimensionless like an orientation row;
+  when the joint sits at the frame this is exactly the direction pair).
+
+(gw² because g is, up to a constant, minus half the squared error that ``lm`` minimises with
+weights gw.) Φ = atan(k3/(k2 − k1)) or Φ ± π — the candidate in (−π, π] with g'' < 0 and the
+largest g (:func:`welman_angle`); with limits, the best angle inside the joint's range
+(:func:`best_arc_angle`). Stiffness: q_i ← q_i + s_i Φ with s_i = min_j(jw_j) / jw_i ∈ (0, 1]
+(``joint_weights`` are stiffnesses as in the weighted least-norm methods: the loosest joint gets
+s = 1, a joint twice as heavy half the step; default all 1). Then clamp into [lower, upper].
+
+* Prismatic joint (eq. 4.24): λ = Σ w (P_d − P_c)·a / Σ w over position goals, weighted by s_i,
+  clamped.
+* Ball joint: the rotation Q maximising the same objective Σ w t·(Q e) over all of SO(3) —
+  Wahba's problem, solved exactly by Horn's quaternion method; with a single position pair this
+  is the §4 rule, the smallest rotation (axis e × t, angle acos(ê·t̂)), used directly. Applied
+  as a local increment R ← R exp(s_i Wᵀ log Q), W the joint frame's world rotation.
+
+``variant="simple"`` (SEEDS.md §4, position goals only): per goal the rotation vector
+θ unit(e × t), θ = acos(ê·t̂), averaged with weights gw² over the goals the joint moves; skipped
+when |θ| < ``threshold``; a revolute joint takes its projection onto the axis, Φ = θ·a, a ball
+joint the whole rotation, a prismatic joint λ as above. ``threshold=None`` (default) means
+min(0.001 rad, 0.1 · position_tolerance / W): the source's 0.001 rad unless the requested
+tolerance needs finer rotations.
+
+Mimic followers are not visited themselves; their leader's update moves them (full FK then).
+Posture goals are ignored. STALLED when the weighted squared residual has not dropped by
+1e-4 (relative) within 10 sweeps (a local minimum, a limit, or the stretched pose of an
+unreachable target).
+"""
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+from numba import njit
+
+from ..errors import SolverError
+from ..goals import KIND_POSITION
+from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
+from ..spatial import so3_exp_nb, so3_log_nb
+from ._common import CONVERGED, RUNNING, STALLED, task_eval
+from ._rotfit import best_arc_angle, horn_rotation, min_rotvec, rigid_rotate_about, rigid_translate
+
+NAME = "ccd"
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
+VARIANTS = ("welman", "simple")
+
+STALL_REL = 1e-4    # relative drop of the squared residual that counts as progress
+STALL_SWEEPS = 10   # sweeps without such progress -> STALLED
+SIMPLE_THRESHOLD = 1e-3  # [rad] SEEDS.md §4
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@njit(cache=True)
+def goal_ancestry(ni, gnode):
+    """anc (n, G): anc[i, g] is True when node i is the goal frame or one of its ancestors."""
+    n = ni.shape[0]
+    G = gnode.shape[0]
+    anc = np.zeros((n, G), dtype=np.bool_)
+    for g in range(G):
+        i = gnode[g]
+        while i >= 0:
+            anc[i, g] = True
+            i = ni[i, 0]
+    return anc
+
+
+@njit(cache=True)
+def stiffness_factors(ni, jw):
+    """s (n,): the CCD stiffness factor min(jw) / jw of each node's joint (ball: mean of its 3)."""
+    n = ni.shape[0]
+    s = np.ones(n)
+    if jw.shape[0] == 0:
+        return s
+    wmin = jw.min()
+    for i in range(n):
+        c = ni[i, 2]
+        if c < 0:
+            continue
+        w = jw[c]
+        if ni[i, 1] == BALL:
+            w = (jw[c] + jw[c + 1] + jw[c + 2]) / 3.0
+        s[i] = wmin / w
+    return s
+
+
+@njit(cache=True)
+def _cost(e):
+    s = 0.0
+    for k in range(e.shape[0]):
+        s += e[k] * e[k]
+    return s
+
+
+@njit(cache=True)
+def _apply_ball(q, c, lower, upper, W, rv, sf, Q):
+    """Ball joint at q[c:c+3], world frame rotation W: apply the world rotation exp(rv) as the local
+    increment R ← R exp(sf Wᵀ rv), clamp, and write the world rotation actually applied into Q."""
+    d0 = sf * (W[0, 0] * rv[0] + W[1, 0] * rv[1] + W[2, 0] * rv[2])
+    d1 = sf * (W[0, 1] * rv[0] + W[1, 1] * rv[1] + W[2, 1] * rv[2])
+    d2 = sf * (W[0, 2] * rv[0] + W[1, 2] * rv[1] + W[2, 2] * rv[2])
+    Ro = np.empty((3, 3))
+    Rd = np.empty((3, 3))
+    Rn = np.empty((3, 3))
+    r = np.empty(3)
+    so3_exp_nb(q[c], q[c + 1], q[c + 2], Ro)
+    so3_exp_nb(d0, d1, d2, Rd)
+    for i in range(3):
+        for k in range(3):
+            Rn[i, k] = Ro[i, 0] * Rd[0, k] + Ro[i, 1] * Rd[1, k] + Ro[i, 2] * Rd[2, k]
+    so3_log_nb(Rn, r)
+    for k in range(3):
+        v = r[k]
+        if v < lower[c + k]:
+            v = lower[c + k]
+        elif v > upper[c + k]:
+            v = upper[c + k]
+        q[c + k] = v
+    so3_exp_nb(q[c], q[c + 1], q[c + 2], Rn)
+    # Q = W Roᵀ Rn Wᵀ
+    A = np.empty((3, 3))
+    B = np.empty((3, 3))
+    for i in range(3):
+        for k in range(3):
+            A[i, k] = W[i, 0] * Ro[k, 0] + W[i, 1] * Ro[k, 1] + W[i, 2] * Ro[k, 2]  # W Roᵀ
+    for i in range(3):
+        for k in range(3):
+            B[i, k] = A[i, 0] * Rn[0, k] + A[i, 1] * Rn[1, k] + A[i, 2] * Rn[2, k]
+    for i in range(3):
+        for k in range(3):
+            Q[i, k] = B[i, 0] * W[k, 0] + B[i, 1] * W[k, 1] + B[i, 2] * W[k, 2]
+
+
+@njit(cache=True)
+def _set_revolute(q, c, m, dth, lower, upper):
+    """q[c] += dth / m, clamped (continuous joints wrapped into (−π, π]); returns the actual Δθ."""
+    old = q[c]
+    v = old + dth / m
+    if v < lower[c]:
+        v = lower[c]
+    elif v > upper[c]:
+        v = upper[c]
+    q[c] = v
+    actual = m * (v - old)
+    if math.isinf(lower[c]) and math.isinf(upper[c]) and (m == 1.0 or m == -1.0) and abs(v) > math.pi:
+        q[c] = v - 2.0 * math.pi * math.floor((v + math.pi) / (2.0 * math.pi))
+    return actual
+
+
+@njit(cache=True)
+def _axis_rotation(ax, ay, az, th, Q):
+    so3_exp_nb(ax * th, ay * th, az * th, Q)
+
+
+# --------------------------------------------------------------------------- kernel
+
+
+@njit(cache=True)
+def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
+                tol_p, tol_r, q, max_iter, state, simple, k_pos, threshold, gscale, visit):
+    """Run up to ``max_iter`` CCD sweeps on q (in place), joints from the tip to the root.
+
+    Welman (1993 §4.2.1, SEEDS.md §5), at a revolute joint with world axis a at j: over the goal
+    vector pairs (e, t) it moves (position: P_ic, P_id with w_p = gw² (k/W)(1 + ρ); rotation:
+    the frame's world axes with w_o = gw²), k1 = Σ w (t·a)(e·a), k2 = Σ w t·e,
+    k3 = a·Σ w e × t; Φ maximises g(Φ) = k1(1 − cosΦ) + k2 cosΦ + k3 sinΦ inside the limits;
+    q ← clamp(q + s Φ). Prismatic: λ = Σ w (P_d − P_c)·a / Σ w. Ball: Q = argmax Σ w t·(Q e)
+    (Horn; one position pair: the smallest rotation e → t), R ← R exp(s Wᵀ log Q).
+    ``simple`` (SEEDS.md §4): per position goal θ unit(e × t), θ = acos(ê·t̂), weighted mean;
+    skipped below ``threshold``; revolute Φ = θ·a. The goal frames move with each joint at once.
+
+    state (8,): [best squared residual (0: fresh), sweeps done, position error, rotation error,
+    sweeps without progress, ...]. gscale (G,): world scale W of each goal [m]. visit (n,):
+    0 skip the node, 1 visit its joint, 2 visit it and refresh the whole FK after (mimic leader).
+    Returns RUNNING, CONVERGED or STALLED.
+    """
+    dof = q.shape[0]
+    G = gnode.shape[0]
+    n = ni.shape[0]
+    Tall = np.empty((n, 4, 4))
+    Tg = np.empty((G, 4, 4))
+    Jf = np.empty((6, dof))
+    e = np.empty(3 * G)
+    J = np.empty((3 * G, dof))
+    errs = np.empty(20)  # task_eval uses the tail as scratch
+    anc = goal_ancestry(ni, gnode)
+    sfac = stiffness_factors(ni, jw)
+    Q = np.empty((3, 3))
+    S = np.empty((3, 3))
+    rv = np.empty(3)
+    rg = np.empty(3)
+    W = np.empty((3, 3))
+    ev = np.empty(3)
+    tv = np.empty(3)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+    cost = _cost(e)
+    best = state[0] if state[0] > 0.0 else cost
+    small = state[4]
+    code = RUNNING
+    it = 0
+    while it < max_iter:
+        if errs[0] <= tol_p and errs[1] <= tol_r:
+            code = CONVERGED
+            break
+        it += 1
+        for g in range(G):
+            Tg[g, :, :] = Tall[gnode[g]]
+        for i in range(n - 1, -1, -1):
+            if visit[i] == 0:
+                continue
+            jt = ni[i, 1]
+            c = ni[i, 2]
+            m = nf[i, 3]
+            Ti = Tall[i]
+            jx = Ti[0, 3]
+            jy = Ti[1, 3]
+            jz = Ti[2, 3]
+            ax = Ti[0, 0] * nf[i, 0] + Ti[0, 1] * nf[i, 1] + Ti[0, 2] * nf[i, 2]
+            ay = Ti[1, 0] * nf[i, 0] + Ti[1, 1] * nf[i, 1] + Ti[1, 2] * nf[i, 2]
+            az = Ti[2, 0] * nf[i, 0] + Ti[2, 1] * nf[i, 1] + Ti[2, 2] * nf[i, 2]
+            moved = False
+            if jt == PRISMATIC:
+                if m == 0.0:
+                    continue
+                num = 0.0
+                den = 0.0
+                for g in range(G):
+                    if not anc[i, g] or gw[g] <= 0.0 or gkind[g] != 0:
+                        continue
+                    w = gw[g] * gw[g]
+                    num += w * ((gvec[g, 0] - Tg[g, 0, 3]) * ax + (gvec[g, 1] - Tg[g, 1, 3]) * ay
+                                + (gvec[g, 2] - Tg[g, 2, 3]) * az)
+                    den += w
+                if den == 0.0:
+                    continue
+                lam = sfac[i] * num / den
+                old = q[c]
+                v = old + lam / m
+                if v < lower[c]:
+                    v = lower[c]
+                elif v > upper[c]:
+                    v = upper[c]
+                q[c] = v
+                act = m * (v - old)
+                for g in range(G):
+                    if anc[i, g]:
+                        rigid_translate(Tg[g], act * ax, act * ay, act * az)
+                moved = act != 0.0
+            elif jt == REVOLUTE or jt == BALL:
+                if jt == REVOLUTE and m == 0.0:
+                    continue
+                k1 = 0.0
+                k2 = 0.0
+                k3 = 0.0
+                S[:, :] = 0.0
+                npairs = 0
+                pos_only = True
+                wsum = 0.0
+                rg[:] = 0.0
+                for g in range(G):
+                    if not anc[i, g] or gw[g] <= 0.0:
+                        continue
+                    kind = gkind[g]
+                    w2 = gw[g] * gw[g]
+                    T = Tg[g]
+                    nrows = 1
+                    if kind == 1:
+                        nrows = 3
+                    for row in range(nrows):
+                        if kind == 0:
+                            for k in range(3):
+                                ev[k] = T[k, 3] - Ti[k, 3]
+                                tv[k] = gvec[g, k] - Ti[k, 3]
+                            if simple:
+                                min_rotvec(ev[0], ev[1], ev[2], tv[0], tv[1], tv[2], rv)
+                                for k in range(3):
+                                    rg[k] += w2 * rv[k]
+                                wsum += w2
+                                continue
+                            ne = math.sqrt(ev[0] * ev[0] + ev[1] * ev[1] + ev[2] * ev[2])
+                            nt = math.sqrt(tv[0] * tv[0] + tv[1] * tv[1] + tv[2] * tv[2])
+                            mx = max(ne, nt)
+                            rho = 1.0 if mx == 0.0 else min(ne, nt) / mx
+                            w = w2 * (k_pos / gscale[g]) * (1.0 + rho)
+                        elif kind == 1:
+                            pos_only = False
+                            for k in range(3):
+                                ev[k] = T[k, row]
+                                tv[k] = gR[g, k, row]
+                            w = w2
+                        elif kind == 2:
+                            pos_only = False
+                            for k in range(3):
+                                ev[k] = T[k, 0] * gaxis[g, 0] + T[k, 1] * gaxis[g, 1] + T[k, 2] * gaxis[g, 2]
+                                tv[k] = gvec[g, k]
+                            w = w2
+                        else:  # aim: the virtual point at the target's distance along the axis
+                            pos_only = False
+                            dx = gvec[g, 0] - T[0, 3]
+                            dy = gvec[g, 1] - T[1, 3]
+                            dz = gvec[g, 2] - T[2, 3]
+                            s = math.sqrt(dx * dx + dy * dy + dz * dz)
+                            if s < 1e-12:
+                                continue
+                            for k in range(3):
+                                a_k = T[k, 0] * gaxis[g, 0] + T[k, 1] * gaxis[g, 1] + T[k, 2] * gaxis[g, 2]
+                                ev[k] = T[k, 3] + s * a_k - Ti[k, 3]
+                                tv[k] = gvec[g, k] - Ti[k, 3]
+                            w = w2 / (s * s)
+                        npairs += 1
+                        # k1, k2, k3 (eqs. 4.20-4.22) and Horn's S = Σ w e tᵀ
+                        ea = ev[0] * ax + ev[1] * ay + ev[2] * az
+                        ta = tv[0] * ax + tv[1] * ay + tv[2] * az
+                        k1 += w * ta * ea
+                        k2 += w * (tv[0] * ev[0] + tv[1] * ev[1] + tv[2] * ev[2])
+                        k3 += w * (ax * (ev[1] * tv[2] - ev[2] * tv[1]) + ay * (ev[2] * tv[0] - ev[0] * tv[2])
+                                   + az * (ev[0] * tv[1] - ev[1] * tv[0]))
+                        for r in range(3):
+                            for k in range(3):
+                                S[r, k] += w * ev[r] * tv[k]
+                if simple:
+                    if wsum == 0.0:
+                        continue
+                    for k in range(3):
+                        rg[k] /= wsum
+                    ang = math.sqrt(rg[0] * rg[0] + rg[1] * rg[1] + rg[2] * rg[2])
+                    if ang < threshold:
+                        continue
+                    if jt == REVOLUTE:
+                        phi = rg[0] * ax + rg[1] * ay + rg[2] * az
+                        act = _set_revolute(q, c, m, sfac[i] * phi, lower, upper)
+                        if act == 0.0:
+                            continue
+                        _axis_rotation(ax, ay, az, act, Q)
+                    else:
+                        for r in range(3):
+                            for k in range(3):
+                                W[r, k] = Ti[r, k]
+                        _apply_ball(q, c, lower, upper, W, rg, sfac[i], Q)
+                else:
+                    if npairs == 0:
+                        continue
+                    if jt == REVOLUTE:
+                        # the joint's feasible rotation interval, in θ = m q + offset
+                        lo = m * (lower[c] - q[c])
+                        hi = m * (upper[c] - q[c])
+                        if lo > hi:
+                            lo, hi = hi, lo
+                        phi = best_arc_angle(k1, k2, k3, min(lo, 0.0), max(hi, 0.0))
+                        act = _set_revolute(q, c, m, sfac[i] * phi, lower, upper)
+                        if act == 0.0:
+                            continue
+                        _axis_rotation(ax, ay, az, act, Q)
+                    else:
+                        if npairs == 1 and pos_only:
+                            min_rotvec(ev[0], ev[1], ev[2], tv[0], tv[1], tv[2], rv)
+                        else:
+                            horn_rotation(S, Q)
+                            so3_log_nb(Q, rv)
+                        for r in range(3):
+                            for k in range(3):
+                                W[r, k] = Ti[r, k]
+                        _apply_ball(q, c, lower, upper, W, rv, sfac[i], Q)
+                for g in range(G):
+                    if anc[i, g]:
+                        rigid_rotate_about(Tg[g], Q, jx, jy, jz)
+                moved = True
+            if moved and visit[i] == 2:
+                fk_all_into(ni, nf, origin, q, Tall)
+                for g in range(G):
+                    Tg[g, :, :] = Tall[gnode[g]]
+        task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+        cost = _cost(e)
+        if cost < best * (1.0 - STALL_REL):
+            best = cost
+            small = 0.0
+        else:
+            small += 1.0
+            if small >= STALL_SWEEPS:
+                code = STALLED
+                break
+    if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r:
+        code = CONVERGED
+    state[0] = best
+    state[1] += it
+    state[2] = errs[0]
+    state[3] = errs[1]
+    state[4] = small
+    return code
+
+
+# --------------------------------------------------------------------------- Python side
+
+_ROBOT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def visit_flags(robot) -> np.ndarray:
+    """(n,) int64: 0 for fixed joints and mimic followers, 1 for other moving joints, 2 for a
+    mimic leader (moving it moves nodes outside its subtree: refresh the whole FK)."""
+    cache = _ROBOT_CACHE.setdefault(robot, {})
+    v = cache.get("visit")
+    if v is None:
+        n = robot.n_nodes
+        v = np.zeros(n, dtype=np.int64)
+        follower_cols = set()
+        for i in range(n):
+            if robot.qidx[i] >= 0 and robot.mimic_leader[i]:
+                follower_cols.add(int(robot.qidx[i]))
+        for i in range(n):
+            if robot.qidx[i] < 0 or robot.mimic_leader[i]:
+                continue
+            v[i] = 2 if int(robot.qidx[i]) in follower_cols else 1
+        v.setflags(write=False)
+        cache["visit"] = v
+    return v
+
+
+def world_scale(robot, node: int) -> float:
+    """Welman's world scale W [m] for a goal frame: the reach radius of its chain — the link
+    offsets after the first moving joint plus the finite travel of prismatic joints (unbounded
+    travel, e.g. a BVH root translation, is left out). 1 when that is zero."""
+    path = robot.ancestors(node)[::-1]  # root first
+    first = next((k for k, i in enumerate(path) if robot.qidx[i] >= 0), None)
+    if first is None:
+        return 1.0
+    radius = sum(float(np.linalg.norm(robot.origin[i][:3, 3])) for i in path[first + 1:])
+    for i in path[first:]:
+        if robot.joint_type[i] == PRISMATIC and robot.qidx[i] >= 0:
+            c = int(robot.qidx[i])
+            travel = abs(robot.multiplier[i]) * max(abs(robot.lower[c]), abs(robot.upper[c]))
+            if math.isfinite(travel):
+                radius += travel
+    return radius if radius > 1e-9 else 1.0
+
+
+def goal_scales(problem) -> np.ndarray:
+    """(G,) Welman's world scale W [m] of each goal frame (:func:`world_scale`), cached per robot."""
+    robot = problem.robot
+    cache = _ROBOT_CACHE.setdefault(robot, {})
+    radii = cache.setdefault("scale", {})
+    out = np.empty(problem.gnode.shape[0])
+    for g, node in enumerate(problem.gnode):
+        node = int(node)
+        if node not in radii:
+            radii[node] = world_scale(robot, node)
+        out[g] = radii[node]
+    return out
+
+
+def _options(problem, options):
+    variant = options.get("variant", "welman")
+    if variant not in VARIANTS:
+        raise SolverError(f"ccd: variant must be one of {', '.join(map(repr, VARIANTS))}, got {variant!r}")
+    simple = variant == "simple"
+    if simple and not problem.is_position_only():
+        raise SolverError("ccd variant='simple' handles Position goals only (SEEDS.md §4); "
+                          "use variant='welman' for orientation, axis and aim goals")
+    k_pos = options.get("position_gain", 1.0)
+    if isinstance(k_pos, bool) or not isinstance(k_pos, (int, float, np.integer, np.floating)) \
+            or not (k_pos > 0 and math.isfinite(k_pos)):
+        raise SolverError(f"ccd: position_gain must be a finite number > 0, got {k_pos!r}")
+    scales = goal_scales(problem)
+    thr = options.get("threshold", None)
+    if thr is None:
+        thr = SIMPLE_THRESHOLD
+        pos = problem.gkind == KIND_POSITION
+        if np.any(pos):
+            thr = min(thr, 0.1 * problem.tol_p / float(np.max(scales[pos])))
+    elif isinstance(thr, bool) or not isinstance(thr, (int, float, np.integer, np.floating)) \
+            or not (thr >= 0 and math.isfinite(thr)):
+        raise SolverError(f"ccd: threshold must be a finite number >= 0 [rad] or None, got {thr!r}")
+    return simple, float(k_pos), float(thr), scales
+
+
+def _iterate(problem, q, max_iter, state, options):
+    simple, k_pos, thr, scales = _options(problem, options)
+    return ccd_iterate(*problem.args, q, max_iter, state, simple, k_pos, thr, scales,
+                       visit_flags(problem.robot))
+
+
+def _register():
+    from . import Method, register
+
+    register(Method(NAME, _iterate,
+                    "cyclic coordinate descent (Welman: position + orientation, limits, stiffness; or simple)",
+                    JOINT_TYPES, defaults=dict(variant="welman", threshold=None, position_gain=1.0)))
+
+
+_register()

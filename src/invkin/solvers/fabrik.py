@@ -1,0 +1,430 @@
+"""FABRIK: Forward And Backward Reaching Inverse Kinematics, for chains and trees.
+
+A. Aristidou and J. Lasenby, "FABRIK: A fast, iterative solver for the Inverse Kinematics
+problem", Graphical Models 73(5), 2011. The method works on joint *positions*; this library
+works on joint values q, so each iteration is:
+
+1. **Points.** The world positions of the nodes at the current q. Coincident nodes (zero-length
+   bones: the three axes of a URDF wrist, BVH channel nodes) are merged into one point, so no
+   bone has zero length (a prismatic node is never merged: its bone may have length 0 at times,
+   and every direction below falls back to the bone's old one rather than dividing by zero);
+   bone lengths d = |p_child − p_parent| are those of the current configuration.
+   Only points on the paths from the goal frames to the root take part; points that no joint
+   can move are the fixed bases.
+2. **Stage 1, tip to root** (the paper's "forward reaching"): a point with a goal is put on its
+   target; every other point on the centroid of the positions its child branches propose,
+   p_parent' = p_child' + d · unit(p_parent − p_child'), where p_parent is its position before the
+   pass (the paper's sub-base rule for several end effectors; one branch gives the chain rule).
+3. **Stage 2, root to tip** (the paper's "backward reaching") in joint space, so that every
+   constraint holds by construction: from the root, each joint, with its own position p_j
+   already placed by the joints above it, is turned so that its bone(s) point at the stage-1
+   positions f_c of the points they carry (the chain rule p_c' = p_j + d · unit(f_c − p_j)):
+
+   * revolute (hinge): the angle about the world axis a maximising Σ w t̂·R_a(Φ) ê over the
+     bones, i.e. the angle between the bone and its target projected onto the plane ⟂ a
+     (Welman's k1, k2, k3 with unit vectors, :func:`welman_angle`); bones leaving the joint's
+     point weigh 1, points further down 1e-3 (that only decides joints whose own bone lies on
+     their axis, such as the twist of a coincident X-Y-Z group); the best angle inside
+     [lower, upper] (:func:`best_arc_angle`);
+   * ball: the smallest rotation taking the bone's rest direction (the joint at q = 0) to the
+     target direction — no twist about the bone — as the joint's absolute rotation vector, with
+     a cone limit |q| ≤ ``cone_angle`` (the angle between the bone and its rest direction); a
+     ball carrying several bones takes the best rotation of all of them (Horn's quaternion fit);
+   * prismatic: stage 1 treats its bone as rigid (its current length); stage 2 slides the joint
+     so that its node moves toward its stage-1 position along the axis, λ = (f − p)·a, clamped
+     (a BVH root translation thus lets the whole skeleton follow its goals).
+
+   The FK after stage 2 gives the positions for the next iteration.
+
+Position goals only (an orientation goal raises SolverError at check time; use ``ccd`` or
+``lm``). ``joint_weights`` and Posture goals are ignored. Hinge-only problems with few spare
+degrees of freedom (e.g. a tree of single-axis joints whose two hands fix every joint) converge
+slowly: the per-joint fits move one hinge at a time, like CCD, without its objective. STALLED
+when the weighted squared position error has not dropped by 1e-4 (relative) within 10
+iterations.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..errors import SolverError
+from ..goals import KIND_POSITION
+from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
+from ..spatial import so3_exp_nb, so3_log_nb
+from ._common import CONVERGED, RUNNING, STALLED
+from ._rotfit import best_arc_angle, horn_rotation, min_rotvec
+from .ccd import STALL_REL, STALL_SWEEPS, visit_flags
+
+NAME = "fabrik"
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
+
+EPS_LEN = 1e-9     # [m] bones shorter than this merge their two joints into one point
+W_DEEP = 1e-3      # weight of points beyond a joint's own bones in the hinge fit
+
+
+@njit(cache=True)
+def _local_motion(jt, nf_i, qc, q, M):
+    """M (4, 4) = the joint motion of one node (identity outside the 3x3 / xyz parts)."""
+    for r in range(4):
+        for c in range(4):
+            M[r, c] = 1.0 if r == c else 0.0
+    if jt == REVOLUTE:
+        th = nf_i[3] * q[qc] + nf_i[4]
+        so3_exp_nb(nf_i[0] * th, nf_i[1] * th, nf_i[2] * th, M)
+    elif jt == PRISMATIC:
+        th = nf_i[3] * q[qc] + nf_i[4]
+        M[0, 3] = nf_i[0] * th
+        M[1, 3] = nf_i[1] * th
+        M[2, 3] = nf_i[2] * th
+    elif jt == BALL:
+        so3_exp_nb(q[qc], q[qc + 1], q[qc + 2], M)
+
+
+@njit(cache=True)
+def _node_fk(ni, nf, origin, q, Tall, i, M, tmp):
+    """Tall[i] = Tall[parent] @ origin[i] @ M(q) for one node."""
+    _local_motion(ni[i, 1], nf[i], ni[i, 2], q, M)
+    p = ni[i, 0]
+    for r in range(4):
+        for c in range(4):
+            s = 0.0
+            for k in range(4):
+                s += origin[i, r, k] * M[k, c]
+            tmp[r, c] = s
+    if p < 0:
+        Tall[i, :, :] = tmp
+    else:
+        for r in range(4):
+            for c in range(4):
+                s = 0.0
+                for k in range(4):
+                    s += Tall[p, r, k] * tmp[k, c]
+                Tall[i, r, c] = s
+
+
+@njit(cache=True)
+def point_structure(ni, origin, gnode, gkind, gw):
+    """(rep, point, movable, pp, anc): the FABRIK point tree of the model.
+
+    rep[i]: the node whose position node i shares (its topmost coincident ancestor, else i);
+    point[k]: k is a point on a path from a position goal to the root; movable[k]: some joint
+    above k moves it; pp[k]: the parent point; anc[i, j]: node i is j or an ancestor of j.
+    """
+    n = ni.shape[0]
+    rep = np.empty(n, np.int64)
+    movable = np.zeros(n, np.bool_)
+    for i in range(n):
+        p = ni[i, 0]
+        if p < 0:
+            rep[i] = i
+            continue
+        off = math.sqrt(origin[i, 0, 3] ** 2 + origin[i, 1, 3] ** 2 + origin[i, 2, 3] ** 2)
+        rep[i] = rep[p] if (off < EPS_LEN and ni[i, 1] != PRISMATIC) else i
+        movable[i] = movable[p] or ni[p, 2] >= 0 or (ni[i, 1] == PRISMATIC and ni[i, 2] >= 0)
+    for i in range(n):  # coincident nodes move with their representative
+        movable[i] = movable[rep[i]]
+    point = np.zeros(n, np.bool_)
+    anc = np.zeros((n, n), np.bool_)
+    for j in range(n):
+        i = j
+        while i >= 0:
+            anc[i, j] = True
+            i = ni[i, 0]
+    for g in range(gnode.shape[0]):
+        if gkind[g] != 0 or gw[g] <= 0.0:
+            continue
+        i = gnode[g]
+        while i >= 0:
+            point[rep[i]] = True
+            i = ni[i, 0]
+    pp = np.full(n, -1, np.int64)
+    for k in range(n):
+        if point[k] and ni[k, 0] >= 0:
+            pp[k] = rep[ni[k, 0]]
+    return rep, point, movable, pp, anc
+
+
+@njit(cache=True)
+def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
+                   tol_p, tol_r, q, max_iter, state, visit, cone_angle):
+    """Run up to ``max_iter`` FABRIK iterations on q in place (Aristidou & Lasenby 2011).
+
+    Stage 1, tip to root over the merged points: f_k = target (a goal point) or the centroid of
+    the children's proposals f_c + d_c · unit(p_k − f_c). Stage 2, root to tip in joint space:
+    a hinge takes Φ = argmax Σ w t̂·R_a(Φ)ê (bones to the stage-1 points, clamped to its range),
+    a ball the smallest rotation from its bone's rest direction to f_c − p_j (|q| ≤ cone_angle),
+    a slider λ = (f − p)·a; then FK. Details in the module docstring.
+
+    state (8,): [best squared error (0: fresh), iterations, position error, rotation error (0),
+    iterations without progress]. visit (n,): 0 for nodes whose joint is not set here (fixed,
+    mimic followers). cone_angle [rad]: ball-joint cone half-angle (inf: none).
+    """
+    n = ni.shape[0]
+    G = gnode.shape[0]
+    rep, point, movable, pp, anc = point_structure(ni, origin, gnode, gkind, gw)
+    Told = np.empty((n, 4, 4))
+    Tcur = np.empty((n, 4, 4))
+    M = np.empty((4, 4))
+    tmp = np.empty((4, 4))
+    fwd = np.empty((n, 3))
+    acc = np.empty((n, 3))
+    cnt = np.empty(n)
+    tsum = np.zeros((n, 3))
+    tw = np.zeros(n)
+    for g in range(G):
+        if gkind[g] == 0 and gw[g] > 0.0:
+            k = rep[gnode[g]]
+            for c in range(3):
+                tsum[k, c] += gw[g] * gvec[g, c]
+            tw[k] += gw[g]
+    pts = np.empty(n, np.int64)  # the points that move, in topological order
+    npts = 0
+    for k in range(n):
+        if point[k] and movable[k]:
+            pts[npts] = k
+            npts += 1
+    S = np.empty((3, 3))
+    Q = np.empty((3, 3))
+    P0 = np.empty((3, 3))
+    rv = np.empty(3)
+    ev = np.empty(3)
+    tv = np.empty(3)
+    e1 = np.empty(3)
+    t1 = np.empty(3)
+    fk_all_into(ni, nf, origin, q, Told)
+    # errors at the start
+    perr = 0.0
+    cost = 0.0
+    for g in range(G):
+        if gkind[g] == 0 and gw[g] > 0.0:
+            d2 = 0.0
+            for c in range(3):
+                d2 += (gvec[g, c] - Told[gnode[g], c, 3]) ** 2
+            perr = max(perr, math.sqrt(d2))
+            cost += gw[g] * gw[g] * d2
+    best = state[0] if state[0] > 0.0 else cost
+    small = state[4]
+    code = RUNNING
+    it = 0
+    while it < max_iter:
+        if perr <= tol_p:
+            code = CONVERGED
+            break
+        it += 1
+        # ---- stage 1: tip to root, in positions
+        acc[:, :] = 0.0
+        cnt[:] = 0.0
+        for kk in range(npts - 1, -1, -1):
+            k = pts[kk]
+            if tw[k] > 0.0:
+                for c in range(3):
+                    fwd[k, c] = tsum[k, c] / tw[k]
+            elif cnt[k] > 0.0:
+                for c in range(3):
+                    fwd[k, c] = acc[k, c] / cnt[k]
+            else:
+                for c in range(3):
+                    fwd[k, c] = Told[k, c, 3]
+            r = pp[k]
+            L = 0.0
+            dn = 0.0
+            for c in range(3):
+                L += (Told[k, c, 3] - Told[r, c, 3]) ** 2
+                dn += (Told[r, c, 3] - fwd[k, c]) ** 2
+            L = math.sqrt(L)
+            dn = math.sqrt(dn)
+            for c in range(3):
+                if dn > 1e-12 * (L + 1e-300):
+                    acc[r, c] += fwd[k, c] + L * (Told[r, c, 3] - fwd[k, c]) / dn
+                else:  # the child landed on its parent: keep the bone's old direction
+                    acc[r, c] += fwd[k, c] + (Told[r, c, 3] - Told[k, c, 3])
+            cnt[r] += 1.0
+        # ---- stage 2: root to tip, in joint space
+        for i in range(n):
+            _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
+            if visit[i] == 0 or not point[rep[i]]:
+                continue
+            jt = ni[i, 1]
+            ci = ni[i, 2]
+            jx = Tcur[i, 0, 3]
+            jy = Tcur[i, 1, 3]
+            jz = Tcur[i, 2, 3]
+            if jt == PRISMATIC:
+                # slide the node toward its stage-1 position along the axis
+                m = nf[i, 3]
+                if m == 0.0 or not movable[i]:
+                    continue
+                lam = 0.0
+                for r in range(3):
+                    a_r = Tcur[i, r, 0] * nf[i, 0] + Tcur[i, r, 1] * nf[i, 1] + Tcur[i, r, 2] * nf[i, 2]
+                    lam += a_r * (fwd[i, r] - Tcur[i, r, 3])
+                v = q[ci] + lam / m
+                if v < lower[ci]:
+                    v = lower[ci]
+                elif v > upper[ci]:
+                    v = upper[ci]
+                q[ci] = v
+                _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
+                continue
+            if jt != REVOLUTE and jt != BALL:
+                continue
+            # Δ = Tcur[i] Told[i]^-1 carries the points below i to where they are now
+            k1 = 0.0
+            k2 = 0.0
+            k3 = 0.0
+            S[:, :] = 0.0
+            nb = 0
+            ax = Tcur[i, 0, 0] * nf[i, 0] + Tcur[i, 0, 1] * nf[i, 1] + Tcur[i, 0, 2] * nf[i, 2]
+            ay = Tcur[i, 1, 0] * nf[i, 0] + Tcur[i, 1, 1] * nf[i, 1] + Tcur[i, 1, 2] * nf[i, 2]
+            az = Tcur[i, 2, 0] * nf[i, 0] + Tcur[i, 2, 1] * nf[i, 1] + Tcur[i, 2, 2] * nf[i, 2]
+            if jt == BALL:
+                # P0 = the joint frame at q = 0: Tcur_rot exp(q)^T
+                so3_exp_nb(q[ci], q[ci + 1], q[ci + 2], Q)
+                for r in range(3):
+                    for c in range(3):
+                        P0[r, c] = Tcur[i, r, 0] * Q[c, 0] + Tcur[i, r, 1] * Q[c, 1] + Tcur[i, r, 2] * Q[c, 2]
+            for kk in range(npts):
+                k = pts[kk]
+                if k == rep[i] or not anc[i, k]:
+                    continue
+                child = pp[k] == rep[i]
+                if jt == BALL and not child:
+                    continue
+                # b = the point in the old frame of i (local), e = where it is now (world, from p_j)
+                bx = Told[k, 0, 3] - Told[i, 0, 3]
+                by = Told[k, 1, 3] - Told[i, 1, 3]
+                bz = Told[k, 2, 3] - Told[i, 2, 3]
+                lx = Told[i, 0, 0] * bx + Told[i, 1, 0] * by + Told[i, 2, 0] * bz
+                ly = Told[i, 0, 1] * bx + Told[i, 1, 1] * by + Told[i, 2, 1] * bz
+                lz = Told[i, 0, 2] * bx + Told[i, 1, 2] * by + Told[i, 2, 2] * bz
+                src = Tcur[i] if jt == REVOLUTE else P0  # ball: the rest direction
+                for r in range(3):
+                    ev[r] = src[r, 0] * lx + src[r, 1] * ly + src[r, 2] * lz
+                tv[0] = fwd[k, 0] - jx
+                tv[1] = fwd[k, 1] - jy
+                tv[2] = fwd[k, 2] - jz
+                ne = math.sqrt(ev[0] ** 2 + ev[1] ** 2 + ev[2] ** 2)
+                nt = math.sqrt(tv[0] ** 2 + tv[1] ** 2 + tv[2] ** 2)
+                if ne < 1e-12 or nt < 1e-12:
+                    continue
+                w = (1.0 if child else W_DEEP) / (ne * nt)
+                nb += 1
+                if nb == 1:
+                    for r in range(3):
+                        e1[r] = ev[r]
+                        t1[r] = tv[r]
+                ea = ev[0] * ax + ev[1] * ay + ev[2] * az
+                ta = tv[0] * ax + tv[1] * ay + tv[2] * az
+                k1 += w * ta * ea
+                k2 += w * (tv[0] * ev[0] + tv[1] * ev[1] + tv[2] * ev[2])
+                k3 += w * (ax * (ev[1] * tv[2] - ev[2] * tv[1]) + ay * (ev[2] * tv[0] - ev[0] * tv[2])
+                           + az * (ev[0] * tv[1] - ev[1] * tv[0]))
+                for r in range(3):
+                    for c in range(3):
+                        S[r, c] += w * ev[r] * tv[c]
+            if nb == 0:
+                continue
+            if jt == REVOLUTE:
+                m = nf[i, 3]
+                if m == 0.0:
+                    continue
+                lo = m * (lower[ci] - q[ci])
+                hi = m * (upper[ci] - q[ci])
+                if lo > hi:
+                    lo, hi = hi, lo
+                phi = best_arc_angle(k1, k2, k3, min(lo, 0.0), max(hi, 0.0))
+                v = q[ci] + phi / m
+                if v < lower[ci]:
+                    v = lower[ci]
+                elif v > upper[ci]:
+                    v = upper[ci]
+                if math.isinf(lower[ci]) and math.isinf(upper[ci]) and (m == 1.0 or m == -1.0) \
+                        and abs(v) > math.pi:
+                    v -= 2.0 * math.pi * math.floor((v + math.pi) / (2.0 * math.pi))
+                q[ci] = v
+            else:
+                if nb == 1:
+                    min_rotvec(e1[0], e1[1], e1[2], t1[0], t1[1], t1[2], rv)
+                else:
+                    horn_rotation(S, Q)
+                    so3_log_nb(Q, rv)
+                # world rotation vector -> the joint's own (local) rotation vector: P0^T rv
+                ang = 0.0
+                for c in range(3):
+                    s = P0[0, c] * rv[0] + P0[1, c] * rv[1] + P0[2, c] * rv[2]
+                    ev[c] = s
+                    ang += s * s
+                ang = math.sqrt(ang)
+                f = 1.0
+                if ang > cone_angle:
+                    f = cone_angle / ang
+                for c in range(3):
+                    v = f * ev[c]
+                    if v < lower[ci + c]:
+                        v = lower[ci + c]
+                    elif v > upper[ci + c]:
+                        v = upper[ci + c]
+                    q[ci + c] = v
+            _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
+        fk_all_into(ni, nf, origin, q, Told)  # exact FK (mimic followers may precede leaders)
+        perr = 0.0
+        cost = 0.0
+        for g in range(G):
+            if gkind[g] == 0 and gw[g] > 0.0:
+                d2 = 0.0
+                for c in range(3):
+                    d2 += (gvec[g, c] - Told[gnode[g], c, 3]) ** 2
+                perr = max(perr, math.sqrt(d2))
+                cost += gw[g] * gw[g] * d2
+        if cost < best * (1.0 - STALL_REL):
+            best = cost
+            small = 0.0
+        else:
+            small += 1.0
+            if small >= STALL_SWEEPS:
+                code = STALLED
+                break
+    if code == RUNNING and perr <= tol_p:
+        code = CONVERGED
+    state[0] = best
+    state[1] += it
+    state[2] = perr
+    state[3] = 0.0
+    state[4] = small
+    return code
+
+
+# --------------------------------------------------------------------------- Python side
+
+
+def _check(problem):
+    robot = problem.robot
+    for g in range(problem.gnode.shape[0]):
+        if problem.gkind[g] != KIND_POSITION:
+            kind = {1: "orientation", 2: "axis orientation", 3: "aim"}.get(int(problem.gkind[g]), "non-position")
+            raise SolverError(f"fabrik supports Position goals only (it moves joint positions); got an {kind} "
+                              f"goal on frame {robot.node_names[int(problem.gnode[g])]!r}; use method='ccd' or "
+                              f"'lm' for orientations")
+
+
+def _iterate(problem, q, max_iter, state, options):
+    cone = options.get("cone_angle", None)
+    if cone is None:
+        cone = math.inf
+    elif isinstance(cone, bool) or not isinstance(cone, (int, float, np.integer, np.floating)) \
+            or not (cone > 0 and math.isfinite(cone)):
+        raise SolverError(f"fabrik: cone_angle must be a finite angle > 0 [rad] or None, got {cone!r}")
+    return fabrik_iterate(*problem.args, q, max_iter, state, visit_flags(problem.robot), float(cone))
+
+
+def _register():
+    from . import Method, register
+
+    register(Method(NAME, _iterate, "FABRIK (Aristidou & Lasenby 2011): chains and trees, hinge and cone limits",
+                    JOINT_TYPES, goal_kinds=("position",), check=_check, defaults=dict(cone_angle=None)))
+
+
+_register()
