@@ -283,8 +283,8 @@ def _seed_int(seed) -> int:
 def _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, restarts, t_start) -> Result:
     """LM with its restarts inside the kernel (solvers/lm.py: lm_attempts); the clock is read
     between kernel calls, whose iteration budget adapts to the time left."""
-    from .solvers.lm import ATTEMPT_ITERATIONS, S_ATTEMPT, S_BEST_PERR, S_BEST_RERR, S_ITERS, lm_attempts, \
-        new_attempt_state
+    from .solvers.lm import ATTEMPT_ITERATIONS, S_ATTEMPT, S_BEST_PERR, S_BEST_RERR, S_ITERS, S_MINIMIZE, \
+        lm_attempts, new_attempt_state
 
     lo, span = _sampler(robot)
     seed_i = _seed_int(seed)
@@ -297,10 +297,11 @@ def _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, res
     args = problem.args
     checked_reach = False
     unreachable = False
+    attempt_iters = ATTEMPT_ITERATIONS
     while True:
         t0 = time.perf_counter()
         it0 = st[S_ITERS]
-        code = lm_attempts(*args, q, best_q, st, budget, ATTEMPT_ITERATIONS, max_attempts, lo, span, seed_i)
+        code = lm_attempts(*args, q, best_q, st, budget, attempt_iters, max_attempts, lo, span, seed_i)
         if code == CONVERGED:
             return Result(best_q, True, Status.CONVERGED, float(st[S_BEST_PERR]), float(st[S_BEST_RERR]),
                           int(st[S_ITERS]), int(st[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
@@ -308,8 +309,12 @@ def _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, res
         if not checked_reach:
             checked_reach = True
             unreachable = provably_unreachable(problem)
-            if unreachable:  # a few attempts to find the best stretched pose, then stop
+            if unreachable:
+                # minimise the distance to the end (the arm stretches toward the target) in a few
+                # long attempts, then stop
                 max_attempts = min(max_attempts, int(st[S_ATTEMPT]) + 3)
+                attempt_iters = 10 * ATTEMPT_ITERATIONS
+                st[S_MINIMIZE] = 1.0
         if code == STALLED:
             status = Status.UNREACHABLE if unreachable else Status.STALLED
             break

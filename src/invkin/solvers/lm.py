@@ -36,6 +36,11 @@ PROGRESS_WINDOW = 4       # an attempt whose cost has not fallen by PROGRESS_FAC
 PROGRESS_FACTOR = 0.5     # iterations is in a local minimum or creeping along a limit: restart
 
 
+# attempt bookkeeping in the state array of lm_attempts
+S_LAMBDA, S_ITERS, S_PERR, S_RERR, S_FREE, S_ATTEMPT, S_BEST, S_ATTEMPT_ITERS, S_BEST_PERR, S_BEST_RERR, \
+    S_MINIMIZE = range(11)
+
+
 @njit(cache=True)
 def wrap_into_limits(ni, nf, lower, upper, q):
     """Shift revolute joints by multiples of 2 pi into their limits where that is possible
@@ -99,6 +104,8 @@ def lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, g
     m = 3 * gnode.shape[0]
     lam = state[0] if state[0] > 0.0 else LAMBDA_INIT
     free = state[4] > 0.5
+    # state[10] = 1: minimise the residual to the end (unreachable targets), no progress test
+    progress_test = not (state.shape[0] > S_MINIMIZE and state[S_MINIMIZE] > 0.5)
     lo = lower
     hi = upper
     if free:
@@ -157,7 +164,7 @@ def lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, g
             posture_residual(qn, q_rest, balls, pr)
             for i in range(dof):
                 cost2 += w2 * pr[i] * pr[i]
-        if it % PROGRESS_WINDOW == 0:
+        if it % PROGRESS_WINDOW == 0 and progress_test:
             if it > 0 and cost > PROGRESS_FACTOR * window_cost:
                 code = STALLED
                 break
@@ -199,10 +206,6 @@ def lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, g
     state[2] = errs[0]
     state[3] = errs[1]
     return code
-
-
-# attempt bookkeeping in the state array of lm_attempts
-S_LAMBDA, S_ITERS, S_PERR, S_RERR, S_FREE, S_ATTEMPT, S_BEST, S_ATTEMPT_ITERS, S_BEST_PERR, S_BEST_RERR = range(10)
 
 
 @njit(cache=True)
@@ -277,7 +280,7 @@ def lm_attempts(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
 @njit(cache=True)
 def new_attempt_state():
     """State array for lm_attempts: attempt 0, free iterations, no best yet."""
-    st = np.zeros(10)
+    st = np.zeros(11)
     st[S_FREE] = 1.0
     st[S_BEST] = np.inf
     st[S_BEST_PERR] = np.inf

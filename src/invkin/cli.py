@@ -1,0 +1,240 @@
+"""The ``invkin`` command.
+
+Exit codes: 0 success (solved), 1 ran but did not converge, 2 bad input. Errors print one line
+(``invkin: error: ...``) without a traceback unless ``--debug`` is given.
+
+Subcommands live in modules that expose ``register(subparsers)``; each parser sets
+``func(args) -> int``. Add a module to ``_COMMAND_MODULES`` to add commands.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+
+import numpy as np
+
+from .errors import InvkinError
+
+_COMMAND_MODULES = (
+    "invkin.cli",            # info, fk, solve, methods, demo
+    "invkin.cli_clip",       # clip ...   (animation)
+    "invkin.bench.cli",      # bench ...  (method comparisons)
+    "invkin.jobs.cli",       # batch, reachability
+    "invkin.viewer.cli",     # view
+)
+
+EXIT_OK = 0
+EXIT_NOT_CONVERGED = 1
+EXIT_BAD_INPUT = 2
+
+
+class UsageError(InvkinError):
+    """Bad command-line input (exit code 2)."""
+
+
+def _fmt(a, digits=6) -> str:
+    return np.array2string(np.asarray(a), precision=digits, suppress_small=True, max_line_width=120)
+
+
+def _load(name):
+    from .model import load_robot
+
+    return load_robot(name)
+
+
+def _q_arg(robot, values) -> np.ndarray:
+    if values is None:
+        return robot.neutral()
+    if len(values) != robot.dof:
+        raise UsageError(f"--q: expected {robot.dof} values for {robot.name!r} "
+                         f"({', '.join(robot.joint_names)}), got {len(values)}")
+    return robot.check_q(np.array(values, dtype=float), "--q")
+
+
+# ------------------------------------------------------------------ commands
+
+
+def cmd_info(args) -> int:
+    robot = _load(args.robot)
+    if args.json:
+        print(json.dumps({
+            "name": robot.name, "dof": robot.dof, "joint_names": list(robot.joint_names),
+            "joint_types": list(robot.joint_types_per_dof),
+            "lower": [None if math.isinf(v) else v for v in robot.lower],
+            "upper": [None if math.isinf(v) else v for v in robot.upper],
+            "frames": list(robot.frame_names),
+        }, indent=2))
+        return EXIT_OK
+    print(f"{robot!r}")
+    print(robot.tree())
+    print(f"\n{'joint':<28} {'type':<11} {'lower':>10} {'upper':>10}")
+    for nm, t, lo, hi in zip(robot.joint_names, robot.joint_types_per_dof, robot.lower, robot.upper):
+        print(f"{nm:<28} {t:<11} {lo:>10.4g} {hi:>10.4g}")
+    print(f"\nframes ({len(robot.frame_names)}): {', '.join(robot.frame_names)}")
+    return EXIT_OK
+
+
+def cmd_fk(args) -> int:
+    robot = _load(args.robot)
+    q = _q_arg(robot, args.q)
+    frame = args.frame or robot.node_names[-1]
+    T = robot.fk(q, frame)
+    if args.json:
+        print(json.dumps({"frame": frame, "q": q.tolist(), "T": T.tolist()}))
+    else:
+        from .spatial import matrix_to_quat_wxyz, matrix_to_rpy
+
+        print(f"frame {frame!r} at q = {_fmt(q, 4)}")
+        print(_fmt(T))
+        print(f"xyz  = {_fmt(T[:3, 3])} m")
+        print(f"rpy  = {_fmt(matrix_to_rpy(T[:3, :3]))} rad")
+        print(f"quat_wxyz = {_fmt(matrix_to_quat_wxyz(T[:3, :3]))}")
+    return EXIT_OK
+
+
+def cmd_solve(args) -> int:
+    from . import goals as G
+    from .solve import solve
+    from .spatial import make_transform, quat_wxyz_to_matrix, rpy_to_matrix
+
+    robot = _load(args.robot)
+    xyz = np.array(args.xyz, dtype=float)
+    if args.rpy is not None and args.quat_wxyz is not None:
+        raise UsageError("give either --rpy or --quat-wxyz, not both")
+    if args.rpy is not None:
+        goal = G.Pose(args.frame, make_transform(rpy_to_matrix(args.rpy), xyz))
+    elif args.quat_wxyz is not None:
+        goal = G.Pose(args.frame, make_transform(quat_wxyz_to_matrix(args.quat_wxyz), xyz))
+    else:
+        goal = G.Position(args.frame, xyz)
+    q0 = _q_arg(robot, args.q0) if args.q0 is not None else None
+    res = solve(robot, [goal], q0=q0, method=args.method, position_tolerance=args.position_tolerance,
+                rotation_tolerance=args.rotation_tolerance, timeout=args.timeout, seed=args.seed)
+    if args.json:
+        print(json.dumps({
+            "q": res.q.tolist(), "joint_names": list(robot.joint_names), "success": res.success,
+            "status": res.status.value, "position_error": res.position_error,
+            "rotation_error": res.rotation_error, "iterations": res.iterations, "restarts": res.restarts,
+            "time": res.time, "method": res.method, "frame": args.frame,
+        }))
+    else:
+        print(repr(res))
+        for nm, v in zip(robot.joint_names, res.q):
+            print(f"  {nm:<28} {v: .6f}")
+    return EXIT_OK if res.success else EXIT_NOT_CONVERGED
+
+
+def cmd_demo(args) -> int:
+    """A short terminal tour: load the panda, print its tree, FK and Jacobian, solve a pose."""
+    from .model import load_robot
+    from .solve import solve
+    from . import goals as G
+
+    robot = load_robot("panda")
+    print("invkin demo: the Franka Panda (bundled URDF)\n")
+    print(robot.tree())
+    q = robot.neutral()
+    print(f"\nneutral q (mid-range) = {_fmt(q, 4)}")
+    T = robot.fk(q, "panda_hand")
+    print("\nFK of panda_hand at the neutral pose (4x4, metres):")
+    print(_fmt(T))
+    J = robot.jacobian(q, "panda_hand")
+    print("\nGeometric Jacobian of panda_hand (rows vx vy vz wx wy wz, world-aligned):")
+    print(_fmt(J, 4))
+    target = robot.fk(robot.sample(rng=1), "panda_hand")
+    res = solve(robot, [G.Pose("panda_hand", target)], q0=q, seed=0)
+    print("\nsolve a random reachable pose with Levenberg–Marquardt:")
+    print(f"  {res!r}")
+    print(f"  methods available: {', '.join(__import__('invkin').methods())}")
+    return EXIT_OK
+
+
+def register(sub) -> None:
+    p = sub.add_parser("info", help="tree, DOF, joint limits and frames of a robot",
+                       description="Print a robot's kinematic tree, joints, limits and frames.")
+    p.add_argument("robot", help="bundled name (panda, ur5, ...) or a .urdf/.bvh file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("fk", help="forward kinematics of a frame",
+                       description="Pose of a frame for a joint configuration (default: neutral).")
+    p.add_argument("robot")
+    p.add_argument("--q", type=float, nargs="+", metavar="Q", help="joint values [rad or m], one per DOF")
+    p.add_argument("--frame", help="frame name (default: the last frame)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_fk)
+
+    p = sub.add_parser("solve", help="inverse kinematics for a position or pose target",
+                       description="Solve IK for one frame. Exit code 0 when solved, 1 when not converged.")
+    p.add_argument("robot")
+    p.add_argument("--frame", required=True, help="goal frame")
+    p.add_argument("--xyz", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"), help="target [m]")
+    p.add_argument("--rpy", type=float, nargs=3, metavar=("R", "P", "Y"), help="target roll pitch yaw [rad]")
+    p.add_argument("--quat-wxyz", type=float, nargs=4, metavar=("W", "X", "Y", "Z"), help="target quaternion")
+    p.add_argument("--method", default="lm", help="solver name (see `invkin methods`)")
+    p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="start configuration")
+    p.add_argument("--position-tolerance", type=float, default=1e-6, help="[m] (default 1e-6)")
+    p.add_argument("--rotation-tolerance", type=float, default=1e-6, help="[rad] (default 1e-6)")
+    p.add_argument("--timeout", type=float, default=0.05, help="[s] (default 0.05)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print q, joint_names, success, status, errors as JSON")
+    p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("methods", help="list the registered IK methods")
+    p.set_defaults(func=lambda a: (print("\n".join(__import__("invkin").methods())), EXIT_OK)[1])
+
+    p = sub.add_parser("demo", help="the main demo (terminal tour of the panda for now)",
+                       description="A short terminal tour: the panda's tree, FK, Jacobian and a solve.")
+    p.set_defaults(func=cmd_demo)
+
+
+# ------------------------------------------------------------------ entry point
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog="invkin", description="Inverse kinematics for robots (URDF) and "
+                                     "characters (BVH).")
+    parser.add_argument("--version", action="version", version=f"invkin {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for mod in _COMMAND_MODULES:
+        try:
+            m = importlib.import_module(mod)
+        except ModuleNotFoundError as exc:  # a command module not written yet
+            if not exc.name or not (mod == exc.name or mod.startswith(exc.name + ".")):
+                raise
+            continue
+        m.register(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        return int(args.func(args))
+    except (InvkinError, OSError) as exc:
+        if args.debug:
+            raise
+        msg = str(exc).strip().replace("\n", " ")
+        print(f"invkin: error: {msg}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("invkin: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
