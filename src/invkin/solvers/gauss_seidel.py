@@ -1,0 +1,331 @@
+"""Springhead2's multi-control-point IK: block Jacobian, Gauss–Seidel on the normal equations
+(SEEDS.md §3).
+
+Control points are the goal rows (position, orientation, axis, aim); joint nodes are the moving
+joints (one per q index: mimic followers join their leader's node). Block ``J[c][n]`` is control
+point c's motion from node n alone (zero unless n is an ancestor of c's frame):
+
+* hinge + position: ``e_n × r(c, n)``; hinge + orientation: ``e_n``; slide + position: ``e_n``;
+* ball + position (the node's only control point): ``[e1 × r, e2 × r]`` (3×2), with
+  ``e0 = r/|r|``, ``e1'' = e_x`` (``e_y`` if ``e0 = e_x``), ``e1 = normalise(e1'' − (e1''·e0) e0)``,
+  ``e2 = e1 × e0`` (:func:`springhead_ball_position_block`): rotation about r moves nothing, so
+  the ball's increment is ``(ω1, ω2)``;
+* ball with an orientation control point or several control points: the world angular velocity ω
+  (3 unknowns): block ``I`` for orientation, ``−[r]×`` for position.
+
+The blocks are read off the stacked task Jacobian of ``task_eval`` (so goal weights and the
+axis/aim rows come for free): a ball's world-axis columns are ``J_b R_nodeᵀ``. A ball unknown ω
+(world) is applied as the local increment ``R_nodeᵀ ω`` (the kernels' convention, ``R exp(d)``).
+
+Each outer iteration: (1) J; (2) goal velocity ``v = gain · e`` toward the target; (3) a few
+Gauss–Seidel sweeps on ``(JᵀJ) ω = Jᵀ v`` starting from ω = 0,
+``ω_i = (β_i − Σ_{j≠i} γ_ij ω_j) / α_i`` with, restricted to ``Cp_n`` (control points node n
+moves) and ``Nd_n`` (nodes sharing one with n), ``α_i = Σ_{c∈Cp_n} |J[c][n]_{:,i}|²``,
+``β_i = Σ_{c∈Cp_n} J[c][n]_{:,i}ᵀ v_c``, ``γ_ij = Σ_{c∈Cp_n∩Cp_m} J[c][n]_{:,i}ᵀ J[c][m]_{:,j}``;
+(4) ``θ ← clamp(θ ⊕ ω)`` (capped at ``max_step``). The sets are built once per problem from the
+tree and the goal frames. A Posture goal adds the rows ``w_p I ω = w_p (q_rest ⊖ q)``
+(``α += w_p²``, ``β += w_p² (q_rest ⊖ q)``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..errors import SolverError
+from ..goals import KIND_POSITION
+from ..kinematics.kernels import BALL
+from ._common import CONVERGED, RUNNING, STALLED, posture_residual, step_and_clamp, task_eval
+from .jacobian import _cap, _positive, _sqnorm, _track_best, problem_scratch, restore_best, start_attempt
+
+NAME = "gauss-seidel"
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
+
+VAR_SCALAR = 0  # hinge / slide: one column of J
+VAR_BALL2 = 1   # ball, one position control point: component k of (ω1, ω2)
+VAR_BALL3 = 2   # ball, general: component k of the world angular velocity
+
+
+# --------------------------------------------------------------------------- ball block
+
+
+@njit(cache=True)
+def _ball_basis(rx, ry, rz, e1, e2):
+    """e1, e2 ⟂ e0 = r/|r| as in SEEDS.md §3; returns False when |r| is ~0."""
+    n = math.sqrt(rx * rx + ry * ry + rz * rz)
+    if n < 1e-12:
+        return False
+    x0 = rx / n
+    y0 = ry / n
+    z0 = rz / n
+    # e1'' = e_x, or e_y when e0 is (numerically) e_x
+    if abs(x0) > 1.0 - 1e-6:
+        px, py, pz = 0.0, 1.0, 0.0
+    else:
+        px, py, pz = 1.0, 0.0, 0.0
+    dot = px * x0 + py * y0 + pz * z0
+    ax = px - dot * x0
+    ay = py - dot * y0
+    az = pz - dot * z0
+    a = math.sqrt(ax * ax + ay * ay + az * az)
+    e1[0] = ax / a
+    e1[1] = ay / a
+    e1[2] = az / a
+    e2[0] = e1[1] * z0 - e1[2] * y0
+    e2[1] = e1[2] * x0 - e1[0] * z0
+    e2[2] = e1[0] * y0 - e1[1] * x0
+    return True
+
+
+def springhead_ball_position_block(r) -> np.ndarray:
+    """Springhead's ball-joint + position block ``[e1 × r, e2 × r]`` (3, 2) for r (3,) [m], the
+    vector from the joint centre to the control point (SEEDS.md §3). Its columns are orthogonal
+    to r and span the plane ⟂ r (each has length |r|); r = 0 gives zeros."""
+    r = np.asarray(r, dtype=np.float64)
+    if r.shape != (3,) or not np.all(np.isfinite(r)):
+        raise SolverError(f"springhead_ball_position_block: r must be 3 finite numbers, got {r!r}")
+    e1 = np.zeros(3)
+    e2 = np.zeros(3)
+    if not _ball_basis(r[0], r[1], r[2], e1, e2):
+        return np.zeros((3, 2))
+    return np.stack([np.cross(e1, r), np.cross(e2, r)], axis=1)
+
+
+# --------------------------------------------------------------------------- sets (Python)
+
+
+def build_tables(problem):
+    """The Cp_n / Nd_n sets and the unknowns, as flat int64 arrays (see module docstring).
+
+    Returns (var_kind, var_col, var_comp, var_node, var_cp, cp_ptr, cp_idx, nbr_ptr, nbr_idx):
+    per unknown: kind, q index (first of a ball), component, tree node (for its rotation), the
+    control point fixing its basis (ball-2) and its Cp range ``cp_idx[cp_ptr[i]:cp_ptr[i+1]]``
+    (goal indices); ``nbr_idx[nbr_ptr[i]:nbr_ptr[i+1]]`` lists the unknowns coupled to i (Nd,
+    own node included, i itself excluded).
+    """
+    robot = problem.robot
+    # joint nodes by q index (mimic followers share their leader's)
+    groups = {}
+    for i in range(robot.n_nodes):
+        c = int(robot.qidx[i])
+        if c >= 0:
+            groups.setdefault(c, []).append(i)
+    goal_anc = [set(robot.ancestors(int(n))) for n in problem.gnode]
+    cols = sorted(groups)
+    cp = {c: [g for g in range(len(goal_anc)) if any(i in goal_anc[g] for i in groups[c])] for c in cols}
+    var_kind, var_col, var_comp, var_node, var_cp, owner = [], [], [], [], [], []
+    for c in cols:
+        nodes = groups[c]
+        if not cp[c]:
+            continue  # moves no control point
+        node = nodes[0]
+        if robot.joint_type[node] == BALL:
+            single = len(cp[c]) == 1 and problem.gkind[cp[c][0]] == KIND_POSITION
+            kind, ncomp = (VAR_BALL2, 2) if single else (VAR_BALL3, 3)
+        else:
+            kind, ncomp = VAR_SCALAR, 1
+        for k in range(ncomp):
+            var_kind.append(kind)
+            var_col.append(c)
+            var_comp.append(k)
+            var_node.append(node)
+            var_cp.append(cp[c][0])
+            owner.append(c)
+    nv = len(var_kind)
+    cp_ptr = [0]
+    cp_idx = []
+    for i in range(nv):
+        cp_idx.extend(cp[owner[i]])
+        cp_ptr.append(len(cp_idx))
+    # Nd: unknowns of nodes sharing a control point
+    by_goal = {}
+    for i in range(nv):
+        for g in cp[owner[i]]:
+            by_goal.setdefault(g, []).append(i)
+    nbr_ptr = [0]
+    nbr_idx = []
+    for i in range(nv):
+        nb = sorted({j for g in cp[owner[i]] for j in by_goal[g]} - {i})
+        nbr_idx.extend(nb)
+        nbr_ptr.append(len(nbr_idx))
+    as_i = lambda x: np.array(x, dtype=np.int64)  # noqa: E731 - local shorthand
+    return (as_i(var_kind), as_i(var_col), as_i(var_comp), as_i(var_node), as_i(var_cp), as_i(cp_ptr),
+            as_i(cp_idx), as_i(nbr_ptr), as_i(nbr_idx))
+
+
+# --------------------------------------------------------------------------- kernel
+
+
+@njit(cache=True)
+def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
+               tol_p, tol_r, q, max_iter, state, qbest, var_kind, var_col, var_comp, var_node, var_cp, cp_ptr,
+               cp_idx, nbr_ptr, nbr_idx, gain, sweeps, max_step):
+    """Springhead2 block Gauss–Seidel IK (SEEDS.md §3): per iteration ``v = gain · e``, ``sweeps``
+    Gauss–Seidel sweeps ``ω_i = (β_i − Σ_{j∈Nd, j≠i} γ_ij ω_j) / α_i`` on ``(JᵀJ) ω = Jᵀ v`` from
+    ω = 0 over the Cp/Nd sets, then ``θ ← clamp(θ ⊕ ω)`` (step capped at ``max_step``).
+
+    state: [-, iterations, position error, rotation error, (driver's), iterations since progress,
+    best cost, reference cost]; ``qbest`` keeps the best configuration of the attempt (restored
+    on STALLED). Returns RUNNING, CONVERGED or STALLED.
+    """
+    dof = q.shape[0]
+    G = gnode.shape[0]
+    m = 3 * G
+    nv = var_kind.shape[0]
+    Tall = np.empty((ni.shape[0], 4, 4))
+    Jf = np.empty((6, dof))
+    e = np.empty(m)
+    J = np.empty((m, dof))
+    errs = np.empty(20)  # task_eval uses the tail as scratch
+    B = np.zeros((nv, m))      # block columns, filled on Cp rows only
+    bl = np.zeros((nv, 3))     # ball unknowns: local increment per unit ω_i
+    alpha = np.empty(nv)
+    beta = np.empty(nv)
+    gamma = np.empty(nbr_idx.shape[0])
+    omega = np.empty(nv)
+    pr = np.zeros(dof)
+    dq = np.empty(dof)
+    qn = np.empty(dof)
+    e1 = np.empty(3)
+    e2 = np.empty(3)
+    w2 = w_post * w_post
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
+    cost = 0.5 * _sqnorm(e)
+    start_attempt(q, qbest, cost, state)
+    code = RUNNING
+    it = 0
+    while it < max_iter:
+        if errs[0] <= tol_p and errs[1] <= tol_r:
+            code = CONVERGED
+            break
+        it += 1
+        if w_post > 0.0:
+            posture_residual(q, q_rest, balls, pr)
+        # (1) blocks J[c][n] on the Cp rows, (2) α, β with v = gain e
+        for i in range(nv):
+            kind = var_kind[i]
+            col = var_col[i]
+            if kind != VAR_SCALAR:
+                node = var_node[i]
+                if kind == VAR_BALL2:
+                    c0 = gnode[var_cp[i]]
+                    ok = _ball_basis(Tall[c0, 0, 3] - Tall[node, 0, 3], Tall[c0, 1, 3] - Tall[node, 1, 3],
+                                     Tall[c0, 2, 3] - Tall[node, 2, 3], e1, e2)
+                    if not ok:  # control point at the joint centre: the ball cannot move it
+                        e1[0] = 0.0
+                        e1[1] = 0.0
+                        e1[2] = 0.0
+                        e2[0] = 0.0
+                        e2[1] = 0.0
+                        e2[2] = 0.0
+                    for a in range(3):  # local increment R_nodeᵀ e_k
+                        if var_comp[i] == 0:
+                            bl[i, a] = Tall[node, 0, a] * e1[0] + Tall[node, 1, a] * e1[1] + Tall[node, 2, a] * e1[2]
+                        else:
+                            bl[i, a] = Tall[node, 0, a] * e2[0] + Tall[node, 1, a] * e2[1] + Tall[node, 2, a] * e2[2]
+                else:
+                    for a in range(3):  # R_nodeᵀ e_k = row k of R_node
+                        bl[i, a] = Tall[node, var_comp[i], a]
+            a_i = 0.0
+            b_i = 0.0
+            for p in range(cp_ptr[i], cp_ptr[i + 1]):
+                r0 = 3 * cp_idx[p]
+                for k in range(3):
+                    if kind == VAR_SCALAR:
+                        val = J[r0 + k, col]
+                    else:
+                        val = J[r0 + k, col] * bl[i, 0] + J[r0 + k, col + 1] * bl[i, 1] + J[r0 + k, col + 2] * bl[i, 2]
+                    B[i, r0 + k] = val
+                    a_i += val * val
+                    b_i += val * gain * e[r0 + k]
+            if w_post > 0.0:
+                a_i += w2
+                if kind == VAR_SCALAR:
+                    b_i += w2 * pr[col]
+                else:
+                    b_i += w2 * (bl[i, 0] * pr[col] + bl[i, 1] * pr[col + 1] + bl[i, 2] * pr[col + 2])
+            alpha[i] = a_i
+            beta[i] = b_i
+        # γ over Nd (B[j] is zero outside Cp_j: the sum runs over the shared control points)
+        for i in range(nv):
+            for p in range(nbr_ptr[i], nbr_ptr[i + 1]):
+                j = nbr_idx[p]
+                s = 0.0
+                for t in range(cp_ptr[i], cp_ptr[i + 1]):
+                    r0 = 3 * cp_idx[t]
+                    s += B[i, r0] * B[j, r0] + B[i, r0 + 1] * B[j, r0 + 1] + B[i, r0 + 2] * B[j, r0 + 2]
+                if w_post > 0.0 and var_col[j] == var_col[i] and var_kind[i] != VAR_SCALAR:
+                    s += w2 * (bl[i, 0] * bl[j, 0] + bl[i, 1] * bl[j, 1] + bl[i, 2] * bl[j, 2])
+                gamma[p] = s
+        # (3) Gauss–Seidel sweeps from ω = 0
+        amax = 0.0
+        for i in range(nv):
+            omega[i] = 0.0
+            if alpha[i] > amax:
+                amax = alpha[i]
+        for _s in range(sweeps):
+            for i in range(nv):
+                if alpha[i] <= 1e-14 * amax or alpha[i] <= 1e-300:
+                    continue
+                s = beta[i]
+                for p in range(nbr_ptr[i], nbr_ptr[i + 1]):
+                    s -= gamma[p] * omega[nbr_idx[p]]
+                omega[i] = s / alpha[i]
+        # (4) θ ← θ ⊕ ω
+        for c in range(dof):
+            dq[c] = 0.0
+        for i in range(nv):
+            col = var_col[i]
+            if var_kind[i] == VAR_SCALAR:
+                dq[col] += omega[i]
+            else:
+                for a in range(3):
+                    dq[col + a] += omega[i] * bl[i, a]
+        big = _cap(dq, max_step)
+        if not (big > 0.0) or not math.isfinite(big):
+            code = STALLED
+            restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
+            break
+        step_and_clamp(q, dq, lower, upper, balls, qn)
+        for c in range(dof):
+            q[c] = qn[c]
+        task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
+        cost = 0.5 * _sqnorm(e)
+        if _track_best(q, qbest, cost, state):
+            if not (errs[0] <= tol_p and errs[1] <= tol_r):
+                code = STALLED
+                restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
+            break
+    if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r:
+        code = CONVERGED
+    state[1] += it
+    state[2] = errs[0]
+    state[3] = errs[1]
+    return code
+
+
+# --------------------------------------------------------------------------- registration
+
+
+def _iterate(problem, q, max_iter, state, options):
+    gain = _positive("gain", options["gain"])
+    if gain > 2.0:
+        raise SolverError(f"option gain: expected a number in (0, 2], got {gain!r}")
+    sweeps = options["sweeps"]
+    if isinstance(sweeps, bool) or not isinstance(sweeps, (int, np.integer)) or sweeps < 1:
+        raise SolverError(f"option sweeps: expected an integer >= 1, got {sweeps!r}")
+    max_step = _positive("max_step", options["max_step"])
+    tables = problem_scratch(problem, "gauss_seidel_tables", lambda: build_tables(problem))
+    qbest = problem_scratch(problem, "qbest", lambda: np.empty(problem.dof))
+    return gs_iterate(*problem.args, q, max_iter, state, qbest, *tables, gain, int(sweeps), max_step)
+
+
+def _register():
+    from . import Method, register
+
+    register(Method(NAME, _iterate, "Springhead2 block Gauss–Seidel on JᵀJ ω = Jᵀv, multi control point (SEEDS §3)",
+                    JOINT_TYPES, defaults=dict(gain=1.0, sweeps=5, max_step=0.5)))
+
+
+_register()
