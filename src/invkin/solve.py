@@ -338,7 +338,7 @@ def _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, res
 
 
 def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance: float = 1e-6,
-               rotation_tolerance: float = 1e-6, max_restarts: int = 50, seed: int = 0, joint_weights=None,
+               rotation_tolerance: float = 1e-6, max_restarts: int = 100, seed: int = 0, joint_weights=None,
                axes: str = "xyz", **options):
     """Solve B pose (or position) targets of one frame in parallel.
 

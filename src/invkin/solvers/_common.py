@@ -140,34 +140,6 @@ def _angle_between(a0, a1, a2, b0, b1, b2):
 
 
 @njit(cache=True)
-def _direction_error(a, d, e, r0):
-    """e[r0:r0+3] = angle(a, d) * unit(a x d) (a, d unit); returns the angle."""
-    th, cx, cy, cz, s = _angle_between(a[0], a[1], a[2], d[0], d[1], d[2])
-    if s > 1e-12:
-        k = th / s
-        e[r0] = k * cx
-        e[r0 + 1] = k * cy
-        e[r0 + 2] = k * cz
-    elif th > 1.0:
-        # antiparallel: rotate about any axis perpendicular to a
-        px, py, pz = 1.0, 0.0, 0.0
-        if abs(a[0]) > 0.9:
-            px, py = 0.0, 1.0
-        ux = a[1] * pz - a[2] * py
-        uy = a[2] * px - a[0] * pz
-        uz = a[0] * py - a[1] * px
-        n = math.sqrt(ux * ux + uy * uy + uz * uz)
-        e[r0] = th * ux / n
-        e[r0 + 1] = th * uy / n
-        e[r0 + 2] = th * uz / n
-    else:
-        e[r0] = 0.0
-        e[r0 + 1] = 0.0
-        e[r0 + 2] = 0.0
-    return th
-
-
-@njit(cache=True)
 def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, want_jac):
     """Stacked weighted residual ``e`` (3G,) and Jacobian ``J`` (3G, dof) at q.
 
@@ -217,10 +189,29 @@ def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e,
             for k in range(3):
                 e[r0 + k] = w * r[k]
             if want_jac:
-                for k in range(3):
-                    for c in range(dof):
-                        J[r0 + k, c] = w * Jf[3 + k, c]
-        else:  # axis (kind 2) or aim (kind 3): direction error, projected Jacobian
+                # exact: d/dt log(R* R^T) = -Jr^-1(phi) w, Jr^-1 = I + [phi]x / 2 + beta [phi]x^2
+                th = min(err, math.pi - 1e-3)
+                if th < 1e-4:
+                    beta = 1.0 / 12.0 + th * th / 720.0
+                else:
+                    beta = 1.0 / (th * th) - (1.0 + math.cos(th)) / (2.0 * th * math.sin(th))
+                p0 = r[0]
+                p1 = r[1]
+                p2 = r[2]
+                for c in range(dof):
+                    wx = Jf[3, c]
+                    wy = Jf[4, c]
+                    wz = Jf[5, c]
+                    cx = p1 * wz - p2 * wy  # phi x w
+                    cy = p2 * wx - p0 * wz
+                    cz = p0 * wy - p1 * wx
+                    ccx = p1 * cz - p2 * cy  # phi x (phi x w)
+                    ccy = p2 * cx - p0 * cz
+                    ccz = p0 * cy - p1 * cx
+                    J[r0, c] = w * (wx + 0.5 * cx + beta * ccx)
+                    J[r0 + 1, c] = w * (wy + 0.5 * cy + beta * ccy)
+                    J[r0 + 2, c] = w * (wz + 0.5 * cz + beta * ccz)
+        else:  # axis (kind 2) or aim (kind 3): residual r = a x d, e = -r
             for k in range(3):
                 a[k] = T[k, 0] * gaxis[g, 0] + T[k, 1] * gaxis[g, 1] + T[k, 2] * gaxis[g, 2]
             L = 1.0
@@ -239,28 +230,38 @@ def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e,
                 else:
                     for k in range(3):
                         d[k] /= L
-            err = _direction_error(a, d, e, r0)
+            err, cx, cy, cz, sn = _angle_between(a[0], a[1], a[2], d[0], d[1], d[2])
             if w > 0.0 and err > rerr:
                 rerr = err
-            for k in range(3):
-                e[r0 + k] *= w
+            e[r0] = -w * cx
+            e[r0 + 1] = -w * cy
+            e[r0 + 2] = -w * cz
             if want_jac:
-                # rows: (I - a a^T) (Jw + [d]x Jv / L for aim)
+                # dr/dq = [d]x [a]x Jw - [a]x (I - d d^T) Jv / L   (the second term for aim only)
                 for c in range(dof):
                     wx = Jf[3, c]
                     wy = Jf[4, c]
                     wz = Jf[5, c]
+                    tx = a[1] * wz - a[2] * wy  # a x w
+                    ty = a[2] * wx - a[0] * wz
+                    tz = a[0] * wy - a[1] * wx
+                    jx = d[1] * tz - d[2] * ty  # d x (a x w)
+                    jy = d[2] * tx - d[0] * tz
+                    jz = d[0] * ty - d[1] * tx
                     if kind == 3:
                         vx = Jf[0, c] / L
                         vy = Jf[1, c] / L
                         vz = Jf[2, c] / L
-                        wx += d[1] * vz - d[2] * vy
-                        wy += d[2] * vx - d[0] * vz
-                        wz += d[0] * vy - d[1] * vx
-                    dot = a[0] * wx + a[1] * wy + a[2] * wz
-                    J[r0, c] = w * (wx - a[0] * dot)
-                    J[r0 + 1, c] = w * (wy - a[1] * dot)
-                    J[r0 + 2, c] = w * (wz - a[2] * dot)
+                        dv = d[0] * vx + d[1] * vy + d[2] * vz
+                        vx -= d[0] * dv
+                        vy -= d[1] * dv
+                        vz -= d[2] * dv
+                        jx -= a[1] * vz - a[2] * vy
+                        jy -= a[2] * vx - a[0] * vz
+                        jz -= a[0] * vy - a[1] * vx
+                    J[r0, c] = w * jx
+                    J[r0 + 1, c] = w * jy
+                    J[r0 + 2, c] = w * jz
     errs[0] = perr
     errs[1] = rerr
 

@@ -34,6 +34,7 @@ EPS_DAMP = 1e-12
 ATTEMPT_ITERATIONS = 30  # iterations before an unconverged attempt restarts (as rtb's ik_LM)
 PROGRESS_WINDOW = 4       # an attempt whose cost has not fallen by PROGRESS_FACTOR over this many
 PROGRESS_FACTOR = 0.5     # iterations is in a local minimum or creeping along a limit: restart
+NEAR = 100.0  # within NEAR x tolerance an attempt is not cut by the progress test
 
 
 # attempt bookkeeping in the state array of lm_attempts
@@ -165,7 +166,9 @@ def lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, g
             for i in range(dof):
                 cost2 += w2 * pr[i] * pr[i]
         if it % PROGRESS_WINDOW == 0 and progress_test:
-            if it > 0 and cost > PROGRESS_FACTOR * window_cost:
+            # (not when already close: the last digits may come slowly along a limit)
+            if it > 0 and cost > PROGRESS_FACTOR * window_cost and (errs[0] > NEAR * tol_p
+                                                                      or errs[1] > NEAR * tol_r):
                 code = STALLED
                 break
             window_cost = cost
