@@ -164,7 +164,9 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
 
     q = q_start.copy()
     state = np.zeros(8)
-    state[4] = 1.0  # attempt 0 runs free of the limits (see solvers/lm.py); restarts alternate
+    is_lm = m.name == "lm"
+    if is_lm:
+        state[4] = 1.0  # LM only: attempt 0 runs free of the limits (solvers/lm.py); restarts alternate
     best_q = q.copy()
     best_key = (math.inf, math.inf)
     best_conv_q = None
@@ -237,7 +239,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             if robot.has_ball_joints:
                 q = robot.sample(rng=rng)
             state[:] = 0.0
-            state[4] = 1.0 if n_restarts % 2 == 1 else 0.0
+            if is_lm:
+                state[4] = 1.0 if n_restarts % 2 == 1 else 0.0
             attempt_it = 0
             n_restarts += 1
         if deadline is not None and per_iter:

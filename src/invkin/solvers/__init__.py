@@ -3,9 +3,11 @@
 A method supplies only its iteration; the driver in :mod:`invkin.solve` owns restarts,
 tolerances, the time budget and the RNG. ``iterate(problem, q, max_iter, state, options)``
 runs up to ``max_iter`` iterations on ``q`` in place and returns RUNNING, CONVERGED or STALLED
-(:mod:`invkin.solvers._common`); ``state`` (8,) carries the method's own scalars between calls
-(state[0]) and reports iterations (state[1]), position error (state[2]) and rotation error
-(state[3]).
+(:mod:`invkin.solvers._common`). ``state`` (8,) is zeroed by the driver at every attempt:
+slot 1 = iterations (the method adds its own), 2 = position error, 3 = rotation error (the
+method writes them); slots 0 and 4-7 belong to the method (lm uses 4 as its free/clamped flag,
+which the driver sets for lm only). ``problem.scratch`` is a dict a method may use for
+per-solve caches.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ The stacked residual has 3 rows per goal: ``e[3g:3g+3]`` and ``J[3g:3g+3]`` (see
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
@@ -49,6 +49,7 @@ class Problem:
     balls: np.ndarray
     tol_p: float
     tol_r: float
+    scratch: dict = field(default_factory=dict)  # per-solve caches of a method
 
     @property
     def dof(self) -> int:

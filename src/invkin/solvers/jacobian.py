@@ -596,7 +596,7 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
 
 def problem_scratch(problem, key: str, factory):
     """Per-solve scratch kept on the Problem (the driver builds one per solve call)."""
-    cache = problem.__dict__.setdefault("_method_scratch", {})
+    cache = problem.scratch
     if key not in cache:
         cache[key] = factory()
     return cache[key]
