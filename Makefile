@@ -6,14 +6,14 @@ PY := $(VENV)/bin/python
 STAMP_DEV := $(VENV)/.installed-dev
 STAMP_RUN := $(VENV)/.installed-run
 
-.PHONY: test demo venv clean bench
+.PHONY: test demo venv chromium clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
 $(STAMP_RUN): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e ".[viewer]"
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)
@@ -22,12 +22,21 @@ $(STAMP_DEV): pyproject.toml | $(PY)
 
 venv: $(STAMP_DEV)
 
-test: $(STAMP_DEV)
+# The browser tests drive Debian's Chromium (never a downloaded browser build).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's chromium for the browser tests"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "warning: could not install chromium; the browser tests will be skipped"; \
+	  else echo "warning: chromium missing and apt-get unavailable; the browser tests will be skipped"; fi; }
+
+test: $(STAMP_DEV) chromium
 	$(PY) -m pytest -q
 
 demo: $(STAMP_RUN)
 	$(VENV)/bin/invkin demo
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache artifacts
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
