@@ -157,7 +157,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
                               f"its options: {sorted(opts) or 'none'}")
         opts = {**opts, **options}
     q_start = _initial_q(robot, q0)
-    if m.name == "lm" and mode == "speed" and not robot.has_ball_joints:
+    if m.name == "lm" and mode == "speed":
         return _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, restarts, t_start)
     rng = seed if isinstance(seed, np.random.Generator) else None  # created at the first restart
     deadline = None if timeout is None else t_start + timeout
