@@ -1,0 +1,193 @@
+"""Method ``analytic``: the closed-form two-bone arm through ik.solve."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import invkin as ik
+
+
+def _rot_x(a):
+    T = np.eye(4)
+    c, s = math.cos(a), math.sin(a)
+    T[1:3, 1:3] = [[c, -s], [s, c]]
+    return T
+
+
+def _trans(x, y, z):
+    T = np.eye(4)
+    T[:3, 3] = (x, y, z)
+    return T
+
+
+def _cross2(a, b):
+    return a[0] * b[1] - a[1] * b[0]
+
+
+def test_registered():
+    assert "analytic" in ik.methods()
+
+
+@pytest.mark.parametrize("up", [True, False])
+def test_planar2_reaches_targets_on_both_branches(up):
+    robot = ik.load_robot("planar2")
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        b = rng.uniform(0.2 + 1e-6, 1.8 - 1e-6)
+        phi = rng.uniform(-math.pi, math.pi)
+        p = np.array([b * math.cos(phi), b * math.sin(phi), 0.0])
+        res = ik.solve(robot, [ik.Position("hand", p)], method="analytic", elbow_up=up)
+        assert res.success and res.status == ik.Status.CONVERGED
+        assert np.linalg.norm(robot.fk(res.q, "hand")[:3, 3] - p) <= 1e-9
+        assert res.iterations == 1 and res.restarts == 0
+        assert robot.within_limits(res.q)
+        elbow = robot.fk(res.q, "lower")[:3, 3]
+        side = _cross2(p[:2], elbow[:2])
+        if b < 1.8 - 1e-3 and b > 0.2 + 1e-3:
+            assert (side > 0) == up  # elbow_up: counter-clockwise of the shoulder→target line
+            assert (res.q[1] < 0) == up
+
+
+def test_both_branches_differ_and_agree_on_the_hand():
+    robot = ik.load_robot("planar2")
+    p = np.array([1.1, 0.6, 0.0])
+    a = ik.solve(robot, [ik.Position("hand", p)], method="analytic", elbow_up=True)
+    b = ik.solve(robot, [ik.Position("hand", p)], method="analytic", elbow_up=False)
+    assert a.success and b.success
+    assert abs(a.q[1] + b.q[1]) < 1e-12 and abs(a.q[1]) > 0.5
+    for r in (a, b):
+        assert np.linalg.norm(robot.fk(r.q, "hand")[:3, 3] - p) <= 1e-9
+
+
+def test_elbow_up_none_picks_the_branch_nearer_q0():
+    robot = ik.load_robot("planar2")
+    p = np.array([0.9, 0.9, 0.0])
+    up = ik.solve(robot, [ik.Position("hand", p)], method="analytic", elbow_up=True)
+    dn = ik.solve(robot, [ik.Position("hand", p)], method="analytic", elbow_up=False)
+    near_dn = ik.solve(robot, [ik.Position("hand", p)], q0=dn.q + 0.1, method="analytic", elbow_up=None)
+    near_up = ik.solve(robot, [ik.Position("hand", p)], q0=up.q - 0.1, method="analytic", elbow_up=None)
+    np.testing.assert_allclose(near_dn.q, dn.q, atol=1e-12)
+    np.testing.assert_allclose(near_up.q, up.q, atol=1e-12)
+
+
+@pytest.mark.parametrize("f", [1.0 + 1e-6, 1.5, 10.0, 1e6])
+def test_unreachable_target_stretches_toward_it(f):
+    robot = ik.load_robot("planar2")
+    L = 1.8
+    for phi in np.linspace(-3.0, 3.0, 7):
+        p = f * L * np.array([math.cos(phi), math.sin(phi), 0.0])
+        res = ik.solve(robot, [ik.Position("hand", p)], method="analytic")
+        assert not res.success and res.status == ik.Status.UNREACHABLE
+        assert abs(res.q[1]) <= 1e-12  # straight arm
+        hand = robot.fk(res.q, "hand")[:3, 3]
+        np.testing.assert_allclose(hand, L * p / np.linalg.norm(p), atol=1e-9)
+        assert res.position_error == pytest.approx(np.linalg.norm(p) - L, rel=1e-9, abs=1e-9)
+
+
+def test_too_close_target_folds_without_nan():
+    robot = ik.load_robot("planar2")
+    for p in ([0.05, 0.0, 0.0], [0.0, 0.0, 0.0], [-0.1, 0.1, 0.0]):
+        res = ik.solve(robot, [ik.Position("hand", p)], method="analytic")
+        assert np.all(np.isfinite(res.q)) and not res.success
+        assert abs(abs(res.q[1]) - math.pi) < 1e-12  # folded
+        assert res.position_error == pytest.approx(0.2 - np.linalg.norm(p), abs=1e-9)
+
+
+def test_target_off_the_plane_gets_the_in_plane_solution():
+    robot = ik.load_robot("planar2")
+    res = ik.solve(robot, [ik.Position("hand", [1.0, 0.5, 0.3])], method="analytic")
+    assert not res.success
+    hand = robot.fk(res.q, "hand")[:3, 3]
+    np.testing.assert_allclose(hand, [1.0, 0.5, 0.0], atol=1e-9)
+    assert res.position_error == pytest.approx(0.3, abs=1e-9)
+
+
+def _arm(elbow_lo=-math.pi, elbow_hi=math.pi, flip=False, tilt=0.0):
+    """A planar arm in a tilted plane with offsets off the plane and an anti-parallel elbow axis."""
+    b = ik.RobotBuilder("tilted")
+    b.add_root("base")
+    b.add_joint("mount", "base", "mount", "fixed", _rot_x(tilt) @ _trans(0.1, -0.2, 0.3))
+    b.add_joint("shoulder", "mount", "upper", "revolute", _trans(0.0, 0.0, 0.05), (0, 0, 1), -math.pi, math.pi)
+    b.add_joint("elbow", "upper", "lower", "revolute", _trans(0.6, 0.3, 0.1), (0, 0, -1 if flip else 1),
+                elbow_lo, elbow_hi)
+    b.add_joint("wrist", "lower", "hand", "fixed", _trans(0.5, -0.1, -0.02))
+    b.add_joint("other", "base", "other_link", "revolute", None, (1, 0, 0), -1, 1)  # another branch
+    return b.build()
+
+
+@pytest.mark.parametrize("flip", [False, True])
+@pytest.mark.parametrize("up", [True, False])
+def test_general_planar_arm_offsets_tilt_and_flipped_axis(flip, up):
+    robot = _arm(flip=flip, tilt=0.7)
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        p = robot.fk(robot.sample(rng=rng), "hand")[:3, 3]  # reachable by construction
+        res = ik.solve(robot, [ik.Position("hand", p)], method="analytic", elbow_up=up)
+        assert res.success, res
+        assert np.linalg.norm(robot.fk(res.q, "hand")[:3, 3] - p) <= 1e-9
+        assert res.q[robot.joint_index("other")] == robot.neutral()[robot.joint_index("other")]
+
+
+def test_limits_pick_the_branch_inside_them():
+    robot = _arm(elbow_lo=0.0, elbow_hi=math.pi)  # only the elbow_up=False branch (θ2 ≥ 0) fits
+    p = robot.fk(np.array([0.3, 1.0, 0.0]), "hand")[:3, 3]
+    res = ik.solve(robot, [ik.Position("hand", p)], method="analytic", elbow_up=True)
+    assert res.success and robot.within_limits(res.q)
+    assert np.linalg.norm(robot.fk(res.q, "hand")[:3, 3] - p) <= 1e-9
+    assert res.q[1] >= 0.0
+
+
+def test_limits_that_exclude_both_branches_clamp_and_do_not_converge():
+    robot = _arm(elbow_lo=0.5, elbow_hi=0.6)
+    p = robot.fk(np.array([0.3, 1.5, 0.0]), "hand")[:3, 3]
+    res = ik.solve(robot, [ik.Position("hand", p)], method="analytic")
+    assert not res.success and robot.within_limits(res.q)
+    assert res.position_error > 1e-3
+    assert res.position_error == pytest.approx(np.linalg.norm(robot.fk(res.q, "hand")[:3, 3] - p), abs=1e-12)
+
+
+@pytest.mark.parametrize("robot_name, frame, words", [
+    ("panda", "panda_hand", ["exactly two revolute joints", "7 joint(s)", "method='lm'"]),
+    ("seed8dof", "effector", ["exactly two revolute joints", "8 joint(s)"]),
+])
+def test_chains_it_cannot_handle_raise_solver_error(robot_name, frame, words):
+    robot = ik.load_robot(robot_name)
+    p = robot.fk(robot.neutral(), frame)[:3, 3]
+    with pytest.raises(ik.SolverError) as ei:
+        ik.solve(robot, [ik.Position(frame, p)], method="analytic")
+    for w in words:
+        assert w in str(ei.value)
+
+
+def test_ball_joints_orientation_goals_and_several_goals_are_refused():
+    balls = ik.load_robot("tentacle", n=2, joint="ball")
+    with pytest.raises(ik.SolverError, match="ball"):
+        ik.solve(balls, [ik.Position(balls.frame_names[-1], [0.05, 0.0, 0.15])], method="analytic")
+    robot = ik.load_robot("planar2")
+    with pytest.raises(ik.SolverError, match="Position goal only"):
+        ik.solve(robot, [ik.Pose("hand", np.eye(4))], method="analytic")
+    with pytest.raises(ik.SolverError, match="Position goal only"):
+        ik.solve(robot, [ik.Orientation("hand", np.eye(3), axes="z")], method="analytic")
+    with pytest.raises(ik.SolverError, match="exactly one Position goal"):
+        ik.solve(robot, [ik.Position("hand", [1, 0, 0]), ik.Position("lower", [1, 0, 0])], method="analytic")
+    with pytest.raises(ik.SolverError, match="Posture"):
+        ik.solve(robot, [ik.Position("hand", [1, 0, 0]), ik.Posture(np.zeros(2), 0.1)], method="analytic")
+    with pytest.raises(ik.SolverError, match="elbow_up"):
+        ik.solve(robot, [ik.Position("hand", [1, 0, 0])], method="analytic", elbow_up="yes")
+
+
+def test_non_parallel_axes_are_refused():
+    b = ik.RobotBuilder("skew")
+    b.add_root("base")
+    b.add_joint("j1", "base", "l1", "revolute", None, (0, 0, 1), -3, 3)
+    b.add_joint("j2", "l1", "l2", "revolute", _trans(1, 0, 0), (0, 1, 0), -3, 3)
+    b.add_joint("tip", "l2", "hand", "fixed", _trans(1, 0, 0))
+    with pytest.raises(ik.SolverError, match="not parallel"):
+        ik.solve(b.build(), [ik.Position("hand", [1, 1, 0])], method="analytic")
+
+
+def test_unknown_frame_is_a_frame_error():
+    with pytest.raises(ik.FrameError, match="hand"):
+        ik.solve(ik.load_robot("planar2"), [ik.Position("hnad", [1, 0, 0])], method="analytic")
