@@ -1,0 +1,14 @@
+"""Benchmarks of the IK methods (``invkin bench``; docs/benchmarks.md).
+
+* :mod:`invkin.bench.accuracy` — Welman's comparison (1993, figures 4.4/4.5): time and iterations
+  against the requested accuracy, and where the joint motion goes along the chain.
+* :mod:`invkin.bench.suite` — the TRAC-IK protocol for every method on every bundled robot, with
+  the peer libraries (``../shared/peers/bench_peers.py``) merged in when their venv is available.
+* :mod:`invkin.bench.plots` — matplotlib figures (Agg), PNG and SVG.
+"""
+from __future__ import annotations
+
+from .accuracy import run_accuracy, welman_chain
+from .suite import run_peers, run_suite
+
+__all__ = ["run_accuracy", "welman_chain", "run_suite", "run_peers"]

@@ -1,0 +1,192 @@
+"""``invkin bench accuracy`` and ``invkin bench suite`` (registered through cli._COMMAND_MODULES).
+
+Tables go to stdout, progress bars (tqdm) and the peers' output to stderr; the last line of
+stdout is a one-line summary. Exit codes: 0 done, 2 bad input (one-line message).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+
+from ..errors import InvkinError
+
+EXIT_OK = 0
+
+
+class BenchUsageError(InvkinError):
+    """Bad command-line input for ``invkin bench`` (exit code 2)."""
+
+
+def _list(text, what, choices):
+    names = [x.strip() for x in str(text).split(",") if x.strip()]
+    if text.strip() == "all":
+        return list(choices)
+    if not names:
+        raise BenchUsageError(f"{what}: expected a comma-separated list, got {text!r}")
+    bad = [x for x in names if x not in choices]
+    if bad:
+        raise BenchUsageError(f"{what}: unknown {bad[0]!r}; choose from: {', '.join(choices)} (or 'all')")
+    if len(set(names)) != len(names):
+        raise BenchUsageError(f"{what}: {text!r} names one twice")
+    return names
+
+
+def _positive_int(name, v, allow_zero=False):
+    if v is None:
+        return None
+    if v < 0 or (v == 0 and not allow_zero):
+        raise BenchUsageError(f"{name}: expected an integer {'>= 0' if allow_zero else '> 0'}, got {v}")
+    return v
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    try:
+        import numpy as np
+
+        if isinstance(x, np.generic):
+            x = x.item()
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def _write_json(path, res):
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(_jsonable(res), f, indent=1, allow_nan=False)
+    os.replace(tmp, path)
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def _progress_enabled(args):
+    return not args.no_progress
+
+
+def cmd_accuracy(args) -> int:
+    from ..solvers import methods as all_methods
+    from . import accuracy as A
+
+    methods = _list(args.methods, "--methods", all_methods())
+    sets = _list(args.sets, "--sets", list(A.GOAL_SETS))
+    if args.accuracies:
+        try:
+            accs = [float(x) for x in args.accuracies.split(",") if x.strip()]
+        except ValueError:
+            raise BenchUsageError(f"--accuracies: expected numbers like 1e-3,1e-6, got {args.accuracies!r}") from None
+        if not accs or any(not (a > 0 and math.isfinite(a)) for a in accs):
+            raise BenchUsageError(f"--accuracies: expected numbers > 0, got {args.accuracies!r}")
+        if len(set(accs)) != len(accs):
+            raise BenchUsageError(f"--accuracies: {args.accuracies!r} repeats a value")
+    else:
+        accs = A.QUICK_ACCURACIES if args.quick else A.DEFAULT_ACCURACIES
+    goals = _positive_int("--goals", args.goals) or (3 if args.quick else 10)
+    max_it = _positive_int("--max-iterations", args.max_iterations) or (2000 if args.quick else 20000)
+    repeats = _positive_int("--repeats", args.repeats) or (1 if args.quick else 3)
+    res = A.run_accuracy(methods, sets, accs, goals, max_it, repeats, args.seed, _progress_enabled(args))
+    res["command"] = "invkin bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
+    print(A.format_accuracy(res))
+    if args.out:
+        from .plots import plot_accuracy, plot_distal
+
+        paths = plot_accuracy(res, args.out) + plot_distal(res, args.out)
+        res["plots"] = paths
+        print("plots: " + ", ".join(paths), file=sys.stderr)
+    if args.json:
+        _write_json(args.json, res)
+    print(A.accuracy_summary_line(res))
+    return EXIT_OK
+
+
+def cmd_suite(args) -> int:
+    from ..solvers import methods as all_methods
+    from . import suite as S
+
+    methods = _list(args.methods, "--methods", all_methods())
+    robots = _list(args.robots, "--robots", list(S.SUITE_ROBOTS))
+    n = _positive_int("--n", args.n) or (20 if args.quick else 1000)
+    if not (args.budget_ms > 0 and math.isfinite(args.budget_ms)):
+        raise BenchUsageError(f"--budget-ms: expected a number > 0, got {args.budget_ms}")
+    peer_solvers = [x for x in (args.peer_solvers or "").split(",") if x.strip()] or None
+    peers_dir = args.peers_dir or S.default_peers_dir()
+    if args.peers_dir and not os.path.isdir(args.peers_dir):
+        raise BenchUsageError(f"--peers-dir {args.peers_dir}: not a directory")
+    t0 = time.perf_counter()
+    res = S.run_suite(methods, robots, n, args.budget_ms, args.seed, _progress_enabled(args))
+    if args.peers_python:
+        peers = S.run_peers(os.path.expanduser(args.peers_python), peers_dir, robots, n, args.seed, args.budget_ms,
+                            peer_solvers)
+    else:
+        peers = {"available": False, "reason": "no --peers-python given (e.g. --peers-python "
+                                                 "~/.cache/invkin-peers-env/bin/python)"}
+    if not peers.get("available"):
+        print(f"peers: not run — {peers['reason']}", file=sys.stderr)
+    S.merge_peers(res, peers)
+    res["total_wall_s"] = time.perf_counter() - t0
+    res["command"] = "invkin bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
+    print(S.format_suite(res))
+    if args.out:
+        from .plots import plot_suite
+
+        paths = plot_suite(res, args.out)
+        res["plots"] = paths
+        print("plots: " + ", ".join(paths), file=sys.stderr)
+    if args.json:
+        _write_json(args.json, res)
+    print(S.suite_summary_line(res))
+    return EXIT_OK
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="compare the methods: accuracy (Welman figs 4.4/4.5), suite (TRAC-IK protocol)",
+                       description="Benchmarks of every IK method. See docs/benchmarks.md.")
+    bsub = p.add_subparsers(dest="bench_command", metavar="BENCH")
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+    def common(q, default_seed):
+        q.add_argument("--methods", default="all", help="comma list of methods (default: all, see `invkin methods`)")
+        q.add_argument("--quick", action="store_true", help="a smoke test: tiny sizes")
+        q.add_argument("--seed", type=int, default=default_seed, help=f"seed of the targets (default {default_seed})")
+        q.add_argument("--json", metavar="PATH", help="write every number (settings, summaries, per goal) here")
+        q.add_argument("--out", metavar="DIR", help="write the plots (PNG and SVG) into this folder")
+        q.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+    q = bsub.add_parser("accuracy", help="time and iterations against the requested accuracy, per method",
+                        description="Welman's comparison (figures 4.4/4.5): time and iterations to reach the goal "
+                                    "against the requested accuracy for every method, on a 7-DOF chain without "
+                                    "limits (goals well inside the reach and at 98-99 %% of it) and on seed8dof; "
+                                    "and how the joint motion is spread along the chain.")
+    common(q, 0)
+    q.add_argument("--sets", default="all", help="goal sets: inside, boundary, seed8dof (default: all)")
+    q.add_argument("--accuracies", help="comma list [m] (default 1e-1,...,1e-8; --quick: 1e-2,1e-4,1e-6)")
+    q.add_argument("--goals", type=int, help="goals per set (default 10; --quick: 3)")
+    q.add_argument("--max-iterations", type=int, help="per solve (default 20000; --quick: 2000)")
+    q.add_argument("--repeats", type=int, help="time each solve this many times, keep the best (default 3; "
+                                               "--quick: 1)")
+    q.set_defaults(func=cmd_accuracy)
+
+    q = bsub.add_parser("suite", help="TRAC-IK protocol: every method x every bundled robot (+ peers)",
+                        description="TRAC-IK protocol (random reachable targets, mid-range seed, 5 ms, success at "
+                                    "1e-5 m / 1e-5 rad inside the limits, checked with FK) for every method on "
+                                    "panda, ur5, iiwa14, baxter_left, g1_left_arm (pose) and seed8dof (position); "
+                                    "with the peers' bench_peers.py in the same run when --peers-python is given.")
+    common(q, 2015)
+    q.add_argument("--robots", default="all", help="comma list (default: all six)")
+    q.add_argument("--n", type=int, help="targets per robot (default 1000; --quick: 20)")
+    q.add_argument("--budget-ms", type=float, default=5.0, help="time budget per solve (default 5)")
+    q.add_argument("--peers-python", metavar="PATH", help="the peers' venv python, e.g. "
+                                                          "~/.cache/invkin-peers-env/bin/python")
+    q.add_argument("--peers-dir", metavar="DIR", help="folder of bench_peers.py (default ../shared/peers if it exists)")
+    q.add_argument("--peer-solvers", metavar="LIST", help="comma list passed to bench_peers.py --solvers "
+                                                          "(default: all of its solvers)")
+    q.set_defaults(func=cmd_suite)
