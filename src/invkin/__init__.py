@@ -17,6 +17,12 @@ from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain
                     chain_from_steps, load_robot)
 from .model.bvh import Clip, read_bvh, write_bvh
 from .solvers.analytic import two_bone_2d, two_bone_3d
+from . import nullspace
+from .diagnostics import condition_number, distance_to_limits, manipulability
+from .motion import (ReachResult, RestPoseWarning, RestResult, joint_torques, reach, rest_blend,
+                     solve_with_rest)
+from .nullspace import refine_in_nullspace
+from .tracking import Tracker, TrackStep
 
 __version__ = "0.1.0"
 
@@ -29,4 +35,7 @@ __all__ = [
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
     "read_bvh", "write_bvh", "Clip", "two_bone_2d", "two_bone_3d",
     "Result", "BatchResult", "Status", "solve", "solve_many", "methods",
+    "reach", "ReachResult", "rest_blend", "solve_with_rest", "RestResult", "RestPoseWarning",
+    "joint_torques", "Tracker", "TrackStep", "nullspace", "refine_in_nullspace",
+    "manipulability", "condition_number", "distance_to_limits",
 ]
