@@ -17,6 +17,8 @@ from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain
                     chain_from_steps, load_robot)
 from .model.bvh import Clip, read_bvh, write_bvh
 from .solvers.analytic import two_bone_2d, two_bone_3d
+from .animation import (ClipReport, Contact, FootPlant, Reach, correct_clip, detect_contacts,
+                        detect_up_axis, foot_sliding)
 from . import nullspace
 from .diagnostics import condition_number, distance_to_limits, manipulability
 from .motion import (ReachResult, RestPoseWarning, RestResult, joint_torques, reach, rest_blend,
@@ -34,6 +36,8 @@ __all__ = [
     "chain_from_steps", "chain_from_dh",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
     "read_bvh", "write_bvh", "Clip", "two_bone_2d", "two_bone_3d",
+    "correct_clip", "detect_contacts", "detect_up_axis", "foot_sliding", "FootPlant", "Reach", "Contact",
+    "ClipReport",
     "Result", "BatchResult", "Status", "solve", "solve_many", "methods",
     "reach", "ReachResult", "rest_blend", "solve_with_rest", "RestResult", "RestPoseWarning",
     "joint_torques", "Tracker", "TrackStep", "nullspace", "refine_in_nullspace",

@@ -1,0 +1,134 @@
+"""``invkin clip``: BVH clip commands.
+
+* ``invkin clip info FILE.bvh [--json]``: frames, frame time, fps, duration, joints, channels.
+* ``invkin clip fix-feet IN.bvh OUT.bvh [--feet LeftFoot RightFoot] [--up y|z] [--max-step DEG]
+  [--pin start|mean] [--floor H] [--no-progress] [--json]``: foot planting
+  (:func:`invkin.correct_clip` with one :class:`invkin.FootPlant` per foot), a progress bar on
+  stderr, then one summary line (foot sliding before → after). IN is only read; OUT is written
+  atomically (a temporary file, then a rename) and may not be IN.
+
+Exit codes: 0 done; 1 (fix-feet) the clip was written but some frames missed a goal (a pin out of
+the leg's reach or not converged); 2 bad input (unreadable or malformed BVH, unknown foot, OUT
+equal to IN, bad option).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+EXIT_OK, EXIT_NOT_CONVERGED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _usage_error(msg):
+    from .cli import UsageError
+
+    return UsageError(msg)
+
+
+def cmd_info(args) -> int:
+    from .model.bvh import read_bvh
+
+    robot, clip = read_bvh(args.file)
+    joints = []
+    for nm, p, ch, end in zip(clip.names, clip.parents, clip.channels, clip.end_site):
+        if not end:
+            joints.append({"name": nm, "parent": clip.names[p] if p >= 0 else None, "channels": list(ch)})
+    info = {"file": os.fspath(args.file), "frames": clip.n_frames, "frame_time": clip.frame_time,
+            "fps": clip.fps if math.isfinite(clip.fps) else None, "duration": clip.duration,
+            "joints": len(joints), "end_sites": int(sum(clip.end_site)), "channels": clip.dof,
+            "joint_list": joints}
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return EXIT_OK
+    fps = f"{clip.fps:.4g}" if math.isfinite(clip.fps) else "inf"
+    print(f"{args.file}: {clip.n_frames} frames, frame time {clip.frame_time:g} s ({fps} fps), "
+          f"duration {clip.duration:.3f} s")
+    print(f"{len(joints)} joints, {info['end_sites']} end sites, {clip.dof} channels")
+    w = max((len(j["name"]) for j in joints), default=5)
+    print(f"\n{'joint':<{w}}  {'parent':<{w}}  channels")
+    for j in joints:
+        print(f"{j['name']:<{w}}  {j['parent'] or '-':<{w}}  {' '.join(j['channels'])}")
+    return EXIT_OK
+
+
+def _default_feet(clip) -> list:
+    if "LeftFoot" in clip.names and "RightFoot" in clip.names:
+        return ["LeftFoot", "RightFoot"]
+    feet = [n for n in clip.joint_names if "foot" in n.lower()]
+    if not feet:
+        raise _usage_error(f"no joint named like a foot in the clip; pass --feet (joints: "
+                           f"{', '.join(clip.joint_names[:12])}{', ...' if len(clip.joint_names) > 12 else ''})")
+    return feet
+
+
+def cmd_fix_feet(args) -> int:
+    from .animation import FootPlant, correct_clip
+    from .model.bvh import read_bvh, write_bvh
+
+    src, dst = os.fspath(args.input), os.fspath(args.output)
+    if os.path.abspath(src) == os.path.abspath(dst) or (
+            os.path.exists(dst) and os.path.exists(src) and os.path.samefile(src, dst)):
+        raise _usage_error(f"OUT {dst!r} is the input file; the input is never modified: choose another path")
+    if args.max_step is not None and not (math.isfinite(args.max_step) and args.max_step > 0):
+        raise _usage_error(f"--max-step: expected degrees per frame > 0, got {args.max_step}")
+    robot, clip = read_bvh(src)
+    feet = args.feet or _default_feet(clip)
+    goals = [FootPlant(f, pin=args.pin) for f in feet]
+    max_step = math.radians(args.max_step) if args.max_step is not None else None
+    new_clip, rep = correct_clip(robot, clip, goals, up=args.up, floor=args.floor, max_step=max_step,
+                                 progress=not args.no_progress)
+    write_bvh(dst, robot, new_clip)
+    missed = rep.count("missed")
+    if args.json:
+        print(json.dumps({"input": src, "output": dst, "frames": rep.n_frames, "up": rep.up,
+                          "feet": feet, "sliding_before": rep.sliding_before, "sliding_after": rep.sliding_after,
+                          "pin_error": rep.pin_error, "floor": rep.floor,
+                          "contacts": {f: [[c.start, c.stop] for c in cs] for f, cs in rep.contacts.items()},
+                          "ok": rep.count("ok"), "clipped": rep.count("clipped"), "missed": missed,
+                          "free": rep.count("free"), "max_step_deg": math.degrees(rep.max_step),
+                          "max_joint_jump_deg": math.degrees(rep.max_joint_jump),
+                          "discontinuities": [[f, math.degrees(s)] for f, s in rep.discontinuities]}))
+    else:
+        before = sum(rep.sliding_before.values()) / len(feet)
+        after = sum(rep.sliding_after.values()) / len(feet)
+        per = ", ".join(f"{f} {rep.sliding_before[f]:.4g} -> {rep.sliding_after[f]:.4g}" for f in feet)
+        n_contacts = sum(len(c) for c in rep.contacts.values())
+        print(f"fix-feet: sliding {before:.4g} -> {after:.4g} units/s ({per}; {n_contacts} contacts, up "
+              f"{rep.up}); frames: {rep.count('ok')} ok, {rep.count('clipped')} clipped, {missed} missed "
+              f"of {rep.n_frames}; wrote {dst}")
+    return EXIT_NOT_CONVERGED if missed else EXIT_OK
+
+
+def register(sub) -> None:
+    p = sub.add_parser("clip", help="BVH clips: info, fix-feet (foot planting)",
+                       description="Commands on BVH motion clips.")
+    csub = p.add_subparsers(dest="clip_command", metavar="CLIP_COMMAND")
+    p.set_defaults(func=lambda a: (p.print_help(), EXIT_BAD_INPUT)[1])
+
+    q = csub.add_parser("info", help="frames, fps, joints and channels of a BVH file",
+                        description="Print a BVH file's frame count, frame time, fps, duration, joints and "
+                                    "channels.")
+    q.add_argument("file", help="a .bvh file")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=cmd_info)
+
+    q = csub.add_parser("fix-feet", help="plant the feet (remove foot sliding) with IK",
+                        description="Detect foot contacts, pin each foot while it is in contact (moving the "
+                                    "hip and knee only; the root and the rest of the pose are unchanged), "
+                                    "and write the corrected clip. The input file is never modified. Exit "
+                                    "code 1 if some frames missed a pin.")
+    q.add_argument("input", metavar="IN.bvh")
+    q.add_argument("output", metavar="OUT.bvh")
+    q.add_argument("--feet", nargs="+", metavar="FOOT",
+                   help="foot joints (default: LeftFoot RightFoot, or the joints named like a foot)")
+    q.add_argument("--up", choices=("y", "z"), help="up axis (default: detected)")
+    q.add_argument("--max-step", type=float, metavar="DEG",
+                   help="largest change of the correction per frame [deg] (default 600 deg/s x frame time)")
+    q.add_argument("--pin", choices=("start", "mean"), default="start",
+                   help="pin each contact at its start position (default) or its mean position")
+    q.add_argument("--floor", type=float, metavar="H",
+                   help="height of the foot joints when standing [file units] (default: estimated per foot)")
+    q.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    q.add_argument("--json", action="store_true", help="print the report as JSON instead of the summary line")
+    q.set_defaults(func=cmd_fix_feet)
