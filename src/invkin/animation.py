@@ -8,8 +8,12 @@ returns a corrected copy of the clip plus a :class:`ClipReport`. Two kinds of go
   ``height_threshold``) **and** *slow* (smoothed 3-D speed below ``speed_threshold``); the contact
   ends only when the height or the speed exceeds ``hysteresis`` × its threshold; contacts shorter
   than ``min_duration`` are dropped. While in contact the foot is pinned at its position at the
-  contact's start (``pin="start"``) or at the contact's mean position (``pin="mean"``), raised to
-  the floor if it was below it. Around each contact the pin's offset blends in/out over
+  contact's start (``pin="start"``) or at the contact's mean position (``pin="mean"``), then moved
+  the least needed (alternating projections) so that it lies above the floor and within reach of
+  the leg on every frame of the contact: within (1 − REACH_MARGIN) × the chain's length of the
+  chain's top joint (the hip), whose path comes from the original motion. (Mocap legs are nearly
+  straight at heel strike and toe-off; without this, a pin at the start position is out of reach
+  late in the stance.) Around each contact the pin's offset blends in/out over
   ``blend`` frames (a raised cosine), so that releasing a pin does not pop; blends never push a
   foot below the floor.
 * :class:`Reach` — a frame (a hand) follows a moving target over a frame range: an array of
@@ -287,6 +291,7 @@ class ClipReport:
         contacts: {foot: (Contact, ...)}; floor: {foot: height}; up: "x", "y", "z" or None.
         sliding_before / sliding_after: {foot: mean horizontal foot speed over its contact
             frames [units/s]} on the original and the corrected clip (:func:`foot_sliding`).
+        pins: {foot: ((3,) pin position per contact, ...)} (after the reach/floor adjustment).
         pin_error: {foot: largest distance from the pin over the contact frames [units]}.
         max_step: the bound used [rad/frame]; tolerance: the goals' position tolerance [units].
         max_joint_jump / max_joint_jump_original: largest ``joint_jump`` of the corrected / the
@@ -304,6 +309,7 @@ class ClipReport:
     up: str | None
     sliding_before: dict
     sliding_after: dict
+    pins: dict
     pin_error: dict
     max_step: float
     tolerance: float
@@ -853,7 +859,8 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
         pin_err[p.frame] = pe
     report = ClipReport(status=tuple(status), error=err, step=step, raw_step=raw_step, joint_jump=jump,
                         contacts=contacts, floor=floors, up=up, sliding_before=slide_before,
-                        sliding_after=slide_after, pin_error=pin_err, max_step=float(max_step), tolerance=float(tol),
+                        sliding_after=slide_after, pins={f: tuple(v) for f, v in pins_of.items()},
+                        pin_error=pin_err, max_step=float(max_step), tolerance=float(tol),
                         max_joint_jump=float(jump.max(initial=0.0)),
                         max_joint_jump_original=float(jump_orig.max(initial=0.0)),
                         discontinuities=tuple(discont), iterations=int(iters), time=time.perf_counter() - t0)
