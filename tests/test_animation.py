@@ -105,11 +105,30 @@ def test_pinned_feet_stay_on_their_pins(walk_fixed):
     few_mm = 0.003 / CMU_UNIT_M  # 3 mm in the file's units
     for foot in FEET:
         P = track(robot, new.frames, foot)
+        P0 = track(robot, clip.frames, foot)
         for c, pin in zip(rep.contacts[foot], rep.pins[foot]):
-            d = np.linalg.norm(P[c.start:c.stop] - pin, axis=1)
-            assert d.max() <= few_mm, (foot, c, d.max())
+            seg = P[c.start:c.stop]
+            # held horizontally at the pin ...
+            assert np.linalg.norm(seg[:, [0, 2]] - pin[[0, 2]], axis=1).max() <= few_mm, (foot, c)
+            # ... at the pin's height, or the original's where the heel lifts above it (lift=True)
+            want = np.maximum(pin[1], P0[c.start:c.stop, 1])
+            assert np.abs(seg[:, 1] - want).max() <= few_mm
             assert all(rep.status[i] == "ok" for i in c.frames)
+            # the pin is the contact's start, moved (1-3 cm here) only to stay within the leg's reach
+            assert np.linalg.norm(pin - P0[c.start]) <= 0.05 / CMU_UNIT_M
+            # moved horizontally: the foot keeps its height (raised to the floor if it was below)
+            assert pin[1] == pytest.approx(max(P0[c.start, 1], rep.floor[foot]), abs=1e-9)
         assert rep.pin_error[foot] <= few_mm
+
+
+def test_lift_false_holds_the_height_too(walk):
+    robot, clip = walk
+    short = dataclasses.replace(clip, frames=clip.frames[:100])
+    new, rep = ik.correct_clip(robot, short, [ik.FootPlant("LeftFoot", lift=False)], up="y")
+    (c,), (pin,) = rep.contacts["LeftFoot"], rep.pins["LeftFoot"]
+    P = track(robot, new.frames[c.start:c.stop], "LeftFoot")
+    assert np.linalg.norm(P - pin, axis=1).max() <= 1e-3
+    assert rep.sliding_after["LeftFoot"] <= 0.01 * rep.sliding_before["LeftFoot"]
 
 
 def test_feet_stay_above_the_floor(walk_fixed):
@@ -174,8 +193,10 @@ def test_pin_mean_and_explicit_contacts(walk):
     new, rep = ik.correct_clip(robot, short, [ik.FootPlant("LeftFoot", pin="mean", contacts=[(20, 60)])], up="y")
     assert rep.contacts["LeftFoot"] == (ik.Contact("LeftFoot", 20, 60),)
     P = track(robot, new.frames, "LeftFoot")
-    assert np.linalg.norm(P[20:60] - rep.pins["LeftFoot"][0], axis=1).max() <= 1e-3
     P0 = track(robot, short.frames, "LeftFoot")
+    pin = rep.pins["LeftFoot"][0]
+    assert np.linalg.norm(P[20:60][:, [0, 2]] - pin[[0, 2]], axis=1).max() <= 1e-3
+    assert np.abs(P[20:60, 1] - np.maximum(pin[1], P0[20:60, 1])).max() <= 1e-3
     # the mean of the contact, moved (if at all) only to stay reachable
     assert np.linalg.norm(rep.pins["LeftFoot"][0] - P0[20:60].mean(axis=0)) < 0.3
     assert rep.status[0] == "free" and rep.status[119] == "free"  # far from the contact: untouched

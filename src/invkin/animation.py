@@ -8,14 +8,16 @@ returns a corrected copy of the clip plus a :class:`ClipReport`. Two kinds of go
   ``height_threshold``) **and** *slow* (smoothed 3-D speed below ``speed_threshold``); the contact
   ends only when the height or the speed exceeds ``hysteresis`` × its threshold; contacts shorter
   than ``min_duration`` are dropped. While in contact the foot is pinned at its position at the
-  contact's start (``pin="start"``) or at the contact's mean position (``pin="mean"``), then moved
-  the least needed (alternating projections) so that it lies above the floor and within reach of
-  the leg on every frame of the contact: within (1 − REACH_MARGIN) × the chain's length of the
-  chain's top joint (the hip), whose path comes from the original motion. (Mocap legs are nearly
-  straight at heel strike and toe-off; without this, a pin at the start position is out of reach
-  late in the stance.) Around each contact the pin's offset blends in/out over
-  ``blend`` frames (a raised cosine), so that releasing a pin does not pop; blends never push a
-  foot below the floor.
+  contact's start (``pin="start"``) or at the contact's mean position (``pin="mean"``): its
+  horizontal position is held, and its height is the pin's — or, with ``lift=True`` (default),
+  the original foot's where that is higher (the heel rising before toe-off). The pin is raised
+  to the floor if below it, then moved the least needed so that the leg can reach it on every
+  frame of the contact: within (1 − REACH_MARGIN) × the chain's length of the chain's top joint
+  (the hip), whose path comes from the original motion — horizontally if that suffices (the
+  foot keeps its height), else in 3-D. (Mocap legs are nearly straight at heel strike and
+  toe-off; without this, a pin at the start position is out of reach late in the stance.)
+  Around each contact the pin's offset blends in/out over ``blend`` frames (a raised cosine),
+  so that setting and releasing a pin does not pop; blends never push a foot below the floor.
 * :class:`Reach` — a frame (a hand) follows a moving target over a frame range: an array of
   positions, one per frame of the range (or per frame of the clip), or a callable
   ``targets(i) -> (3,)`` of the frame index ``i`` (time is ``i * clip.frame_time``). The target
@@ -159,6 +161,9 @@ class FootPlant:
             0.1 s worth of frames).
         contacts: explicit contacts instead of detection: ``(start, stop)`` pairs (stop
             exclusive) or :class:`Contact` objects.
+        lift: True (default): the pinned foot's height follows the original motion where that
+            rises above the pin (the heel lifting before toe-off; only the horizontal position
+            is pinned then); False: the height is pinned too.
         weight: weight of the position goal.
     """
 
@@ -173,10 +178,13 @@ class FootPlant:
     floor_percentile: float = 5.0
     blend: int | None = None
     contacts: tuple | None = None
+    lift: bool = True
     weight: float = 1.0
 
     def __post_init__(self):
         what = f"FootPlant({self.frame!r})"
+        if not isinstance(self.lift, (bool, np.bool_)):
+            raise GoalError(f"{what}.lift: expected True or False, got {self.lift!r}")
         object.__setattr__(self, "frame", _frame_arg(self.frame, "FootPlant"))
         object.__setattr__(self, "chain", _chain_arg(self.chain, what))
         if self.pin not in ("start", "mean"):
@@ -291,8 +299,11 @@ class ClipReport:
         contacts: {foot: (Contact, ...)}; floor: {foot: height}; up: "x", "y", "z" or None.
         sliding_before / sliding_after: {foot: mean horizontal foot speed over its contact
             frames [units/s]} on the original and the corrected clip (:func:`foot_sliding`).
-        pins: {foot: ((3,) pin position per contact, ...)} (after the reach/floor adjustment).
-        pin_error: {foot: largest distance from the pin over the contact frames [units]}.
+        pins: {foot: ((3,) pin position per contact, ...)} (after the reach/floor adjustment;
+            with ``FootPlant.lift`` the height on a frame is the larger of the pin's and the
+            original foot's).
+        pin_error: {foot: largest distance of the foot from its contact target over the contact
+            frames [units]}.
         max_step: the bound used [rad/frame]; tolerance: the goals' position tolerance [units].
         max_joint_jump / max_joint_jump_original: largest ``joint_jump`` of the corrected / the
             original clip [rad].
@@ -565,34 +576,63 @@ def _raised_cos(k: int, B: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * k / (B + 1)))
 
 
-def _feasible_pin(pin, tops, radius, u, floor, iterations=200):
-    """Move ``pin`` the least needed into the intersection of the balls ``|x − tops[k]| ≤ radius``
-    and the half-space ``x[u] ≥ floor`` (alternating projections; when the intersection is empty
-    the result is a compromise near it)."""
-    x = pin.copy()
-    x[u] = max(x[u], floor)
-    if radius <= 0 or tops.shape[0] == 0:
-        return x
+def _project_balls(x, centres, radii, iterations=500):
+    """Alternating projections of ``x`` onto the balls (discs) ``|x − centres[k]| ≤ radii[k]``:
+    (point, True) once inside all of them, (compromise, False) if they do not meet."""
+    x = x.copy()
+    tol = 1e-12 * float(np.max(radii, initial=1.0))
     for _ in range(iterations):
         moved = 0.0
-        for k in range(tops.shape[0]):
-            d = x - tops[k]
+        for k in range(centres.shape[0]):
+            d = x - centres[k]
             n = math.sqrt(float(d @ d))
-            if n > radius:
-                x -= d * (1.0 - radius / n)
-                moved = max(moved, n - radius)
-        if x[u] < floor:
-            moved = max(moved, floor - x[u])
-            x[u] = floor
-        if moved <= 1e-12 * radius:
-            break
-    return x
+            if n > radii[k]:
+                x -= d * (1.0 - radii[k] / n)
+                moved = max(moved, n - radii[k])
+        if moved <= tol:
+            return x, True
+    return x, False
 
 
-def _plant_targets(P, contacts, pin_mode, up, floor, B, tops=None, radius=0.0):
+def _contact_targets(pin, P, tops, radius, u, floor, lift):
+    """The pin moved the least needed to be reachable, and the contact's per-frame targets.
+
+    Targets: the pin's horizontal position; height the pin's, or (``lift``) the original foot's
+    where that is higher (the heel rising before toe-off). The chain must reach every target:
+    ``|target − tops[f]| ≤ radius``. The pin moves horizontally if that suffices (alternating
+    projections onto the discs the balls cut at each frame's target height) — the foot keeps
+    its height — else in 3-D; when even that fails the frames that cannot reach are reported
+    as missed by the solve.
+    """
+    x = pin.copy()
+    x[u] = max(x[u], floor)
+    n = P.shape[0]
+
+    def targets(x):
+        T = np.repeat(x[None, :], n, axis=0)
+        if lift:
+            T[:, u] = np.maximum(x[u], P[:, u])
+        return T
+
+    if radius <= 0 or tops is None or n == 0:
+        return x, targets(x)
+    hz = [k for k in range(3) if k != u]
+    T = targets(x)
+    dh = tops[:, u] - T[:, u]
+    if np.all(np.abs(dh) < radius):
+        y, ok = _project_balls(x[hz], tops[:, hz], np.sqrt(radius * radius - dh * dh))
+        if ok:
+            x[hz] = y
+            return x, targets(x)
+    x, _ = _project_balls(x, tops, np.full(n, radius))
+    x[u] = max(x[u], floor)
+    return x, targets(x)
+
+
+def _plant_targets(P, contacts, pin_mode, up, floor, B, tops=None, radius=0.0, lift=True):
     """(F, 3) targets with NaN where the plant is inactive, and the pins. ``tops`` (F, 3): the
     position of the chain's top joint per frame, ``radius`` the chain's reach (pins are kept
-    within it, see :func:`_feasible_pin`)."""
+    within it, see :func:`_contact_targets`)."""
     F = P.shape[0]
     u = _UP[up]
     off = np.zeros((F, 3))
@@ -605,18 +645,18 @@ def _plant_targets(P, contacts, pin_mode, up, floor, B, tops=None, radius=0.0):
     for c in contacts:
         s, e = c.start, min(c.stop, F)
         pin = P[s].copy() if pin_mode == "start" else P[s:e].mean(axis=0)
-        pin = _feasible_pin(pin, tops[s:e] if tops is not None else np.zeros((0, 3)), radius, u, floor)
+        pin, T[s:e] = _contact_targets(pin, P[s:e], tops[s:e] if tops is not None else None, radius, u, floor,
+                                       lift)
         pins.append(pin)
-        T[s:e] = pin
         for k in range(1, B + 1):  # fade the pin's offset in before and out after the contact
             w = _raised_cos(k, B)
             f = s - k
             if f >= 0 and not in_contact[f]:
-                off[f] += w * (pin - P[s])
+                off[f] += w * (T[s] - P[s])
                 active[f] = True
             f = e - 1 + k
             if f < F and not in_contact[f]:
-                off[f] += w * (pin - P[e - 1])
+                off[f] += w * (T[e - 1] - P[e - 1])
                 active[f] = True
     blend = active & ~in_contact
     Tb = P[blend] + off[blend]
@@ -758,7 +798,7 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
 
     # per goal: frame name, weight, chain columns, (F, 3) targets with NaN where inactive
     compiled = []
-    contacts, floors, pins_of = {}, {}, {}
+    contacts, floors, pins_of, plant_T = {}, {}, {}, {}
     P_orig = {}
     for g in goals:
         kind = "FootPlant" if isinstance(g, FootPlant) else "Reach"
@@ -781,10 +821,11 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
             if tops is None:
                 tops = P_orig[top] = _track(robot, clip.frames, top)
             radius = (1.0 - REACH_MARGIN) * (_limb_length(clip, g.frame) - _limb_length(clip, top))
-            T, pins = _plant_targets(P, cs, g.pin, up, fl, B, tops, radius)
+            T, pins = _plant_targets(P, cs, g.pin, up, fl, B, tops, radius, g.lift)
             contacts[g.frame] = tuple(cs)
             floors[g.frame] = fl
             pins_of[g.frame] = pins
+            plant_T[g.frame] = T
         else:
             T = _reach_targets(g, clip, P)
         compiled.append((g.frame, g.weight, cols, T))
@@ -854,8 +895,8 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
         slide_before[p.frame] = foot_sliding(P_orig[p.frame], cs, clip.frame_time, up)
         slide_after[p.frame] = foot_sliding(Pn, cs, clip.frame_time, up)
         pe = 0.0
-        for c, pin in zip(cs, pins_of[p.frame]):
-            pe = max(pe, float(np.max(np.linalg.norm(Pn[c.start:c.stop] - pin, axis=1))))
+        for c in cs:
+            pe = max(pe, float(np.max(np.linalg.norm(Pn[c.start:c.stop] - plant_T[p.frame][c.start:c.stop], axis=1))))
         pin_err[p.frame] = pe
     report = ClipReport(status=tuple(status), error=err, step=step, raw_step=raw_step, joint_jump=jump,
                         contacts=contacts, floor=floors, up=up, sliding_before=slide_before,
