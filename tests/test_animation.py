@@ -242,7 +242,7 @@ def _circle(robot, clip, start, period=100, radius=3.0):
 
 def test_reach_follows_a_moving_target(wave):
     robot, clip = wave
-    short = dataclasses.replace(clip, frames=clip.frames[:480])
+    short = dataclasses.replace(clip, frames=clip.frames[:520])
     frames = range(300, 420)
     target = _circle(robot, short, 300)
     new, rep = ik.correct_clip(robot, short, [ik.Reach("RightHand", target, frames=frames)])
@@ -256,6 +256,9 @@ def test_reach_follows_a_moving_target(wave):
     assert all(rep.status[i] == "ok" for i in frames)
     # blended in before the range (no jump), untouched far from it
     assert rep.status[0] == "free" and np.array_equal(new.frames[:200], short.frames[:200])
+    # after the blend (30 frames) and the release of the arm's correction (30 more): the original again
+    assert np.array_equal(new.frames[480:], short.frames[480:]) and rep.status[-1] == "free"
+    assert rep.count("clipped") == 0
     corr = _wrap(new.frames - short.frames)
     assert np.abs(np.diff(corr, axis=0)).max() <= rep.max_step * (1 + 1e-9)
     # the rest of the body is the original

@@ -23,6 +23,11 @@ returns a corrected copy of the clip plus a :class:`ClipReport`. Two kinds of go
   ``targets(i) -> (3,)`` of the frame index ``i`` (time is ``i * clip.frame_time``). The target
   offset blends in before the range and out after it over ``blend`` frames.
 
+When a goal's last blended frame has passed, whatever correction its chain still holds (a
+redundant arm may reach the original hand position with other joint angles) fades to zero in
+joint space over another ``blend`` frames (a raised cosine), so the clip returns to the captured
+motion without a jump.
+
 Units are the clip's (BVH files: whatever length unit the file uses; speeds are units/s).
 
 How a frame is solved. Each goal moves only its *chain*: the rotation channels of the ``chain``
@@ -828,7 +833,8 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
             plant_T[g.frame] = T
         else:
             T = _reach_targets(g, clip, P)
-        compiled.append((g.frame, g.weight, cols, T))
+            B = g.blend if g.blend is not None else _default_blend(clip, 0.25)
+        compiled.append((g.frame, g.weight, cols, T, max(B, 1)))
 
     dof = clip.dof
     rot = clip.rotation_mask
@@ -842,12 +848,26 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
     discont = []
     iters = 0
     jw = np.full(dof, FROZEN_WEIGHT)
+    release = [None] * len(compiled)  # per goal: (first frame, its chain's correction then, frames)
     tick, close = _progress(progress, F)
     try:
         for i in range(F):
             q0 = q_orig[i]
-            act = [(name, w, cols, T[i]) for name, w, cols, T in compiled if not np.isnan(T[i, 0])]
-            desired = np.zeros(dof)  # the correction this frame's solution asks for
+            act = []
+            desired = np.zeros(dof)  # the correction this frame asks for
+            for k, (name, w, cols, T, B) in enumerate(compiled):
+                if not np.isnan(T[i, 0]):
+                    act.append((name, w, cols, T[i]))
+                    release[k] = None
+                    continue
+                if i > 0 and not np.isnan(T[i - 1, 0]):  # the goal just ended: release its chain
+                    release[k] = (i, corr[cols].copy(), B)
+                if release[k] is not None:
+                    i0, c0, n = release[k]
+                    if i - i0 < n:
+                        desired[cols] += _raised_cos(i - i0 + 1, n) * c0
+                    else:
+                        release[k] = None
             if act:
                 cols_all = np.unique(np.concatenate([c for _, _, c, _ in act]))
                 start = q0.copy()
@@ -866,8 +886,11 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
             if clipped:
                 d *= max_step / raw
                 discont.append((i, raw))
-            corr = corr + d
-            corr[rot] = _wrap(corr[rot])
+            if clipped:
+                corr = corr + d
+                corr[rot] = _wrap(corr[rot])
+            else:
+                corr = desired  # exactly (zero where nothing is corrected: the original bits)
             q = q0 + corr
             out[i] = q
             step[i] = min(raw, max_step)
