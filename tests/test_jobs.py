@@ -415,8 +415,7 @@ def test_cli_batch(reference, npz, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
 
 
-@pytest.mark.parametrize("case", ["missing", "columns", "other_job", "scheduler", "chunk"])
-def test_cli_batch_bad_input_exits_2(case, reference, npz, tmp_path):
+def _bad_batch_args(case, reference, npz, tmp_path):
     args = ["batch", "panda", "--targets", npz, "--out", str(tmp_path / "o"), "--frame", FRAME, "--no-progress"]
     if case == "missing":
         args[3] = str(tmp_path / "nope.npz")
@@ -428,12 +427,29 @@ def test_cli_batch_bad_input_exits_2(case, reference, npz, tmp_path):
         args += ["--seed", "5"]
     elif case == "scheduler":
         args += ["--scheduler", f"tcp://127.0.0.1:{_closed_port()}", "--connect-timeout", "1"]
+    elif case == "frame":
+        args[7] = "nope"
     else:
         args += ["--chunk-size", "0"]
-    p = run_cli(*args)
+    return args
+
+
+def test_cli_batch_bad_input_exits_2_subprocess(reference, npz, tmp_path):
+    p = run_cli(*_bad_batch_args("other_job", reference, npz, tmp_path))
     assert p.returncode == 2, p.stdout + p.stderr
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("invkin: error:"), p.stderr
+    assert len(lines) == 1 and lines[0].startswith("invkin: error:") and "another job" in lines[0], p.stderr
+
+
+@pytest.mark.parametrize("case", ["missing", "columns", "scheduler", "frame", "chunk"])
+def test_cli_batch_bad_input_exits_2(case, reference, npz, tmp_path, capsys):
+    from invkin.cli import main
+
+    assert main(_bad_batch_args(case, reference, npz, tmp_path)) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("invkin: error:"), err
+    assert not (tmp_path / "o").exists()  # bad input touches nothing
 
 
 def test_cli_batch_on_a_scheduler(cluster, reference, npz, tmp_path):

@@ -124,7 +124,7 @@ def test_frame_without_moving_joints():
 
 def test_dask_map_equals_local_map(panda_map):
     distributed = pytest.importorskip("dask.distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
                                   env={"NUMBA_NUM_THREADS": "1"}, host="127.0.0.1") as cl, \
             distributed.Client(cl, set_as_default=False) as client:
         m = reachability_map("panda", "panda_hand", client=client, **PANDA_KW)
@@ -135,18 +135,21 @@ def test_dask_map_equals_local_map(panda_map):
 def test_cli_reachability(tmp_path):
     out = tmp_path / "planar.npz"
     p = subprocess.run([INVKIN, "reachability", "planar2", "--frame", "hand", "--resolution", "0.2",
-                        "--orientations", "0", "--out", str(out), "--parquet", str(tmp_path / "v.parquet"),
-                        "--no-progress"], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    assert "reachable volume" in p.stdout and "voxels" in p.stdout
-    assert out.exists() and (tmp_path / "planar.png").exists() and (tmp_path / "v.parquet").exists()
-    assert ReachabilityMap.load(out).frame == "hand"
-    p = subprocess.run([INVKIN, "reachability", "panda", "--frame", "panda_hand", "--resolution", "0.4",
-                        "--orientations", "2", "--max-restarts", "2", "--json", "--plot", str(tmp_path / "p.png")],
+                        "--orientations", "0", "--out", str(out), "--parquet", str(tmp_path / "v.parquet")],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    s = json.loads(p.stdout)
-    assert s["orientations"] == 2 and s["files"] == [str(tmp_path / "p.png")] and "pose/s" in p.stderr
+    assert "reachable volume" in p.stdout and "voxels" in p.stdout and "pose/s" in p.stderr  # summary; progress
+    assert out.exists() and (tmp_path / "planar.png").exists() and (tmp_path / "v.parquet").exists()
+    assert ReachabilityMap.load(out).frame == "hand"
+
+
+def test_cli_reachability_json(tmp_path, capsys):
+    from invkin.cli import main
+
+    assert main(["reachability", "panda", "--frame", "panda_hand", "--resolution", "0.4", "--orientations", "2",
+                 "--max-restarts", "2", "--json", "--no-progress", "--plot", str(tmp_path / "p.png")]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["orientations"] == 2 and s["files"] == [str(tmp_path / "p.png")] and s["voxels_reachable"] > 0
 
 
 @pytest.mark.parametrize("args", [
@@ -155,9 +158,16 @@ def test_cli_reachability(tmp_path):
     ["--resolution", "0.3", "--frame", "nope"],
     ["--resolution", "0.3", "--out", "/nonexistent-dir/x.npz"],
 ])
-def test_cli_reachability_bad_input(args, tmp_path):
-    p = subprocess.run([INVKIN, "reachability", "planar2", "--no-progress", *args], capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path)
-    assert p.returncode == 2, p.stdout + p.stderr
-    lines = p.stderr.strip().splitlines()
+def test_cli_reachability_bad_input(args, tmp_path, capsys, monkeypatch):
+    from invkin.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["reachability", "planar2", "--no-progress", *args]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("invkin: error:")
+
+
+def test_cli_reachability_bad_input_subprocess(tmp_path):
+    p = subprocess.run([INVKIN, "reachability", "planar2", "--resolution", "0"], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.startswith("invkin: error: resolution"), p.stderr

@@ -42,6 +42,7 @@ manifest's ``robot.joint_names``), ``success`` bool, ``status`` string (``conver
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -223,6 +224,13 @@ def connect(scheduler: str, timeout: float = 5.0):
     except BaseException as e:  # OSError, TimeoutError, ValueError (bad address), protocol garbage
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise JobError(f"cannot reach the Dask scheduler at {scheduler!r} within {timeout:g} s: {msg}") from None
+
+
+def _close_quietly(client, timeout) -> None:
+    try:
+        client.close(timeout=timeout)
+    except Exception:  # pragma: no cover - best effort on the way out
+        pass
 
 
 def _n_threads(client) -> int:
@@ -588,7 +596,8 @@ def _part_bytes(c: int, a: int, res: dict, job_id: str, dof: int) -> bytes:
         "rotation_error": pa.array(np.asarray(res["rotation_error"], dtype=np.float64)),
         "iterations": pa.array(np.asarray(res["iterations"], dtype=np.int64)),
         "restarts": pa.array(np.asarray(res["restarts"], dtype=np.int64)),
-    }, metadata={b"invkin.job_id": job_id.encode(), b"invkin.chunk": str(c).encode(), b"invkin.format": FORMAT.encode()})
+    }, metadata={b"invkin.job_id": job_id.encode(), b"invkin.chunk": str(c).encode(),
+                 b"invkin.format": FORMAT.encode()})
     sink = io.BytesIO()
     pq.write_table(table, sink)
     return sink.getvalue()
@@ -776,97 +785,95 @@ def solve_dataset(robot, goals_source, out, frame: str | None = None, *, chunk_s
              "settings": {**settings, "seed": seed, "chunk_size": chunk_size}}
     job_id = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
     describe = f"robot {model.name!r}, frame {frame!r}, {N} {targets.kind} targets, seed {seed}, chunk {chunk_size}"
-    good = _prepare_out(out, job_id, overwrite, describe)
-    manifest = {
-        "format": FORMAT, "job_id": job_id, "describe": describe,
-        "robot": {"name": model.name, "dof": model.dof, "joint_names": list(model.joint_names),
-                  "source": spec[0] if spec[0] != "bundled" else spec[2],
-                  "model_sha256": ident["robot_model_sha256"]},
-        "frame": frame,
-        "targets": {"source": targets.source, "kind": targets.kind, "count": N, "sha256": ident["targets_sha256"],
-                    "has_q0": targets.q0 is not None},
-        "settings": ident["settings"],
-        "seed_rule": "chunk c solves targets [c*chunk_size, (c+1)*chunk_size) with solve_many seed = seed + "
-                     "c*chunk_size, i.e. target i uses seed + i",
-        "n_parts": P,
-        "parts": dict(good),
-        "complete": False,
-    }
-    status_names = None
+    with contextlib.ExitStack() as stack:
+        if scheduler is not None:  # before touching the folder: an unreachable scheduler changes nothing
+            client = connect(scheduler, connect_timeout)
+            stack.callback(_close_quietly, client, connect_timeout)
+        good = _prepare_out(out, job_id, overwrite, describe)
+        manifest = {
+            "format": FORMAT, "job_id": job_id, "describe": describe,
+            "robot": {"name": model.name, "dof": model.dof, "joint_names": list(model.joint_names),
+                      "source": spec[0] if spec[0] != "bundled" else spec[2],
+                      "model_sha256": ident["robot_model_sha256"]},
+            "frame": frame,
+            "targets": {"source": targets.source, "kind": targets.kind, "count": N, "sha256": ident["targets_sha256"],
+                        "has_q0": targets.q0 is not None},
+            "settings": ident["settings"],
+            "seed_rule": "chunk c solves targets [c*chunk_size, (c+1)*chunk_size) with solve_many seed = seed + "
+                         "c*chunk_size, i.e. target i uses seed + i",
+            "n_parts": P,
+            "parts": dict(good),
+            "complete": False,
+        }
+        status_names = None
 
-    def totals():
-        nonlocal status_names
+        def totals():
+            nonlocal status_names
+            from ..result import STATUS_CODES
+
+            if status_names is None:
+                status_names = [s.value for s in STATUS_CODES]
+            rows = sum(int(e["rows"]) for e in manifest["parts"].values())
+            succ = sum(int(e["success"]) for e in manifest["parts"].values())
+            counts = {}
+            for e in manifest["parts"].values():
+                for k, v in e.get("status_counts", {}).items():
+                    counts[k] = counts.get(k, 0) + int(v)
+            return {"rows": rows, "parts": len(manifest["parts"]), "success": succ, "status_counts": counts}
+
+        def flush():
+            manifest["totals"] = totals()
+            manifest["complete"] = len(manifest["parts"]) == P and manifest["totals"]["rows"] == N
+            manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            atomic_write(os.path.join(out, MANIFEST), (json.dumps(manifest, indent=1) + "\n").encode())
+
+        flush()
+        chunks = [(c, c * chunk_size, min(N, (c + 1) * chunk_size)) for c in range(P)
+                  if str(c) not in manifest["parts"]]
+        skipped = P - len(chunks)
+        computed = 0
+        rows_now = 0
+        last_flush = time.perf_counter()
         from ..result import STATUS_CODES
 
-        if status_names is None:
-            status_names = [s.value for s in STATUS_CODES]
-        rows = sum(int(e["rows"]) for e in manifest["parts"].values())
-        succ = sum(int(e["success"]) for e in manifest["parts"].values())
-        counts = {}
-        for e in manifest["parts"].values():
-            for k, v in e.get("status_counts", {}).items():
-                counts[k] = counts.get(k, 0) + int(v)
-        return {"rows": rows, "parts": len(manifest["parts"]), "success": succ, "status_counts": counts}
+        def on_result(c, res):
+            nonlocal computed, rows_now, last_flush
+            a = c * chunk_size
+            data = _part_bytes(c, a, res, job_id, model.dof)
+            name = part_name(c)
+            atomic_write(os.path.join(out, name), data, durable=False)
+            codes, cnt = np.unique(np.asarray(res["status_code"], dtype=np.int64), return_counts=True)
+            n = int(res["success"].shape[0])
+            manifest["parts"][str(c)] = {
+                "file": name, "rows": n, "start": a, "stop": a + n, "seed": seed + a, "bytes": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(), "success": int(np.count_nonzero(res["success"])),
+                "status_counts": {STATUS_CODES[int(k)].value: int(v) for k, v in zip(codes, cnt)},
+            }
+            computed += 1
+            rows_now += n
+            now = time.perf_counter()
+            if now - last_flush >= _MANIFEST_INTERVAL:
+                flush()
+                last_flush = now
+            if _after_part is not None:
+                _after_part(c)
 
-    def flush():
-        manifest["totals"] = totals()
-        manifest["complete"] = len(manifest["parts"]) == P and manifest["totals"]["rows"] == N
-        manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        atomic_write(os.path.join(out, MANIFEST), (json.dumps(manifest, indent=1) + "\n").encode())
-
-    flush()
-    chunks = [(c, c * chunk_size, min(N, (c + 1) * chunk_size)) for c in range(P) if str(c) not in manifest["parts"]]
-    skipped = P - len(chunks)
-    own_client = None
-    if scheduler is not None:
-        own_client = client = connect(scheduler, connect_timeout)
-    computed = 0
-    rows_now = 0
-    last_flush = time.perf_counter()
-    from ..result import STATUS_CODES
-
-    def on_result(c, res):
-        nonlocal computed, rows_now, last_flush
-        a = c * chunk_size
-        data = _part_bytes(c, a, res, job_id, model.dof)
-        name = part_name(c)
-        atomic_write(os.path.join(out, name), data, durable=False)
-        codes, cnt = np.unique(np.asarray(res["status_code"], dtype=np.int64), return_counts=True)
-        n = int(res["success"].shape[0])
-        manifest["parts"][str(c)] = {
-            "file": name, "rows": n, "start": a, "stop": a + n, "seed": seed + a, "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(), "success": int(np.count_nonzero(res["success"])),
-            "status_counts": {STATUS_CODES[int(k)].value: int(v) for k, v in zip(codes, cnt)},
-        }
-        computed += 1
-        rows_now += n
-        now = time.perf_counter()
-        if now - last_flush >= _MANIFEST_INTERVAL:
+        bar = _progress(N, N - sum(b - a for _, a, b in chunks), progress, f"invkin batch {job_id[:8]}")
+        t_run = time.perf_counter()
+        try:
+            run_chunks(model, spec, frame, targets.X, targets.q0, settings, chunks, client, on_result, seed=seed,
+                       max_in_flight=max_in_flight, progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
             flush()
-            last_flush = now
-        if _after_part is not None:
-            _after_part(c)
-
-    bar = _progress(N, N - sum(b - a for _, a, b in chunks), progress, f"invkin batch {job_id[:8]}")
-    t_run = time.perf_counter()
-    try:
-        run_chunks(model, spec, frame, targets.X, targets.q0, settings, chunks, client, on_result, seed=seed,
-                   max_in_flight=max_in_flight, progress=bar)
-    finally:
-        if bar is not None:
-            bar.close()
-        flush()
-        if own_client is not None:
-            try:
-                own_client.close(timeout=connect_timeout)
-            except Exception:  # pragma: no cover - best effort
-                pass
-    run_s = time.perf_counter() - t_run
-    tot = manifest["totals"]
-    return JobSummary(job_id=job_id, out=out, n_targets=N, n_parts=P, parts_computed=computed, parts_skipped=skipped,
-                      n_success=tot["success"], status_counts=tot["status_counts"],
-                      elapsed=time.perf_counter() - t_start, poses_per_second=rows_now / run_s if run_s > 0 else 0.0,
-                      complete=manifest["complete"], manifest=manifest)
+        run_s = time.perf_counter() - t_run
+        tot = manifest["totals"]
+        return JobSummary(job_id=job_id, out=out, n_targets=N, n_parts=P, parts_computed=computed,
+                          parts_skipped=skipped, n_success=tot["success"], status_counts=tot["status_counts"],
+                          elapsed=time.perf_counter() - t_start,
+                          poses_per_second=rows_now / run_s if run_s > 0 else 0.0,
+                          complete=manifest["complete"], manifest=manifest)
 
 
 def read_results(out, *, as_table: bool = False, verify: bool = True, allow_partial: bool = False):

@@ -17,6 +17,7 @@ fewer joints than rows), averaged per voxel.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -26,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dataset import (JobError, _check_settings, _progress, _quat_to_matrices, _require, atomic_write, connect,
-                      robot_spec, run_chunks)
+from .dataset import (JobError, _check_settings, _close_quietly, _progress, _quat_to_matrices, _require,
+                      atomic_write, connect, robot_spec, run_chunks)
 
 __all__ = ["ReachabilityMap", "reachability_map"]
 
@@ -309,22 +310,16 @@ def reachability_map(robot, frame: str | None = None, resolution: float = 0.05, 
         man[a:a + n] = res["manipulability"]
 
     chunks = [(c, c * chunk_size, min(n_t, (c + 1) * chunk_size)) for c in range(-(-n_t // chunk_size))]
-    own = None
-    if scheduler is not None:
-        own = client = connect(scheduler, connect_timeout)
-    bar = _progress(n_t, 0, progress, "invkin reachability")
-    t_run = time.perf_counter()
-    try:
+    with contextlib.ExitStack() as stack:
+        if scheduler is not None:
+            client = connect(scheduler, connect_timeout)
+            stack.callback(_close_quietly, client, connect_timeout)
+        bar = _progress(n_t, 0, progress, "invkin reachability")
+        if bar is not None:
+            stack.callback(bar.close)
+        t_run = time.perf_counter()
         run_chunks(model, spec, frame, X, None, settings, chunks, client, on_result, seed=seed,
                    with_manipulability=True, max_in_flight=max_in_flight, progress=bar)
-    finally:
-        if bar is not None:
-            bar.close()
-        if own is not None:
-            try:
-                own.close(timeout=connect_timeout)
-            except Exception:  # pragma: no cover
-                pass
     run_s = time.perf_counter() - t_run
     Kc = max(K, 1)
     s2 = succ.reshape(V, Kc)
