@@ -567,11 +567,8 @@ class Tracker:
 
     def _slot_name(self, slot):
         k = self._slots.index(slot)
-        return f"{k} ({self.goals_nonposture[k]!r:.120})"
-
-    @property
-    def goals_nonposture(self):
-        return [g for g in self.goals if not isinstance(g, Posture)]
+        target_goals = [g for g in self.goals if not isinstance(g, Posture)]
+        return f"{k} ({target_goals[k]!r:.120})"
 
     def update(self, targets) -> TrackStep:
         """New targets → one bounded, warm-started update.
