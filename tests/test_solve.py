@@ -293,3 +293,43 @@ def test_inputs_are_not_mutated(panda):
     ik.solve(panda, [ik.Pose("panda_hand", T)], q0=q0)
     assert np.array_equal(T, T_copy) and np.array_equal(q0, q0_copy)
     assert math.isfinite(float(np.sum(q0)))
+
+
+def test_nullspace_option_refines_lm_toward_the_objective_within_tolerance(panda):
+    T = panda.fk(panda.sample(rng=3), "panda_hand")
+    goal = [ik.Position("panda_hand", T[:3, 3])]
+    plain = ik.solve(panda, goal, seed=0)
+    refined = ik.solve(panda, goal, seed=0, nullspace="joint_limits")
+    assert refined.success and refined.info["nullspace"] == "joint_limits"
+    assert np.linalg.norm(panda.fk(refined.q, "panda_hand")[:3, 3] - T[:3, 3]) <= 1e-6
+    assert ik.distance_to_limits(panda, refined.q).min() > ik.distance_to_limits(panda, plain.q).min()
+
+
+def test_nullspace_option_goes_to_methods_with_an_in_loop_term(panda):
+    T = panda.fk(panda.sample(rng=3), "panda_hand")
+    res = ik.solve(panda, [ik.Position("panda_hand", T[:3, 3])], method="pinv", nullspace="posture")
+    assert res.success and "nullspace" not in res.info
+
+
+def test_rest_springs_blend_the_result_and_report_when_the_goal_is_lost(panda):
+    T = panda.fk(panda.sample(rng=3), "panda_hand")
+    goal = [ik.Position("panda_hand", T[:3, 3])]
+    rest = panda.neutral()
+    stiff_ik = ik.solve(panda, goal, seed=0, position_tolerance=1e-2,
+                        rest=dict(theta_orig=rest, p_orig=1.0, p_ik=1000.0))
+    stiff_rest = ik.solve(panda, goal, seed=0, rest=dict(theta_orig=rest, p_orig=1000.0, p_ik=1.0))
+    assert stiff_ik.info["rest"]["goal_reached"] and stiff_ik.success
+    assert not stiff_rest.info["rest"]["goal_reached"] and not stiff_rest.success
+    theta_ik = stiff_rest.info["rest"]["theta_ik"]
+    assert np.allclose(stiff_rest.q, (1000.0 * rest + theta_ik) / 1001.0)
+    assert np.allclose(stiff_rest.info["rest"]["stiffness"], 1001.0)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(nullspace="bogus"), "null-space objective"),
+    (dict(rest=dict(theta_orig=np.zeros(7), p_orig=-1.0, p_ik=1.0)), "p_orig"),
+    (dict(rest=dict(p_orig=1.0)), "theta_orig"),
+])
+def test_bad_nullspace_and_rest_options_are_goal_errors(panda, kwargs, match):
+    with pytest.raises(GoalError, match=match):
+        ik.solve(panda, [ik.Position("panda_hand", [0.4, 0, 0.4])], **kwargs)

@@ -110,7 +110,9 @@ def _sampler(robot):
 
 def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float = 1e-6,
           rotation_tolerance: float = 1e-6, timeout: float | None = 0.05, max_iterations: int | None = None,
-          seed=0, joint_weights=None, restarts: bool = True, mode: str = "speed", **options) -> Result:
+          seed=0, joint_weights=None, restarts: bool = True, mode: str = "speed", nullspace=None,
+          nullspace_gain: float = 0.5, nullspace_iterations: int = 50, rest: dict | None = None,
+          **options) -> Result:
     """Solve inverse kinematics for one or more goals.
 
     Args:
@@ -127,10 +129,90 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         restarts: restart from random configurations when an attempt stalls.
         mode: "speed" returns the first solution; "distance" keeps solving until the budget is
             spent and returns the converged solution closest to q0 (TRAC-IK's Distance mode).
+        nullspace: a redundancy objective (SEEDS.md §1's η): "joint_limits", "manipulability",
+            "posture" or a callable ``eta(q) -> (dof,)``. Methods with an in-loop null-space term
+            (pinv, dls) get it as their option; for the others a converged result is refined by
+            :func:`invkin.nullspace.refine_in_nullspace` (``nullspace_gain``,
+            ``nullspace_iterations``) without leaving the tolerances.
+        rest: rest-pose springs (SEEDS.md §3, 5.1): ``dict(theta_orig=(dof,), p_orig=..., p_ik=...,
+            d_orig=0, d_ik=0)``; the result is blended toward ``theta_orig`` by
+            :func:`invkin.motion.rest_blend`, ``info["rest"]`` holds the blended stiffness and
+            damping and whether the goals are still reached (status and success describe the
+            blended q).
         **options: method-specific settings (see each method's docstring).
 
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
     """
+    if nullspace is None and rest is None:
+        return _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
+                      seed, joint_weights, restarts, mode, options)
+    return _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout,
+                           max_iterations, seed, joint_weights, restarts, mode, options, nullspace, nullspace_gain,
+                           nullspace_iterations, rest)
+
+
+def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
+                    seed, joint_weights, restarts, mode, options, nullspace, nullspace_gain, nullspace_iterations,
+                    rest) -> Result:
+    """solve() with a null-space objective and/or rest-pose springs."""
+    import dataclasses
+
+    t_start = time.perf_counter()
+    m = get_method(method)
+    refine = None
+    if nullspace is not None:
+        from .nullspace import make_objective
+
+        if "nullspace" in m.defaults:
+            options = {**options, "nullspace": nullspace}
+            if "nullspace_gain" in m.defaults:
+                options["nullspace_gain"] = nullspace_gain
+        else:
+            problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
+            make_objective(nullspace, robot, problem=problem)  # a bad name fails before solving
+            refine = nullspace
+    if rest is not None:
+        if not isinstance(rest, dict) or not {"theta_orig", "p_orig", "p_ik"} <= set(rest):
+            raise GoalError(f"rest: expected dict(theta_orig=..., p_orig=..., p_ik=..., [d_orig, d_ik]), "
+                            f"got {rest!r:.200}")
+        from .motion import rest_blend
+
+        rest_blend(rest["theta_orig"], robot.neutral(), rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
+                   rest.get("d_ik", 0.0), robot=robot)  # validates the springs before solving
+    res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations, seed,
+                 joint_weights, restarts, mode, options)
+    q = res.q
+    info = dict(res.info)
+    if refine is not None and res.success:
+        from .nullspace import refine_in_nullspace
+
+        q = refine_in_nullspace(robot, goals, q, refine, gain=nullspace_gain, iterations=nullspace_iterations,
+                                position_tolerance=position_tolerance, rotation_tolerance=rotation_tolerance,
+                                joint_weights=joint_weights)
+        info["nullspace"] = refine if isinstance(refine, str) else "callable"
+    if rest is not None:
+        from .motion import rest_blend
+
+        q_ik = q
+        q, p, d = rest_blend(rest["theta_orig"], q_ik, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
+                             rest.get("d_ik", 0.0), robot=robot)
+        q = np.minimum(np.maximum(np.asarray(q, dtype=float), robot.lower), robot.upper)
+        info["rest"] = {"theta_ik": q_ik, "stiffness": p, "damping": d}
+    if q is res.q:
+        return res
+    problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
+    perr, rerr = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
+                             problem.gR, problem.gaxis, problem.gw)
+    ok = perr <= position_tolerance and rerr <= rotation_tolerance
+    if "rest" in info:
+        info["rest"]["goal_reached"] = bool(ok)
+    status = Status.CONVERGED if ok else (res.status if not res.success else Status.STALLED)
+    return dataclasses.replace(res, q=q, success=bool(ok), status=status, position_error=float(perr),
+                               rotation_error=float(rerr), time=time.perf_counter() - t_start, info=info)
+
+
+def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations, seed,
+           joint_weights, restarts, mode, options) -> Result:
     t_start = time.perf_counter()
     m = get_method(method)
     _check_positive("position_tolerance", position_tolerance)
