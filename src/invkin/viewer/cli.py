@@ -1,0 +1,91 @@
+"""``invkin view ROBOT|FILE.bvh``, and the server loop that ``invkin demo`` shares.
+
+Nothing here imports viser: ``invkin --help`` works without the ``[viewer]`` extra, and starting a
+viewer without it is a one-line error (exit 2).
+"""
+from __future__ import annotations
+
+import signal
+import sys
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+
+
+def _port(text: str) -> int:
+    import argparse
+
+    try:
+        p = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= p <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in [0, 65535], got {p}")
+    return p
+
+
+def add_server_arguments(p) -> None:
+    """--host and --port, shared by ``view`` and ``demo``."""
+    p.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                   help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
+    p.add_argument("--host", default=DEFAULT_HOST,
+                   help=f"address to listen on (default {DEFAULT_HOST}: this machine only)")
+
+
+def serve(app, out=None) -> int:
+    """Start ``app``, print its URL, serve until Ctrl-C (or SIGTERM), stop cleanly; exit code 0."""
+    out = out or sys.stdout
+    stop_signal = {}
+
+    def on_term(signum, _frame):
+        stop_signal["sig"] = signum
+        raise KeyboardInterrupt
+
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread: Ctrl-C handling is the caller's
+        previous = None
+    try:
+        app.start()
+        print(f"invkin viewer: {app.url}  ({app.robot.name}; Ctrl-C to stop)", file=out, flush=True)
+        while not app.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        app.stop()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    print("invkin viewer: stopped", file=out, flush=True)
+    return 0
+
+
+def cmd_view(args) -> int:
+    from .app import ViewerApp
+
+    app = ViewerApp(args.robot, host=args.host, port=args.port, method=args.method,
+                    targets=args.frame or None)
+    return serve(app)
+
+
+def run_demo(name: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
+    """``invkin demo NAME``: the viewer with one of the demos."""
+    from .app import demo_app
+
+    return serve(demo_app(name, host, port))
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "view", help="browser viewer: drag targets, pick a method, watch it solve",
+        description="Serve a browser viewer for a robot (bundled name or .urdf) or a BVH skeleton "
+                    "(its clip plays beside the IK-corrected clip when invkin.correct_clip exists). "
+                    "Drag the targets; the server solves with the chosen method and redraws. "
+                    "Needs the [viewer] extra (viser). Ctrl-C stops.")
+    p.add_argument("robot", metavar="ROBOT|FILE.bvh", help="bundled name (panda, ur5, ...), a .urdf or a .bvh file")
+    add_server_arguments(p)
+    p.add_argument("--method", default=None, help="solver to start with (default lm; see `invkin methods`)")
+    p.add_argument("--frame", action="append", metavar="FRAME",
+                   help="put a target on this frame (repeatable; default: the last frame, none for BVH)")
+    p.set_defaults(func=cmd_view)
