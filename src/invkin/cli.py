@@ -128,6 +128,17 @@ def cmd_solve(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    """The browser viewer with a demo (panda by default); ``--tour``: the terminal tour."""
+    if not args.tour:
+        from .viewer.cli import run_demo
+
+        return run_demo(args.name, args.host, args.port)
+    if args.name != "panda":
+        raise UsageError(f"--tour: the terminal tour shows the panda only, not {args.name!r}")
+    return _tour()
+
+
+def _tour() -> int:
     """A short terminal tour: load the panda, print its tree, FK and Jacobian, solve a pose."""
     from .model import load_robot
     from .solve import solve
@@ -186,8 +197,19 @@ def register(sub) -> None:
     p = sub.add_parser("methods", help="list the registered IK methods")
     p.set_defaults(func=lambda a: (print("\n".join(__import__("invkin").methods())), EXIT_OK)[1])
 
-    p = sub.add_parser("demo", help="the main demo (terminal tour of the panda for now)",
-                       description="A short terminal tour: the panda's tree, FK, Jacobian and a solve.")
+    from .viewer.app import DEMOS
+    from .viewer.cli import add_server_arguments
+
+    p = sub.add_parser("demo", help="the main demo: the browser viewer (or --tour in the terminal)",
+                       description="Start the browser viewer with a demo and print its URL "
+                                   "(http://127.0.0.1:8080 by default; Ctrl-C stops): panda (drag the "
+                                   "hand's target, pick a method), tentacle (arrow keys move the target; "
+                                   "a second tentacle sways by FK), two-bone (closed form, elbow up/down), "
+                                   "reach (straight-line reach of seed8dof). --tour prints the terminal "
+                                   "tour of the panda instead.")
+    p.add_argument("name", nargs="?", default="panda", choices=DEMOS, help="which demo (default panda)")
+    p.add_argument("--tour", action="store_true", help="the terminal tour (tree, FK, Jacobian, a solve)")
+    add_server_arguments(p)
     p.set_defaults(func=cmd_demo)
 
 
