@@ -1,0 +1,223 @@
+"""The ``invkin`` command, run as a user runs it: a subprocess, exit codes 0/1/2, one-line errors."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import invkin as ik
+
+ROOT = Path(__file__).resolve().parents[1]
+INVKIN = [sys.executable, "-m", "invkin.cli"]  # the same entry point as the console script
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def run(*args, timeout=120):
+    return subprocess.run(INVKIN + [str(a) for a in args], capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT, env=ENV)
+
+
+def assert_one_line_error(p, code=2):
+    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("invkin: error: "), p.stderr
+    assert "Traceback" not in p.stderr + p.stdout
+    return lines[0]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ------------------------------------------------------------------ commands
+
+
+def test_console_script_and_module_are_the_same_command():
+    script = Path(sys.executable).with_name("invkin")
+    if not script.exists():
+        pytest.skip(f"no console script next to {sys.executable}")
+    p = subprocess.run([str(script), "methods"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout == run("methods").stdout
+
+
+def test_info_prints_the_tree_and_json_lists_joints_and_frames():
+    p = run("info", "panda")
+    assert p.returncode == 0 and "panda_joint1" in p.stdout and "panda_hand" in p.stdout
+    d = json.loads(run("info", "panda", "--json").stdout)
+    assert d["dof"] == 7 and len(d["joint_names"]) == 7 and "panda_hand" in d["frames"]
+
+
+def test_fk_json_gives_the_frame_pose():
+    p = run("fk", "planar2", "--q", 0, 0, "--frame", "hand", "--json")
+    assert p.returncode == 0
+    T = np.array(json.loads(p.stdout)["T"])
+    assert np.allclose(T[:3, 3], [1.8, 0.0, 0.0])
+
+
+def test_solve_json_reports_q_names_status_and_errors():
+    p = run("solve", "planar2", "--frame", "hand", "--xyz", 1.0, 0.8, 0.0, "--json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    for key in ("q", "joint_names", "success", "status", "position_error", "rotation_error"):
+        assert key in d
+    assert d["success"] is True and d["status"] == "converged"
+    assert d["joint_names"] == ["shoulder", "elbow"] and len(d["q"]) == 2
+    robot = ik.load_robot("planar2")
+    assert np.linalg.norm(robot.fk(np.array(d["q"]), "hand")[:3, 3] - [1.0, 0.8, 0.0]) <= 1e-6
+    assert d["position_error"] <= 1e-6
+
+
+def test_solve_of_an_unreachable_target_exits_1_with_the_stretched_pose():
+    p = run("solve", "planar2", "--frame", "hand", "--xyz", 5.0, 0.0, 0.0, "--json")
+    assert p.returncode == 1, p.stderr
+    d = json.loads(p.stdout)
+    assert d["success"] is False and d["status"] == "unreachable"
+    assert abs(d["position_error"] - (5.0 - 1.8)) < 1e-3
+
+
+def test_methods_lists_every_registered_method():
+    p = run("methods")
+    assert p.returncode == 0 and p.stdout.split() == ik.methods()
+
+
+def test_demo_tour_prints_the_panda_tour():
+    p = run("demo", "--tour")
+    assert p.returncode == 0, p.stderr
+    assert "Franka Panda" in p.stdout and "Jacobian" in p.stdout and "converged" in p.stdout
+
+
+@pytest.mark.parametrize("command", ["info", "fk", "solve", "methods", "demo", "view"])
+def test_every_command_has_help(command):
+    p = run(command, "--help")
+    assert p.returncode == 0 and p.stdout.startswith("usage: invkin " + command)
+
+
+def test_view_and_demo_help_name_host_port_and_defaults():
+    view = run("view", "--help").stdout
+    assert "ROBOT|FILE.bvh" in view and "--port" in view and "--host" in view and "127.0.0.1" in view
+    demo = run("demo", "--help").stdout
+    for word in ("panda", "tentacle", "two-bone", "reach", "--tour", "8080"):
+        assert word in demo
+
+
+# ------------------------------------------------------------------ bad input: exit 2, one line
+
+
+def test_unknown_robot_is_one_line_naming_close_models():
+    line = assert_one_line_error(run("info", "pandaa"))
+    assert "'pandaa'" in line and "panda" in line
+
+
+def test_malformed_bvh_is_one_line_with_the_line_number(tmp_path):
+    f = tmp_path / "broken.bvh"
+    f.write_text("HIERARCHY\nROOT Hips\n{\n  OFFSET 0 0\n")
+    for cmd in (("info", f), ("view", f, "--port", 0)):
+        line = assert_one_line_error(run(*cmd))
+        assert "broken.bvh" in line
+
+
+def test_unknown_method_is_one_line_listing_the_methods():
+    line = assert_one_line_error(run("solve", "planar2", "--frame", "hand", "--xyz", 1, 0, 0, "--method", "ccdd"))
+    assert "'ccdd'" in line and "lm" in line and "ccd" in line
+
+
+def test_unknown_frame_is_one_line_naming_close_frames():
+    line = assert_one_line_error(run("solve", "panda", "--frame", "panda_hnad", "--xyz", 0.4, 0, 0.4))
+    assert "'panda_hnad'" in line and "panda_hand" in line
+    assert_one_line_error(run("fk", "panda", "--frame", "nope"))
+    assert_one_line_error(run("view", "panda", "--frame", "nope", "--port", 0))
+
+
+def test_wrong_q_count_is_one_line_with_the_expected_count():
+    line = assert_one_line_error(run("fk", "panda", "--q", 0, 0, 0))
+    assert "expected 7 values" in line and "got 3" in line
+
+
+def test_view_with_an_unknown_method_is_one_line():
+    assert "'nope'" in assert_one_line_error(run("view", "planar2", "--method", "nope", "--port", 0))
+
+
+def test_demo_tour_of_another_demo_is_refused():
+    assert_one_line_error(run("demo", "tentacle", "--tour"))
+
+
+@pytest.mark.parametrize("command", [("view", "planar2"), ("demo",), ("demo", "tentacle")])
+def test_a_port_in_use_exits_2_naming_the_port(command):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        line = assert_one_line_error(run(*command, "--port", port))
+    assert str(port) in line and "in use" in line
+
+
+# ------------------------------------------------------------------ serving
+
+
+def _serve(*args):
+    """Start `invkin ARGS`, wait for the URL line; returns (process, url)."""
+    p = subprocess.Popen(INVKIN + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=ROOT, env=ENV)
+    end = time.monotonic() + 90
+    line = ""
+    while time.monotonic() < end:
+        line = p.stdout.readline()
+        if "http://" in line or p.poll() is not None:
+            break
+    if "http://" not in line:
+        p.kill()
+        out, err = p.communicate()
+        pytest.fail(f"no URL printed: {line!r} {out!r} {err!r}")
+    return p, line.split("http://", 1)[1].split()[0]
+
+
+def _stop(p, sig=signal.SIGINT):
+    p.send_signal(sig)
+    try:
+        out, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail("the viewer did not stop on the signal")
+    return p.returncode, out, err
+
+
+@pytest.mark.parametrize("args", [("view", "planar2"), ("demo", "tentacle")])
+def test_serving_prints_the_url_serves_only_the_app_and_ctrl_c_stops_cleanly(args):
+    pytest.importorskip("viser", reason="the viewer needs the [viewer] extra (viser)")
+    port = free_port()
+    p, hostport = _serve(*args, "--port", port)
+    try:
+        assert hostport == f"127.0.0.1:{port}"
+        with urllib.request.urlopen(f"http://{hostport}/", timeout=10) as r:
+            assert r.status == 200 and b"<html" in r.read(4096).lower()
+        for path in ("/../../../pyproject.toml", "/%2e%2e/%2e%2e/_viser.py", "/etc/passwd"):
+            try:
+                with urllib.request.urlopen(f"http://{hostport}{path}", timeout=10) as r:
+                    body = r.read()
+            except urllib.error.HTTPError:
+                continue
+            assert b"[project]" not in body and b"import " not in body and b"root:" not in body
+    finally:
+        code, out, err = _stop(p)
+    assert code == 0, err
+    assert "stopped" in out and "Traceback" not in err
+
+
+def test_sigterm_stops_the_viewer_cleanly_too():
+    pytest.importorskip("viser", reason="the viewer needs the [viewer] extra (viser)")
+    p, _ = _serve("view", "planar2", "--port", free_port())
+    code, out, err = _stop(p, signal.SIGTERM)
+    assert code == 0 and "stopped" in out and "Traceback" not in err

@@ -1,0 +1,372 @@
+"""The browser viewer: server-side state through the in-process API, and the page in Chromium.
+
+Browser tests drive Debian's chromium (/usr/bin/chromium) with Playwright and never download a
+browser; they are skipped, with the reason, only when chromium or Playwright is missing.
+Screenshots land in artifacts/ (git-ignored).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import invkin as ik
+from invkin.viewer import PortInUseError, ViewerApp, ViewerError, demo_app
+
+pytest.importorskip("viser", reason="the viewer needs the [viewer] extra (viser)")
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts"
+MOCAP = ROOT / "src" / "invkin" / "data" / "mocap"
+CHROMIUM = os.environ.get("INVKIN_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def started():
+    """started(app) starts a viewer and stops it after the test."""
+    apps = []
+
+    def start(app):
+        apps.append(app)
+        return app.start()
+
+    yield start
+    for app in apps:
+        app.stop()
+
+
+# ------------------------------------------------------------------ server side, no browser
+
+
+def test_moving_a_target_solves_on_the_server_and_changes_the_joints(started):
+    app = started(ViewerApp("panda", port=free_port()))
+    q0 = app.current_q
+    p = app.target_position("panda_hand") + (0.05, 0.05, -0.1)
+    res = app.set_target(p, "panda_hand")
+    assert res.success
+    assert np.linalg.norm(app.current_q - q0) > 1e-3
+    assert np.linalg.norm(app.frame_position("panda_hand") - p) <= app.position_tolerance
+    assert "converged" in app.status and "ms" in app.status
+
+
+def test_every_method_can_be_picked_and_a_refusal_is_a_status_not_a_crash(started):
+    app = started(ViewerApp("planar2", port=0))
+    p = app.target_position() + (-0.3, 0.4, 0.0)
+    for m in ik.methods():
+        app.set_method(m)
+        app.set_target(p)
+        assert app.method == m
+        assert app.status  # converged, another status, or "error: ..." for a method that refuses
+    app.set_method("lm")
+    assert app.set_target(p).success
+
+
+def test_the_solver_thread_follows_target_updates(started):
+    app = started(ViewerApp("seed8dof", port=0))
+    q0 = app.current_q
+    p = app.target_position() + (0.3, -0.2, -0.4)
+    app.set_target(p, solve=False)
+    app._wake.set()  # what a gizmo drag does
+    for _ in range(100):
+        if np.linalg.norm(app.current_q - q0) > 1e-3:
+            break
+        time.sleep(0.05)
+    assert np.linalg.norm(app.frame_position("effector") - p) < 1e-3
+
+
+def test_an_unknown_method_or_frame_or_scene_is_refused_before_serving():
+    with pytest.raises(ik.SolverError, match="choose one of"):
+        ViewerApp("panda", port=0, method="nope")
+    with pytest.raises(ik.FrameError, match="closest"):
+        ViewerApp("panda", port=0, targets=["panda_hnad"])
+    with pytest.raises(ViewerError, match="scene"):
+        ViewerApp("panda", port=0, scene="nope")
+    with pytest.raises(ViewerError, match="demo"):
+        demo_app("nope")
+
+
+def test_a_port_in_use_is_a_clear_error_naming_the_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        app = ViewerApp("planar2", port=port)
+        with pytest.raises(PortInUseError, match=str(port)):
+            app.start()
+        app.stop()
+
+
+def test_the_server_listens_on_localhost_by_default(started):
+    app = started(ViewerApp("planar2", port=0))
+    assert app.server.get_host() == "127.0.0.1"
+    assert app.url.startswith("http://127.0.0.1:")
+
+
+def test_missing_viser_is_a_clear_error_with_the_install_command(monkeypatch):
+    monkeypatch.setitem(sys.modules, "viser", None)
+    with pytest.raises(ViewerError, match=r"invkin\[viewer\]"):
+        ViewerApp("planar2", port=0).start()
+
+
+def test_fk_mode_sets_joints_directly_within_limits(started):
+    app = started(ViewerApp("panda", port=0))
+    q = app.robot.neutral() + 0.2
+    app.set_q(q)
+    assert np.allclose(app.current_q, q)
+    app.set_q(app.robot.upper + 1.0)
+    assert np.all(app.current_q <= app.robot.upper)
+
+
+def test_tentacle_arrow_moves_the_target_and_ccd_follows(started):
+    app = started(demo_app("tentacle", port=0))
+    assert app.method == "ccd" and app.robot.dof == 12
+    p0 = app.target_position("tip")
+    res = app.move_target(-0.05, 0.0, 0.0)
+    assert np.allclose(app.target_position("tip"), p0 + (-0.05, 0.0, 0.0))
+    assert res.success
+    assert np.linalg.norm(app.frame_position("tip") - app.target_position("tip")) <= app.position_tolerance
+    q = app.sway_q.copy()
+    time.sleep(0.3)
+    assert not np.allclose(q, app.sway_q)  # the FK tentacle sways by itself
+
+
+@pytest.mark.parametrize("target", [(0.9, 1.0, 0.0), (1.6, -0.2, 0.0), (2.5, 0.0, 0.0)])
+def test_two_bone_elbow_up_and_down_are_mirror_solutions(started, target):
+    app = started(demo_app("two-bone", port=0))
+    l1, l2 = app.bone_lengths
+    app.elbow_up = True
+    up = app.set_target(target, "hand")
+    app.elbow_up = False
+    down = app.set_target(target, "hand")
+    b = np.hypot(*target[:2])
+    if b <= l1 + l2:
+        for q in (up, down):
+            app.set_q(q)
+            assert np.linalg.norm(app.frame_position("hand") - target) < 1e-9
+        assert up[1] <= 0 <= down[1] and np.isclose(up[1], -down[1])
+        assert "reachable" in app.status
+    else:  # out of reach: both stretch straight toward the target
+        assert np.allclose(up, down) and abs(up[1]) < 1e-12
+        assert "out of reach" in app.status
+
+
+def test_two_bone_3d_arm_reaches_its_target(started):
+    app = started(demo_app("two-bone", port=0))
+    target = app.arm3d_shoulder + (0.8, 0.5, 0.7)
+    app.set_target(target, "arm3d")
+    assert np.linalg.norm(app.arm3d_points[2] - target) < 1e-9
+    assert app.arm3d_points[1][2] > app.arm3d_shoulder[2]  # elbow up: the pole is +z
+
+
+def test_reach_walks_a_straight_line_and_refuses_out_of_workspace(started):
+    app = started(demo_app("reach", port=0))
+    assert app.wait_reach(30)  # the demo opens walking toward a target
+    target = np.array([0.8, 1.2, 1.6])
+    start = app.frame_position("effector")
+    app.set_target(target)
+    seen = []
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        seen.append(app.frame_position("effector"))
+        if app.wait_reach(0.05):
+            break
+    seen.append(app.frame_position("effector"))
+    assert np.linalg.norm(seen[-1] - target) <= app.reach_step
+    u = (target - start) / np.linalg.norm(target - start)
+    off_line = [np.linalg.norm((x - start) - np.dot(x - start, u) * u) for x in seen]
+    assert max(off_line) < 0.02
+    q = app.current_q
+    app.set_target([0.0, 0.0, 3.5])
+    assert "out of workspace" in app.status
+    assert np.array_equal(app.current_q, q)
+
+
+def test_a_bvh_clip_plays_and_the_gui_says_whether_it_is_corrected(started):
+    app = started(ViewerApp(MOCAP / "cmu_49_04_run_leap.bvh", port=0))
+    assert app.bvh and app.playing and app.target_frames == []
+    f0 = app.clip_frame
+    time.sleep(0.5)
+    assert app.clip_frame != f0
+    fn = getattr(ik, "correct_clip", None)
+    if fn is None and app.corrected_frames is None:
+        assert "not available" in app.correction_note or "failed" in app.correction_note
+    else:
+        assert app.corrected_frames.shape == app.clip.frames.shape
+        assert "correct_clip" in app.correction_note
+
+
+def test_a_corrected_clip_is_drawn_beside_the_original(started, monkeypatch):
+    calls = []
+
+    def fake_correct_clip(robot, clip, goals=None):
+        calls.append(goals)
+        return clip, None
+
+    monkeypatch.setattr(ik, "correct_clip", fake_correct_clip, raising=False)
+    app = started(ViewerApp(MOCAP / "cmu_49_04_run_leap.bvh", port=0))
+    assert calls and app.corrected_frames is not None
+    assert app._corr_skel is not None
+    app.set_target(app.frame_position("LeftHand") + (0.0, 2.0, 0.0), "LeftHand")  # IK on a skeleton
+    assert not app.playing
+
+
+def test_ctrl_c_style_stop_is_idempotent_and_frees_the_port():
+    port = free_port()
+    app = ViewerApp("planar2", port=port).start()
+    app.stop()
+    app.stop()
+    app2 = ViewerApp("planar2", port=port).start()  # the port is free again
+    assert app2.port == port
+    app2.stop()
+
+
+# ------------------------------------------------------------------ in the browser
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        pytest.skip(f"chromium not found at {CHROMIUM} (Debian: apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+def _open(browser, app):
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(app.url)
+    page.wait_for_selector("canvas", timeout=30_000)
+    for _ in range(300):
+        if app.server.get_clients():
+            break
+        time.sleep(0.05)
+    assert app.server.get_clients(), "the page never connected to the viewer's websocket"
+    return page
+
+
+def _shot(page, name: str) -> None:
+    """Save a screenshot to artifacts/ without viser's "software WebGL" notice."""
+    close = page.locator(".mantine-Notification-closeButton")
+    for i in range(close.count()):
+        try:
+            close.nth(i).click(timeout=2_000)
+        except Exception:  # it may have gone by itself
+            pass
+    if close.count():
+        time.sleep(0.5)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name))
+
+
+def _pixels(page, path=None) -> np.ndarray:
+    from io import BytesIO
+
+    from PIL import Image
+
+    png = page.screenshot(path=None if path is None else str(path))
+    return np.asarray(Image.open(BytesIO(png)).convert("RGB"))
+
+
+def _view(img: np.ndarray) -> np.ndarray:
+    """The 3-D view: left of the GUI panel, below viser's notices (top left)."""
+    return img[int(0.25 * img.shape[0]):, : int(0.72 * img.shape[1])]
+
+
+def _robot_pixels(img: np.ndarray) -> int:
+    """Pixels of the drawn links (blue-grey) and joints (orange) in the 3-D view."""
+    v = _view(img).astype(int)
+    r, g, b = v[..., 0], v[..., 1], v[..., 2]
+    links = (b > r + 35) & (b > 120)
+    joints = (r > 180) & (r > b + 60) & (g > 100)
+    return int(np.count_nonzero(links | joints))
+
+
+def _wait_drawn(page, min_pixels=400, timeout=30.0) -> np.ndarray:
+    end = time.monotonic() + timeout
+    while True:
+        img = _pixels(page)
+        if _robot_pixels(img) >= min_pixels or time.monotonic() > end:
+            return img
+        time.sleep(0.5)
+
+
+def test_page_loads_draws_the_robot_and_follows_a_moved_target(browser, started):
+    app = started(demo_app("panda", port=free_port()))
+    page = _open(browser, app)
+    try:
+        assert page.get_by_text("drag a target").first.is_visible()
+        _wait_drawn(page)
+        _shot(page, "viewer_panda.png")
+        img = _pixels(page)
+        view = _view(img).reshape(-1, 3)
+        colours = np.unique(view, axis=0)
+        background = np.all(view == view[0], axis=1).mean()
+        assert len(colours) > 50, f"only {len(colours)} distinct colours: the canvas looks blank"
+        assert background < 0.97
+        assert _robot_pixels(img) >= 400, "no links or joints drawn"
+
+        q0 = app.current_q  # the server solves for a moved target and the page redraws
+        res = app.set_target(app.target_position() + (0.15, -0.25, -0.2))
+        assert res.success and np.linalg.norm(app.current_q - q0) > 0.05
+        end = time.monotonic() + 20
+        while True:
+            after = _pixels(page)
+            changed = np.any(np.abs(_view(after).astype(int) - _view(img).astype(int)) > 30, axis=2)
+            if changed.mean() > 0.002 or time.monotonic() > end:
+                break
+            time.sleep(0.3)
+        _shot(page, "viewer_panda_moved.png")
+        assert changed.mean() > 0.002, "the page did not redraw the robot"
+    finally:
+        page.close()
+
+
+def test_arrow_key_in_the_page_moves_the_tentacle_target(browser, started):
+    app = started(demo_app("tentacle", port=free_port()))
+    page = _open(browser, app)
+    try:
+        _wait_drawn(page)
+        page.mouse.click(300, 650)  # focus the 3-D view (an empty spot: no gizmo there)
+        p0 = app.target_position("tip")
+        page.keyboard.press("ArrowLeft")
+        for _ in range(200):
+            if not np.allclose(app.target_position("tip"), p0):
+                break
+            time.sleep(0.05)
+        assert np.allclose(app.target_position("tip"), p0 + (-0.05, 0.0, 0.0))
+        page.keyboard.press("ArrowUp")
+        for _ in range(200):
+            if app.target_position("tip")[2] > p0[2]:
+                break
+            time.sleep(0.05)
+        assert np.allclose(app.target_position("tip"), p0 + (-0.05, 0.0, 0.05))
+        assert np.linalg.norm(app.frame_position("tip") - app.target_position("tip")) <= app.position_tolerance
+        _shot(page, "viewer_tentacle.png")
+    finally:
+        page.close()
+
+
+def test_the_reach_demo_draws_in_the_page(browser, started):
+    app = started(demo_app("reach", port=free_port()))
+    page = _open(browser, app)
+    try:
+        img = _wait_drawn(page, min_pixels=150)
+        _shot(page, "viewer_reach.png")
+        assert _robot_pixels(img) >= 150
+    finally:
+        page.close()
