@@ -150,6 +150,10 @@ def test_cli_reachability_json(tmp_path, capsys):
                  "--max-restarts", "2", "--json", "--no-progress", "--plot", str(tmp_path / "p.png")]) == 0
     s = json.loads(capsys.readouterr().out)
     assert s["orientations"] == 2 and s["files"] == [str(tmp_path / "p.png")] and s["voxels_reachable"] > 0
+    assert main(["reachability", "planar2", "--resolution", "0.3", "--orientations", "0", "--reach-box",
+                 "--json", "--no-progress"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["grid_shape"] == [13, 13, 13]  # the reach sphere's box (radius 1.8) on a 0.3 m grid
 
 
 @pytest.mark.parametrize("args", [
@@ -157,6 +161,7 @@ def test_cli_reachability_json(tmp_path, capsys):
     ["--resolution", "0.3", "--out", "map.txt"],
     ["--resolution", "0.3", "--frame", "nope"],
     ["--resolution", "0.3", "--out", "/nonexistent-dir/x.npz"],
+    ["--resolution", "0.3", "--reach-box", "--bounds", "0", "1", "0", "1", "0", "1"],
 ])
 def test_cli_reachability_bad_input(args, tmp_path, capsys, monkeypatch):
     from invkin.cli import main

@@ -35,7 +35,9 @@ def cmd_reachability(args) -> int:
     from .dataset import JobError
     from .reachability import reachability_map
 
-    bounds = None
+    bounds = "reach" if args.reach_box else None
+    if args.bounds is not None and args.reach_box:
+        raise JobError("give either --bounds or --reach-box, not both")
     if args.bounds is not None:
         b = args.bounds
         bounds = ((b[0], b[1]), (b[2], b[3]), (b[4], b[5]))
@@ -117,7 +119,9 @@ def register(sub) -> None:
     p.add_argument("--through", type=float, nargs=3, metavar=("X", "Y", "Z"),
                    help="point the slices pass through [m] (default: the base joint)")
     p.add_argument("--bounds", type=float, nargs=6, metavar=("XMIN", "XMAX", "YMIN", "YMAX", "ZMIN", "ZMAX"),
-                   help="grid box [m] (default: sampled FK, within the reach sphere)")
+                   help="grid box [m] (default: the box of sampled FK, within the reach sphere)")
+    p.add_argument("--reach-box", action="store_true",
+                   help="grid box: the reach sphere's box (instead of sampled FK)")
     p.add_argument("--max-restarts", type=int, default=20, help="random restarts per target (default 20)")
     _common(p, 2000)
     p.set_defaults(func=cmd_reachability)

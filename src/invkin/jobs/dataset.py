@@ -291,7 +291,10 @@ def run_chunks(robot, spec, frame, X, q0, settings: dict, chunks, client, on_res
     ac = distributed.as_completed(first, loop=client.loop, with_results=True, raise_errors=False)
     try:
         for fut, res in ac:
-            c, _ = live.pop(fut.key)
+            entry = live.pop(fut.key, None)
+            if entry is None:  # pragma: no cover - as_completed reports each future once
+                continue
+            c = entry[0]
             if fut.status == "error" or isinstance(res, BaseException):
                 exc = res if isinstance(res, BaseException) else fut.exception()
                 if isinstance(exc, InvkinError):
