@@ -317,8 +317,12 @@ def test_unreachable_scheduler_is_a_clear_error(npz, tmp_path):
 
 def test_missing_extra_names_the_install_command(npz, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)
-    with pytest.raises(JobError, match=r"pip install invkin\[distributed\]"):
+    with pytest.raises(JobError, match=r"'pyarrow'.*pip install invkin\[distributed\]"):
         solve_dataset("panda", npz, tmp_path / "out", **KW)
+    monkeypatch.undo()
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)
+    with pytest.raises(JobError, match=r"'dask'.*pip install invkin\[distributed\]"):
+        solve_dataset("panda", npz, tmp_path / "out", scheduler="tcp://127.0.0.1:1", **KW)
 
 
 # ---------------------------------------------------------------------------- Dask

@@ -176,3 +176,9 @@ def test_cli_reachability_bad_input_subprocess(tmp_path):
     p = subprocess.run([INVKIN, "reachability", "planar2", "--resolution", "0"], capture_output=True, text=True,
                        timeout=120, cwd=tmp_path)
     assert p.returncode == 2 and p.stderr.startswith("invkin: error: resolution"), p.stderr
+
+
+def test_missing_matplotlib_names_the_extra(planar, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(JobError, match=r"pip install invkin\[plot\]"):
+        planar.plot_slices(tmp_path / "x.png")
