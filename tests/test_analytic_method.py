@@ -191,3 +191,53 @@ def test_non_parallel_axes_are_refused():
 def test_unknown_frame_is_a_frame_error():
     with pytest.raises(ik.FrameError, match="hand"):
         ik.solve(ik.load_robot("planar2"), [ik.Position("hnad", [1, 0, 0])], method="analytic")
+
+
+# ---------------------------------------------------------------- the vectorised two_bone_2d path
+def _reference(l1, l2, t, up):
+    from invkin.solvers.analytic import _two_bone_2d_serial
+
+    l1, l2 = np.broadcast_arrays(np.asarray(l1, float), np.asarray(l2, float), t[..., 0])[:2]
+    n = t.shape[0]
+    th1, th2 = np.empty(n), np.empty(n)
+    _two_bone_2d_serial(np.ascontiguousarray(l1), np.ascontiguousarray(l2), np.ascontiguousarray(t), np.zeros(1),
+                        up, th1, th2)
+    return th1, th2
+
+
+@pytest.mark.parametrize("n", [1, 7, 4096, 4097, (1 << 18) + 5])
+@pytest.mark.parametrize("up", [True, False])
+def test_fast_two_bone_2d_is_bit_for_bit_the_scalar_kernel(n, up):
+    rng = np.random.default_rng(n)
+    l1 = rng.uniform(0.0, 2.0, n)
+    l2 = rng.uniform(0.0, 2.0, n)
+    scale = rng.choice([1e-200, 1e-160, 1.0, 1e160, 1e200, 0.0], size=(n, 1), p=[.01, .01, .95, .01, .01, .01])
+    t = rng.normal(size=(n, 2)) * scale
+    l1[::97] = 0.0  # degenerate arms the fast loop hands back to the scalar kernel
+    l2[::89] = 0.0
+    l1[::1009] = l2[::1009] = 1e-290
+    th1, th2 = ik.two_bone_2d(l1, l2, t, elbow_up=up)
+    r1, r2 = _reference(l1, l2, t, up)
+    assert np.array_equal(th1, r1) and np.array_equal(th2, r2)
+    assert np.all(np.isfinite(th1)) and np.all(np.isfinite(th2))
+
+
+def test_fast_two_bone_2d_broadcasts_and_validates():
+    rng = np.random.default_rng(0)
+    t = rng.normal(size=(3, 5000, 2))
+    th1, th2 = ik.two_bone_2d(1.0, 0.8, t)  # scalar lengths, a 2-D batch
+    assert th1.shape == (3, 5000)
+    r1, r2 = _reference(np.ones(15000), np.full(15000, 0.8), t.reshape(-1, 2), True)
+    assert np.array_equal(th1.ravel(), r1) and np.array_equal(th2.ravel(), r2)
+    big = np.ones(300_000)
+    tt = np.ones((300_000, 2))
+    bad = big.copy()
+    bad[299_999] = -1.0
+    with pytest.raises(ik.GoalError, match=">= 0"):
+        ik.two_bone_2d(bad, big, tt)
+    bad[299_999] = np.nan
+    with pytest.raises(ik.GoalError, match="finite"):
+        ik.two_bone_2d(big, bad, tt)
+    tt[12345, 1] = np.inf
+    with pytest.raises(ik.GoalError, match="target_xy"):
+        ik.two_bone_2d(big, big, tt)
