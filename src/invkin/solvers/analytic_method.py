@@ -1,4 +1,5 @@
-"""Method ``analytic``: the closed-form two-bone solution (:func:`~invkin.two_bone_2d`) as a solver.
+"""Method ``analytic``: the closed-form two-bone solution (:func:`~invkin.two_bone_2d`, its scalar
+form for one arm) as a solver.
 
 Supported problems (``check`` raises :class:`~invkin.SolverError` for anything else):
 
@@ -41,7 +42,7 @@ from ..errors import SolverError
 from ..goals import KIND_POSITION
 from ..kinematics import kernels as K
 from ._common import CONVERGED, STALLED, goal_errors
-from .analytic import two_bone_2d
+from .analytic import two_bone_2d_scalar
 
 NAME = "analytic"
 JOINT_TYPES = ("revolute", "continuous")
@@ -71,6 +72,18 @@ def _chain(problem) -> dict:
         raise SolverError(f"analytic solves exactly one Position goal (a two-bone arm), got {G} (frames "
                           f"{problem.goal_frames}); use method='lm' for several goals")
     node = int(problem.gnode[0])
+    per_robot = robot.__dict__.get("_analytic_chains")
+    if per_robot is None:  # the geometry depends on the (immutable) robot and the frame only
+        per_robot = {}
+        object.__setattr__(robot, "_analytic_chains", per_robot)
+    info = per_robot.get(node)
+    if info is None:
+        info = per_robot[node] = _analyse(robot, node)
+    problem.scratch[NAME] = info
+    return info
+
+
+def _analyse(robot, node: int) -> dict:
     frame = robot.node_names[node]
     path = robot.ancestors(node)[::-1]  # root first
     moving = [i for i in path if robot.qidx[i] >= 0 and robot.joint_type[i] != K.FIXED]
@@ -134,7 +147,6 @@ def _chain(problem) -> dict:
                 phi_c=math.atan2(c[1], c[0]), phi_r=math.atan2(r[1], r[0]),
                 m1=float(robot.multiplier[n1]), o1=float(robot.offset[n1]),
                 m2=float(robot.multiplier[n2]), o2=float(robot.offset[n2]))
-    problem.scratch[NAME] = info
     return info
 
 
@@ -181,8 +193,8 @@ def _iterate(problem, q, max_iter, state, options):
     c1, c2 = ch["c1"], ch["c2"]
     cands = []
     for up in (True, False):
-        t1, t2 = two_bone_2d(ch["l1"], ch["l2"], xy, elbow_up=up)
-        q1, q2 = _branch(ch, float(t1), float(t2), lo, hi)
+        t1, t2 = two_bone_2d_scalar(ch["l1"], ch["l2"], float(xy[0]), float(xy[1]), up)  # one arm: plain math
+        q1, q2 = _branch(ch, t1, t2, lo, hi)
         inside = lo[c1] <= q1 <= hi[c1] and lo[c2] <= q2 <= hi[c2]
         cands.append((up, q1, q2, inside))
     if elbow_up is None:
