@@ -141,29 +141,66 @@ def _angle_between(a0, a1, a2, b0, b1, b2):
 
 
 @njit(cache=True)
+def _log_relative(gR, g, T):
+    """Rotation vector of R* R^T (R* = gR[g], R = T[:3, :3]) and (theta, sin theta, cos theta)."""
+    m00 = gR[g, 0, 0] * T[0, 0] + gR[g, 0, 1] * T[0, 1] + gR[g, 0, 2] * T[0, 2]
+    m01 = gR[g, 0, 0] * T[1, 0] + gR[g, 0, 1] * T[1, 1] + gR[g, 0, 2] * T[1, 2]
+    m02 = gR[g, 0, 0] * T[2, 0] + gR[g, 0, 1] * T[2, 1] + gR[g, 0, 2] * T[2, 2]
+    m10 = gR[g, 1, 0] * T[0, 0] + gR[g, 1, 1] * T[0, 1] + gR[g, 1, 2] * T[0, 2]
+    m11 = gR[g, 1, 0] * T[1, 0] + gR[g, 1, 1] * T[1, 1] + gR[g, 1, 2] * T[1, 2]
+    m12 = gR[g, 1, 0] * T[2, 0] + gR[g, 1, 1] * T[2, 1] + gR[g, 1, 2] * T[2, 2]
+    m20 = gR[g, 2, 0] * T[0, 0] + gR[g, 2, 1] * T[0, 1] + gR[g, 2, 2] * T[0, 2]
+    m21 = gR[g, 2, 0] * T[1, 0] + gR[g, 2, 1] * T[1, 1] + gR[g, 2, 2] * T[1, 2]
+    m22 = gR[g, 2, 0] * T[2, 0] + gR[g, 2, 1] * T[2, 1] + gR[g, 2, 2] * T[2, 2]
+    sx = 0.5 * (m21 - m12)
+    sy = 0.5 * (m02 - m20)
+    sz = 0.5 * (m10 - m01)
+    sn = math.sqrt(sx * sx + sy * sy + sz * sz)
+    c = 0.5 * (m00 + m11 + m22 - 1.0)
+    th = math.atan2(sn, c)
+    if c > -0.99:
+        k = 1.0 + th * th / 6.0 if sn < 1e-12 else th / sn
+        return k * sx, k * sy, k * sz, th, sn, c
+    # near pi: the axis from the symmetric part (see spatial.so3_log_nb)
+    M = np.empty((3, 3))
+    M[0, 0] = m00
+    M[0, 1] = m01
+    M[0, 2] = m02
+    M[1, 0] = m10
+    M[1, 1] = m11
+    M[1, 2] = m12
+    M[2, 0] = m20
+    M[2, 1] = m21
+    M[2, 2] = m22
+    r = np.empty(3)
+    so3_log_nb(M, r)
+    return r[0], r[1], r[2], th, sn, c
+
+
+@njit(cache=True)
 def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, want_jac):
     """Stacked weighted residual ``e`` (3G,) and Jacobian ``J`` (3G, dof) at q.
 
     errs[0] = largest position error [m], errs[1] = largest rotation error [rad] (unweighted,
     over goals with weight > 0). ``Tall`` (n, 4, 4) and ``Jf`` (6, dof) are scratch; ``errs``
-    must have room for 20 entries (the tail is scratch too).
+    has room for 20 entries (kept for callers; only the first two are written).
+
+    ``e`` is the change wanted (minus the residual r) and ``J = dr/dq`` exactly (finite-difference
+    tested): position ``r = p - p*``, ``J = Jv``; rotation ``r = -log(R* R^T)``,
+    ``J = Jr^-1(phi) Jw``; axis/aim ``r = a x d``, ``J = [d]x[a]x Jw - [a]x (I - d d^T) Jv / L``.
     """
     fk_all_into(ni, nf, origin, q, Tall)
     G = gnode.shape[0]
     dof = J.shape[1]
     perr = 0.0
     rerr = 0.0
-    a = errs[2:5]
-    d = errs[5:8]
-    r = errs[8:11]
-    Rc = errs[11:20].reshape((3, 3))
     for g in range(G):
         node = gnode[g]
         kind = gkind[g]
         w = gw[g]
         r0 = 3 * g
         T = Tall[node]
-        if want_jac:
+        if want_jac and (g == 0 or gnode[g - 1] != node):  # a Pose's two rows share one Jacobian
             jacobian_from_all(ni, nf, Tall, node, Jf)
         if kind == 0:  # position
             ex = gvec[g, 0] - T[0, 3]
@@ -179,26 +216,22 @@ def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e,
                 for k in range(3):
                     for c in range(dof):
                         J[r0 + k, c] = w * Jf[k, c]
-        elif kind == 1:  # full rotation: log(R* R^T)
-            for i in range(3):
-                for j in range(3):
-                    Rc[i, j] = gR[g, i, 0] * T[j, 0] + gR[g, i, 1] * T[j, 1] + gR[g, i, 2] * T[j, 2]
-            so3_log_nb(Rc, r)
-            err = math.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2])
+        elif kind == 1:  # full rotation: phi = log(R* R^T)
+            p0, p1, p2, err, sn, cs = _log_relative(gR, g, T)
             if w > 0.0 and err > rerr:
                 rerr = err
-            for k in range(3):
-                e[r0 + k] = w * r[k]
+            e[r0] = w * p0
+            e[r0 + 1] = w * p1
+            e[r0 + 2] = w * p2
             if want_jac:
-                # exact: d/dt log(R* R^T) = -Jr^-1(phi) w, Jr^-1 = I + [phi]x / 2 + beta [phi]x^2
-                th = min(err, math.pi - 1e-3)
-                if th < 1e-4:
-                    beta = 1.0 / 12.0 + th * th / 720.0
-                else:
+                # d/dt log(R* R^T) = -Jr^-1(phi) w,  Jr^-1 = I + [phi]x / 2 + beta [phi]x^2
+                if err < 1e-4:
+                    beta = 1.0 / 12.0 + err * err / 720.0
+                elif err < math.pi - 1e-3:
+                    beta = 1.0 / (err * err) - (1.0 + cs) / (2.0 * err * sn)
+                else:  # the Jacobian is unbounded at pi: keep its value just below
+                    th = math.pi - 1e-3
                     beta = 1.0 / (th * th) - (1.0 + math.cos(th)) / (2.0 * th * math.sin(th))
-                p0 = r[0]
-                p1 = r[1]
-                p2 = r[2]
                 for c in range(dof):
                     wx = Jf[3, c]
                     wy = Jf[4, c]
@@ -213,53 +246,59 @@ def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e,
                     J[r0 + 1, c] = w * (wy + 0.5 * cy + beta * ccy)
                     J[r0 + 2, c] = w * (wz + 0.5 * cz + beta * ccz)
         else:  # axis (kind 2) or aim (kind 3): residual r = a x d, e = -r
-            for k in range(3):
-                a[k] = T[k, 0] * gaxis[g, 0] + T[k, 1] * gaxis[g, 1] + T[k, 2] * gaxis[g, 2]
+            ga0 = gaxis[g, 0]
+            ga1 = gaxis[g, 1]
+            ga2 = gaxis[g, 2]
+            a0 = T[0, 0] * ga0 + T[0, 1] * ga1 + T[0, 2] * ga2
+            a1 = T[1, 0] * ga0 + T[1, 1] * ga1 + T[1, 2] * ga2
+            a2 = T[2, 0] * ga0 + T[2, 1] * ga1 + T[2, 2] * ga2
             L = 1.0
             if kind == 2:
-                for k in range(3):
-                    d[k] = gvec[g, k]
+                d0 = gvec[g, 0]
+                d1 = gvec[g, 1]
+                d2 = gvec[g, 2]
             else:
-                for k in range(3):
-                    d[k] = gvec[g, k] - T[k, 3]
-                L = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+                d0 = gvec[g, 0] - T[0, 3]
+                d1 = gvec[g, 1] - T[1, 3]
+                d2 = gvec[g, 2] - T[2, 3]
+                L = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
                 if L < 1e-12:
                     L = 1e-12
-                    d[0] = a[0]
-                    d[1] = a[1]
-                    d[2] = a[2]
+                    d0 = a0
+                    d1 = a1
+                    d2 = a2
                 else:
-                    for k in range(3):
-                        d[k] /= L
-            err, cx, cy, cz, sn = _angle_between(a[0], a[1], a[2], d[0], d[1], d[2])
+                    d0 /= L
+                    d1 /= L
+                    d2 /= L
+            err, cx, cy, cz, sn = _angle_between(a0, a1, a2, d0, d1, d2)
             if w > 0.0 and err > rerr:
                 rerr = err
             e[r0] = -w * cx
             e[r0 + 1] = -w * cy
             e[r0 + 2] = -w * cz
             if want_jac:
-                # dr/dq = [d]x [a]x Jw - [a]x (I - d d^T) Jv / L   (the second term for aim only)
                 for c in range(dof):
                     wx = Jf[3, c]
                     wy = Jf[4, c]
                     wz = Jf[5, c]
-                    tx = a[1] * wz - a[2] * wy  # a x w
-                    ty = a[2] * wx - a[0] * wz
-                    tz = a[0] * wy - a[1] * wx
-                    jx = d[1] * tz - d[2] * ty  # d x (a x w)
-                    jy = d[2] * tx - d[0] * tz
-                    jz = d[0] * ty - d[1] * tx
+                    tx = a1 * wz - a2 * wy  # a x w
+                    ty = a2 * wx - a0 * wz
+                    tz = a0 * wy - a1 * wx
+                    jx = d1 * tz - d2 * ty  # d x (a x w)
+                    jy = d2 * tx - d0 * tz
+                    jz = d0 * ty - d1 * tx
                     if kind == 3:
                         vx = Jf[0, c] / L
                         vy = Jf[1, c] / L
                         vz = Jf[2, c] / L
-                        dv = d[0] * vx + d[1] * vy + d[2] * vz
-                        vx -= d[0] * dv
-                        vy -= d[1] * dv
-                        vz -= d[2] * dv
-                        jx -= a[1] * vz - a[2] * vy
-                        jy -= a[2] * vx - a[0] * vz
-                        jz -= a[0] * vy - a[1] * vx
+                        dv = d0 * vx + d1 * vy + d2 * vz
+                        vx -= d0 * dv
+                        vy -= d1 * dv
+                        vz -= d2 * dv
+                        jx -= a1 * vz - a2 * vy
+                        jy -= a2 * vx - a0 * vz
+                        jz -= a0 * vy - a1 * vx
                     J[r0, c] = w * jx
                     J[r0 + 1, c] = w * jy
                     J[r0 + 2, c] = w * jz

@@ -29,6 +29,7 @@ LAMBDA_INIT = 1.0
 LAMBDA_SHRINK = 0.7
 LAMBDA_GROW = 2.0
 LAMBDA_MIN = 1e-9
+RULE = 0  # damping update: 0 = fixed factors (shrink/grow), 1 = Nielsen's gain-ratio rule
 LAMBDA_MAX = 1e8
 EPS_DAMP = 1e-12
 ATTEMPT_ITERATIONS = 30  # iterations before an unconverged attempt restarts (as rtb's ik_LM)
@@ -123,6 +124,7 @@ def lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, g
     code = RUNNING
     it = 0
     small = 0
+    nu = 2.0
     window_cost = cost
     while it < max_iter:
         if errs[0] <= tol_p and errs[1] <= tol_r:
@@ -146,8 +148,9 @@ def lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, g
                 A[r, c] = s
                 A[c, r] = s
         w2 = w_post * w_post
+        mu = lam * E + EPS_DAMP
         for r in range(dof):
-            A[r, r] += w2 + (lam * E + EPS_DAMP) * jw[r]
+            A[r, r] += w2 + mu * jw[r]
             if w_post > 0.0:
                 g[r] += w2 * pr[r]
         if not chol_solve(A, g, dq):
@@ -172,6 +175,11 @@ def lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, g
                 code = STALLED
                 break
             window_cost = cost
+        if RULE == 1:
+            pred = 0.0
+            for i in range(dof):
+                pred += dq[i] * (mu * jw[i] * dq[i] + g[i])
+            rho = (cost - cost2) / pred if pred > 0.0 else -1.0
         if cost2 < cost:
             rel = (cost - cost2) / cost
             for i in range(dof):
@@ -183,7 +191,12 @@ def lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, g
             errs[0] = errs2[0]
             errs[1] = errs2[1]
             cost = cost2
-            lam = max(lam * LAMBDA_SHRINK, LAMBDA_MIN)
+            if RULE == 1:
+                t = 2.0 * rho - 1.0
+                lam = max(lam * max(1.0 / 3.0, 1.0 - t * t * t), LAMBDA_MIN)
+                nu = 2.0
+            else:
+                lam = max(lam * LAMBDA_SHRINK, LAMBDA_MIN)
             # progress too small to matter: a local minimum (or the closest reachable pose)
             if rel < 1e-6:
                 small += 1
@@ -195,7 +208,11 @@ def lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, g
         else:
             if w_post > 0.0:
                 posture_residual(q, q_rest, balls, pr)
-            lam *= LAMBDA_GROW
+            if RULE == 1:
+                lam *= nu
+                nu *= 2.0
+            else:
+                lam *= LAMBDA_GROW
             if lam > LAMBDA_MAX:
                 code = STALLED
                 break
