@@ -111,7 +111,7 @@ def _sampler(robot):
 def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float = 1e-6,
           rotation_tolerance: float = 1e-6, timeout: float | None = 0.05, max_iterations: int | None = None,
           seed=0, joint_weights=None, restarts: bool = True, mode: str = "speed", nullspace=None,
-          nullspace_gain: float = 0.5, nullspace_iterations: int = 50, rest: dict | None = None,
+          nullspace_gain: float | None = None, nullspace_iterations: int = 50, rest: dict | None = None,
           **options) -> Result:
     """Solve inverse kinematics for one or more goals.
 
@@ -131,8 +131,9 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             spent and returns the converged solution closest to q0 (TRAC-IK's Distance mode).
         nullspace: a redundancy objective (SEEDS.md §1's η): "joint_limits", "manipulability",
             "posture" or a callable ``eta(q) -> (dof,)``. Methods with an in-loop null-space term
-            (pinv, dls) get it as their option; for the others a converged result is refined by
-            :func:`invkin.nullspace.refine_in_nullspace` (``nullspace_gain``,
+            (pinv, dls) get it as their option (``nullspace_gain`` overrides their default gain);
+            for the others a converged result is refined by
+            :func:`invkin.nullspace.refine_in_nullspace` (``nullspace_gain``, default 0.5,
             ``nullspace_iterations``) without leaving the tolerances.
         rest: rest-pose springs (SEEDS.md §3, 5.1): ``dict(theta_orig=(dof,), p_orig=..., p_ik=...,
             d_orig=0, d_ik=0)``; the result is blended toward ``theta_orig`` by
@@ -143,7 +144,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
 
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
     """
-    if nullspace is None and rest is None:
+    if nullspace is None and rest is None and nullspace_gain is None:
         return _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
                       seed, joint_weights, restarts, mode, options)
     return _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout,
@@ -160,13 +161,16 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
     t_start = time.perf_counter()
     m = get_method(method)
     refine = None
+    if nullspace_gain is not None and "nullspace_gain" in m.defaults:
+        options = {**options, "nullspace_gain": nullspace_gain}  # the method validates it
+    elif nullspace_gain is not None and not (isinstance(nullspace_gain, (int, float)) and nullspace_gain > 0
+                                             and math.isfinite(nullspace_gain)):
+        raise SolverError(f"nullspace_gain: expected a finite number > 0, got {nullspace_gain!r}")
     if nullspace is not None:
         from .nullspace import make_objective
 
         if "nullspace" in m.defaults:
             options = {**options, "nullspace": nullspace}
-            if "nullspace_gain" in m.defaults:
-                options["nullspace_gain"] = nullspace_gain
         else:
             problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
             make_objective(nullspace, robot, problem=problem)  # a bad name fails before solving
@@ -186,7 +190,8 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
     if refine is not None and res.success:
         from .nullspace import refine_in_nullspace
 
-        q = refine_in_nullspace(robot, goals, q, refine, gain=nullspace_gain, iterations=nullspace_iterations,
+        q = refine_in_nullspace(robot, goals, q, refine, gain=0.5 if nullspace_gain is None else nullspace_gain,
+                                iterations=nullspace_iterations,
                                 position_tolerance=position_tolerance, rotation_tolerance=rotation_tolerance,
                                 joint_weights=joint_weights)
         info["nullspace"] = refine if isinstance(refine, str) else "callable"
