@@ -5,19 +5,19 @@ returns a corrected copy of the clip plus a :class:`ClipReport`. Two kinds of go
 
 * :class:`FootPlant` — foot planting. Contacts are detected on the original motion
   (:func:`detect_contacts`): the foot frame is *near the floor* (height − floor below
-  ``height_threshold``) **and** *slow* (smoothed 3-D speed below ``speed_threshold``); the contact
-  ends only when the height or the speed exceeds ``hysteresis`` × its threshold; contacts shorter
-  than ``min_duration`` are dropped. While in contact the foot is pinned at its position at the
-  contact's start (``pin="start"``) or at the contact's mean position (``pin="mean"``): its
-  horizontal position is held, and its height is the pin's — or, with ``lift=True`` (default),
-  the original foot's where that is higher (the heel rising before toe-off). The pin is raised
-  to the floor if below it, then moved the least needed so that the leg can reach it on every
-  frame of the contact: within (1 − REACH_MARGIN) × the chain's length of the chain's top joint
-  (the hip), whose path comes from the original motion — horizontally if that suffices (the
-  foot keeps its height), else in 3-D. (Mocap legs are nearly straight at heel strike and
-  toe-off; without this, a pin at the start position is out of reach late in the stance.)
-  Around each contact the pin's offset blends in/out over ``blend`` frames (a raised cosine),
-  so that setting and releasing a pin does not pop; blends never push a foot below the floor.
+  ``height_threshold``) **and** *slow* (3-D speed of its path smoothed over ±25 ms below
+  ``speed_threshold``); the contact ends only when the height or the speed exceeds ``hysteresis`` ×
+  its threshold; contacts shorter than ``min_duration`` are dropped. While in contact the foot is
+  pinned at its position at the contact's start (``pin="start"``) or at the contact's mean position
+  (``pin="mean"``): its horizontal position is held, and its height is the pin's — or, with
+  ``lift=True`` (default), the original foot's where that is higher (the heel rising before
+  toe-off). The pin is raised to the floor if below it, then moved the least needed so that the leg
+  can reach it on every frame of the contact: within (1 − REACH_MARGIN) × the chain's length of the
+  chain's top joint (the hip), whose path comes from the original motion — horizontally if that
+  suffices (the foot keeps its height), else in 3-D. (Mocap legs are nearly straight at heel strike
+  and toe-off; without this, a pin at the start position is out of reach late in the stance.) Around
+  each contact the pin's offset blends in/out over ``blend`` frames (a raised cosine), so that
+  setting and releasing a pin does not pop; blends never push a foot below the floor.
 * :class:`Reach` — a frame (a hand) follows a moving target over a frame range: an array of
   positions, one per frame of the range (or per frame of the clip), or a callable
   ``targets(i) -> (3,)`` of the frame index ``i`` (time is ``i * clip.frame_time``). The target
@@ -153,8 +153,8 @@ class FootPlant:
         chain: how many BVH joints above the frame may move (2: hip and knee), or their names.
         pin: ``"start"`` (the position at the contact's first frame) or ``"mean"``.
         height_threshold: contact when height − floor is below this [clip units]; default
-            0.1 × the limb length (sum of the bone lengths from the root to the foot).
-        speed_threshold: … and the smoothed speed is below this [units/s]; default 0.5 × the
+            0.08 × the limb length (sum of the bone lengths from the root to the foot).
+        speed_threshold: … and the smoothed speed is below this [units/s]; default 0.2 × the
             limb length per second.
         hysteresis: the contact ends when height or speed exceeds this × its threshold (≥ 1).
         min_duration: shorter contacts are dropped [s].
@@ -345,10 +345,12 @@ class ClipReport:
     def summary(self) -> str:
         """A few lines for humans."""
         n = self.n_frames
-        lines = [f"{n} frames: {self.count('ok')} ok, {self.count('clipped')} clipped, {self.count('missed')} missed, "
-                 f"{self.count('free')} free; max correction step {math.degrees(float(np.max(self.step, initial=0))):.2f}"
-                 f" deg/frame (bound {math.degrees(self.max_step):.2f}); max joint jump "
-                 f"{math.degrees(self.max_joint_jump):.2f} deg (original {math.degrees(self.max_joint_jump_original):.2f})"]
+        deg = math.degrees
+        lines = [f"{n} frames: {self.count('ok')} ok, {self.count('clipped')} clipped, "
+                 f"{self.count('missed')} missed, {self.count('free')} free; max correction step "
+                 f"{deg(float(np.max(self.step, initial=0))):.2f} deg/frame (bound {deg(self.max_step):.2f}); "
+                 f"max joint jump {deg(self.max_joint_jump):.2f} deg (original "
+                 f"{deg(self.max_joint_jump_original):.2f})"]
         for foot in self.sliding_before:
             lines.append(f"{foot}: {len(self.contacts.get(foot, ()))} contacts, floor {self.floor[foot]:.4g}, sliding "
                          f"{self.sliding_before[foot]:.4g} -> {self.sliding_after[foot]:.4g} units/s, pin error max "
