@@ -147,7 +147,7 @@ def _median(xs):
 
 
 def run_accuracy(methods=None, sets=("inside", "boundary", "seed8dof"), accuracies=DEFAULT_ACCURACIES,
-                 n_goals: int = 10, max_iterations: int = 20000, repeats: int = 3, seed: int = 0,
+                 n_goals: int = 20, max_iterations: int = 20000, repeats: int = 3, seed: int = 0,
                  progress: bool = True) -> dict:
     """Run the comparison; returns a JSON-able dict (see ``docs/benchmarks.md``)."""
     methods = list(all_methods() if methods is None else methods)

@@ -69,6 +69,35 @@ def _write_json(path, res):
     print(f"wrote {path}", file=sys.stderr)
 
 
+def _meta() -> dict:
+    """Where and when: date, machine, versions, load average (timings are only comparable within a run)."""
+    import importlib.metadata as md
+    import platform
+    import subprocess
+
+    vers = {}
+    for p in ("invkin", "numpy", "numba", "matplotlib"):
+        try:
+            vers[p] = md.version(p)
+        except md.PackageNotFoundError:
+            vers[p] = None
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        head = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        head = None
+    return {"date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "python": sys.version.split()[0],
+            "platform": platform.platform(), "cpu_count": os.cpu_count(), "versions": vers, "git_commit": head,
+            "loadavg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+
+
+def _finish_meta(meta):
+    if hasattr(os, "getloadavg"):
+        meta["loadavg_end"] = list(os.getloadavg())
+    return meta
+
+
 def _progress_enabled(args):
     return not args.no_progress
 
@@ -90,10 +119,12 @@ def cmd_accuracy(args) -> int:
             raise BenchUsageError(f"--accuracies: {args.accuracies!r} repeats a value")
     else:
         accs = A.QUICK_ACCURACIES if args.quick else A.DEFAULT_ACCURACIES
-    goals = _positive_int("--goals", args.goals) or (3 if args.quick else 10)
+    goals = _positive_int("--goals", args.goals) or (3 if args.quick else 20)
     max_it = _positive_int("--max-iterations", args.max_iterations) or (2000 if args.quick else 20000)
     repeats = _positive_int("--repeats", args.repeats) or (1 if args.quick else 3)
+    meta = _meta()
     res = A.run_accuracy(methods, sets, accs, goals, max_it, repeats, args.seed, _progress_enabled(args))
+    res["meta"] = _finish_meta(meta)
     res["command"] = "invkin bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
     print(A.format_accuracy(res))
     if args.out:
@@ -121,6 +152,7 @@ def cmd_suite(args) -> int:
     peers_dir = args.peers_dir or S.default_peers_dir()
     if args.peers_dir and not os.path.isdir(args.peers_dir):
         raise BenchUsageError(f"--peers-dir {args.peers_dir}: not a directory")
+    meta = _meta()
     t0 = time.perf_counter()
     res = S.run_suite(methods, robots, n, args.budget_ms, args.seed, _progress_enabled(args))
     if args.peers_python:
@@ -133,6 +165,7 @@ def cmd_suite(args) -> int:
         print(f"peers: not run — {peers['reason']}", file=sys.stderr)
     S.merge_peers(res, peers)
     res["total_wall_s"] = time.perf_counter() - t0
+    res["meta"] = _finish_meta(meta)
     res["command"] = "invkin bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
     print(S.format_suite(res))
     if args.out:
@@ -169,7 +202,7 @@ def register(sub) -> None:
     common(q, 0)
     q.add_argument("--sets", default="all", help="goal sets: inside, boundary, seed8dof (default: all)")
     q.add_argument("--accuracies", help="comma list [m] (default 1e-1,...,1e-8; --quick: 1e-2,1e-4,1e-6)")
-    q.add_argument("--goals", type=int, help="goals per set (default 10; --quick: 3)")
+    q.add_argument("--goals", type=int, help="goals per set (default 20; --quick: 3)")
     q.add_argument("--max-iterations", type=int, help="per solve (default 20000; --quick: 2000)")
     q.add_argument("--repeats", type=int, help="time each solve this many times, keep the best (default 3; "
                                                "--quick: 1)")
