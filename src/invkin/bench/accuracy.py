@@ -336,5 +336,7 @@ def accuracy_summary_line(res) -> str:
         m = f["per_set"][where]["fastest_at_reference"]
         fastest = (f"; fastest at {f['reference_accuracy']:.0e} on '{where}': "
                    + (f"{m} ({f['per_set'][where]['fastest_at_reference_ms']:.3g} ms)" if m else "none solved all goals"))
-    return (f"accuracy: {len(st['methods'])} methods × {len(st['sets'])} goal sets × {len(st['accuracies'])} "
+    never = [m for m in st["methods"] if all(m in s["unsupported"] for s in res["sets"].values())]
+    skip = f" ({', '.join(never)} unsupported on every set)" if never else ""
+    return (f"accuracy: {len(st['methods'])} methods{skip} × {len(st['sets'])} goal sets × {len(st['accuracies'])} "
             f"accuracies × {st['goals_per_set']} goals in {res['wall_s']:.0f} s{fastest}")
