@@ -184,12 +184,9 @@ def lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, g
             rel = (cost - cost2) / cost
             for i in range(dof):
                 q[i] = qn[i]
-            for i in range(m):
-                e[i] = e2[i]
-                for c in range(dof):
-                    J[i, c] = J2[i, c]
-            errs[0] = errs2[0]
-            errs[1] = errs2[1]
+            e, e2 = e2, e  # the trial becomes the current point: swap buffers, no copies
+            J, J2 = J2, J
+            errs, errs2 = errs2, errs
             cost = cost2
             if RULE == 1:
                 t = 2.0 * rho - 1.0
