@@ -82,6 +82,20 @@ class Goal:
     def _make_rows(self):  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def table(self) -> tuple:
+        """This goal's rows as arrays (kind (G,), vec (G, 3), R (G, 3, 3), axis (G, 3), weight (G,)),
+        built once (goals are immutable); the solve fast path reads them without copying."""
+        t = self.__dict__.get("_table")
+        if t is None:
+            rows = self.rows()
+            t = (np.array([r[0] for r in rows], dtype=np.int64),
+                 np.array([r[2] for r in rows], dtype=np.float64).reshape(len(rows), 3),
+                 np.array([r[3] for r in rows], dtype=np.float64).reshape(len(rows), 3, 3),
+                 np.array([r[4] for r in rows], dtype=np.float64).reshape(len(rows), 3),
+                 np.array([r[5] for r in rows], dtype=np.float64))
+            object.__setattr__(self, "_table", t)
+        return t
+
 
 @dataclass(frozen=True)
 class Position(Goal):

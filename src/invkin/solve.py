@@ -9,16 +9,35 @@ it deterministic always: the budget is then ``max_iterations`` alone).
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import numpy as np
 
 from .errors import ConfigurationError, GoalError, SolverError
-from .goals import KIND_POSITION
+from .goals import KIND_POSITION, Pose, Position
+from .kinematics.kernels import clamp_finite
 from .kinematics import kernels as K
 from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers._common import CONVERGED, STALLED, compile_problem, goal_errors
+from .solvers.lm import ATTEMPT_ITERATIONS as _LM_ATTEMPT_ITERATIONS
+from .solvers.lm import lm_attempts as _lm_attempts
+from .solvers.lm import new_attempt_state
+
+from .solvers.lm import workspace_size
+
+_LM_STATE0 = new_attempt_state()
+_THREAD = threading.local()
+
+
+def _scratch(size: int) -> np.ndarray:
+    """A per-thread float64 scratch buffer of at least ``size`` entries, reused across solves."""
+    buf = getattr(_THREAD, "buf", None)
+    if buf is None or buf.shape[0] < size:
+        buf = np.empty(max(size, 1024))
+        _THREAD.buf = buf
+    return buf
 
 __all__ = ["solve", "solve_many", "methods", "DEFAULTS"]
 
@@ -153,6 +172,11 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
 
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
     """
+    if (method == "lm" and mode == "speed" and nullspace is None and rest is None and nullspace_gain is None
+            and joint_weights is None and restarts is True and max_iterations is None and not options):
+        res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
+        if res is not None:
+            return res
     if nullspace is None and rest is None and nullspace_gain is None:
         return _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
                       seed, joint_weights, restarts, mode, options)
@@ -368,6 +392,110 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
                   n_restarts, time.perf_counter() - t_start, m.name)
 
 
+_FAST_GOALS = (Pose, Position)
+_LM_ENTRY = [None]
+
+
+def _entry_point(dispatcher, args):
+    """The compiled overload of ``dispatcher`` for these arguments, callable without Numba's
+    per-call type dispatch (about 1 µs for lm_attempts' 27 arguments). Only for call sites whose
+    argument types are fixed by construction, as in _solve_lm_fast: Robot arrays are read-only
+    C-contiguous, goal tables and buffers are fresh C-contiguous arrays, scalars are int/float."""
+    import numba
+
+    sig = tuple(numba.typeof(a) for a in args)
+    return dispatcher.overloads[sig].entry_point
+
+
+def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
+    """The common call — lm, one Pose or Position goal, plain float options — with the least
+    Python: the goal's table is built once per goal, the node lookup is cached per robot, and
+    q0 is clamped and checked inside the kernel. Returns None when the call is not that
+    common case (the general path then validates and explains)."""
+    t_start = time.perf_counter()
+    if type(goals) is list or type(goals) is tuple:
+        if len(goals) != 1:
+            return None
+        goal = goals[0]
+    else:
+        goal = goals
+    if type(goal) not in _FAST_GOALS or type(tol_p) is not float or type(tol_r) is not float \
+            or not (0.0 < tol_p < math.inf and 0.0 < tol_r < math.inf):
+        return None
+    if timeout is not None and not (type(timeout) is float and 0.0 < timeout < math.inf):
+        return None
+    if type(seed) is not int or seed < 0:
+        return None
+    if q0 is None:
+        q = robot._neutral.copy()
+    elif type(q0) is np.ndarray and q0.dtype == np.float64 and q0.shape == (robot.dof,):
+        q = q0.copy()
+        if not clamp_finite(q, robot.lower, robot.upper):
+            return None  # the general path names the bad entry
+    else:
+        return None
+    node = robot._frame_index.get(goal.frame)
+    if node is None:
+        return None
+    gkind, gvec, gR, gaxis, gw = goal.table()
+    cache = robot.__dict__.get("_gnode_cache")
+    if cache is None:
+        cache = {}
+        object.__setattr__(robot, "_gnode_cache", cache)
+    gnode = cache.get((node, gkind.shape[0]))
+    if gnode is None:
+        gnode = np.full(gkind.shape[0], node, dtype=np.int64)
+        cache[(node, gkind.shape[0])] = gnode
+    lo, span = _sampler(robot)
+    best_q = q.copy()
+    st = _LM_STATE0.copy()
+    buf = _scratch(workspace_size(robot.n_nodes, robot.dof, 3 * gkind.shape[0]))
+    budget = _FIRST_CHUNK
+    deadline = None if timeout is None else t_start + timeout
+    max_attempts = 2**62
+    attempt_iters = _LM_ATTEMPT_ITERATIONS
+    checked_reach = False
+    unreachable = False
+    ni, nf, origin, lower, upper, balls, q_rest, jw = (robot._ni, robot._nf, robot.origin, robot.lower, robot.upper,
+                                                       robot._ball_starts, robot._neutral, robot._ones)
+    while True:
+        t0 = time.perf_counter()
+        it0 = st[1]
+        args = (ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, 0.0, jw, tol_p, tol_r,
+                q, best_q, st, budget, attempt_iters, max_attempts, lo, span, seed, buf)
+        ep = _LM_ENTRY[0]
+        if ep is None:
+            code = _lm_attempts(*args)
+            _LM_ENTRY[0] = _entry_point(_lm_attempts, args)
+        else:
+            code = ep(*args)
+        if code == CONVERGED:
+            return Result(best_q, True, Status.CONVERGED, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
+                          time.perf_counter() - t_start, "lm")
+        now = time.perf_counter()
+        if not checked_reach:
+            checked_reach = True
+            problem = compile_problem(robot, [goal], tol_p, tol_r)
+            unreachable = provably_unreachable(problem)
+            if unreachable:  # minimise to the end in a few long attempts (see _solve_lm_native)
+                max_attempts = min(max_attempts, int(st[5]) + 3)
+                attempt_iters = 10 * _LM_ATTEMPT_ITERATIONS
+                st[10] = 1.0
+        if code == STALLED:
+            status = Status.UNREACHABLE if unreachable else Status.STALLED
+            break
+        if deadline is not None and now >= deadline:
+            status = Status.UNREACHABLE if unreachable else Status.TIME_LIMIT
+            break
+        per_iter = (now - t0) / max(st[1] - it0, 1)
+        budget = 10_000 if deadline is None else int(min(max(16, 0.5 * (deadline - now) / per_iter), 10_000))
+    if not math.isfinite(st[8]):
+        best_q = np.minimum(np.maximum(q, lower), upper)
+        st[8], st[9] = goal_errors(ni, nf, origin, best_q, gnode, gkind, gvec, gR, gaxis, gw)
+    return Result(best_q, False, status, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
+                  time.perf_counter() - t_start, "lm")
+
+
 def _seed_int(seed) -> int:
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(0, 2**31 - 1))
@@ -390,6 +518,7 @@ def _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, res
     q = q_start.copy()
     best_q = q_start.copy()
     st = new_attempt_state()
+    buf = _scratch(workspace_size(robot.n_nodes, robot.dof, 3 * problem.gnode.shape[0]))
     max_attempts = 2**62 if restarts else 1
     budget = _FIRST_CHUNK if max_iterations is None else min(_FIRST_CHUNK, max_iterations)
     deadline = None if timeout is None else t_start + timeout
@@ -400,7 +529,7 @@ def _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, res
     while True:
         t0 = time.perf_counter()
         it0 = st[S_ITERS]
-        code = lm_attempts(*args, q, best_q, st, budget, attempt_iters, max_attempts, lo, span, seed_i)
+        code = lm_attempts(*args, q, best_q, st, budget, attempt_iters, max_attempts, lo, span, seed_i, buf)
         if code == CONVERGED:
             return Result(best_q, True, Status.CONVERGED, float(st[S_BEST_PERR]), float(st[S_BEST_RERR]),
                           int(st[S_ITERS]), int(st[S_ATTEMPT]), time.perf_counter() - t_start, "lm")

@@ -23,6 +23,9 @@ from ..spatial import so3_exp_nb, so3_log_nb
 
 __all__ = ["Robot", "JOINT_TYPES"]
 
+_F64 = np.dtype(np.float64)
+_S8 = (8,)  # strides of a contiguous float64 vector: the kernels' fast path needs C layout
+
 #: Names of the joint types, indexed by the integer codes stored in the model arrays.
 JOINT_TYPES = ("fixed", "revolute", "prismatic", "ball")
 
@@ -166,6 +169,8 @@ class Robot:
         object.__setattr__(self, "_frame_index", {nm: i for i, nm in enumerate(self.node_names)})
         object.__setattr__(self, "_neutral", _readonly(self._compute_neutral()))
         object.__setattr__(self, "_ones", _readonly(np.ones(dof)))
+        object.__setattr__(self, "_qshape", (dof,))
+        object.__setattr__(self, "_jshape", (6, dof))
         object.__setattr__(self, "_ball_starts", _readonly(np.array(
             [qidx[i] for i in range(n) if jtype[i] == K.BALL], dtype=np.int64)))
 
@@ -208,6 +213,12 @@ class Robot:
             else:
                 out[c] = t
         return tuple(out)
+
+    def _node_of(self, frame) -> int:
+        if frame is None:
+            return len(self.node_names) - 1
+        node = self._frame_index.get(frame) if type(frame) is str else None
+        return self.frame_index(frame) if node is None else node
 
     def frame_index(self, frame: str | int) -> int:
         """Node index of a frame name (or an index, checked); FrameError lists close names."""
@@ -403,12 +414,13 @@ class Robot:
 
         ``frame`` defaults to the last node (the tip of a chain).
         """
-        node = self.n_nodes - 1 if frame is None else self.frame_index(frame)
-        if type(q) is np.ndarray and q.dtype == np.float64 and q.ndim == 1 and q.shape[0] == self.dof \
-                and q.flags.c_contiguous:
-            T, ok = K.fk_frame(self._ni, self._nf, self.origin, q, node)
-            if ok:
-                return T
+        node = self._frame_index.get(frame) if type(frame) is str else None
+        if node is None:
+            node = self._node_of(frame)
+        if type(q) is np.ndarray and q.strides == _S8 and q.dtype is _F64 and q.shape == self._qshape:
+            out = np.empty((4, 4))
+            if K.ENTRY.call(K.fk_frame_checked, self._ni, self._nf, self.origin, q, node, out):
+                return out
         q = self.check_q(q)
         if q.ndim == 1:
             return K.fk_frame(self._ni, self._nf, self.origin, q, node)[0]
@@ -435,11 +447,12 @@ class Robot:
         respect to a local increment (what :meth:`integrate` applies); mimic followers fold into
         their leader's column.
         """
-        node = self.n_nodes - 1 if frame is None else self.frame_index(frame)
-        if type(q) is np.ndarray and q.dtype == np.float64 and q.ndim == 1 and q.shape[0] == self.dof \
-                and q.flags.c_contiguous:
-            J, ok = K.jacobian(self._ni, self._nf, self.origin, q, node, self.dof)
-            if ok:
+        node = self._frame_index.get(frame) if type(frame) is str else None
+        if node is None:
+            node = self._node_of(frame)
+        if type(q) is np.ndarray and q.strides == _S8 and q.dtype is _F64 and q.shape == self._qshape:
+            J = np.empty(self._jshape)
+            if K.ENTRY.call(K.jacobian_checked, self._ni, self._nf, self.origin, q, node, J):
                 return J
         q = self.check_q(q)
         if q.ndim == 1:

@@ -71,12 +71,47 @@ def wrap_into_limits(ni, nf, lower, upper, q):
     return True
 
 
+def workspace_size(n_nodes: int, dof: int, m: int) -> int:
+    """Length of the flat float64 scratch buffer lm_attempts / lm_iterate_ws use."""
+    return 16 * n_nodes + 6 * dof + 3 * m + 2 * m * dof + 40 + dof * dof + 6 * dof
+
+
 @njit(cache=True)
-def lm_workspace(n_nodes, dof, m):
-    """Scratch arrays for lm_iterate_ws (allocated once per kernel call, not per iteration)."""
-    return (np.empty((n_nodes, 4, 4)), np.empty((6, dof)), np.empty(m), np.empty((m, dof)), np.empty(m),
-            np.empty((m, dof)), np.empty(20), np.empty(20), np.empty((dof, dof)), np.empty(dof), np.empty(dof),
-            np.empty(dof), np.empty(dof), np.full(dof, -np.inf), np.full(dof, np.inf))
+def lm_workspace(buf, n_nodes, dof, m):
+    """Scratch arrays for lm_iterate_ws as views of one flat buffer (no allocation)."""
+    o = 0
+    Tall = buf[o:o + 16 * n_nodes].reshape((n_nodes, 4, 4))
+    o += 16 * n_nodes
+    Jf = buf[o:o + 6 * dof].reshape((6, dof))
+    o += 6 * dof
+    e = buf[o:o + m]
+    o += m
+    J = buf[o:o + m * dof].reshape((m, dof))
+    o += m * dof
+    e2 = buf[o:o + m]
+    o += m
+    J2 = buf[o:o + m * dof].reshape((m, dof))
+    o += m * dof
+    errs = buf[o:o + 20]
+    o += 20
+    errs2 = buf[o:o + 20]
+    o += 20
+    A = buf[o:o + dof * dof].reshape((dof, dof))
+    o += dof * dof
+    g = buf[o:o + dof]
+    o += dof
+    dq = buf[o:o + dof]
+    o += dof
+    qn = buf[o:o + dof]
+    o += dof
+    pr = buf[o:o + dof]
+    o += dof
+    inf_lo = buf[o:o + dof]
+    o += dof
+    inf_hi = buf[o:o + dof]
+    inf_lo[:] = -np.inf
+    inf_hi[:] = np.inf
+    return Tall, Jf, e, J, e2, J2, errs, errs2, A, g, dq, qn, pr, inf_lo, inf_hi
 
 
 @njit(cache=True)
@@ -92,7 +127,8 @@ def lm_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
     free attempts converge in fewer iterations, clamped ones find solutions near tight limits.
     Returns a code: RUNNING, CONVERGED or STALLED.
     """
-    ws = lm_workspace(ni.shape[0], q.shape[0], 3 * gnode.shape[0])
+    n, dof, m = ni.shape[0], q.shape[0], 3 * gnode.shape[0]
+    ws = lm_workspace(np.empty(16 * n + 6 * dof + 3 * m + 2 * m * dof + 40 + dof * dof + 6 * dof), n, dof, m)
     return lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post,
                          jw, tol_p, tol_r, q, max_iter, state, ws)
 
@@ -236,7 +272,7 @@ def _restart_q(lo, span, balls, seed, attempt, q):
 @njit(cache=True)
 def lm_attempts(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
                 tol_p, tol_r, q, best_q, state, budget, attempt_iters, max_attempts, sample_lo, sample_span,
-                seed):
+                seed, buf):
     """LM attempts with random restarts, inside one kernel call, for up to ``budget`` iterations.
 
     Attempt 0 starts from q; attempt k > 0 from uniform sample k (seeded by ``seed`` and k). An
@@ -244,10 +280,11 @@ def lm_attempts(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     alternate between free and clamped iterations (see lm_iterate). The best configuration inside
     the limits is kept in ``best_q`` (its errors in state[2], state[3]); state also carries the
     attempt in progress across calls, so the driver can call again until its clock runs out.
+    ``buf`` is scratch of at least ``workspace_size(n_nodes, dof, 3 * G)`` entries.
     Returns CONVERGED, RUNNING (budget spent) or STALLED (``max_attempts`` attempts done).
     """
     dof = q.shape[0]
-    ws = lm_workspace(ni.shape[0], dof, 3 * gnode.shape[0])
+    ws = lm_workspace(buf, ni.shape[0], dof, 3 * gnode.shape[0])
     Tall, Jf, e, J = ws[0], ws[1], ws[2], ws[3]
     errs = ws[6]
     used = 0
@@ -331,9 +368,12 @@ def lm_batch(ni, nf, origin, lower, upper, balls, gnode, gkind, gvecs, gRs, gaxi
         q = q0s[b].copy()
         best = q.copy()
         state = new_attempt_state()
+        n = ni.shape[0]
+        m = 3 * gnode.shape[0]
+        buf = np.empty(16 * n + 6 * dof + 3 * m + 2 * m * dof + 40 + dof * dof + 6 * dof)
         code = lm_attempts(ni, nf, origin, lower, upper, balls, gnode, gkind, gvecs[b], gRs[b], gaxis, gw,
                            q_rest, w_post, jw, tol_p, tol_r, q, best, state, (max_restarts + 1) * attempt_iters,
-                           attempt_iters, max_restarts + 1, sample_lo, sample_span, seed + b)
+                           attempt_iters, max_restarts + 1, sample_lo, sample_span, seed + b, buf)
         q_out[b] = best
         errs_out[b, 0] = state[S_BEST_PERR]
         errs_out[b, 1] = state[S_BEST_RERR]
