@@ -32,6 +32,10 @@ KIND_AXIS = 2
 KIND_AIM = 3
 
 _AXES = {"xyz": None, "x": 0, "y": 1, "z": 2}
+_EYE = np.eye(3)
+_EYE1 = np.eye(3).reshape(1, 3, 3)
+_KIND_P = np.array([KIND_POSITION], dtype=np.int64)
+_KIND_PR = np.array([KIND_POSITION, KIND_ROTATION], dtype=np.int64)
 
 
 def _weight(w, what):
@@ -109,6 +113,9 @@ class Position(Goal):
         object.__setattr__(self, "frame", _frame(self.frame, "Position"))
         object.__setattr__(self, "p", _point(self.p, f"Position({self.frame!r}).p"))
         object.__setattr__(self, "weight", _weight(self.weight, "Position"))
+        # the goal-table row, built once here (goals are immutable): a solve only reads it
+        object.__setattr__(self, "_table", (_KIND_P.copy(), self.p.reshape(1, 3).copy(), _EYE1.copy(),
+                                            np.zeros((1, 3)), np.array([self.weight])))
 
     def _make_rows(self):
         return [(KIND_POSITION, self.frame, self.p, np.eye(3), np.zeros(3), self.weight)]
@@ -166,6 +173,14 @@ class Pose(Goal):
         object.__setattr__(self, "axes", _axes(self.axes, "Pose"))
         rw = self.weight if self.rotation_weight is None else _weight(self.rotation_weight, "Pose")
         object.__setattr__(self, "rotation_weight", rw)
+        if self.axes == "xyz":  # the goal-table rows, built once here: a solve only reads them
+            vec = np.zeros((2, 3))
+            vec[0] = T[:3, 3]
+            R = np.empty((2, 3, 3))
+            R[0] = _EYE
+            R[1] = T[:3, :3]
+            object.__setattr__(self, "_table", (_KIND_PR.copy(), vec, R, np.zeros((2, 3)),
+                                                np.array([self.weight, rw])))
 
     def _make_rows(self):
         return [(KIND_POSITION, self.frame, self.T[:3, 3], np.eye(3), np.zeros(3), self.weight),

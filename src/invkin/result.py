@@ -48,6 +48,16 @@ class Result:
     method: str = "lm"
     info: dict = field(default_factory=dict, repr=False)
 
+    @classmethod
+    def _new(cls, q, success, status, position_error, rotation_error, iterations, restarts, time, method):
+        """Construct without the frozen dataclass __init__ (one dict update instead of ten
+        object.__setattr__ calls): the solve fast path builds one per call."""
+        r = object.__new__(cls)
+        r.__dict__.update(q=q, success=success, status=status, position_error=position_error,
+                          rotation_error=rotation_error, iterations=iterations, restarts=restarts, time=time,
+                          method=method, info={})
+        return r
+
     def __repr__(self) -> str:
         return (f"Result({self.status.value}, method={self.method}, pos_err={self.position_error:.2e} m, "
                 f"rot_err={self.rotation_error:.2e} rad, iterations={self.iterations}, "

@@ -470,8 +470,8 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         else:
             code = ep(*args)
         if code == CONVERGED:
-            return Result(best_q, True, Status.CONVERGED, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
-                          time.perf_counter() - t_start, "lm")
+            return Result._new(best_q, True, Status.CONVERGED, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
+                               time.perf_counter() - t_start, "lm")
         now = time.perf_counter()
         if not checked_reach:
             checked_reach = True
