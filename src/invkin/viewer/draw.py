@@ -1,0 +1,276 @@
+"""Drawing: skeletons as batched meshes (cylinder links, sphere joints, frame axes), and the scene.
+
+:class:`_Bones` draws points joined by cylinders with one batched mesh per kind; :class:`_Skeleton`
+draws a robot kinematically (each frame linked to its nearest frame ancestor). :class:`DrawMixin`
+gives :class:`~invkin.viewer.ViewerApp` its scene (grid, camera, the skeletons of each scene) and
+the redraw.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..model.robot import Robot
+
+_LINK_COLOR = (90, 160, 230)
+_JOINT_COLOR = (250, 170, 60)
+_ALT_LINK_COLOR = (120, 200, 120)
+_ALT_JOINT_COLOR = (230, 90, 90)
+
+
+def _unit_cylinder(segments: int = 16):
+    """Cylinder of radius 1 from z=0 to z=1: vertices (2s+2, 3), faces (4s, 3)."""
+    a = np.linspace(0.0, 2.0 * np.pi, segments, endpoint=False)
+    ring = np.stack([np.cos(a), np.sin(a), np.zeros_like(a)], axis=1)
+    top = ring + (0.0, 0.0, 1.0)
+    V = np.vstack([ring, top, [[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]])
+    s = segments
+    F = []
+    for i in range(s):
+        j = (i + 1) % s
+        F += [(i, j, s + i), (j, s + j, s + i), (2 * s, j, i), (2 * s + 1, s + i, s + j)]
+    return V.astype(np.float32), np.array(F, dtype=np.uint32)
+
+
+def _unit_sphere(rings: int = 8, segments: int = 12):
+    """UV sphere of radius 1: vertices, faces."""
+    V = [(0.0, 0.0, 1.0)]
+    for k in range(1, rings):
+        th = np.pi * k / rings
+        for i in range(segments):
+            ph = 2.0 * np.pi * i / segments
+            V.append((np.sin(th) * np.cos(ph), np.sin(th) * np.sin(ph), np.cos(th)))
+    V.append((0.0, 0.0, -1.0))
+    last = len(V) - 1
+
+    def idx(k, i):  # ring k (1..rings-1), segment i
+        return 1 + (k - 1) * segments + (i % segments)
+
+    F = []
+    for i in range(segments):
+        F.append((0, idx(1, i), idx(1, i + 1)))
+        F.append((last, idx(rings - 1, i + 1), idx(rings - 1, i)))
+        for k in range(1, rings - 1):
+            a, b, c, d = idx(k, i), idx(k, i + 1), idx(k + 1, i), idx(k + 1, i + 1)
+            F += [(a, c, b), (b, c, d)]
+    return np.array(V, dtype=np.float32), np.array(F, dtype=np.uint32)
+
+
+def quats_wxyz(R: np.ndarray) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) to unit quaternions (..., 4), w x y z (Shepperd's method)."""
+    R = np.asarray(R, dtype=np.float64)
+    shape = R.shape[:-2]
+    R = R.reshape(-1, 3, 3)
+    r00, r11, r22 = R[:, 0, 0], R[:, 1, 1], R[:, 2, 2]
+    tr = r00 + r11 + r22
+    case = np.argmax(np.stack([tr, r00, r11, r22], axis=1), axis=1)
+    q = np.empty((R.shape[0], 4))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s0 = 2.0 * np.sqrt(np.maximum(tr + 1.0, 0.0))
+        s1 = 2.0 * np.sqrt(np.maximum(1.0 + r00 - r11 - r22, 0.0))
+        s2 = 2.0 * np.sqrt(np.maximum(1.0 + r11 - r00 - r22, 0.0))
+        s3 = 2.0 * np.sqrt(np.maximum(1.0 + r22 - r00 - r11, 0.0))
+        c = [
+            (0.25 * s0, (R[:, 2, 1] - R[:, 1, 2]) / s0, (R[:, 0, 2] - R[:, 2, 0]) / s0, (R[:, 1, 0] - R[:, 0, 1]) / s0),
+            ((R[:, 2, 1] - R[:, 1, 2]) / s1, 0.25 * s1, (R[:, 0, 1] + R[:, 1, 0]) / s1, (R[:, 0, 2] + R[:, 2, 0]) / s1),
+            ((R[:, 0, 2] - R[:, 2, 0]) / s2, (R[:, 0, 1] + R[:, 1, 0]) / s2, 0.25 * s2, (R[:, 1, 2] + R[:, 2, 1]) / s2),
+            ((R[:, 1, 0] - R[:, 0, 1]) / s3, (R[:, 0, 2] + R[:, 2, 0]) / s3, (R[:, 1, 2] + R[:, 2, 1]) / s3, 0.25 * s3),
+        ]
+    for k in range(4):
+        m = case == k
+        q[m] = np.stack([comp[m] for comp in c[k]], axis=1)
+    q *= np.where(q[:, :1] < 0, -1.0, 1.0)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    return q.reshape(shape + (4,))
+
+
+def _quats_z_to(d: np.ndarray) -> np.ndarray:
+    """Quaternions (N, 4) turning +z onto the unit directions d (N, 3): (1 + z·d, z × d), normalised."""
+    q = np.stack([1.0 + d[:, 2], -d[:, 1], d[:, 0], np.zeros(len(d))], axis=1)
+    flip = q[:, 0] < 1e-9  # d = -z: any half turn about a horizontal axis
+    q[flip] = (0.0, 1.0, 0.0, 0.0)
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def _rot_x(angle: float) -> np.ndarray:
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+
+
+class _Bones:
+    """Cylinders between points, spheres on the points, optional axes: one batched mesh each."""
+
+    def __init__(self, scene, name: str, n_points: int, segments, size: float, link_color, joint_color,
+                 axes: bool = True):
+        self.segments = np.asarray(segments, dtype=np.int64).reshape(-1, 2)
+        self.r_link = 0.018 * size
+        self.r_joint = 0.032 * size
+        n, m = int(n_points), len(self.segments)
+        ident = np.tile([1.0, 0.0, 0.0, 0.0], (max(n, m), 1))
+        self._links = None
+        if m:
+            V, F = _unit_cylinder()
+            self._links = scene.add_batched_meshes_simple(
+                f"{name}/links", V, F, batched_wxyzs=ident[:m], batched_positions=np.zeros((m, 3)),
+                batched_scales=np.ones((m, 3)), batched_colors=link_color, side="double", lod="off",
+                cast_shadow=False, receive_shadow=False)
+        V, F = _unit_sphere()
+        self._joints = scene.add_batched_meshes_simple(
+            f"{name}/joints", V, F, batched_wxyzs=ident[:n], batched_positions=np.zeros((n, 3)),
+            batched_scales=np.full(n, self.r_joint), batched_colors=joint_color, side="double", lod="off",
+            cast_shadow=False, receive_shadow=False)
+        self._axes = scene.add_batched_axes(f"{name}/axes", ident[:n], np.zeros((n, 3)),
+                                            axes_length=0.07 * size, axes_radius=0.004 * size, visible=axes)
+
+    @property
+    def show_axes(self) -> bool:
+        return bool(self._axes.visible)
+
+    @show_axes.setter
+    def show_axes(self, v: bool) -> None:
+        self._axes.visible = bool(v)
+
+    def update(self, P: np.ndarray, R: np.ndarray | None = None) -> None:
+        """P (n, 3) point positions, R (n, 3, 3) frame rotations (for the axes)."""
+        if self._links is not None:
+            a, b = P[self.segments[:, 0]], P[self.segments[:, 1]]
+            d = b - a
+            L = np.linalg.norm(d, axis=1)
+            u = np.where(L[:, None] > 1e-12, d / np.maximum(L, 1e-12)[:, None], (0.0, 0.0, 1.0))
+            self._links.batched_positions = a
+            self._links.batched_wxyzs = _quats_z_to(u)
+            self._links.batched_scales = np.stack([np.full_like(L, self.r_link), np.full_like(L, self.r_link),
+                                                   np.maximum(L, 1e-9)], axis=1)
+        self._joints.batched_positions = P
+        if R is not None:
+            self._axes.batched_positions = P
+            self._axes.batched_wxyzs = quats_wxyz(R)
+
+
+class _Skeleton:
+    """A robot drawn kinematically: each frame linked to its nearest frame ancestor."""
+
+    def __init__(self, scene, name: str, robot: Robot, size: float, link_color=_LINK_COLOR,
+                 joint_color=_JOINT_COLOR, axes: bool = True):
+        self.robot = robot
+        self.nodes = np.flatnonzero(robot.is_frame)
+        index = {int(i): k for k, i in enumerate(self.nodes)}
+        segs = []
+        for k, i in enumerate(self.nodes):
+            p = int(robot.parent[i])
+            while p >= 0 and not robot.is_frame[p]:
+                p = int(robot.parent[p])
+            if p >= 0:
+                segs.append((index[p], k))
+        self.bones = _Bones(scene, name, len(self.nodes), segs, size, link_color, joint_color, axes)
+
+    def update(self, q) -> np.ndarray:
+        Ts = self.robot.fk_all_array(q)[self.nodes]
+        self.bones.update(Ts[:, :3, 3], Ts[:, :3, :3])
+        return Ts
+
+
+class DrawMixin:
+    """ViewerApp's scene: built once per start, redrawn after every change (under the lock)."""
+
+    def _display_points(self, qs) -> np.ndarray:
+        """Frame origins (B·n, 3) in the display frame for configurations qs (B, dof)."""
+        P = self.robot.fk_all_array(np.atleast_2d(qs))[:, self.robot.is_frame, :3, 3].reshape(-1, 3)
+        return P @ self._R_display.T
+
+    def _build_scene(self) -> None:
+        sc = self.server.scene
+        # BVH files are y-up; the viewer is z-up
+        self._R_display = _rot_x(math.pi / 2) if self.bvh else np.eye(3)
+        wxyz = quats_wxyz(self._R_display)
+        P = self._display_points(self.q)
+        size = float(np.max(P.max(axis=0) - P.min(axis=0)))  # the figure: sets radii and gizmo sizes
+        if self.scene == "reach":
+            size = max(size, self.reach_radius)
+        if self.scene == "two-bone":
+            size = max(size, sum(self.bone_lengths))
+        size = self.size = max(size, 1e-3)
+        if self.clip is not None:  # the camera frames the whole clip (a walk leaves its start)
+            P = np.vstack([P, self._display_points(self.clip.frames[:: max(1, self.clip.n_frames // 40)])])
+        lo, hi = P.min(axis=0), P.max(axis=0)
+        center, view = 0.5 * (lo + hi), max(size, float(np.max(hi - lo)))
+        ground = -0.05 * size if self.scene == "two-bone" else 0.0  # the planar arm lies in z = 0
+        if self.bvh:
+            ground = float(lo[2])
+        cell = 10.0 ** math.floor(math.log10(size / 4.0))
+        width = 4.0 * (view + size)
+        sc.add_grid("/grid", width=width, height=width, cell_size=cell, section_size=10 * cell,
+                    fade_distance=30.0 * view, position=(center[0], center[1], ground))
+        sc.add_frame("/robot", show_axes=False, wxyz=wxyz)
+        show_axes = self.robot.n_nodes <= 24 and self.scene in ("ik", "reach") and not self.bvh
+        self._skel = _Skeleton(sc, "/robot/skeleton", self.robot, size, axes=show_axes)
+        for t in self._targets:
+            self._add_gizmo(t)
+        cam = self.server.initial_camera
+        cam.near = 0.01 * size
+        cam.far = 200.0 * view
+        cam.look_at = tuple(center)
+        if self.scene == "two-bone":  # above both arms: the planar one and the 3-D one beside it
+            mid = 0.5 * (self.shoulder + self.arm3d_shoulder) + (0.5 * size, 0.0, 0.0)
+            cam.look_at = tuple(mid)
+            cam.position = tuple(mid + np.array([0.0, -1.3, 1.9]) * size)
+        elif self.scene == "tentacle":  # both tentacles bend in x-z planes: look along +y
+            cam.look_at = tuple(center + (-0.45 * size, 0.0, 0.0))
+            cam.position = tuple(center + np.array([-0.2, -1.9, 0.45]) * size)
+        else:
+            cam.position = tuple(center + np.array([0.95, -1.25, 0.65]) * 0.5 * (view + size))
+        if self.clip is not None:
+            self._correct_clip()
+            if self.corrected_frames is not None:
+                sc.add_frame("/corrected", show_axes=False, wxyz=wxyz, position=(0.9 * size, 0.0, 0.0))
+                self._corr_skel = _Skeleton(sc, "/corrected/skeleton", self.robot, size,
+                                            link_color=_ALT_LINK_COLOR, joint_color=_ALT_JOINT_COLOR, axes=False)
+        if self.scene == "tentacle":
+            sc.add_frame("/sway", show_axes=False, position=(-1.0 * size, 0.0, 0.0))
+            self._sway_skel = _Skeleton(sc, "/sway/skeleton", self.sway_robot, size,
+                                        link_color=_ALT_LINK_COLOR, joint_color=_ALT_JOINT_COLOR, axes=False)
+            sc.add_label("/sway/label", "FK: swaying", position=(0.0, 0.0, 1.15 * size))
+            sc.add_label("/robot/label", "IK: arrow keys move the target", position=(0.0, 0.0, 1.15 * size))
+        if self.scene == "two-bone":
+            l1, l2 = self.bone_lengths
+            self._arm3d = _Bones(sc, "/arm3d", 3, [(0, 1), (1, 2)], size, _ALT_LINK_COLOR, _ALT_JOINT_COLOR,
+                                 axes=False)
+            self._arm3d_gizmo = sc.add_transform_controls("/arm3d_target", scale=0.25 * size,
+                                                          disable_rotations=True, position=self.arm3d_target)
+
+            def moved3d(_event):
+                with self._lock:
+                    self.arm3d_target = np.array(self._arm3d_gizmo.position, dtype=float)
+                    self._solve_two_bone()
+
+            self._arm3d_gizmo.on_update(moved3d)
+            sc.add_label("/labels/arm2d", "2-D: two_bone_2d (planar2)", position=(0.0, 0.0, 0.3 * size))
+            sc.add_label("/labels/arm3d", "3-D: two_bone_3d (pole ±z)",
+                         position=tuple(self.arm3d_shoulder + (0.0, 0.0, 0.3 * size)))
+        if self.scene == "reach":
+            self._reach_line_key = None
+            sc.add_icosphere("/reach_center", radius=0.02 * size, color=(150, 150, 150),
+                             position=tuple(self.reach_center))
+
+    def _redraw(self) -> None:
+        if self.server is None:
+            return
+        with self.server.atomic():
+            self._skel.update(self.q)
+            if getattr(self, "_corr_skel", None) is not None and self.corrected_frames is not None:
+                self._corr_skel.update(self.corrected_frames[self.clip_frame % len(self.corrected_frames)])
+            if self.scene == "two-bone":
+                self._arm3d.update(self.arm3d_points)
+            if self.scene == "reach" and self._targets:
+                key = (tuple(self.reach_start), tuple(self._targets[0].position))
+                if key != self._reach_line_key:
+                    self._reach_line_key = key
+                    seg = np.array([[self.reach_start, self._targets[0].position]])
+                    self.server.scene.add_line_segments("/reach_line", seg, (200, 80, 200),
+                                                        thickness=0.006 * self.size)
+
+    def _show_status(self) -> None:
+        h = self._gui.get("status")
+        if h is not None:
+            h.content = f"**{self.method if self.scene in ('ik', 'tentacle') else self.scene}** — {self.status}"
