@@ -16,12 +16,12 @@ units and depend on the robot's size; ``rows="position"`` or ``"orientation"`` k
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
 from .errors import ConfigurationError
+from .solvers._linalg import smallest_singular_value  # noqa: F401 - re-exported (Tracker, tests)
+from .solvers._linalg import sym_eigvals
 
 __all__ = ["manipulability", "condition_number", "singular_values", "distance_to_limits",
            "is_near_singular", "NEAR_SINGULAR_THRESHOLD"]
@@ -89,6 +89,8 @@ def distance_to_limits(robot, q) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- kernels
+# smallest_singular_value (σ_min of a task Jacobian, Tracker's near-singular flag) and the Jacobi
+# eigenvalues live once, in the solvers' linear algebra (invkin.solvers._linalg).
 
 
 @njit(cache=True)
@@ -96,70 +98,6 @@ def sym_eigvals_jacobi(A, out):
     """Eigenvalues of the symmetric matrix A (k, k) into ``out`` (k,) by cyclic Jacobi rotations.
 
     A is overwritten. Exact to rounding for the small matrices of a task Jacobian (k ≤ ~12).
+    (:func:`invkin.solvers._linalg.sym_eigvals` on the whole matrix.)
     """
-    k = A.shape[0]
-    for sweep in range(50):
-        off = 0.0
-        scale = 0.0
-        for i in range(k):
-            scale += A[i, i] * A[i, i]
-            for j in range(i + 1, k):
-                off += A[i, j] * A[i, j]
-        if off <= 1e-30 * scale or off == 0.0:
-            break
-        for p in range(k - 1):
-            for r in range(p + 1, k):
-                apr = A[p, r]
-                if apr == 0.0:
-                    continue
-                theta = (A[r, r] - A[p, p]) / (2.0 * apr)
-                t = (1.0 if theta >= 0.0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
-                c = 1.0 / math.sqrt(t * t + 1.0)
-                s = t * c
-                for i in range(k):
-                    aip = A[i, p]
-                    air = A[i, r]
-                    A[i, p] = c * aip - s * air
-                    A[i, r] = s * aip + c * air
-                for i in range(k):
-                    api = A[p, i]
-                    ari = A[r, i]
-                    A[p, i] = c * api - s * ari
-                    A[r, i] = s * api + c * ari
-    for i in range(k):
-        out[i] = A[i, i]
-
-
-@njit(cache=True)
-def smallest_singular_value(J):
-    """σ_min of J (m, n): sqrt of the smallest eigenvalue of J Jᵀ or Jᵀ J, whichever is smaller.
-
-    For m > n this is the smallest of the n singular values (the task can still lose rank)."""
-    m, n = J.shape
-    k = min(m, n)
-    if k == 0:
-        return 0.0
-    A = np.empty((k, k))
-    if m <= n:
-        for i in range(m):
-            for j in range(i, m):
-                s = 0.0
-                for c in range(n):
-                    s += J[i, c] * J[j, c]
-                A[i, j] = s
-                A[j, i] = s
-    else:
-        for i in range(n):
-            for j in range(i, n):
-                s = 0.0
-                for r in range(m):
-                    s += J[r, i] * J[r, j]
-                A[i, j] = s
-                A[j, i] = s
-    ev = np.empty(k)
-    sym_eigvals_jacobi(A, ev)
-    lo = ev[0]
-    for i in range(1, k):
-        if ev[i] < lo:
-            lo = ev[i]
-    return math.sqrt(lo) if lo > 0.0 else 0.0
+    sym_eigvals(A, A.shape[0], out)

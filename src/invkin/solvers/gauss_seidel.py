@@ -37,7 +37,8 @@ from ..errors import SolverError
 from ..goals import KIND_POSITION
 from ..kinematics.kernels import BALL
 from ._common import CONVERGED, RUNNING, STALLED, posture_residual, step_and_clamp, task_eval
-from .jacobian import _cap, _positive, _sqnorm, _track_best, problem_scratch, restore_best, start_attempt
+from ._linalg import cap_step, sqnorm
+from .jacobian import _positive, _track_best, problem_scratch, restore_best, start_attempt
 
 NAME = "gauss-seidel"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -191,7 +192,7 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
     e2 = np.empty(3)
     w2 = w_post * w_post
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
-    cost = 0.5 * _sqnorm(e)
+    cost = 0.5 * sqnorm(e)
     start_attempt(q, qbest, cost, state)
     code = RUNNING
     it = 0
@@ -282,7 +283,7 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
             else:
                 for a in range(3):
                     dq[col + a] += omega[i] * bl[i, a]
-        big = _cap(dq, max_step)
+        big = cap_step(dq, max_step)
         if not (big > 0.0) or not math.isfinite(big):
             code = STALLED
             restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
@@ -291,7 +292,7 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
         for c in range(dof):
             q[c] = qn[c]
         task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
-        cost = 0.5 * _sqnorm(e)
+        cost = 0.5 * sqnorm(e)
         if _track_best(q, qbest, cost, state):
             if not (errs[0] <= tol_p and errs[1] <= tol_r):
                 code = STALLED

@@ -70,7 +70,9 @@ import numpy as np
 from numba import njit
 
 from ..errors import SolverError
-from ._common import CONVERGED, RUNNING, STALLED, chol_solve, posture_residual, step_and_clamp, task_eval
+from ._common import CONVERGED, RUNNING, STALLED, posture_residual, step_and_clamp, task_eval
+from ._linalg import cap_step, damped_solve, scale_columns, sigma_min_and_w, sqnorm
+from ._linalg import sym_eigvals  # noqa: F401 - re-exported: its home before _linalg
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
 
@@ -100,150 +102,6 @@ MANIP_H = 1e-6            # finite-difference step of the manipulability gradien
 
 
 # --------------------------------------------------------------------------- small kernels
-
-
-@njit(cache=True)
-def sym_eigvals(A, n, out):
-    """Eigenvalues of the symmetric leading n×n block of A (overwritten) into out[:n] (cyclic Jacobi)."""
-    for _sweep in range(50):
-        off = 0.0
-        diag = 0.0
-        for p in range(n):
-            diag += A[p, p] * A[p, p]
-            for r in range(p + 1, n):
-                off += A[p, r] * A[p, r]
-        if off <= 1e-30 * diag or off < 1e-300:
-            break
-        for p in range(n - 1):
-            for r in range(p + 1, n):
-                apr = A[p, r]
-                if apr == 0.0:
-                    continue
-                theta = (A[r, r] - A[p, p]) / (2.0 * apr)
-                if abs(theta) > 1e150:
-                    t = 0.5 / theta
-                else:
-                    t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
-                    if theta < 0.0:
-                        t = -t
-                c = 1.0 / math.sqrt(t * t + 1.0)
-                s = t * c
-                for k in range(n):
-                    akp = A[k, p]
-                    akr = A[k, r]
-                    A[k, p] = c * akp - s * akr
-                    A[k, r] = s * akp + c * akr
-                for k in range(n):
-                    apk = A[p, k]
-                    ark = A[r, k]
-                    A[p, k] = c * apk - s * ark
-                    A[r, k] = s * apk + c * ark
-    for k in range(n):
-        out[k] = A[k, k]
-
-
-@njit(cache=True)
-def _gram(Jh, m, dof, G):
-    """G = Jh Jhᵀ (m×m) if m <= dof else Jhᵀ Jh (dof×dof); returns its size."""
-    if m <= dof:
-        for i in range(m):
-            for j in range(i, m):
-                s = 0.0
-                for k in range(dof):
-                    s += Jh[i, k] * Jh[j, k]
-                G[i, j] = s
-                G[j, i] = s
-        return m
-    for i in range(dof):
-        for j in range(i, dof):
-            s = 0.0
-            for k in range(m):
-                s += Jh[k, i] * Jh[k, j]
-            G[i, j] = s
-            G[j, i] = s
-    return dof
-
-
-@njit(cache=True)
-def _sigma_min_and_w(Jh, m, dof, G, ev):
-    """(smallest singular value, sqrt(det(Gram))) of Jh (the Gram of the smaller side)."""
-    n = _gram(Jh, m, dof, G)
-    sym_eigvals(G, n, ev)
-    lo = np.inf
-    det = 1.0
-    for k in range(n):
-        v = max(ev[k], 0.0)
-        if v < lo:
-            lo = v
-        det *= v
-    return math.sqrt(lo), math.sqrt(det)
-
-
-@njit(cache=True)
-def damped_solve(J, r, jw, lam2, dq, Jh, A, y, b):
-    """dq = W⁻¹Jᵀ(J W⁻¹ Jᵀ + λ²I)⁻¹ r = (JᵀJ + λ²W)⁻¹Jᵀ r, solved on the smaller side.
-
-    Jh (m, dof), A (k, k) with k = min(m, dof), y, b (k,) are scratch. Returns False if the
-    system could not be factorised (dq untouched)."""
-    m = J.shape[0]
-    dof = J.shape[1]
-    for k in range(dof):
-        s = 1.0 / math.sqrt(jw[k])
-        for i in range(m):
-            Jh[i, k] = J[i, k] * s
-    n = _gram(Jh, m, dof, A)
-    for _try in range(4):
-        if _try > 0:
-            n = _gram(Jh, m, dof, A)
-        for i in range(n):
-            A[i, i] += lam2
-        if m <= dof:
-            for i in range(m):
-                b[i] = r[i]
-            ok = chol_solve(A, b, y)
-            if ok:
-                for k in range(dof):
-                    s = 0.0
-                    for i in range(m):
-                        s += Jh[i, k] * y[i]
-                    dq[k] = s / math.sqrt(jw[k])
-                return True
-        else:
-            for k in range(dof):
-                s = 0.0
-                for i in range(m):
-                    s += Jh[i, k] * r[i]
-                b[k] = s
-            ok = chol_solve(A, b, y)
-            if ok:
-                for k in range(dof):
-                    dq[k] = y[k] / math.sqrt(jw[k])
-                return True
-        lam2 = max(lam2 * 100.0, 1e-12)
-    return False
-
-
-@njit(cache=True)
-def _cap(dq, max_step):
-    """Scale dq so that max |dq_i| <= max_step; returns max |dq_i| before scaling."""
-    big = 0.0
-    for i in range(dq.shape[0]):
-        a = abs(dq[i])
-        if a > big:
-            big = a
-    if big > max_step:
-        s = max_step / big
-        for i in range(dq.shape[0]):
-            dq[i] *= s
-    return big
-
-
-@njit(cache=True)
-def _sqnorm(v):
-    s = 0.0
-    for i in range(v.shape[0]):
-        s += v[i] * v[i]
-    return s
 
 
 @njit(cache=True)
@@ -306,7 +164,7 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
     if w_post > 0.0:
         posture_residual(q, q_rest, balls, pr)
-    cost = 0.5 * (_sqnorm(e) + w2 * _sqnorm(pr))
+    cost = 0.5 * (sqnorm(e) + w2 * sqnorm(pr))
     if state[S_BEST] <= 0.0:  # fresh attempt
         state[S_BEST] = max(cost, 1e-300)
         state[S_REF] = cost
@@ -331,7 +189,7 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
         num = 0.0
         for c in range(dof):
             num += g[c] * d[c]
-        den = w2 * _sqnorm(d)
+        den = w2 * sqnorm(d)
         for k in range(m):
             s = 0.0
             for c in range(dof):
@@ -344,12 +202,12 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
         alpha = num / den
         for c in range(dof):
             d[c] *= alpha
-        _cap(d, cap)
+        cap_step(d, cap)
         step_and_clamp(q, d, lower, upper, balls, qn)
         task_eval(ni, nf, origin, qn, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e2, J2, errs2, True)
         if w_post > 0.0:
             posture_residual(qn, q_rest, balls, pr2)
-        cost2 = 0.5 * (_sqnorm(e2) + w2 * _sqnorm(pr2))
+        cost2 = 0.5 * (sqnorm(e2) + w2 * sqnorm(pr2))
         if cost2 < cost:
             for c in range(dof):
                 q[c] = qn[c]
@@ -390,13 +248,8 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
 @njit(cache=True)
 def _manipulability(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, jw, Tall, Jf, e, J, Jh, G, ev, errs):
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
-    m = J.shape[0]
-    dof = J.shape[1]
-    for k in range(dof):
-        s = 1.0 / math.sqrt(jw[k])
-        for i in range(m):
-            Jh[i, k] = J[i, k] * s
-    return _sigma_min_and_w(Jh, m, dof, G, ev)[1]
+    scale_columns(J, jw, Jh)
+    return sigma_min_and_w(Jh, J.shape[0], J.shape[1], G, ev)[1]
 
 
 @njit(cache=True)
@@ -510,7 +363,7 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     dq = np.empty(dof)
     qn = np.empty(dof)
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
-    cost = 0.5 * _sqnorm(e)
+    cost = 0.5 * sqnorm(e)
     if start_attempt(q, qbest, cost, state):
         state[S_SCALAR] = 1.0
     lam2 = reg
@@ -524,11 +377,8 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
         it += 1
         lam2 = reg
         if mode == MODE_DLS:
-            for k in range(dof):
-                s = 1.0 / math.sqrt(jw[k])
-                for i in range(m):
-                    Jh[i, k] = J[i, k] * s
-            smin = _sigma_min_and_w(Jh, m, dof, A, ev)[0]
+            scale_columns(J, jw, Jh)
+            smin = sigma_min_and_w(Jh, m, dof, A, ev)[0]
             if smin < sigma0:
                 rho = smin / sigma0
                 lam2 += lam_max * lam_max * (1.0 - rho * rho)
@@ -562,7 +412,7 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
             break
         for i in range(dof):
             dq[i] += eta[i]
-        big = _cap(dq, max_step)
+        big = cap_step(dq, max_step)
         if not (big > 0.0) or not math.isfinite(big):
             code = STALLED  # no step (e.g. the error lies along a singular direction) or a broken one
             restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
@@ -572,7 +422,7 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
             q[i] = qn[i]
         task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
         cost_old = cost
-        cost = 0.5 * _sqnorm(e)
+        cost = 0.5 * sqnorm(e)
         if cost > cost_old:
             # the residual grew: the null-space motion's second-order drift now outweighs the
             # goals' progress, so the secondary objective yields (η is halved for this attempt)
