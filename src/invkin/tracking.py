@@ -37,12 +37,13 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .diagnostics import NEAR_SINGULAR_THRESHOLD, smallest_singular_value
+from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import GoalError, SolverError
 from .goals import KIND_AXIS, Aim, Goal, Orientation, Pose, Position, Posture
 from .result import Status
 from .solvers._common import CONVERGED, RUNNING, STALLED, chol_solve, posture_residual, step_and_clamp, \
     task_eval
+from .solvers._linalg import damped_normal_equations, residual_sqnorm, smallest_singular_value
 from .spatial import so3_exp_nb, so3_log_nb
 
 __all__ = ["Tracker", "TrackStep", "TRACK_METHODS"]
@@ -214,15 +215,10 @@ def track_update(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, ga
         if is_ball[i]:  # ball joints: the angle bound is applied on SO(3) by _bound_step
             box_lo[i] = -np.inf
             box_hi[i] = np.inf
-    w2 = w_post * w_post
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
-    cost = 0.0
-    for i in range(m):
-        cost += e[i] * e[i]
     if w_post > 0.0:
         posture_residual(q, q_rest, balls, pr)
-        for i in range(dof):
-            cost += w2 * pr[i] * pr[i]
+    cost = residual_sqnorm(e, w_post, pr)
     mu = 1.0
     lam2 = damping * damping
     code = RUNNING
@@ -241,21 +237,7 @@ def track_update(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, ga
             held[i] = False
         ok = True
         for _pass in range(dof + 1):
-            for r in range(dof):
-                s = 0.0
-                for k in range(m):
-                    s += J[k, r] * e[k]
-                g[r] = s
-                for c in range(r, dof):
-                    s = 0.0
-                    for k in range(m):
-                        s += J[k, r] * J[k, c]
-                    A[r, c] = s
-                    A[c, r] = s
-            for r in range(dof):
-                A[r, r] += w2 + d * jw[r]
-                if w_post > 0.0:
-                    g[r] += w2 * pr[r]
+            damped_normal_equations(J, e, jw, d, w_post, pr, A, g)
             for r in range(dof):
                 if held[r]:
                     for c in range(dof):
@@ -316,13 +298,9 @@ def track_update(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, ga
         for i in range(dof):
             moved = max(moved, abs(qn[i] - q[i]))
         task_eval(ni, nf, origin, qn, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e2, J2, errs2, True)
-        cost2 = 0.0
-        for i in range(m):
-            cost2 += e2[i] * e2[i]
         if w_post > 0.0:
             posture_residual(qn, q_rest, balls, pr)
-            for i in range(dof):
-                cost2 += w2 * pr[i] * pr[i]
+        cost2 = residual_sqnorm(e2, w_post, pr)
         if cost2 >= cost:
             # reject: more damping for the rest of this update (dls: λ² x4, lm: μ x2)
             if w_post > 0.0:
