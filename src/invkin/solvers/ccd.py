@@ -65,6 +65,7 @@ from ..goals import KIND_POSITION
 from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
 from ..spatial import so3_exp_nb, so3_log_nb
 from ._common import CONVERGED, RUNNING, STALLED, task_eval
+from ._linalg import sqnorm
 from ._rotfit import best_arc_angle, horn_rotation, min_rotvec, rigid_rotate_about, rigid_translate
 
 NAME = "ccd"
@@ -113,14 +114,6 @@ def stiffness_factors(ni, jw):
 
 
 @njit(cache=True)
-def _cost(e):
-    s = 0.0
-    for k in range(e.shape[0]):
-        s += e[k] * e[k]
-    return s
-
-
-@njit(cache=True)
 def _apply_ball(q, c, lower, upper, W, rv, sf, Q):
     """Ball joint at q[c:c+3], world frame rotation W: apply the world rotation exp(rv) as the local
     increment R ← R exp(sf Wᵀ rv), clamp, and write the world rotation actually applied into Q."""
@@ -160,19 +153,54 @@ def _apply_ball(q, c, lower, upper, W, rv, sf, Q):
 
 
 @njit(cache=True)
-def _set_revolute(q, c, m, dth, lower, upper):
-    """q[c] += dth / m, clamped (continuous joints wrapped into (−π, π]); returns the actual Δθ."""
+def set_joint(q, c, m, d, lower, upper):
+    """q[c] += d / m, clamped into [lower[c], upper[c]]; returns the change actually made to
+    θ = m q + offset (d in θ's units: rad for a hinge, m for a slider)."""
     old = q[c]
-    v = old + dth / m
+    v = old + d / m
     if v < lower[c]:
         v = lower[c]
     elif v > upper[c]:
         v = upper[c]
     q[c] = v
-    actual = m * (v - old)
+    return m * (v - old)
+
+
+@njit(cache=True)
+def set_revolute(q, c, m, dth, lower, upper):
+    """q[c] += dth / m, clamped (continuous joints wrapped into (−π, π]); returns the actual Δθ."""
+    actual = set_joint(q, c, m, dth, lower, upper)
+    v = q[c]
     if math.isinf(lower[c]) and math.isinf(upper[c]) and (m == 1.0 or m == -1.0) and abs(v) > math.pi:
         q[c] = v - 2.0 * math.pi * math.floor((v + math.pi) / (2.0 * math.pi))
     return actual
+
+
+@njit(cache=True)
+def welman_terms(ev, tv, ax, ay, az, w, S):
+    """One vector pair (e current, t desired, weight w) at a joint with world axis a.
+
+    Adds ``w e tᵀ`` to Horn's ``S`` and returns the pair's terms of Welman's k1, k2, k3
+    (eqs. 4.20-4.22): ``(w (t·a)(e·a), w t·e, w a·(e × t))``.
+    """
+    ea = ev[0] * ax + ev[1] * ay + ev[2] * az
+    ta = tv[0] * ax + tv[1] * ay + tv[2] * az
+    for r in range(3):
+        for k in range(3):
+            S[r, k] += w * ev[r] * tv[k]
+    return (w * ta * ea, w * (tv[0] * ev[0] + tv[1] * ev[1] + tv[2] * ev[2]),
+            w * (ax * (ev[1] * tv[2] - ev[2] * tv[1]) + ay * (ev[2] * tv[0] - ev[0] * tv[2])
+                 + az * (ev[0] * tv[1] - ev[1] * tv[0])))
+
+
+@njit(cache=True)
+def sweep_progress(cost, best, small):
+    """The stall rule of ccd and fabrik → (best, small): a sweep whose squared residual ``cost``
+    falls below ``best (1 − STALL_REL)`` is progress (small = 0), any other adds one to small; the
+    caller stops with STALLED once small reaches STALL_SWEEPS."""
+    if cost < best * (1.0 - STALL_REL):
+        return cost, 0.0
+    return best, small + 1.0
 
 
 @njit(cache=True)
@@ -221,7 +249,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     ev = np.empty(3)
     tv = np.empty(3)
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
-    cost = _cost(e)
+    cost = sqnorm(e)
     best = state[0] if state[0] > 0.0 else cost
     small = state[4]
     code = RUNNING
@@ -262,14 +290,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                 if den == 0.0:
                     continue
                 lam = sfac[i] * num / den
-                old = q[c]
-                v = old + lam / m
-                if v < lower[c]:
-                    v = lower[c]
-                elif v > upper[c]:
-                    v = upper[c]
-                q[c] = v
-                act = m * (v - old)
+                act = set_joint(q, c, m, lam, lower, upper)
                 for g in range(G):
                     if anc[i, g]:
                         rigid_translate(Tg[g], act * ax, act * ay, act * az)
@@ -337,15 +358,10 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                             w = w2 / (s * s)
                         npairs += 1
                         # k1, k2, k3 (eqs. 4.20-4.22) and Horn's S = Σ w e tᵀ
-                        ea = ev[0] * ax + ev[1] * ay + ev[2] * az
-                        ta = tv[0] * ax + tv[1] * ay + tv[2] * az
-                        k1 += w * ta * ea
-                        k2 += w * (tv[0] * ev[0] + tv[1] * ev[1] + tv[2] * ev[2])
-                        k3 += w * (ax * (ev[1] * tv[2] - ev[2] * tv[1]) + ay * (ev[2] * tv[0] - ev[0] * tv[2])
-                                   + az * (ev[0] * tv[1] - ev[1] * tv[0]))
-                        for r in range(3):
-                            for k in range(3):
-                                S[r, k] += w * ev[r] * tv[k]
+                        d1, d2, d3 = welman_terms(ev, tv, ax, ay, az, w, S)
+                        k1 += d1
+                        k2 += d2
+                        k3 += d3
                 if simple:
                     if wsum == 0.0:
                         continue
@@ -356,7 +372,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                         continue
                     if jt == REVOLUTE:
                         phi = rg[0] * ax + rg[1] * ay + rg[2] * az
-                        act = _set_revolute(q, c, m, sfac[i] * phi, lower, upper)
+                        act = set_revolute(q, c, m, sfac[i] * phi, lower, upper)
                         if act == 0.0:
                             continue
                         _axis_rotation(ax, ay, az, act, Q)
@@ -375,7 +391,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                         if lo > hi:
                             lo, hi = hi, lo
                         phi = best_arc_angle(k1, k2, k3, min(lo, 0.0), max(hi, 0.0))
-                        act = _set_revolute(q, c, m, sfac[i] * phi, lower, upper)
+                        act = set_revolute(q, c, m, sfac[i] * phi, lower, upper)
                         if act == 0.0:
                             continue
                         _axis_rotation(ax, ay, az, act, Q)
@@ -398,15 +414,10 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                 for g in range(G):
                     Tg[g, :, :] = Tall[gnode[g]]
         task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
-        cost = _cost(e)
-        if cost < best * (1.0 - STALL_REL):
-            best = cost
-            small = 0.0
-        else:
-            small += 1.0
-            if small >= STALL_SWEEPS:
-                code = STALLED
-                break
+        best, small = sweep_progress(sqnorm(e), best, small)
+        if small >= STALL_SWEEPS:
+            code = STALLED
+            break
     if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r:
         code = CONVERGED
     state[0] = best

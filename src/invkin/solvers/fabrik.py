@@ -56,7 +56,7 @@ from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
 from ..spatial import so3_exp_nb, so3_log_nb
 from ._common import CONVERGED, RUNNING, STALLED
 from ._rotfit import best_arc_angle, horn_rotation, min_rotvec
-from .ccd import STALL_REL, STALL_SWEEPS, visit_flags
+from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, visit_flags, welman_terms
 
 NAME = "fabrik"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -148,6 +148,21 @@ def point_structure(ni, origin, gnode, gkind, gw):
 
 
 @njit(cache=True)
+def _position_errors(gnode, gkind, gvec, gw, Tall):
+    """(largest position error [m], Σ gw² |p* − p|²) over the position goals, frames Tall."""
+    perr = 0.0
+    cost = 0.0
+    for g in range(gnode.shape[0]):
+        if gkind[g] == 0 and gw[g] > 0.0:
+            d2 = 0.0
+            for c in range(3):
+                d2 += (gvec[g, c] - Tall[gnode[g], c, 3]) ** 2
+            perr = max(perr, math.sqrt(d2))
+            cost += gw[g] * gw[g] * d2
+    return perr, cost
+
+
+@njit(cache=True)
 def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
                    tol_p, tol_r, q, max_iter, state, visit, cone_angle):
     """Run up to ``max_iter`` FABRIK iterations on q in place (Aristidou & Lasenby 2011).
@@ -195,16 +210,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
     e1 = np.empty(3)
     t1 = np.empty(3)
     fk_all_into(ni, nf, origin, q, Told)
-    # errors at the start
-    perr = 0.0
-    cost = 0.0
-    for g in range(G):
-        if gkind[g] == 0 and gw[g] > 0.0:
-            d2 = 0.0
-            for c in range(3):
-                d2 += (gvec[g, c] - Told[gnode[g], c, 3]) ** 2
-            perr = max(perr, math.sqrt(d2))
-            cost += gw[g] * gw[g] * d2
+    perr, cost = _position_errors(gnode, gkind, gvec, gw, Told)  # at the start
     best = state[0] if state[0] > 0.0 else cost
     small = state[4]
     code = RUNNING
@@ -261,12 +267,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 for r in range(3):
                     a_r = Tcur[i, r, 0] * nf[i, 0] + Tcur[i, r, 1] * nf[i, 1] + Tcur[i, r, 2] * nf[i, 2]
                     lam += a_r * (fwd[i, r] - Tcur[i, r, 3])
-                v = q[ci] + lam / m
-                if v < lower[ci]:
-                    v = lower[ci]
-                elif v > upper[ci]:
-                    v = upper[ci]
-                q[ci] = v
+                set_joint(q, ci, m, lam, lower, upper)
                 _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
                 continue
             if jt != REVOLUTE and jt != BALL:
@@ -316,15 +317,10 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                     for r in range(3):
                         e1[r] = ev[r]
                         t1[r] = tv[r]
-                ea = ev[0] * ax + ev[1] * ay + ev[2] * az
-                ta = tv[0] * ax + tv[1] * ay + tv[2] * az
-                k1 += w * ta * ea
-                k2 += w * (tv[0] * ev[0] + tv[1] * ev[1] + tv[2] * ev[2])
-                k3 += w * (ax * (ev[1] * tv[2] - ev[2] * tv[1]) + ay * (ev[2] * tv[0] - ev[0] * tv[2])
-                           + az * (ev[0] * tv[1] - ev[1] * tv[0]))
-                for r in range(3):
-                    for c in range(3):
-                        S[r, c] += w * ev[r] * tv[c]
+                d1, d2, d3 = welman_terms(ev, tv, ax, ay, az, w, S)
+                k1 += d1
+                k2 += d2
+                k3 += d3
             if nb == 0:
                 continue
             if jt == REVOLUTE:
@@ -336,15 +332,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 if lo > hi:
                     lo, hi = hi, lo
                 phi = best_arc_angle(k1, k2, k3, min(lo, 0.0), max(hi, 0.0))
-                v = q[ci] + phi / m
-                if v < lower[ci]:
-                    v = lower[ci]
-                elif v > upper[ci]:
-                    v = upper[ci]
-                if math.isinf(lower[ci]) and math.isinf(upper[ci]) and (m == 1.0 or m == -1.0) \
-                        and abs(v) > math.pi:
-                    v -= 2.0 * math.pi * math.floor((v + math.pi) / (2.0 * math.pi))
-                q[ci] = v
+                set_revolute(q, ci, m, phi, lower, upper)
             else:
                 if nb == 1:
                     min_rotvec(e1[0], e1[1], e1[2], t1[0], t1[1], t1[2], rv)
@@ -370,23 +358,11 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                     q[ci + c] = v
             _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
         fk_all_into(ni, nf, origin, q, Told)  # exact FK (mimic followers may precede leaders)
-        perr = 0.0
-        cost = 0.0
-        for g in range(G):
-            if gkind[g] == 0 and gw[g] > 0.0:
-                d2 = 0.0
-                for c in range(3):
-                    d2 += (gvec[g, c] - Told[gnode[g], c, 3]) ** 2
-                perr = max(perr, math.sqrt(d2))
-                cost += gw[g] * gw[g] * d2
-        if cost < best * (1.0 - STALL_REL):
-            best = cost
-            small = 0.0
-        else:
-            small += 1.0
-            if small >= STALL_SWEEPS:
-                code = STALLED
-                break
+        perr, cost = _position_errors(gnode, gkind, gvec, gw, Told)
+        best, small = sweep_progress(cost, best, small)
+        if small >= STALL_SWEEPS:
+            code = STALLED
+            break
     if code == RUNNING and perr <= tol_p:
         code = CONVERGED
     state[0] = best
