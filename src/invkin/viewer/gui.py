@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 
-from .draw import quats_wxyz
 from .errors import ViewerError
 
 ARROW_STEP = 0.05        # [m] target move per arrow key press (tentacle demo)
@@ -42,13 +41,7 @@ class GuiMixin:
         self._gui["status"] = gui.add_markdown("")
         self._show_status()
 
-        def guarded(fn):
-            def cb(event):
-                if self._syncing:
-                    return
-                with self._lock:
-                    fn(event.target.value)
-            return cb
+        guarded = self._guarded
 
         if self.scene in ("ik", "tentacle"):
             with gui.add_folder("Solver"):
@@ -113,14 +106,7 @@ class GuiMixin:
                 b.on_click(remove)
                 b = gui.add_button("targets to the frames")
 
-                def snap(_e):
-                    with self._lock:
-                        for t in self._targets:
-                            T = self.robot.fk(self.q, t.frame)
-                            t.position, t.wxyz = T[:3, 3].copy(), quats_wxyz(T[:3, :3])
-                            t.handle.position, t.handle.wxyz = t.position, t.wxyz
-
-                b.on_click(snap)
+                b.on_click(lambda _e: self._locked(self._targets_to_frames))
             self._build_fk_gui()
         if self.scene == "tentacle":
             with gui.add_folder("Tentacle"):
@@ -213,13 +199,9 @@ class GuiMixin:
                 if v:
                     self._sync_sliders()
                 else:  # back to IK: the targets start where the frames are
-                    for t in self._targets:
-                        T = r.fk(self.q, t.frame)
-                        t.position, t.wxyz = T[:3, 3].copy(), quats_wxyz(T[:3, :3])
-                        if t.handle is not None:
-                            t.handle.position, t.handle.wxyz = t.position, t.wxyz
+                    self._targets_to_frames()
 
-            h.on_update(lambda e: None if self._syncing else self._locked(set_fk, e.target.value))
+            h.on_update(self._guarded(set_fk))
             self._gui["fk"] = h
             n = min(r.dof, MAX_SLIDERS)
             if r.dof > n:
@@ -244,6 +226,15 @@ class GuiMixin:
 
                 s.on_update(moved)
                 self._sliders.append(s)
+
+    def _guarded(self, fn):
+        """A control's callback: ``fn(value)`` under the lock, skipped while we set the value."""
+        def cb(event):
+            if self._syncing:
+                return
+            with self._lock:
+                fn(event.target.value)
+        return cb
 
     def _locked(self, fn, *a):
         with self._lock:

@@ -15,16 +15,24 @@ from .errors import ViewerError
 REACH_MAX_STEPS = 5000   # the straight-line loop gives up after this many steps
 
 
+def _frames_in(out, dof: int, attrs):
+    """Configurations (K, dof) in whatever another module returned: an array, or an object (or a
+    tuple holding one) with one of ``attrs``; None when there are none."""
+    for c in [out] + (list(out) if isinstance(out, tuple) else []):
+        for attr in attrs:
+            v = getattr(c, attr, None)
+            if isinstance(v, np.ndarray) and v.ndim == 2 and v.shape[1] == dof:
+                return v
+        if isinstance(c, np.ndarray) and c.ndim == 2 and c.shape[1] == dof:
+            return c
+    return None
+
+
 def _clip_frames(out, robot: Robot):
     """Frames (F, dof) from whatever correct_clip returned: a Clip, (Clip, ...), an array, .frames/.q."""
-    cands = [out] + (list(out) if isinstance(out, tuple) else [])
-    for c in cands:
-        for attr in ("frames", "q"):
-            v = getattr(c, attr, None)
-            if isinstance(v, np.ndarray) and v.ndim == 2 and v.shape[1] == robot.dof:
-                return v
-        if isinstance(c, np.ndarray) and c.ndim == 2 and c.shape[1] == robot.dof:
-            return c
+    frames = _frames_in(out, robot.dof, ("frames", "q"))
+    if frames is not None:
+        return frames
     raise ViewerError(f"correct_clip returned {type(out).__name__}, not frames of {robot.dof} joint values")
 
 
@@ -53,14 +61,7 @@ def _feet(frames) -> list:
 
 def _path_frames(out, dof: int):
     """Configurations (K, dof) from whatever ik.reach returned (array, object with a path)."""
-    for c in [out] + (list(out) if isinstance(out, tuple) else []):
-        for attr in ("qs", "path", "trajectory", "q"):
-            v = getattr(c, attr, None)
-            if isinstance(v, np.ndarray) and v.ndim == 2 and v.shape[1] == dof:
-                return v
-        if isinstance(c, np.ndarray) and c.ndim == 2 and c.shape[1] == dof:
-            return c
-    return None
+    return _frames_in(out, dof, ("qs", "path", "trajectory", "q"))
 
 
 class ScenesMixin:

@@ -129,3 +129,11 @@ class TargetsMixin:
             self._wake.set()
 
         h.on_update(moved)
+
+    def _targets_to_frames(self) -> None:
+        """Put every target (and its gizmo) where its frame is at the current configuration."""
+        for t in self._targets:
+            T = self.robot.fk(self.q, t.frame)
+            t.position, t.wxyz = T[:3, 3].copy(), quats_wxyz(T[:3, :3])
+            if t.handle is not None:
+                t.handle.position, t.handle.wxyz = t.position, t.wxyz
