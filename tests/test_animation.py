@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import invkin as ik
-from invkin.animation import _wrap
+from invkin.animation.correct import _wrap
 
 MOCAP = Path(ik.__file__).parent / "data" / "mocap"
 WALK = MOCAP / "cmu_02_01_walk.bvh"

@@ -1,0 +1,61 @@
+"""Clip correction: animate with FK, correct effector positions with IK (SEEDS.md §1).
+
+:func:`correct_clip` takes a motion (:class:`~invkin.Clip`) and goals that may vary per frame and
+returns a corrected copy of the clip plus a :class:`ClipReport`. Two kinds of goal:
+
+* :class:`FootPlant` — foot planting. Contacts are detected on the original motion
+  (:func:`detect_contacts`): the foot frame is *near the floor* (height − floor below
+  ``height_threshold``) **and** *slow* (3-D speed of its path smoothed over ±25 ms below
+  ``speed_threshold``); the contact ends only when the height or the speed exceeds ``hysteresis`` ×
+  its threshold; contacts shorter than ``min_duration`` are dropped. While in contact the foot is
+  pinned at its position at the contact's start (``pin="start"``) or at the contact's mean position
+  (``pin="mean"``): its horizontal position is held, and its height is the pin's — or, with
+  ``lift=True`` (default), the original foot's where that is higher (the heel rising before
+  toe-off). The pin is raised to the floor if below it, then moved the least needed so that the leg
+  can reach it on every frame of the contact: within (1 − REACH_MARGIN) × the chain's length of the
+  chain's top joint (the hip), whose path comes from the original motion — horizontally if that
+  suffices (the foot keeps its height), else in 3-D. (Mocap legs are nearly straight at heel strike
+  and toe-off; without this, a pin at the start position is out of reach late in the stance.) Around
+  each contact the pin's offset blends in/out over ``blend`` frames (a raised cosine), so that
+  setting and releasing a pin does not pop; blends never push a foot below the floor.
+* :class:`Reach` — a frame (a hand) follows a moving target over a frame range: an array of
+  positions, one per frame of the range (or per frame of the clip), or a callable
+  ``targets(i) -> (3,)`` of the frame index ``i`` (time is ``i * clip.frame_time``). The target
+  offset blends in before the range and out after it over ``blend`` frames.
+
+When a goal's last blended frame has passed, whatever correction its chain still holds (a
+redundant arm may reach the original hand position with other joint angles) fades to zero in
+joint space over another ``blend`` frames (a raised cosine), so the clip returns to the captured
+motion without a jump.
+
+Units are the clip's (BVH files: whatever length unit the file uses; speeds are units/s).
+
+How a frame is solved. Each goal moves only its *chain*: the rotation channels of the ``chain``
+BVH joints above its frame (default 2: hip and knee for a foot, shoulder and elbow for a hand),
+or the joints named in ``chain``. Frame ``i`` is solved with :func:`invkin.solve` (Levenberg–
+Marquardt, ``restarts=False``, deterministic iteration budget) for every goal active at ``i``,
+on the whole skeleton but with ``joint_weights`` of 1 on the active chains and 1e9 on every other
+channel, so that only the chains move; the other channels are then copied back from the
+original frame exactly, so the rest of the pose — the root translation included — is the
+original to the last bit. The start configuration is the original frame plus the previous
+frame's correction (temporal continuity: the solver continues from where the last frame ended
+and stays on the same branch; no random restarts).
+
+Continuity guarantees. Write ``c[i] = q_corrected[i] − q_original[i]`` (the correction, rotation
+channels wrapped into (−π, π]). Its change per frame is bounded: ``max |c[i] − c[i−1]| ≤ max_step``
+over every channel (with ``c[−1] = 0``); a larger step is scaled down uniformly (direction kept)
+and the frame is flagged ``clipped`` (the bound binds; the goal is then met a few frames later).
+The bound applies to the correction, not to the clip's own motion (mocap may hold jumps — a
+reference pose in frame 0, angle wrap-arounds — that must pass unchanged). Frames where the
+unbounded solution would have jumped are reported in :attr:`ClipReport.discontinuities` with
+the size of the jump (a branch flip or an unreachable target shows up there).
+"""
+from __future__ import annotations
+
+from .contacts import detect_contacts, detect_up_axis, foot_sliding
+from .correct import ClipReport, correct_clip
+from .correct import DEFAULT_MAX_SPEED, FROZEN_WEIGHT, MAX_STEP_CAP, REACH_MARGIN  # noqa: F401 - documented settings
+from .goals import Contact, FootPlant, Reach
+
+__all__ = ["FootPlant", "Reach", "Contact", "ClipReport", "correct_clip", "detect_contacts", "detect_up_axis",
+           "foot_sliding"]

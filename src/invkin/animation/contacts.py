@@ -1,0 +1,146 @@
+"""Foot contacts: the clip's up axis, contact detection (near the floor and slow, with hysteresis),
+and the foot-sliding metric."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import GoalError, ModelError
+from .goals import Contact, FootPlant, _frame_arg
+from .skeleton import _clip_node, _limb_length, _robot_for, _track
+
+_UP = {"x": 0, "y": 1, "z": 2}
+
+
+def _up_arg(up):
+    if up is None:
+        return None
+    u = str(up).lower()
+    if u not in _UP:
+        raise GoalError(f"up: expected 'y', 'z' (or 'x') or None to detect it, got {up!r}")
+    return u
+
+
+def detect_up_axis(robot, clip, feet=None) -> str:
+    """The clip's up axis, ``"y"`` or ``"z"``: the axis along which the root lies highest above the
+    feet on average (feet default: the joints whose name contains "foot", else "toe")."""
+    robot = _robot_for(robot, clip)
+    if feet is None:
+        low = [n for n in clip.joint_names if "foot" in n.lower()] or \
+              [n for n in clip.joint_names if "toe" in n.lower()]
+        if not low:
+            raise ModelError("cannot detect the up axis: no joint named like a foot; pass up='y' or up='z'")
+        feet = low
+    elif isinstance(feet, str):
+        feet = [feet]
+    root = next(n for n, p in zip(clip.names, clip.parents) if p < 0)
+    sel = clip.frames[np.linspace(0, clip.n_frames - 1, min(clip.n_frames, 64)).astype(int)]
+    pr = _track(robot, sel, root)
+    d = np.mean([pr - _track(robot, sel, f) for f in feet], axis=(0, 1))
+    k = int(np.argmax(np.abs(d[1:]))) + 1  # y or z
+    if d[k] <= 0:
+        raise ModelError(f"cannot detect the up axis: the root is not above the feet along y or z "
+                         f"(mean root - feet = {d.round(4).tolist()}); pass up='y' or up='z'")
+    return "xyz"[k]
+
+
+def _horizontal(up: str):
+    k = _UP[up]
+    return [a for a in range(3) if a != k]
+
+
+def _smooth(P, half: int):
+    if half <= 0 or P.shape[0] < 3:
+        return P
+    F = P.shape[0]
+    pad = np.concatenate([np.repeat(P[:1], half, 0), P, np.repeat(P[-1:], half, 0)])
+    c = np.cumsum(np.concatenate([np.zeros((1, 3)), pad]), axis=0)
+    return (c[2 * half + 1:2 * half + 1 + F] - c[:F]) / (2 * half + 1)
+
+
+def _need_fps(clip, what):
+    if not clip.frame_time > 0:
+        raise ModelError(f"{what}: the clip's frame time is 0; speeds are undefined")
+
+
+def _detect(P, clip, up, floor, h_on, v_on, hysteresis, min_duration, foot):
+    u = _UP[up]
+    dt = clip.frame_time
+    F = P.shape[0]
+    if F < 2:
+        return []
+    half = max(1, int(round(0.025 / dt)))
+    Ps = _smooth(P, half)
+    speed = np.linalg.norm(np.gradient(Ps, dt, axis=0), axis=1)
+    h = P[:, u] - floor
+    on = (h < h_on) & (speed < v_on)
+    stay = (h < h_on * hysteresis) & (speed < v_on * hysteresis)
+    out, start = [], None
+    for i in range(F):
+        if start is None:
+            if on[i]:
+                start = i
+        elif not stay[i]:
+            out.append((start, i))
+            start = None
+    if start is not None:
+        out.append((start, F))
+    min_len = max(1, int(math.ceil(min_duration / dt - 1e-9)))
+    return [Contact(foot, s, e) for s, e in out if e - s >= min_len]
+
+
+def _plant_params(robot, clip, plant, up, floor, P):
+    """floor, height threshold and speed threshold of a FootPlant (defaults filled in)."""
+    fl = plant.floor if plant.floor is not None else floor
+    if fl is None:
+        fl = float(np.percentile(P[:, _UP[up]], plant.floor_percentile))
+    ell = _limb_length(clip, plant.frame)
+    h_on = plant.height_threshold if plant.height_threshold is not None else 0.08 * ell
+    v_on = plant.speed_threshold if plant.speed_threshold is not None else 0.2 * ell
+    return float(fl), h_on, v_on
+
+
+def detect_contacts(robot, clip, foot, *, up=None, floor=None, height_threshold=None, speed_threshold=None,
+                    hysteresis: float = 1.5, min_duration: float = 0.05, floor_percentile: float = 5.0) -> list:
+    """Contacts of ``foot`` with the floor in ``clip``: a list of :class:`Contact`, in frame order.
+
+    ``foot`` is a frame name or a :class:`FootPlant` (whose settings are then used). A frame is in
+    contact when the foot frame's height above ``floor`` is below ``height_threshold`` and its
+    smoothed speed below ``speed_threshold``, with hysteresis and a minimum duration; see
+    :class:`FootPlant` for the defaults. ``up``: "y" or "z" (default: :func:`detect_up_axis`).
+    """
+    robot = _robot_for(robot, clip)
+    _need_fps(clip, "detect_contacts")
+    plant = foot if isinstance(foot, FootPlant) else FootPlant(
+        _frame_arg(foot, "detect_contacts: foot"), height_threshold=height_threshold,
+        speed_threshold=speed_threshold, hysteresis=hysteresis, min_duration=min_duration, floor=floor,
+        floor_percentile=floor_percentile)
+    _clip_node(clip, plant.frame, "detect_contacts: foot")
+    up = _up_arg(up) or detect_up_axis(robot, clip, [plant.frame])
+    P = _track(robot, clip.frames, plant.frame)
+    if plant.contacts is not None:
+        return [c for c in plant.contacts if c.start < clip.n_frames]
+    fl, h_on, v_on = _plant_params(robot, clip, plant, up, None, P)
+    return _detect(P, clip, up, fl, h_on, v_on, plant.hysteresis, plant.min_duration, plant.frame)
+
+
+def foot_sliding(positions, contacts, frame_time: float, up: str = "y") -> float:
+    """Mean horizontal speed [units/s] of a foot over its contact frames.
+
+    positions: (F, 3) foot positions; contacts: :class:`Contact` objects (or (start, stop) pairs);
+    speeds are finite differences between consecutive frames of the same contact. 0.0 if no
+    contact spans two frames.
+    """
+    P = np.asarray(positions, dtype=np.float64)
+    hz = _horizontal(_up_arg(up) or "y")
+    total, n = 0.0, 0
+    for c in contacts:
+        s, e = (c.start, c.stop) if isinstance(c, Contact) else c
+        e = min(e, P.shape[0])
+        if e - s < 2:
+            continue
+        d = np.linalg.norm(np.diff(P[s:e][:, hz], axis=0), axis=1)
+        total += float(d.sum())
+        n += d.size
+    return total / (n * frame_time) if n and frame_time > 0 else 0.0

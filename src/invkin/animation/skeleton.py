@@ -1,0 +1,90 @@
+"""What correct_clip needs to know of a clip's skeleton: its nodes, the channels a goal's chain
+moves, limb lengths, and frame paths over the clip."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import FrameError, ModelError, closest_names
+from ..model.bvh import Clip, skeleton_robot
+
+
+def _robot_for(robot, clip):
+    if not isinstance(clip, Clip):
+        raise ModelError(f"expected a Clip (from read_bvh), got {type(clip).__name__}")
+    if robot is None:
+        return skeleton_robot(clip)
+    if tuple(robot.joint_names) != clip.channel_names:
+        raise ModelError(f"robot {robot.name!r} is not the clip's skeleton: its joints "
+                         f"{list(robot.joint_names)[:3]}... differ from the clip's channels "
+                         f"{list(clip.channel_names)[:3]}... (use the robot read_bvh returned with the clip)")
+    return robot
+
+
+def _clip_node(clip, frame, what="goal") -> int:
+    try:
+        return clip.names.index(frame)
+    except ValueError:
+        raise FrameError(f"{what} on frame {frame!r}: the skeleton has no such joint; closest: "
+                         f"{closest_names(str(frame), clip.names)}") from None
+
+
+def _columns(clip):
+    """Per clip node: the q columns of its channels (tuple of (channel, column))."""
+    out, col = [], 0
+    for ch in clip.channels:
+        out.append(tuple((c, col + k) for k, c in enumerate(ch)))
+        col += len(ch)
+    return out
+
+
+def _chain_joints(clip, frame, chain, what) -> list:
+    """Clip node indices of the joints that move ``frame`` for a goal (rotation channels only)."""
+    node = _clip_node(clip, frame, what)
+    anc = []
+    p = clip.parents[node]
+    while p >= 0:
+        anc.append(p)
+        p = clip.parents[p]
+    rot = [i for i in anc if any(c.endswith("rotation") for c in clip.channels[i])]
+    if isinstance(chain, int):
+        if not rot:
+            raise ModelError(f"{what}: no joint above {frame!r} has rotation channels")
+        return rot[:chain]
+    out = []
+    for nm in chain:
+        i = _clip_node(clip, nm, f"{what}.chain")
+        if i not in anc:
+            raise ModelError(f"{what}.chain: joint {nm!r} does not move {frame!r} (not above it in the "
+                             f"hierarchy); joints above it: {[clip.names[k] for k in anc]}")
+        if i not in rot:
+            raise ModelError(f"{what}.chain: joint {nm!r} has no rotation channels")
+        out.append(i)
+    return out
+
+
+def _chain_cols(clip, joints) -> np.ndarray:
+    cols = _columns(clip)
+    return np.array(sorted(c for i in joints for ch, c in cols[i] if ch.endswith("rotation")), dtype=np.int64)
+
+
+def _limb_length(clip, frame) -> float:
+    """Sum of the bone lengths (OFFSETs) from the root down to ``frame``."""
+    i = _clip_node(clip, frame)
+    total = 0.0
+    while i >= 0:
+        total += float(np.linalg.norm(clip.offsets[i]))
+        i = clip.parents[i]
+    return total
+
+
+def _skeleton_scale(clip) -> float:
+    """Length of the longest root-to-node path (a size for tolerances)."""
+    lens = np.zeros(len(clip.names))
+    for i, p in enumerate(clip.parents):
+        lens[i] = float(np.linalg.norm(clip.offsets[i])) + (lens[p] if p >= 0 else 0.0)
+    s = float(lens.max(initial=0.0))
+    return s if s > 0 else 1.0
+
+
+def _track(robot, frames, frame) -> np.ndarray:
+    return np.ascontiguousarray(robot.fk(frames, frame)[:, :3, 3])
