@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._checks import count, positive
 from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import ConfigurationError, GoalError, SolverError
 from .result import Result, Status
@@ -28,19 +29,6 @@ __all__ = ["reach", "ReachResult", "rest_blend", "solve_with_rest", "RestResult"
 
 #: Inverses accepted by :func:`reach`'s ``method``.
 REACH_METHODS = ("pinv", "dls")
-
-
-def _positive(name, v, unit=""):
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v > 0 \
-            or not math.isfinite(v):
-        raise GoalError(f"{name}: expected a finite number > 0{unit}, got {v!r}")
-    return float(v)
-
-
-def _count(name, v, lo=0):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-        raise GoalError(f"{name}: expected an integer >= {lo}, got {v!r}")
-    return int(v)
 
 
 def _start(robot, q0):
@@ -182,16 +170,16 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
     from .solve import reach_bound
 
     node = robot.frame_index(frame)
-    step = _positive("step", step, " [m]")
-    rstep = step if rotation_step is None else _positive("rotation_step", rotation_step, " [rad]")
+    step = positive("step", step, " [m]")
+    rstep = step if rotation_step is None else positive("rotation_step", rotation_step, " [rad]")
     if method not in REACH_METHODS:
         raise SolverError(f"reach: unknown method {method!r}; choose one of: {', '.join(REACH_METHODS)}")
-    corrections = _count("corrections", corrections)
-    patience = _count("patience", patience, 1)
-    damping = _positive("damping", damping)
-    damping_threshold = _positive("damping_threshold", damping_threshold)
-    max_joint_step = _positive("max_joint_step", max_joint_step, " [rad or m]")
-    singular_threshold = _positive("singular_threshold", singular_threshold)
+    corrections = count("corrections", corrections)
+    patience = count("patience", patience, 1)
+    damping = positive("damping", damping)
+    damping_threshold = positive("damping_threshold", damping_threshold)
+    max_joint_step = positive("max_joint_step", max_joint_step, " [rad or m]")
+    singular_threshold = positive("singular_threshold", singular_threshold)
     nullspace_gain = float(nullspace_gain)
     if not (nullspace_gain >= 0 and math.isfinite(nullspace_gain)):
         raise GoalError(f"nullspace_gain: expected a finite number >= 0, got {nullspace_gain!r}")
@@ -237,7 +225,7 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
     n_wp = max(n_pos, n_rot)
     if max_steps is None:
         max_steps = 2 * n_wp + 200
-    max_steps = _count("max_steps", max_steps, 1)
+    max_steps = count("max_steps", max_steps, 1)
 
     def waypoint(k):
         if by_rot:

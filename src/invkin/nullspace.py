@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._checks import count, positive
 from .errors import GoalError
 from .solvers._common import compile_problem, task_eval
 
@@ -227,19 +228,6 @@ class _TaskEval:
         return e, J, float(self.errs[0]), float(self.errs[1])
 
 
-def _check_count(name, v):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-        raise GoalError(f"{name}: expected an integer >= 0, got {v!r}")
-    return int(v)
-
-
-def _check_pos(name, v):
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v > 0 \
-            or not math.isfinite(v):
-        raise GoalError(f"{name}: expected a finite number > 0, got {v!r}")
-    return float(v)
-
-
 def _converge(robot, ev, q, W, tol_p, tol_r, iterations, free):
     """Damped Gauss–Newton on the goals from q, moving only ``free`` joints; (q, ok)."""
     e, J, pe, re_ = ev(q)
@@ -279,10 +267,10 @@ def refine_in_nullspace(robot, goals, q, objective, gain: float = 0.5, iteration
     """
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
     obj = make_objective(objective, robot, problem=problem, **objective_params)
-    gain = _check_pos("gain", gain)
-    max_step = _check_pos("max_step", max_step)
-    iterations = _check_count("iterations", iterations)
-    corrections = _check_count("corrections", corrections)
+    gain = positive("gain", gain)
+    max_step = positive("max_step", max_step)
+    iterations = count("iterations", iterations)
+    corrections = count("corrections", corrections)
     q_in = robot.check_q(q, "q")
     if q_in.ndim != 1:
         raise GoalError(f"q: expected shape ({robot.dof},), got {q_in.shape}")

@@ -37,6 +37,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ._checks import count, positive
 from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import GoalError, SolverError
 from .goals import KIND_AXIS, Aim, Goal, Orientation, Pose, Position, Posture
@@ -348,13 +349,6 @@ def track_update(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, ga
     return code
 
 
-def _positive(name, v, unit=""):
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v > 0 \
-            or not math.isfinite(v):
-        raise GoalError(f"{name}: expected a finite number > 0{unit}, got {v!r}")
-    return float(v)
-
-
 class Tracker:
     """Follow streaming targets with warm-started, step-bounded local IK (see the module docstring).
 
@@ -388,13 +382,12 @@ class Tracker:
 
         if method not in TRACK_METHODS:
             raise SolverError(f"Tracker: unknown method {method!r}; choose one of: {', '.join(TRACK_METHODS)}")
-        if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
-            raise GoalError(f"iterations: expected an integer >= 1, got {iterations!r}")
+        iterations = count("iterations", iterations, 1)
         self.robot = robot
         self.method = method
-        self.iterations = int(iterations)
-        self.damping = _positive("damping", damping)
-        self.singular_threshold = _positive("singular_threshold", singular_threshold)
+        self.iterations = iterations
+        self.damping = positive("damping", damping)
+        self.singular_threshold = positive("singular_threshold", singular_threshold)
         if q0 is None:
             q = robot.neutral()
         else:
