@@ -102,9 +102,26 @@ def _progress_enabled(args):
     return not args.no_progress
 
 
+def _report(args, res, meta, table, plot_fns, summary) -> int:
+    """The common tail of a bench command: run metadata and the command line into ``res``, the
+    table on stdout, the plots (``--out``) and the JSON (``--json``), the summary line last."""
+    res["meta"] = _finish_meta(meta)
+    res["command"] = "invkin bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
+    print(table(res))
+    if args.out:
+        paths = [p for plot in plot_fns for p in plot(res, args.out)]
+        res["plots"] = paths
+        print("plots: " + ", ".join(paths), file=sys.stderr)
+    if args.json:
+        _write_json(args.json, res)
+    print(summary(res))
+    return EXIT_OK
+
+
 def cmd_accuracy(args) -> int:
     from ..solvers import methods as all_methods
     from . import accuracy as A
+    from . import plots as P  # matplotlib itself loads only when a plot is drawn
 
     methods = _list(args.methods, "--methods", all_methods())
     sets = _list(args.sets, "--sets", list(A.GOAL_SETS))
@@ -124,23 +141,12 @@ def cmd_accuracy(args) -> int:
     repeats = _positive_int("--repeats", args.repeats) or (1 if args.quick else 3)
     meta = _meta()
     res = A.run_accuracy(methods, sets, accs, goals, max_it, repeats, args.seed, _progress_enabled(args))
-    res["meta"] = _finish_meta(meta)
-    res["command"] = "invkin bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
-    print(A.format_accuracy(res))
-    if args.out:
-        from .plots import plot_accuracy, plot_distal
-
-        paths = plot_accuracy(res, args.out) + plot_distal(res, args.out)
-        res["plots"] = paths
-        print("plots: " + ", ".join(paths), file=sys.stderr)
-    if args.json:
-        _write_json(args.json, res)
-    print(A.accuracy_summary_line(res))
-    return EXIT_OK
+    return _report(args, res, meta, A.format_accuracy, (P.plot_accuracy, P.plot_distal), A.accuracy_summary_line)
 
 
 def cmd_suite(args) -> int:
     from ..solvers import methods as all_methods
+    from . import plots as P  # matplotlib itself loads only when a plot is drawn
     from . import suite as S
 
     methods = _list(args.methods, "--methods", all_methods())
@@ -165,19 +171,7 @@ def cmd_suite(args) -> int:
         print(f"peers: not run — {peers['reason']}", file=sys.stderr)
     S.merge_peers(res, peers)
     res["total_wall_s"] = time.perf_counter() - t0
-    res["meta"] = _finish_meta(meta)
-    res["command"] = "invkin bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else None
-    print(S.format_suite(res))
-    if args.out:
-        from .plots import plot_suite
-
-        paths = plot_suite(res, args.out)
-        res["plots"] = paths
-        print("plots: " + ", ".join(paths), file=sys.stderr)
-    if args.json:
-        _write_json(args.json, res)
-    print(S.suite_summary_line(res))
-    return EXIT_OK
+    return _report(args, res, meta, S.format_suite, (P.plot_suite,), S.suite_summary_line)
 
 
 def register(sub) -> None:

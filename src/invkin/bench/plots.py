@@ -31,7 +31,8 @@ def _plt():
     return plt
 
 
-def _save(fig, out_dir, stem) -> list:
+def _save(plt, fig, out_dir, stem) -> list:
+    """Write fig as out_dir/stem.png and .svg, close it; the two paths."""
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     for ext in ("png", "svg"):
@@ -39,7 +40,14 @@ def _save(fig, out_dir, stem) -> list:
         fig.savefig(p, dpi=110 if ext == "png" else None, bbox_inches="tight",
                     metadata={"Date": None} if ext == "svg" else None)
         paths.append(p)
+    plt.close(fig)
     return paths
+
+
+def _sets_and_methods(res):
+    """The goal sets of an accuracy run, and the methods supported on at least one of them."""
+    sets = list(res["sets"])
+    return sets, [m for m in res["settings"]["methods"] if any(m in res["sets"][n]["methods"] for n in sets)]
 
 
 #: fixed colours, so that a method keeps its colour across figures (transpose red, ccd blue: Welman's pair)
@@ -55,8 +63,7 @@ def _colors(names):
 
 def plot_accuracy(res, out_dir) -> list:
     plt = _plt()
-    sets = list(res["sets"])
-    methods = [m for m in res["settings"]["methods"] if any(m in res["sets"][n]["methods"] for n in sets)]
+    sets, methods = _sets_and_methods(res)
     colors = _colors(methods)
     fig, axes = plt.subplots(2, len(sets), figsize=(4.6 * len(sets), 7.4), squeeze=False, sharex=True)
     for j, sname in enumerate(sets):
@@ -98,17 +105,14 @@ def plot_accuracy(res, out_dir) -> list:
     fig.suptitle(f"invkin bench accuracy: {st['goals_per_set']} goals per set, timeout=None, "
                  f"max_iterations={st['max_iterations']}, best of {st['repeats']} per solve", fontsize=10)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    paths = _save(fig, out_dir, "bench_accuracy")
-    plt.close(fig)
-    return paths
+    return _save(plt, fig, out_dir, "bench_accuracy")
 
 
 def plot_distal(res, out_dir) -> list:
     plt = _plt()
     import numpy as np
 
-    sets = list(res["sets"])
-    methods = [m for m in res["settings"]["methods"] if any(m in res["sets"][n]["methods"] for n in sets)]
+    sets, methods = _sets_and_methods(res)
     ref = res["settings"]["reference_accuracy"]
     fig, ax = plt.subplots(figsize=(1.2 * len(methods) + 2.5, 4.0))
     width = 0.8 / max(len(sets), 1)
@@ -133,9 +137,7 @@ def plot_distal(res, out_dir) -> list:
     ax.legend(fontsize=9, frameon=False, ncol=len(sets))
     ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
-    paths = _save(fig, out_dir, "bench_distal")
-    plt.close(fig)
-    return paths
+    return _save(plt, fig, out_dir, "bench_distal")
 
 
 def plot_suite(res, out_dir) -> list:
@@ -195,6 +197,4 @@ def plot_suite(res, out_dir) -> list:
                  + ("; below the line: peers (bench_peers.py, same targets, separate process)"
                     if n_inv < len(names) else ""), fontsize=10)
     fig.tight_layout()
-    paths = _save(fig, out_dir, "bench_suite")
-    plt.close(fig)
-    return paths
+    return _save(plt, fig, out_dir, "bench_suite")
