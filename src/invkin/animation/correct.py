@@ -14,7 +14,7 @@ from ..errors import GoalError, ModelError
 from ..goals import Position
 from ..model.bvh import Clip
 from .contacts import _detect, _need_fps, _plant_params, _up_arg, detect_up_axis, foot_sliding
-from .goals import Contact, FootPlant, Reach, _opt_positive
+from .goals import Contact, FootPlant, Reach, _opt_finite, _opt_positive
 from .skeleton import _chain_cols, _chain_joints, _clip_node, _limb_length, _robot_for, _skeleton_scale, _track
 from .targets import _default_blend, _plant_targets, _raised_cos, _reach_targets
 
@@ -161,13 +161,7 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
     F = clip.n_frames
     if F == 0:
         raise ModelError("correct_clip: the clip has no frames")
-    if floor is not None:
-        try:
-            floor = float(floor)
-        except (TypeError, ValueError):
-            raise GoalError(f"floor: expected a number or None, got {floor!r}") from None
-        if not math.isfinite(floor):
-            raise GoalError(f"floor: expected a finite number, got {floor!r}")
+    floor = _opt_finite(floor, "floor")
     if max_step is None:
         max_step = min(DEFAULT_MAX_SPEED * clip.frame_time, MAX_STEP_CAP) if clip.frame_time > 0 else MAX_STEP_CAP
     max_step = _opt_positive(max_step, "max_step [rad per frame]")

@@ -19,6 +19,18 @@ def _opt_positive(v, what):
     return float(v)
 
 
+def _opt_finite(v, what):
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise GoalError(f"{what}: expected a number or None, got {v!r}") from None
+    if not math.isfinite(f):
+        raise GoalError(f"{what}: expected a finite number, got {v!r}")
+    return f
+
+
 def _chain_arg(chain, what):
     if isinstance(chain, (int, np.integer)) and not isinstance(chain, bool):
         if chain < 1:
@@ -137,14 +149,7 @@ class FootPlant:
                 math.isfinite(md) and md >= 0):
             raise GoalError(f"{what}.min_duration: expected a duration >= 0 [s], got {md!r}")
         object.__setattr__(self, "min_duration", float(md))
-        if self.floor is not None:
-            try:
-                fl = float(self.floor)
-            except (TypeError, ValueError):
-                raise GoalError(f"{what}.floor: expected a number or None, got {self.floor!r}") from None
-            if not math.isfinite(fl):
-                raise GoalError(f"{what}.floor: expected a finite number, got {self.floor!r}")
-            object.__setattr__(self, "floor", fl)
+        object.__setattr__(self, "floor", _opt_finite(self.floor, f"{what}.floor"))
         fp = self.floor_percentile
         if isinstance(fp, bool) or not isinstance(fp, (int, float, np.integer, np.floating)) or not 0 <= fp <= 100:
             raise GoalError(f"{what}.floor_percentile: expected a percentile in [0, 100], got {fp!r}")
