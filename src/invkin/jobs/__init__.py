@@ -11,7 +11,11 @@ they are imported only when a job needs them. See docs/scaling.md.
 """
 from __future__ import annotations
 
-from .dataset import JobError, JobSummary, Targets, connect, load_targets, read_results, solve_dataset
+from .chunks import connect
+from .dataset import JobSummary, solve_dataset
+from .errors import JobError
+from .parts import read_results
+from .targets import Targets, load_targets
 from .reachability import ReachabilityMap, reachability_map
 
 __all__ = ["solve_dataset", "read_results", "load_targets", "Targets", "JobSummary", "JobError", "connect",

@@ -32,7 +32,7 @@ def cmd_batch(args) -> int:
 
 
 def cmd_reachability(args) -> int:
-    from .dataset import JobError
+    from .errors import JobError
     from .reachability import reachability_map
 
     bounds = "reach" if args.reach_box else None

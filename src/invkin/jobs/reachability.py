@@ -27,8 +27,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dataset import (JobError, _check_settings, _close_quietly, _progress, _quat_to_matrices, _require,
-                      atomic_write, connect, robot_spec, run_chunks)
+from .chunks import _close_quietly, connect, robot_spec, run_chunks
+from .dataset import _check_settings, _progress
+from .errors import JobError, _require
+from .parts import atomic_write
+from .targets import _quat_to_matrices
 
 __all__ = ["ReachabilityMap", "reachability_map"]
 
