@@ -49,6 +49,13 @@ def robot_spec(robot):
     return model, ("bundled", robot, "bundled:" + robot)
 
 
+def robot_and_frame(robot, frame):
+    """(Robot, spec, node, frame name) of a job; ``frame`` defaults to the robot's last node."""
+    model, spec = robot_spec(robot)
+    node = model.frame_index(model.node_names[-1] if frame is None else frame)
+    return model, spec, node, model.node_names[node]
+
+
 def robot_from_spec(spec):
     """The Robot a spec describes (cached per process: a worker loads each model once)."""
     key = spec[2]
@@ -142,6 +149,15 @@ def connect(scheduler: str, timeout: float = 5.0):
     except BaseException as e:  # OSError, TimeoutError, ValueError (bad address), protocol garbage
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise JobError(f"cannot reach the Dask scheduler at {scheduler!r} within {timeout:g} s: {msg}") from None
+
+
+def client_for(stack, client, scheduler, timeout):
+    """The Dask client a job runs on: ``client`` as given (None: this machine), or one connected to
+    ``scheduler`` that ``stack`` (a ``contextlib.ExitStack``) closes."""
+    if scheduler is not None:
+        client = connect(scheduler, timeout)
+        stack.callback(_close_quietly, client, timeout)
+    return client
 
 
 def _close_quietly(client, timeout) -> None:

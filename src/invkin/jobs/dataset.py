@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .chunks import _close_quietly, connect, model_sha256, robot_spec, run_chunks
-from .errors import JobError, _require
+from .chunks import client_for, connect, model_sha256, robot_and_frame, run_chunks
+from .errors import JobError, _arrow
 from .parts import FORMAT, MANIFEST, _part_bytes, _prepare_out, atomic_write, part_name, read_results
 from .targets import Targets, load_targets
 
@@ -138,13 +138,9 @@ def solve_dataset(robot, goals_source, out, frame: str | None = None, *, chunk_s
 
     Returns a :class:`JobSummary`; the results are read back with :func:`read_results`.
     """
-    _require("pyarrow")
-    _require("pyarrow.parquet")
+    _arrow()
     t_start = time.perf_counter()
-    model, spec = robot_spec(robot)
-    if frame is None:
-        frame = model.node_names[-1]
-    frame = model.node_names[model.frame_index(frame)]
+    model, spec, _, frame = robot_and_frame(robot, frame)
     targets = load_targets(goals_source, model.dof)
     settings, chunk_size, seed = _check_settings(chunk_size, max_restarts, seed, position_tolerance,
                                                  rotation_tolerance, method, axes)
@@ -159,9 +155,8 @@ def solve_dataset(robot, goals_source, out, frame: str | None = None, *, chunk_s
     job_id = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
     describe = f"robot {model.name!r}, frame {frame!r}, {N} {targets.kind} targets, seed {seed}, chunk {chunk_size}"
     with contextlib.ExitStack() as stack:
-        if scheduler is not None:  # before touching the folder: an unreachable scheduler changes nothing
-            client = connect(scheduler, connect_timeout)
-            stack.callback(_close_quietly, client, connect_timeout)
+        # before touching the folder: an unreachable scheduler changes nothing
+        client = client_for(stack, client, scheduler, connect_timeout)
         good = _prepare_out(out, job_id, overwrite, describe)
         manifest = {
             "format": FORMAT, "job_id": job_id, "describe": describe,

@@ -17,3 +17,8 @@ def _require(module: str, extra: str = "distributed"):
     except ImportError:
         raise JobError(f"this feature needs the optional package {module.split('.')[0]!r}: "
                        f"pip install invkin[{extra}]") from None
+
+
+def _arrow():
+    """(pyarrow, pyarrow.parquet), or a JobError naming the extra."""
+    return _require("pyarrow"), _require("pyarrow.parquet")

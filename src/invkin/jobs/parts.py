@@ -20,7 +20,7 @@ import uuid
 
 import numpy as np
 
-from .errors import JobError, _require
+from .errors import JobError, _arrow
 
 FORMAT = "invkin-dataset/1"
 MANIFEST = "manifest.json"
@@ -81,8 +81,7 @@ def _sha256_file(path: str) -> tuple[str, int]:
 
 
 def _part_bytes(c: int, a: int, res: dict, job_id: str, dof: int) -> bytes:
-    pa = _require("pyarrow")
-    pq = _require("pyarrow.parquet")
+    pa, pq = _arrow()
     from ..result import STATUS_CODES
 
     n = int(res["success"].shape[0])
@@ -182,8 +181,7 @@ def read_results(out, *, as_table: bool = False, verify: bool = True, allow_part
     ``verify`` checks each part against the manifest's sha256. An unfinished job is an error
     unless ``allow_partial``.
     """
-    pa = _require("pyarrow")
-    pq = _require("pyarrow.parquet")
+    pa, pq = _arrow()
     out = os.path.abspath(os.fspath(out))
     if not os.path.isdir(out):
         raise JobError(f"{out}: no such job folder")

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .chunks import _close_quietly, connect, robot_spec, run_chunks
+from .chunks import client_for, robot_and_frame, run_chunks
 from .dataset import _check_settings, _progress
-from .errors import JobError, _require
+from .errors import JobError, _arrow, _require
 from .parts import atomic_write
 from .targets import _quat_to_matrices
 
@@ -147,8 +147,7 @@ class ReachabilityMap:
 
     def save_parquet(self, path) -> str:
         """One row per voxel: ix, iy, iz, x, y, z, evaluated, fraction, n_solved, manipulability."""
-        pa = _require("pyarrow")
-        pq = _require("pyarrow.parquet")
+        pa, pq = _arrow()
         path = os.fspath(path)
         ix, iy, iz = np.meshgrid(np.arange(len(self.x)), np.arange(len(self.y)), np.arange(len(self.z)),
                                  indexing="ij")
@@ -245,11 +244,7 @@ def reachability_map(robot, frame: str | None = None, resolution: float = 0.05, 
     from ..solve import reach_bound
 
     t0 = time.perf_counter()
-    model, spec = robot_spec(robot)
-    if frame is None:
-        frame = model.node_names[-1]
-    node = model.frame_index(frame)
-    frame = model.node_names[node]
+    model, spec, node, frame = robot_and_frame(robot, frame)
     if isinstance(resolution, bool) or not isinstance(resolution, (int, float, np.floating, np.integer)) \
             or not (0 < resolution < math.inf):
         raise JobError(f"resolution: expected a voxel size > 0 [m], got {resolution!r}")
@@ -314,9 +309,7 @@ def reachability_map(robot, frame: str | None = None, resolution: float = 0.05, 
 
     chunks = [(c, c * chunk_size, min(n_t, (c + 1) * chunk_size)) for c in range(-(-n_t // chunk_size))]
     with contextlib.ExitStack() as stack:
-        if scheduler is not None:
-            client = connect(scheduler, connect_timeout)
-            stack.callback(_close_quietly, client, connect_timeout)
+        client = client_for(stack, client, scheduler, connect_timeout)
         bar = _progress(n_t, 0, progress, "invkin reachability")
         if bar is not None:
             stack.callback(bar.close)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import JobError, _require
+from .errors import JobError, _arrow
 
 _T_COLUMNS = tuple(f"T{i}{j}" for i in range(4) for j in range(4))
 _Q_COLUMNS = ("qw", "qx", "qy", "qz")
@@ -152,8 +152,7 @@ def _from_mapping(arrays: dict, what: str, dof):
 
 
 def _load_parquet(path: str, dof):
-    pa = _require("pyarrow")
-    pq = _require("pyarrow.parquet")
+    pa, pq = _arrow()
     if not os.path.exists(path):
         raise JobError(f"{path}: no such targets file")
     if os.path.isdir(path):
