@@ -65,6 +65,7 @@ from ..goals import KIND_POSITION
 from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
 from ..spatial import so3_exp_nb, so3_log_nb
 from ._common import CONVERGED, RUNNING, STALLED, task_eval
+from ._iterate import end_iterations
 from ._linalg import sqnorm
 from ._rotfit import best_arc_angle, horn_rotation, min_rotvec, rigid_rotate_about, rigid_translate
 
@@ -418,14 +419,9 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
         if small >= STALL_SWEEPS:
             code = STALLED
             break
-    if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r:
-        code = CONVERGED
     state[0] = best
-    state[1] += it
-    state[2] = errs[0]
-    state[3] = errs[1]
     state[4] = small
-    return code
+    return end_iterations(code, it, errs[0], errs[1], tol_p, tol_r, state)
 
 
 # --------------------------------------------------------------------------- Python side

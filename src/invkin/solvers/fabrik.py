@@ -55,6 +55,7 @@ from ..goals import KIND_POSITION
 from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
 from ..spatial import so3_exp_nb, so3_log_nb
 from ._common import CONVERGED, RUNNING, STALLED
+from ._iterate import end_iterations
 from ._rotfit import best_arc_angle, horn_rotation, min_rotvec
 from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, visit_flags, welman_terms
 
@@ -363,14 +364,9 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
         if small >= STALL_SWEEPS:
             code = STALLED
             break
-    if code == RUNNING and perr <= tol_p:
-        code = CONVERGED
     state[0] = best
-    state[1] += it
-    state[2] = perr
-    state[3] = 0.0
     state[4] = small
-    return code
+    return end_iterations(code, it, perr, 0.0, tol_p, tol_r, state)  # no rotation error (tol_r > 0)
 
 
 # --------------------------------------------------------------------------- Python side

@@ -37,6 +37,7 @@ from ..errors import SolverError
 from ..goals import KIND_POSITION
 from ..kinematics.kernels import BALL
 from ._common import CONVERGED, RUNNING, STALLED, posture_residual, step_and_clamp, task_eval
+from ._iterate import end_iterations
 from ._linalg import cap_step, sqnorm
 from .jacobian import _positive, _track_best, problem_scratch, restore_best, start_attempt
 
@@ -298,12 +299,7 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
                 code = STALLED
                 restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
             break
-    if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r:
-        code = CONVERGED
-    state[1] += it
-    state[2] = errs[0]
-    state[3] = errs[1]
-    return code
+    return end_iterations(code, it, errs[0], errs[1], tol_p, tol_r, state)
 
 
 # --------------------------------------------------------------------------- registration

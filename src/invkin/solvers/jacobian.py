@@ -71,6 +71,7 @@ from numba import njit
 
 from ..errors import SolverError
 from ._common import CONVERGED, RUNNING, STALLED, posture_residual, step_and_clamp, task_eval
+from ._iterate import end_iterations
 from ._linalg import cap_step, damped_solve, scale_columns, sigma_min_and_w, sqnorm
 from ._linalg import sym_eigvals  # noqa: F401 - re-exported: its home before _linalg
 
@@ -233,13 +234,8 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
             if state[S_SINCE] >= PATIENCE_TRANSPOSE:
                 code = STALLED
                 break
-    if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r:
-        code = CONVERGED
     state[S_SCALAR] = cap
-    state[1] += it
-    state[2] = errs[0]
-    state[3] = errs[1]
-    return code
+    return end_iterations(code, it, errs[0], errs[1], tol_p, tol_r, state)
 
 
 # --------------------------------------------------------------------------- pinv / dls
@@ -432,13 +428,8 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                 code = STALLED
                 restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
             break
-    if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r:
-        code = CONVERGED
     state[S_SCALAR] = eta_scale
-    state[1] += it
-    state[2] = errs[0]
-    state[3] = errs[1]
-    return code
+    return end_iterations(code, it, errs[0], errs[1], tol_p, tol_r, state)
 
 
 # --------------------------------------------------------------------------- Python side
