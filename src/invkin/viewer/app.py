@@ -28,7 +28,6 @@ import contextlib
 import io
 import math
 import os
-import socket
 import threading
 import time
 
@@ -39,7 +38,7 @@ from ..errors import InvkinError
 from ..model import load_robot
 from ..model.robot import Robot
 from .draw import DrawMixin
-from .errors import PortInUseError, ViewerError
+from .errors import PortInUseError, ViewerError, _check_port_free, _import_viser
 from .gui import GuiMixin
 from .scenes import ScenesMixin
 from .targets import TargetsMixin
@@ -50,39 +49,6 @@ SCENES = ("ik", "tentacle", "two-bone", "reach")
 DEMOS = ("panda", "tentacle", "two-bone", "reach")
 
 TICK_HZ = 30.0           # animation rate of the background ticker [Hz]
-
-
-def _import_viser():
-    try:
-        import viser  # noqa: PLC0415 - optional dependency, imported when a viewer starts
-    except ImportError as exc:
-        raise ViewerError(f"the viewer needs viser, which is not installed ({exc}); install it with "
-                          f"pip install 'invkin[viewer]'") from None
-    return viser
-
-
-def _check_port_free(host: str, port: int) -> None:
-    """Raise PortInUseError when something already listens on host:port (port 0: any port)."""
-    if port == 0:
-        return
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise ViewerError(f"cannot bind the viewer to host {host!r}: {exc.strerror or exc}") from None
-    for family, kind, proto, _, addr in infos:
-        with socket.socket(family, kind, proto) as s:
-            # the server sets SO_REUSEADDR too: only a listening socket makes the bind fail
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind(addr)
-            except OSError as exc:
-                if exc.errno in (98, 48, 10048):  # EADDRINUSE (Linux, macOS, Windows)
-                    raise PortInUseError(f"port {port} is already in use on {host}; choose another "
-                                         f"with --port") from None
-                raise ViewerError(f"cannot bind the viewer to {host}:{port}: {exc.strerror or exc}") from None
-
-
-# ------------------------------------------------------------------ the app
 
 
 class ViewerApp(TargetsMixin, ScenesMixin, DrawMixin, GuiMixin):
