@@ -44,6 +44,7 @@ from .goals import KIND_AXIS, Aim, Goal, Orientation, Pose, Position, Posture
 from .result import Status
 from .solvers._common import CONVERGED, RUNNING, STALLED, chol_solve, posture_residual, step_and_clamp, \
     task_eval
+from .solvers._iterate import take_trial
 from .solvers._linalg import damped_normal_equations, residual_sqnorm, smallest_singular_value
 from .spatial import so3_exp_nb, so3_log_nb
 
@@ -317,12 +318,7 @@ def track_update(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, ga
         improved = cost2 < cost * (1.0 - 1e-6)
         for i in range(dof):
             q[i] = qn[i]
-        for i in range(m):
-            e[i] = e2[i]
-            for c in range(dof):
-                J[i, c] = J2[i, c]
-        errs[0] = errs2[0]
-        errs[1] = errs2[1]
+        take_trial(e, J, errs, e2, J2, errs2)
         cost = cost2
         bound_active = clipped
         if use_lm:

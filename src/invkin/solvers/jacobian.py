@@ -71,7 +71,7 @@ from numba import njit
 
 from ..errors import SolverError
 from ._common import CONVERGED, RUNNING, STALLED, posture_residual, step_and_clamp, task_eval
-from ._iterate import end_iterations
+from ._iterate import end_iterations, take_trial
 from ._linalg import cap_step, damped_solve, scale_columns, sigma_min_and_w, sqnorm
 from ._linalg import sym_eigvals  # noqa: F401 - re-exported: its home before _linalg
 
@@ -213,12 +213,7 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
             for c in range(dof):
                 q[c] = qn[c]
                 pr[c] = pr2[c]
-            for k in range(m):
-                e[k] = e2[k]
-                for c in range(dof):
-                    J[k, c] = J2[k, c]
-            errs[0] = errs2[0]
-            errs[1] = errs2[1]
+            take_trial(e, J, errs, e2, J2, errs2)
             cost = cost2
             cap = min(2.0 * cap, max_step)
         else:
