@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .._checks import count
 from ..errors import GoalError, ModelError
 from ..goals import Position
 from ..model.bvh import Clip
@@ -167,8 +168,7 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
     max_step = _opt_positive(max_step, "max_step [rad per frame]")
     scale = _skeleton_scale(clip)
     tol = _opt_positive(position_tolerance, "position_tolerance") or 1e-6 * scale
-    if isinstance(max_iterations, bool) or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1:
-        raise GoalError(f"max_iterations: expected an integer >= 1, got {max_iterations!r}")
+    max_iterations = count("max_iterations", max_iterations, 1)
 
     plants = [g for g in goals if isinstance(g, FootPlant)]
     feet = [p.frame for p in plants]
