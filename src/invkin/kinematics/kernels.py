@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -346,3 +347,364 @@ def jacobian_from_all(ni, nf, Tall, node, J):
                     J[1, c] += m * ay
                     J[2, c] += m * az
         i = ni[i, 0]
+
+
+# --------------------------------------------------------------------------- chain programs
+#
+# The path from the root to one node, compiled once per (robot, node) into a float64 array
+# ``ch`` (S + 1, 16): one row per moving joint on the path (root first) and a last row for the
+# fixed transform after it. A row is ``type, qidx, multiplier, offset, pre`` with ``pre`` the
+# 3 x 4 (row-major) fixed transform that leads to the joint. Fixed nodes are folded into the
+# next row's ``pre`` (or the last row), and every revolute / prismatic joint is expressed about
+# the z axis of a rotated joint frame ``G = T P`` (``P`` a rotation with ``P e_z = axis``; its
+# inverse is folded into the next ``pre``), so a node update is ``G = G_prev @ pre @ Rz(theta)``
+# (or ``Tz``): 36 multiply-adds for ``G_prev @ pre`` and 6 for the joint, against 72 for
+# ``T_parent @ origin @ M`` in ``fk_upto_into``. The frames ``G`` of the moving joints give the
+# Jacobian directly: the world axis is G's z column, the joint origin its translation (ball:
+# the three columns of G). Kernels that walk a chain need no (n, 4, 4) scratch. The last row's
+# offset slot (unused by a fixed row) flags a chain whose joints share a q entry (mimic).
+#
+# Kernels marked NO_RC never allocate; they are compiled without Numba's reference counting
+# (its ``_nrt`` option): with it, every array handed to a helper costs atomic increments and
+# decrements that took more time than the arithmetic of these small kernels (a goal row: 134
+# against 69 ns), and every array argument of a call from Python a heap-allocated wrapper
+# (3 arrays: 142 against 67 ns).
+
+CH_TYPE, CH_QIDX, CH_MULT, CH_OFFSET, CH_PRE = 0, 1, 2, 3, 4
+CH_COLS = 16
+NO_RC = {"_nrt": False} if hasattr(numba.core.options.DefaultOptions, "_nrt") else {}
+
+
+def _frame_with_z(a) -> np.ndarray:
+    """A rotation (3, 3) whose third column is the unit vector ``a``; exact (entries 0 and +-1)
+    when ``a`` is a coordinate axis."""
+    a = np.asarray(a, dtype=np.float64)
+    h = np.zeros(3)
+    h[int(np.argmin(np.abs(a)))] = 1.0
+    x = np.cross(h, a)
+    x /= np.linalg.norm(x)
+    y = np.cross(a, x)
+    return np.column_stack([x, y, a])
+
+
+def chain_program(parent, joint_type, axis, origin, qidx, multiplier, offset, node: int) -> np.ndarray:
+    """The chain program (S + 1, 16) of ``node`` (see above); read-only."""
+    path = []
+    i = int(node)
+    while i >= 0:
+        path.append(i)
+        i = int(parent[i])
+    path.reverse()
+    rows = []
+    cols = []
+    acc = np.eye(4)  # fixed transform since the last moving joint frame G
+    for i in path:
+        acc = acc @ origin[i]
+        jt = int(joint_type[i])
+        if jt == FIXED or qidx[i] < 0:
+            continue
+        P = np.eye(4)
+        if jt != BALL:
+            P[:3, :3] = _frame_with_z(axis[i])
+        pre = acc @ P
+        rows.append([float(jt), float(qidx[i]), float(multiplier[i]), float(offset[i])] + pre[:3].ravel().tolist())
+        cols.extend(range(int(qidx[i]), int(qidx[i]) + (3 if jt == BALL else 1)))
+        acc = P.T.copy()  # P^-1 (a rotation; the next node's origin follows it)
+    shared = 1.0 if len(set(cols)) < len(cols) else 0.0
+    rows.append([float(FIXED), -1.0, 1.0, shared] + acc[:3].ravel().tolist())
+    ch = np.ascontiguousarray(np.array(rows, dtype=np.float64).reshape(len(rows), CH_COLS))
+    ch.setflags(write=False)
+    return ch
+
+
+@njit(cache=True, fastmath=FAST, inline="always")
+def _chain_step(ch, k, q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23):
+    """G_k = G_{k-1} @ pre_k @ M_k(theta) for row k of a chain program (12 scalars in and out)."""
+    p00 = ch[k, 4]
+    p01 = ch[k, 5]
+    p02 = ch[k, 6]
+    p03 = ch[k, 7]
+    p10 = ch[k, 8]
+    p11 = ch[k, 9]
+    p12 = ch[k, 10]
+    p13 = ch[k, 11]
+    p20 = ch[k, 12]
+    p21 = ch[k, 13]
+    p22 = ch[k, 14]
+    p23 = ch[k, 15]
+    a00 = w00 * p00 + w01 * p10 + w02 * p20
+    a01 = w00 * p01 + w01 * p11 + w02 * p21
+    a02 = w00 * p02 + w01 * p12 + w02 * p22
+    a03 = w00 * p03 + w01 * p13 + w02 * p23 + w03
+    a10 = w10 * p00 + w11 * p10 + w12 * p20
+    a11 = w10 * p01 + w11 * p11 + w12 * p21
+    a12 = w10 * p02 + w11 * p12 + w12 * p22
+    a13 = w10 * p03 + w11 * p13 + w12 * p23 + w13
+    a20 = w20 * p00 + w21 * p10 + w22 * p20
+    a21 = w20 * p01 + w21 * p11 + w22 * p21
+    a22 = w20 * p02 + w21 * p12 + w22 * p22
+    a23 = w20 * p03 + w21 * p13 + w22 * p23 + w23
+    jt = ch[k, 0]
+    if jt == 1.0:  # revolute about z: columns 0 and 1 turn by theta
+        th = ch[k, 2] * q[int(ch[k, 1])] + ch[k, 3]
+        c = math.cos(th)
+        s = math.sin(th)
+        return (c * a00 + s * a01, c * a01 - s * a00, a02, a03,
+                c * a10 + s * a11, c * a11 - s * a10, a12, a13,
+                c * a20 + s * a21, c * a21 - s * a20, a22, a23)
+    if jt == 2.0:  # prismatic along z
+        th = ch[k, 2] * q[int(ch[k, 1])] + ch[k, 3]
+        return (a00, a01, a02, a03 + a02 * th, a10, a11, a12, a13 + a12 * th, a20, a21, a22, a23 + a22 * th)
+    if jt == 3.0:  # ball: R = exp(r)
+        j = int(ch[k, 1])
+        r0 = q[j]
+        r1 = q[j + 1]
+        r2 = q[j + 2]
+        th2 = r0 * r0 + r1 * r1 + r2 * r2
+        if th2 < 1e-12:
+            a = 1.0 - th2 / 6.0
+            b = 0.5 - th2 / 24.0
+        else:
+            th = math.sqrt(th2)
+            a = math.sin(th) / th
+            b = (1.0 - math.cos(th)) / th2
+        m00 = 1.0 - b * (r1 * r1 + r2 * r2)
+        m11 = 1.0 - b * (r0 * r0 + r2 * r2)
+        m22 = 1.0 - b * (r0 * r0 + r1 * r1)
+        m01 = -a * r2 + b * r0 * r1
+        m10 = a * r2 + b * r0 * r1
+        m02 = a * r1 + b * r0 * r2
+        m20 = -a * r1 + b * r0 * r2
+        m12 = -a * r0 + b * r1 * r2
+        m21 = a * r0 + b * r1 * r2
+        return (a00 * m00 + a01 * m10 + a02 * m20, a00 * m01 + a01 * m11 + a02 * m21,
+                a00 * m02 + a01 * m12 + a02 * m22, a03,
+                a10 * m00 + a11 * m10 + a12 * m20, a10 * m01 + a11 * m11 + a12 * m21,
+                a10 * m02 + a11 * m12 + a12 * m22, a13,
+                a20 * m00 + a21 * m10 + a22 * m20, a20 * m01 + a21 * m11 + a22 * m21,
+                a20 * m02 + a21 * m12 + a22 * m22, a23)
+    return (a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23)
+
+
+@njit(cache=True, fastmath=FAST, inline="always")
+def _store_T(out, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23):
+    out[0, 0] = w00
+    out[0, 1] = w01
+    out[0, 2] = w02
+    out[0, 3] = w03
+    out[1, 0] = w10
+    out[1, 1] = w11
+    out[1, 2] = w12
+    out[1, 3] = w13
+    out[2, 0] = w20
+    out[2, 1] = w21
+    out[2, 2] = w22
+    out[2, 3] = w23
+    out[3, 0] = 0.0
+    out[3, 1] = 0.0
+    out[3, 2] = 0.0
+    out[3, 3] = 1.0
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def chain_fk_into(ch, q, out):
+    """Transform of the chain's node into ``out`` (4, 4); no scratch."""
+    w00, w01, w02, w03 = 1.0, 0.0, 0.0, 0.0
+    w10, w11, w12, w13 = 0.0, 1.0, 0.0, 0.0
+    w20, w21, w22, w23 = 0.0, 0.0, 1.0, 0.0
+    for k in range(ch.shape[0]):
+        w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23 = _chain_step(
+            ch, k, q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23)
+    _store_T(out, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23)
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def chain_frames_into(ch, q, F, out):
+    """chain_fk_into, also keeping the joint frames: F[k] (12,) = G_k row-major 3 x 4 for every
+    moving row k < S (F has at least S rows)."""
+    w00, w01, w02, w03 = 1.0, 0.0, 0.0, 0.0
+    w10, w11, w12, w13 = 0.0, 1.0, 0.0, 0.0
+    w20, w21, w22, w23 = 0.0, 0.0, 1.0, 0.0
+    S = ch.shape[0] - 1
+    for k in range(S + 1):
+        w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23 = _chain_step(
+            ch, k, q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23)
+        if k < S:
+            F[k, 0] = w00
+            F[k, 1] = w01
+            F[k, 2] = w02
+            F[k, 3] = w03
+            F[k, 4] = w10
+            F[k, 5] = w11
+            F[k, 6] = w12
+            F[k, 7] = w13
+            F[k, 8] = w20
+            F[k, 9] = w21
+            F[k, 10] = w22
+            F[k, 11] = w23
+    _store_T(out, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23)
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def chain_jacobian_from_frames(ch, F, px, py, pz, J):
+    """Geometric Jacobian (6, dof) at the point p of the frames F of chain_frames_into."""
+    J[:, :] = 0.0
+    for k in range(ch.shape[0] - 1):
+        jt = ch[k, 0]
+        c = int(ch[k, 1])
+        if jt == 3.0:
+            dx = px - F[k, 3]
+            dy = py - F[k, 7]
+            dz = pz - F[k, 11]
+            for a in range(3):
+                ax = F[k, a]
+                ay = F[k, 4 + a]
+                az = F[k, 8 + a]
+                J[0, c + a] += ay * dz - az * dy
+                J[1, c + a] += az * dx - ax * dz
+                J[2, c + a] += ax * dy - ay * dx
+                J[3, c + a] += ax
+                J[4, c + a] += ay
+                J[5, c + a] += az
+            continue
+        m = ch[k, 2]
+        ax = m * F[k, 2]
+        ay = m * F[k, 6]
+        az = m * F[k, 10]
+        if jt == 1.0:
+            dx = px - F[k, 3]
+            dy = py - F[k, 7]
+            dz = pz - F[k, 11]
+            J[0, c] += ay * dz - az * dy
+            J[1, c] += az * dx - ax * dz
+            J[2, c] += ax * dy - ay * dx
+            J[3, c] += ax
+            J[4, c] += ay
+            J[5, c] += az
+        else:
+            J[0, c] += ax
+            J[1, c] += ay
+            J[2, c] += az
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def chain_jacobian_direct(ch, q, J, out):
+    """Jacobian (6, dof) and transform (4, 4) of a chain whose joints have distinct q entries
+    (no mimic), without scratch: the forward pass parks each joint's axis and origin in its own
+    column of J, the backward pass turns them into the column."""
+    J[:, :] = 0.0
+    w00, w01, w02, w03 = 1.0, 0.0, 0.0, 0.0
+    w10, w11, w12, w13 = 0.0, 1.0, 0.0, 0.0
+    w20, w21, w22, w23 = 0.0, 0.0, 1.0, 0.0
+    S = ch.shape[0] - 1
+    for k in range(S + 1):
+        w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23 = _chain_step(
+            ch, k, q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23)
+        if k < S:
+            c = int(ch[k, 1])
+            if ch[k, 0] == 3.0:
+                J[0, c] = w00
+                J[1, c] = w10
+                J[2, c] = w20
+                J[0, c + 1] = w01
+                J[1, c + 1] = w11
+                J[2, c + 1] = w21
+                J[0, c + 2] = w02
+                J[1, c + 2] = w12
+                J[2, c + 2] = w22
+                for a in range(3):
+                    J[3, c + a] = w03
+                    J[4, c + a] = w13
+                    J[5, c + a] = w23
+            else:
+                m = ch[k, 2]
+                J[0, c] = m * w02
+                J[1, c] = m * w12
+                J[2, c] = m * w22
+                J[3, c] = w03
+                J[4, c] = w13
+                J[5, c] = w23
+    _store_T(out, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23)
+    for k in range(S):
+        jt = ch[k, 0]
+        c = int(ch[k, 1])
+        for a in range(3 if jt == 3.0 else 1):
+            ax = J[0, c + a]
+            ay = J[1, c + a]
+            az = J[2, c + a]
+            if jt == 2.0:
+                J[3, c] = 0.0
+                J[4, c] = 0.0
+                J[5, c] = 0.0
+                continue
+            dx = w03 - J[3, c + a]
+            dy = w13 - J[4, c + a]
+            dz = w23 - J[5, c + a]
+            J[0, c + a] = ay * dz - az * dy
+            J[1, c + a] = az * dx - ax * dz
+            J[2, c + a] = ax * dy - ay * dx
+            J[3, c + a] = ax
+            J[4, c + a] = ay
+            J[5, c + a] = az
+
+
+@njit(cache=True, **NO_RC)
+def _finite_vec(q, dof):
+    if q.shape[0] != dof:
+        return False
+    for i in range(dof):
+        v = q[i]
+        if not (v - v == 0.0):
+            return False
+    return True
+
+
+@njit(cache=True, **NO_RC)
+def chain_fk_checked(ch, q, dof, out):
+    """Single-call FK of a chain into ``out`` (4, 4); False (out untouched) when q is not (dof,)
+    finite numbers."""
+    if not _finite_vec(q, dof):
+        return False
+    chain_fk_into(ch, q, out)
+    return True
+
+
+@njit(cache=True)
+def chain_fk_jacobian_into(ch, q, T, J):
+    """Transform (4, 4) and Jacobian (6, dof) of a chain's node in one pass (any chain)."""
+    if ch[ch.shape[0] - 1, CH_OFFSET] == 0.0:
+        chain_jacobian_direct(ch, q, J, T)
+        return
+    F = np.empty((ch.shape[0], 12))
+    chain_frames_into(ch, q, F, T)
+    chain_jacobian_from_frames(ch, F, T[0, 3], T[1, 3], T[2, 3], J)
+
+
+@njit(cache=True, **NO_RC)
+def chain_jacobian_checked(ch, q, J, T):
+    """Single-call Jacobian of a chain into ``J`` (6, dof), its transform into T (scratch,
+    (4, 4)); False when q is not (dof,) finite numbers or the chain shares q entries (mimic:
+    use chain_fk_jacobian_into)."""
+    if ch[ch.shape[0] - 1, CH_OFFSET] != 0.0 or not _finite_vec(q, J.shape[1]):
+        return False
+    chain_jacobian_direct(ch, q, J, T)
+    return True
+
+
+@njit(cache=True, parallel=True)
+def chain_fk_batch(ch, qs):
+    B = qs.shape[0]
+    out = np.empty((B, 4, 4))
+    for b in prange(B):
+        chain_fk_into(ch, qs[b], out[b])
+    return out
+
+
+@njit(cache=True, parallel=True)
+def chain_jacobian_batch(ch, qs, dof):
+    B = qs.shape[0]
+    out = np.empty((B, 6, dof))
+    T = np.empty((B, 4, 4))
+    for b in prange(B):
+        chain_fk_jacobian_into(ch, qs[b], T[b], out[b])
+    return out

@@ -24,7 +24,37 @@ from ..spatial import so3_exp_nb, so3_log_nb
 __all__ = ["Robot", "JOINT_TYPES"]
 
 _F64 = np.dtype(np.float64)
-_S8 = (8,)  # strides of a contiguous float64 vector: the kernels' fast path needs C layout
+
+
+def _call_entry(slot, dispatcher, *args):
+    """Call ``dispatcher`` and, the first time, keep the entry point of its overload for these
+    argument types in ``slot[0]`` — compiled with q (args[1]) typed as any-layout float64 vector,
+    so that the fast paths of Robot.fk / Robot.jacobian may hand it any 1-D float64 array
+    without Numba's per-call type dispatch (the kernels check q's length and finiteness).
+    Only for call sites whose other argument types are fixed by construction (read-only chain
+    programs, fresh C-contiguous outputs, a Python int)."""
+    res = dispatcher(*args)
+    if slot[0] is _fk_first or slot[0] is _jac_first:
+        import numba
+        from numba import types
+
+        sig = [numba.typeof(a) for a in args]
+        sig[1] = types.Array(types.float64, 1, "A")
+        slot[0] = dispatcher.compile(tuple(sig))
+    return res
+
+
+def _fk_first(*args):  # until the first slow-path call has compiled the entry point
+    return False
+
+
+def _jac_first(*args):
+    return False
+
+
+_FK_ENTRY = [_fk_first]
+_JAC_ENTRY = [_jac_first]
+_T_SCRATCH = np.empty((4, 4))  # chain_jacobian_checked's transform output (never read)
 
 #: Names of the joint types, indexed by the integer codes stored in the model arrays.
 JOINT_TYPES = ("fixed", "revolute", "prismatic", "ball")
@@ -170,9 +200,40 @@ class Robot:
         object.__setattr__(self, "_neutral", _readonly(self._compute_neutral()))
         object.__setattr__(self, "_ones", _readonly(np.ones(dof)))
         object.__setattr__(self, "_qshape", (dof,))
+        object.__setattr__(self, "_dof", dof)
         object.__setattr__(self, "_jshape", (6, dof))
         object.__setattr__(self, "_ball_starts", _readonly(np.array(
             [qidx[i] for i in range(n) if jtype[i] == K.BALL], dtype=np.int64)))
+        object.__setattr__(self, "_chains", {})  # frame name or None -> chain program
+        object.__setattr__(self, "_node_chains", {})  # node index -> chain program
+
+    #: Per-instance caches (derived from the arrays, rebuilt on demand): left out of pickles, so a
+    #: pickled Robot does not depend on which calls were made before.
+    _CACHES = ("_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables")
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for k in self._CACHES:
+            state.pop(k, None)
+        state["_chains"] = {}
+        state["_node_chains"] = {}
+        return state
+
+    def _chain(self, frame) -> np.ndarray:
+        """The chain program of ``frame`` (kinematics.kernels.chain_program), cached; ``frame`` is
+        a name, a node index or None (the last node); FrameError for anything else."""
+        named = type(frame) is str or frame is None
+        ch = self._chains.get(frame) if named else None
+        if ch is None:
+            node = self._node_of(frame)
+            ch = self._node_chains.get(node)
+            if ch is None:
+                ch = K.chain_program(self.parent, self.joint_type, self.axis, self.origin, self.qidx,
+                                     self.multiplier, self.offset, node)
+                self._node_chains[node] = ch
+            if named:
+                self._chains[frame] = ch
+        return ch
 
     # ------------------------------------------------------------------ sizes and names
     @property
@@ -414,17 +475,18 @@ class Robot:
 
         ``frame`` defaults to the last node (the tip of a chain).
         """
-        node = self._frame_index.get(frame) if type(frame) is str else None
-        if node is None:
-            node = self._node_of(frame)
-        if type(q) is np.ndarray and q.strides == _S8 and q.dtype is _F64 and q.shape == self._qshape:
+        ch = self._chains.get(frame) if type(frame) is str or frame is None else None
+        if ch is not None and type(q) is np.ndarray and q.ndim == 1 and q.dtype is _F64:
             out = np.empty((4, 4))
-            if K.ENTRY.call(K.fk_frame_checked, self._ni, self._nf, self.origin, q, node, out):
+            if _FK_ENTRY[0](ch, q, self._dof, out):
                 return out
+        ch = self._chain(frame)
         q = self.check_q(q)
         if q.ndim == 1:
-            return K.fk_frame(self._ni, self._nf, self.origin, q, node)[0]
-        return K.fk_frame_batch(self._ni, self._nf, self.origin, q, node)
+            out = np.empty((4, 4))
+            _call_entry(_FK_ENTRY, K.chain_fk_checked, ch, q, len(self.joint_names), out)
+            return out
+        return K.chain_fk_batch(ch, q)
 
     def fk_all(self, q) -> dict:
         """World pose of every frame: {name: (4, 4) or (B, 4, 4)}."""
@@ -447,27 +509,31 @@ class Robot:
         respect to a local increment (what :meth:`integrate` applies); mimic followers fold into
         their leader's column.
         """
-        node = self._frame_index.get(frame) if type(frame) is str else None
-        if node is None:
-            node = self._node_of(frame)
-        if type(q) is np.ndarray and q.strides == _S8 and q.dtype is _F64 and q.shape == self._qshape:
+        ch = self._chains.get(frame) if type(frame) is str or frame is None else None
+        if ch is not None and type(q) is np.ndarray and q.ndim == 1 and q.dtype is _F64:
             J = np.empty(self._jshape)
-            if K.ENTRY.call(K.jacobian_checked, self._ni, self._nf, self.origin, q, node, J):
+            if _JAC_ENTRY[0](ch, q, J, _T_SCRATCH):
                 return J
+        ch = self._chain(frame)
         q = self.check_q(q)
         if q.ndim == 1:
-            return K.jacobian(self._ni, self._nf, self.origin, q, node, self.dof)[0]
-        return K.jacobian_batch(self._ni, self._nf, self.origin, q, node, self.dof)
+            J = np.empty(self._jshape)
+            T = np.empty((4, 4))
+            K.chain_fk_jacobian_into(ch, q, T, J)
+            if _JAC_ENTRY[0] is _jac_first:
+                _call_entry(_JAC_ENTRY, K.chain_jacobian_checked, ch, q, J, T)
+            return J
+        return K.chain_jacobian_batch(ch, q, self.dof)
 
     def fk_jacobian(self, q, frame=None):
         """(T (4, 4), J (6, dof)) of one frame in one kernel call."""
-        node = self.n_nodes - 1 if frame is None else self.frame_index(frame)
+        ch = self._chain(frame)
         q = self.check_q(q)
         if q.ndim != 1:
             raise ConfigurationError(f"q: expected shape ({self.dof},), got {q.shape}")
         J = np.empty((6, self.dof))
         T = np.empty((4, 4))
-        K.jacobian_into(self._ni, self._nf, self.origin, q, node, J, T)
+        K.chain_fk_jacobian_into(ch, q, T, J)
         return T, J
 
     # ------------------------------------------------------------------ derived models

@@ -20,7 +20,7 @@ from numba import njit
 
 from ..errors import FrameError, GoalError
 from ..goals import KIND_AIM, KIND_AXIS, KIND_POSITION, KIND_ROTATION, Goal, Posture
-from ..kinematics.kernels import BALL, fk_all_into, jacobian_from_all
+from ..kinematics.kernels import BALL, NO_RC, fk_all_into, jacobian_from_all
 from ..spatial import so3_exp_nb, so3_log_nb
 
 # kernel return codes
@@ -130,7 +130,7 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
 # --------------------------------------------------------------------------- kernels
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _angle_between(a0, a1, a2, b0, b1, b2):
     cx = a1 * b2 - a2 * b1
     cy = a2 * b0 - a0 * b2
@@ -140,7 +140,7 @@ def _angle_between(a0, a1, a2, b0, b1, b2):
     return math.atan2(s, c), cx, cy, cz, s
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _log_relative(gR, g, T):
     """Rotation vector of R* R^T (R* = gR[g], R = T[:3, :3]) and (theta, sin theta, cos theta)."""
     m00 = gR[g, 0, 0] * T[0, 0] + gR[g, 0, 1] * T[0, 1] + gR[g, 0, 2] * T[0, 2]
@@ -162,19 +162,173 @@ def _log_relative(gR, g, T):
         k = 1.0 + th * th / 6.0 if sn < 1e-12 else th / sn
         return k * sx, k * sy, k * sz, th, sn, c
     # near pi: the axis from the symmetric part (see spatial.so3_log_nb)
-    M = np.empty((3, 3))
-    M[0, 0] = m00
-    M[0, 1] = m01
-    M[0, 2] = m02
-    M[1, 0] = m10
-    M[1, 1] = m11
-    M[1, 2] = m12
-    M[2, 0] = m20
-    M[2, 1] = m21
-    M[2, 2] = m22
-    r = np.empty(3)
-    so3_log_nb(M, r)
-    return r[0], r[1], r[2], th, sn, c
+    r0, r1, r2 = so3_log_s(m00, m01, m02, m10, m11, m12, m20, m21, m22)
+    return r0, r1, r2, th, sn, c
+
+
+@njit(cache=True, **NO_RC)
+def so3_exp_s(r0, r1, r2):
+    """exp([r]x) as 9 scalars m00, m01, m02, m10, ..., m22 (spatial.so3_exp_nb without arrays)."""
+    th2 = r0 * r0 + r1 * r1 + r2 * r2
+    if th2 < 1e-12:
+        a = 1.0 - th2 / 6.0
+        b = 0.5 - th2 / 24.0
+    else:
+        th = math.sqrt(th2)
+        a = math.sin(th) / th
+        b = (1.0 - math.cos(th)) / th2
+    return (1.0 - b * (r1 * r1 + r2 * r2), -a * r2 + b * r0 * r1, a * r1 + b * r0 * r2,
+            a * r2 + b * r0 * r1, 1.0 - b * (r0 * r0 + r2 * r2), -a * r0 + b * r1 * r2,
+            -a * r1 + b * r0 * r2, a * r0 + b * r1 * r2, 1.0 - b * (r0 * r0 + r1 * r1))
+
+
+@njit(cache=True, **NO_RC)
+def so3_log_s(m00, m01, m02, m10, m11, m12, m20, m21, m22):
+    """Rotation vector (3 scalars) of the rotation with entries m (spatial.so3_log_nb without
+    arrays, the same operations)."""
+    tr = m00 + m11 + m22
+    sx = 0.5 * (m21 - m12)
+    sy = 0.5 * (m02 - m20)
+    sz = 0.5 * (m10 - m01)
+    s = math.sqrt(sx * sx + sy * sy + sz * sz)
+    c = 0.5 * (tr - 1.0)
+    th = math.atan2(s, c)
+    if c > -0.99:
+        k = 1.0 + th * th / 6.0 if s < 1e-12 else th / s
+        return k * sx, k * sy, k * sz
+    omc = 1.0 - c
+    ax2 = max((m00 - c) / omc, 0.0)
+    ay2 = max((m11 - c) / omc, 0.0)
+    az2 = max((m22 - c) / omc, 0.0)
+    if ax2 >= ay2 and ax2 >= az2:
+        ax = math.sqrt(ax2)
+        ay = 0.5 * (m01 + m10) / (omc * ax)
+        az = 0.5 * (m02 + m20) / (omc * ax)
+    elif ay2 >= az2:
+        ay = math.sqrt(ay2)
+        ax = 0.5 * (m01 + m10) / (omc * ay)
+        az = 0.5 * (m12 + m21) / (omc * ay)
+    else:
+        az = math.sqrt(az2)
+        ax = 0.5 * (m02 + m20) / (omc * az)
+        ay = 0.5 * (m12 + m21) / (omc * az)
+    n = math.sqrt(ax * ax + ay * ay + az * az)
+    ax /= n
+    ay /= n
+    az /= n
+    if ax * sx + ay * sy + az * sz < 0.0:
+        ax = -ax
+        ay = -ay
+        az = -az
+    return th * ax, th * ay, th * az
+
+
+@njit(cache=True, inline="always", **NO_RC)
+def goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, want_jac):
+    """Residual rows ``e[3g:3g+3]`` (and, with want_jac, ``J[3g:3g+3]`` from the frame Jacobian
+    ``Jf`` (6, dof)) of goal row g for the frame transform ``T``; returns (kind class, error):
+    class 0 = position error [m], 1 = rotation error [rad]. See task_eval for the definitions."""
+    kind = gkind[g]
+    w = gw[g]
+    r0 = 3 * g
+    dof = J.shape[1]
+    if kind == 0:  # position
+        ex = gvec[g, 0] - T[0, 3]
+        ey = gvec[g, 1] - T[1, 3]
+        ez = gvec[g, 2] - T[2, 3]
+        e[r0] = w * ex
+        e[r0 + 1] = w * ey
+        e[r0 + 2] = w * ez
+        if want_jac:
+            for c in range(dof):
+                J[r0, c] = w * Jf[0, c]
+                J[r0 + 1, c] = w * Jf[1, c]
+                J[r0 + 2, c] = w * Jf[2, c]
+        return 0, math.sqrt(ex * ex + ey * ey + ez * ez)
+    if kind == 1:  # full rotation: phi = log(R* R^T)
+        p0, p1, p2, err, sn, cs = _log_relative(gR, g, T)
+        e[r0] = w * p0
+        e[r0 + 1] = w * p1
+        e[r0 + 2] = w * p2
+        if want_jac:
+            # d/dt log(R* R^T) = -Jr^-1(phi) w,  Jr^-1 = I + [phi]x / 2 + beta [phi]x^2
+            if err < 1e-4:
+                beta = 1.0 / 12.0 + err * err / 720.0
+            elif err < math.pi - 1e-3:
+                beta = 1.0 / (err * err) - (1.0 + cs) / (2.0 * err * sn)
+            else:  # the Jacobian is unbounded at pi: keep its value just below
+                th = math.pi - 1e-3
+                beta = 1.0 / (th * th) - (1.0 + math.cos(th)) / (2.0 * th * math.sin(th))
+            for c in range(dof):
+                wx = Jf[3, c]
+                wy = Jf[4, c]
+                wz = Jf[5, c]
+                cx = p1 * wz - p2 * wy  # phi x w
+                cy = p2 * wx - p0 * wz
+                cz = p0 * wy - p1 * wx
+                ccx = p1 * cz - p2 * cy  # phi x (phi x w)
+                ccy = p2 * cx - p0 * cz
+                ccz = p0 * cy - p1 * cx
+                J[r0, c] = w * (wx + 0.5 * cx + beta * ccx)
+                J[r0 + 1, c] = w * (wy + 0.5 * cy + beta * ccy)
+                J[r0 + 2, c] = w * (wz + 0.5 * cz + beta * ccz)
+        return 1, err
+    # axis (kind 2) or aim (kind 3): residual r = a x d, e = -r
+    ga0 = gaxis[g, 0]
+    ga1 = gaxis[g, 1]
+    ga2 = gaxis[g, 2]
+    a0 = T[0, 0] * ga0 + T[0, 1] * ga1 + T[0, 2] * ga2
+    a1 = T[1, 0] * ga0 + T[1, 1] * ga1 + T[1, 2] * ga2
+    a2 = T[2, 0] * ga0 + T[2, 1] * ga1 + T[2, 2] * ga2
+    L = 1.0
+    if kind == 2:
+        d0 = gvec[g, 0]
+        d1 = gvec[g, 1]
+        d2 = gvec[g, 2]
+    else:
+        d0 = gvec[g, 0] - T[0, 3]
+        d1 = gvec[g, 1] - T[1, 3]
+        d2 = gvec[g, 2] - T[2, 3]
+        L = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        if L < 1e-12:
+            L = 1e-12
+            d0 = a0
+            d1 = a1
+            d2 = a2
+        else:
+            d0 /= L
+            d1 /= L
+            d2 /= L
+    err, cx, cy, cz, sn = _angle_between(a0, a1, a2, d0, d1, d2)
+    e[r0] = -w * cx
+    e[r0 + 1] = -w * cy
+    e[r0 + 2] = -w * cz
+    if want_jac:
+        for c in range(dof):
+            wx = Jf[3, c]
+            wy = Jf[4, c]
+            wz = Jf[5, c]
+            tx = a1 * wz - a2 * wy  # a x w
+            ty = a2 * wx - a0 * wz
+            tz = a0 * wy - a1 * wx
+            jx = d1 * tz - d2 * ty  # d x (a x w)
+            jy = d2 * tx - d0 * tz
+            jz = d0 * ty - d1 * tx
+            if kind == 3:
+                vx = Jf[0, c] / L
+                vy = Jf[1, c] / L
+                vz = Jf[2, c] / L
+                dv = d0 * vx + d1 * vy + d2 * vz
+                vx -= d0 * dv
+                vy -= d1 * dv
+                vz -= d2 * dv
+                jx -= a1 * vz - a2 * vy
+                jy -= a2 * vx - a0 * vz
+                jz -= a0 * vy - a1 * vx
+            J[r0, c] = w * jx
+            J[r0 + 1, c] = w * jy
+            J[r0 + 2, c] = w * jz
+    return 1, err
 
 
 @njit(cache=True)
@@ -191,122 +345,24 @@ def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e,
     """
     fk_all_into(ni, nf, origin, q, Tall)
     G = gnode.shape[0]
-    dof = J.shape[1]
     perr = 0.0
     rerr = 0.0
     for g in range(G):
         node = gnode[g]
-        kind = gkind[g]
-        w = gw[g]
-        r0 = 3 * g
-        T = Tall[node]
         if want_jac and (g == 0 or gnode[g - 1] != node):  # a Pose's two rows share one Jacobian
             jacobian_from_all(ni, nf, Tall, node, Jf)
-        if kind == 0:  # position
-            ex = gvec[g, 0] - T[0, 3]
-            ey = gvec[g, 1] - T[1, 3]
-            ez = gvec[g, 2] - T[2, 3]
-            err = math.sqrt(ex * ex + ey * ey + ez * ez)
-            if w > 0.0 and err > perr:
-                perr = err
-            e[r0] = w * ex
-            e[r0 + 1] = w * ey
-            e[r0 + 2] = w * ez
-            if want_jac:
-                for k in range(3):
-                    for c in range(dof):
-                        J[r0 + k, c] = w * Jf[k, c]
-        elif kind == 1:  # full rotation: phi = log(R* R^T)
-            p0, p1, p2, err, sn, cs = _log_relative(gR, g, T)
-            if w > 0.0 and err > rerr:
+        cls, err = goal_row(Tall[node], Jf, g, gkind, gvec, gR, gaxis, gw, e, J, want_jac)
+        if gw[g] > 0.0:
+            if cls == 0:
+                if err > perr:
+                    perr = err
+            elif err > rerr:
                 rerr = err
-            e[r0] = w * p0
-            e[r0 + 1] = w * p1
-            e[r0 + 2] = w * p2
-            if want_jac:
-                # d/dt log(R* R^T) = -Jr^-1(phi) w,  Jr^-1 = I + [phi]x / 2 + beta [phi]x^2
-                if err < 1e-4:
-                    beta = 1.0 / 12.0 + err * err / 720.0
-                elif err < math.pi - 1e-3:
-                    beta = 1.0 / (err * err) - (1.0 + cs) / (2.0 * err * sn)
-                else:  # the Jacobian is unbounded at pi: keep its value just below
-                    th = math.pi - 1e-3
-                    beta = 1.0 / (th * th) - (1.0 + math.cos(th)) / (2.0 * th * math.sin(th))
-                for c in range(dof):
-                    wx = Jf[3, c]
-                    wy = Jf[4, c]
-                    wz = Jf[5, c]
-                    cx = p1 * wz - p2 * wy  # phi x w
-                    cy = p2 * wx - p0 * wz
-                    cz = p0 * wy - p1 * wx
-                    ccx = p1 * cz - p2 * cy  # phi x (phi x w)
-                    ccy = p2 * cx - p0 * cz
-                    ccz = p0 * cy - p1 * cx
-                    J[r0, c] = w * (wx + 0.5 * cx + beta * ccx)
-                    J[r0 + 1, c] = w * (wy + 0.5 * cy + beta * ccy)
-                    J[r0 + 2, c] = w * (wz + 0.5 * cz + beta * ccz)
-        else:  # axis (kind 2) or aim (kind 3): residual r = a x d, e = -r
-            ga0 = gaxis[g, 0]
-            ga1 = gaxis[g, 1]
-            ga2 = gaxis[g, 2]
-            a0 = T[0, 0] * ga0 + T[0, 1] * ga1 + T[0, 2] * ga2
-            a1 = T[1, 0] * ga0 + T[1, 1] * ga1 + T[1, 2] * ga2
-            a2 = T[2, 0] * ga0 + T[2, 1] * ga1 + T[2, 2] * ga2
-            L = 1.0
-            if kind == 2:
-                d0 = gvec[g, 0]
-                d1 = gvec[g, 1]
-                d2 = gvec[g, 2]
-            else:
-                d0 = gvec[g, 0] - T[0, 3]
-                d1 = gvec[g, 1] - T[1, 3]
-                d2 = gvec[g, 2] - T[2, 3]
-                L = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
-                if L < 1e-12:
-                    L = 1e-12
-                    d0 = a0
-                    d1 = a1
-                    d2 = a2
-                else:
-                    d0 /= L
-                    d1 /= L
-                    d2 /= L
-            err, cx, cy, cz, sn = _angle_between(a0, a1, a2, d0, d1, d2)
-            if w > 0.0 and err > rerr:
-                rerr = err
-            e[r0] = -w * cx
-            e[r0 + 1] = -w * cy
-            e[r0 + 2] = -w * cz
-            if want_jac:
-                for c in range(dof):
-                    wx = Jf[3, c]
-                    wy = Jf[4, c]
-                    wz = Jf[5, c]
-                    tx = a1 * wz - a2 * wy  # a x w
-                    ty = a2 * wx - a0 * wz
-                    tz = a0 * wy - a1 * wx
-                    jx = d1 * tz - d2 * ty  # d x (a x w)
-                    jy = d2 * tx - d0 * tz
-                    jz = d0 * ty - d1 * tx
-                    if kind == 3:
-                        vx = Jf[0, c] / L
-                        vy = Jf[1, c] / L
-                        vz = Jf[2, c] / L
-                        dv = d0 * vx + d1 * vy + d2 * vz
-                        vx -= d0 * dv
-                        vy -= d1 * dv
-                        vz -= d2 * dv
-                        jx -= a1 * vz - a2 * vy
-                        jy -= a2 * vx - a0 * vz
-                        jz -= a0 * vy - a1 * vx
-                    J[r0, c] = w * jx
-                    J[r0 + 1, c] = w * jy
-                    J[r0 + 2, c] = w * jz
     errs[0] = perr
     errs[1] = rerr
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def chol_solve(A, b, x):
     """Solve A x = b for symmetric positive definite A (n x n) by Cholesky; A is overwritten.
 

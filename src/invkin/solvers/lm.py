@@ -20,7 +20,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ._common import CONVERGED, RUNNING, STALLED, chol_solve, posture_residual, step_and_clamp, task_eval
+from ..kinematics.kernels import NO_RC, chain_frames_into, chain_jacobian_from_frames
+from ._common import CONVERGED, RUNNING, STALLED, chol_solve, goal_row, posture_residual, so3_exp_s, so3_log_s, \
+    step_and_clamp, task_eval
 
 NAME = "lm"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -380,3 +382,513 @@ def lm_batch(ni, nf, origin, lower, upper, balls, gnode, gkind, gvecs, gRs, gaxi
         iters_out[b] = int(state[S_ITERS])
         restarts_out[b] = int(state[S_ATTEMPT])
         conv_out[b] = code == CONVERGED
+
+
+# --------------------------------------------------------------------------- one-frame goals on a chain
+#
+# The common case — every goal row on one frame (a Pose, a Position, an Orientation, an Aim, ...)
+# — runs on the frame's chain program (kinematics/kernels.py): FK walks only the moving joints
+# on the path, the Jacobian comes from the joint frames of that walk, the trial point of an
+# iteration is evaluated without its Jacobian (a rejected step costs FK and the residual only),
+# and when there are fewer residual rows than joints (m < dof, no posture term) the step solves
+# the m x m system of the push-through form
+#
+#     dq = W^-1 J^T (J W^-1 J^T + mu I)^-1 e    (= (J^T J + mu W)^-1 J^T e)
+#
+# instead of the dof x dof normal equations. The model's per-DOF arrays travel in one table
+# ``lims`` (rows L_*, built once per robot by solve.py) and q lives in the scratch buffer, so the
+# kernel called per solve takes 11 arrays instead of 19.
+
+L_LOWER, L_UPPER, L_SAMPLE_LO, L_SAMPLE_SPAN, L_WRAP, L_JW, L_IJW, L_NEG_INF, L_POS_INF, L_BALL = range(10)
+N_LIMS = 10
+S_STARTED = 11      # chain attempt state: q has been initialised from q0
+S_FREE_ATTEMPTS = 12  # 1: attempts run free of the limits (every joint wraps a full turn), 0: clamped
+CHAIN_STATE = 13
+# Damping schedule of the chain kernel (tuned on the 6 x 1000 saved targets of the peers'
+# benchmark: 0.3 / 0.7 / 3 took 5-10 % fewer iterations than 1 / 0.7 / 2; see RESULTS.md)
+CHAIN_LAMBDA_INIT = 0.3
+CHAIN_LAMBDA_GROW = 3.0
+ACTIVE_SET_PASSES = 4  # clamped steps: joints the step would push past a limit are held there, re-solve
+
+
+def limits_table(lower, upper, sample_lo, sample_span, wrap_ok, joint_weights, ball_starts) -> np.ndarray:
+    """The per-DOF table ``lims`` (N_LIMS, dof) of the chain kernels (read-only)."""
+    dof = lower.shape[0]
+    t = np.zeros((N_LIMS, dof))
+    t[L_LOWER] = lower
+    t[L_UPPER] = upper
+    t[L_SAMPLE_LO] = sample_lo
+    t[L_SAMPLE_SPAN] = sample_span
+    t[L_WRAP] = wrap_ok
+    t[L_JW] = joint_weights
+    t[L_IJW] = 1.0 / np.asarray(joint_weights, dtype=np.float64)
+    t[L_NEG_INF] = -np.inf
+    t[L_POS_INF] = np.inf
+    t[L_BALL, np.asarray(ball_starts, dtype=np.int64)] = 1.0
+    t.setflags(write=False)
+    return t
+
+
+def wrappable_dofs(ni, nf, dof) -> np.ndarray:
+    """1.0 for every DOF that wrap_into_limits may shift by 2 pi (revolute, integer multipliers)."""
+    out = np.zeros(dof)
+    for c in range(dof):
+        ok = False
+        for i in range(ni.shape[0]):
+            if ni[i, 2] == c:
+                m = nf[i, 3]
+                ok = ni[i, 1] == 1 and m == math.floor(m)
+                if not ok:
+                    break
+        out[c] = 1.0 if ok else 0.0
+    return out
+
+
+def chain_workspace_size(n_rows: int, dof: int, m: int) -> int:
+    """Length of the flat float64 scratch buffer of lm_chain_attempts (n_rows = chain rows)."""
+    ns = max(m, dof)
+    return 24 * n_rows + 32 + 6 * dof + 3 * m + m * dof + ns * ns + 2 * ns + 4 * dof
+
+
+@njit(cache=True, **NO_RC)
+def chain_workspace(buf, n_rows, dof, m):
+    """Scratch of the chain kernels as views of one flat buffer (no allocation; only for
+    NO_RC callers, since the views carry no reference of their own)."""
+    ns = max(m, dof)
+    o = 0
+    F = buf[o:o + 12 * n_rows].reshape((n_rows, 12))
+    o += 12 * n_rows
+    F2 = buf[o:o + 12 * n_rows].reshape((n_rows, 12))
+    o += 12 * n_rows
+    T = buf[o:o + 16].reshape((4, 4))
+    o += 16
+    T2 = buf[o:o + 16].reshape((4, 4))
+    o += 16
+    Jf = buf[o:o + 6 * dof].reshape((6, dof))
+    o += 6 * dof
+    e = buf[o:o + m]
+    o += m
+    e2 = buf[o:o + m]
+    o += m
+    ea = buf[o:o + m]
+    o += m
+    J = buf[o:o + m * dof].reshape((m, dof))
+    o += m * dof
+    A = buf[o:o + ns * ns]
+    o += ns * ns
+    b = buf[o:o + ns]
+    o += ns
+    y = buf[o:o + ns]
+    o += ns
+    dq = buf[o:o + dof]
+    o += dof
+    qn = buf[o:o + dof]
+    o += dof
+    hold = buf[o:o + dof]
+    o += dof
+    q = buf[o:o + dof]
+    return F, F2, T, T2, Jf, e, e2, ea, J, A, b, y, dq, qn, hold, q
+
+
+@njit(cache=True, **NO_RC)
+def _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J):
+    """Frames and residual at q (no Jacobian); returns (largest position, rotation error)."""
+    chain_frames_into(ch, q, F, T)
+    perr = 0.0
+    rerr = 0.0
+    for g in range(gkind.shape[0]):
+        cls, err = goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, False)
+        if gw[g] > 0.0:
+            if cls == 0:
+                if err > perr:
+                    perr = err
+            elif err > rerr:
+                rerr = err
+    return perr, rerr
+
+
+@njit(cache=True, **NO_RC)
+def _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J):
+    """Task Jacobian J (m, dof) from the frames of _chain_residual (e is rewritten, unchanged)."""
+    chain_jacobian_from_frames(ch, F, T[0, 3], T[1, 3], T[2, 3], Jf)
+    for g in range(gkind.shape[0]):
+        goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, True)
+
+
+@njit(cache=True, **NO_RC)
+def _so3_compose(a0, a1, a2, b0, b1, b2, transpose_a, out, s):
+    """out[s:s+3] = log(exp(a)^(T if transpose_a) exp(b)) (as step_and_clamp / posture_residual)."""
+    a00, a01, a02, a10, a11, a12, a20, a21, a22 = so3_exp_s(a0, a1, a2)
+    b00, b01, b02, b10, b11, b12, b20, b21, b22 = so3_exp_s(b0, b1, b2)
+    if transpose_a:
+        a01, a10 = a10, a01
+        a02, a20 = a20, a02
+        a12, a21 = a21, a12
+    r0, r1, r2 = so3_log_s(a00 * b00 + a01 * b10 + a02 * b20, a00 * b01 + a01 * b11 + a02 * b21,
+                           a00 * b02 + a01 * b12 + a02 * b22, a10 * b00 + a11 * b10 + a12 * b20,
+                           a10 * b01 + a11 * b11 + a12 * b21, a10 * b02 + a11 * b12 + a12 * b22,
+                           a20 * b00 + a21 * b10 + a22 * b20, a20 * b01 + a21 * b11 + a22 * b21,
+                           a20 * b02 + a21 * b12 + a22 * b22)
+    out[s] = r0
+    out[s + 1] = r1
+    out[s + 2] = r2
+
+
+@njit(cache=True, **NO_RC)
+def _chain_step_clamp(q, dq, lims, lo_row, hi_row, out):
+    """out = clamp(q ⊕ dq) with the bounds of rows lo_row / hi_row of lims (step_and_clamp)."""
+    n = q.shape[0]
+    for i in range(n):
+        out[i] = q[i] + dq[i]
+    for s in range(n):
+        if lims[L_BALL, s] != 0.0:
+            _so3_compose(q[s], q[s + 1], q[s + 2], dq[s], dq[s + 1], dq[s + 2], False, out, s)
+    for i in range(n):
+        if out[i] < lims[lo_row, i]:
+            out[i] = lims[lo_row, i]
+        elif out[i] > lims[hi_row, i]:
+            out[i] = lims[hi_row, i]
+
+
+@njit(cache=True, **NO_RC)
+def _chain_wrap(lims, q):
+    """wrap_into_limits with the wrap flags of lims."""
+    for c in range(q.shape[0]):
+        lo = lims[L_LOWER, c]
+        hi = lims[L_UPPER, c]
+        if lo <= q[c] <= hi or lims[L_WRAP, c] == 0.0:
+            continue
+        k = math.floor((q[c] - lo) / (2.0 * math.pi))
+        v = q[c] - 2.0 * math.pi * k
+        if v <= hi:
+            q[c] = v
+    for c in range(q.shape[0]):
+        if q[c] < lims[L_LOWER, c] or q[c] > lims[L_UPPER, c]:
+            return False
+    return True
+
+
+@njit(cache=True, **NO_RC)
+def _damped_step(J, e, lims, mu, A, b, y, dq, hold, ea, nheld):
+    """dq of the damped normal equations (J^T J + mu W) dq = J^T e over the joints not held; a
+    held joint k (hold[k] not NaN; nheld of them) moves by hold[k] and its effect J[:, k] hold[k]
+    is taken off e first. Solved in the push-through form (m x m) when m < dof. False if the
+    system is not positive definite."""
+    m, dof = J.shape
+    for r in range(m):
+        s = e[r]
+        if nheld > 0:
+            for k in range(dof):
+                if hold[k] == hold[k]:
+                    s -= J[r, k] * hold[k]
+        ea[r] = s
+    if m < dof:
+        B = A[:m * m].reshape((m, m))
+        for r in range(m):
+            for c in range(r + 1):
+                s = 0.0
+                for k in range(dof):
+                    if nheld == 0 or hold[k] != hold[k]:
+                        s += J[r, k] * J[c, k] * lims[L_IJW, k]
+                B[r, c] = s
+                B[c, r] = s
+            B[r, r] += mu
+        if not chol_solve(B, ea, y):
+            return False
+        for k in range(dof):
+            if nheld > 0 and hold[k] == hold[k]:
+                dq[k] = hold[k]
+                continue
+            s = 0.0
+            for r in range(m):
+                s += J[r, k] * y[r]
+            dq[k] = lims[L_IJW, k] * s
+        return True
+    N = A[:dof * dof].reshape((dof, dof))
+    for r in range(dof):
+        held_r = nheld > 0 and hold[r] == hold[r]
+        s = 0.0
+        for k in range(m):
+            s += J[k, r] * ea[k]
+        b[r] = hold[r] if held_r else s
+        for c in range(r, dof):
+            s = 0.0
+            if not held_r and (nheld == 0 or hold[c] != hold[c]):
+                for k in range(m):
+                    s += J[k, r] * J[k, c]
+            N[r, c] = s
+            N[c, r] = s
+        if held_r:
+            N[r, r] = 1.0
+        else:
+            N[r, r] += mu * lims[L_JW, r]
+    return chol_solve(N, b, dq)
+
+
+@njit(cache=True, **NO_RC)
+def _active_set_step(J, e, lims, mu, A, b, y, dq, hold, ea, q, clamped):
+    """The damped step; clamped: joints that it would push past a limit are held at that limit
+    and the others re-solved (up to ACTIVE_SET_PASSES times), so the step does not waste itself
+    against the limits (plain clamping leaves the other joints' share of the motion undone)."""
+    dof = q.shape[0]
+    nheld = 0
+    for k in range(dof):
+        hold[k] = np.nan
+    for _ in range(ACTIVE_SET_PASSES if clamped else 1):
+        if not _damped_step(J, e, lims, mu, A, b, y, dq, hold, ea, nheld):
+            return False
+        if not clamped:
+            return True
+        new = 0
+        for k in range(dof):
+            if hold[k] != hold[k]:
+                v = q[k] + dq[k]
+                if v < lims[L_LOWER, k]:
+                    hold[k] = lims[L_LOWER, k] - q[k]
+                    new += 1
+                elif v > lims[L_UPPER, k]:
+                    hold[k] = lims[L_UPPER, k] - q[k]
+                    new += 1
+        if new == 0:
+            return True
+        nheld += new
+    return True
+
+
+@njit(cache=True, **NO_RC)
+def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, max_iter, state, ws):
+    """lm_iterate_ws for goal rows on one frame, on its chain program (same state and codes),
+    without a posture term (solve() runs posture goals on lm_attempts).
+
+    Differences: clamped iterations hold the joints a step would push past a limit and re-solve
+    the others (_active_set_step); a free attempt that converges outside the limits where 2 pi
+    shifts cannot bring it back continues as a clamped one from its clamped configuration
+    instead of giving up; the damping starts at CHAIN_LAMBDA_INIT and grows by CHAIN_LAMBDA_GROW."""
+    F, F2, T, T2, Jf, e, e2, ea, J, A, b, y, dq, qn, hold, _q = ws
+    dof = q.shape[0]
+    m = e.shape[0]
+    lam = state[0] if state[0] > 0.0 else CHAIN_LAMBDA_INIT
+    free = state[4] > 0.5
+    progress_test = not (state.shape[0] > S_MINIMIZE and state[S_MINIMIZE] > 0.5)
+    perr, rerr = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+    _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+    cost = 0.0
+    for i in range(m):
+        cost += e[i] * e[i]
+    code = RUNNING
+    it = 0
+    small = 0
+    window_cost = cost
+    while it < max_iter:
+        if perr <= tol_p and rerr <= tol_r:
+            if not free or _chain_wrap(lims, q):
+                code = CONVERGED
+                break
+            # converged outside the limits: go on clamped from the clamped configuration
+            free = False
+            state[4] = 0.0
+            for i in range(dof):
+                if q[i] < lims[L_LOWER, i]:
+                    q[i] = lims[L_LOWER, i]
+                elif q[i] > lims[L_UPPER, i]:
+                    q[i] = lims[L_UPPER, i]
+            perr, rerr = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+            _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+            cost = 0.0
+            for i in range(m):
+                cost += e[i] * e[i]
+            lam = CHAIN_LAMBDA_INIT
+            window_cost = cost
+            small = 0
+            continue
+        it += 1
+        mu = lam * 0.5 * cost + EPS_DAMP
+        if not _active_set_step(J, e, lims, mu, A, b, y, dq, hold, ea, q, not free):
+            lam *= 10.0
+            if lam > LAMBDA_MAX:
+                code = STALLED
+                break
+            continue
+        _chain_step_clamp(q, dq, lims, L_NEG_INF if free else L_LOWER, L_POS_INF if free else L_UPPER, qn)
+        perr2, rerr2 = _chain_residual(ch, qn, gkind, gvec, gR, gaxis, gw, F2, T2, e2, Jf, J)
+        cost2 = 0.0
+        for i in range(m):
+            cost2 += e2[i] * e2[i]
+        if it % PROGRESS_WINDOW == 0 and progress_test:
+            if cost > PROGRESS_FACTOR * window_cost and (perr > NEAR * tol_p or rerr > NEAR * tol_r):
+                code = STALLED
+                break
+            window_cost = cost
+        if cost2 < cost:
+            rel = (cost - cost2) / cost
+            for i in range(dof):
+                q[i] = qn[i]
+            F, F2 = F2, F
+            T, T2 = T2, T
+            e, e2 = e2, e
+            perr = perr2
+            rerr = rerr2
+            cost = cost2
+            _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+            lam = max(lam * LAMBDA_SHRINK, LAMBDA_MIN)
+            if rel < 1e-6:
+                small += 1
+                if small >= 4:
+                    code = STALLED
+                    break
+            else:
+                small = 0
+        else:
+            lam *= CHAIN_LAMBDA_GROW
+            if lam > LAMBDA_MAX:
+                code = STALLED
+                break
+    if code == RUNNING and perr <= tol_p and rerr <= tol_r and (not free or _chain_wrap(lims, q)):
+        code = CONVERGED
+    state[0] = lam
+    state[1] += it
+    state[2] = perr
+    state[3] = rerr
+    return code
+
+
+@njit(cache=True, **NO_RC)
+def _mix64(x):
+    """splitmix64's finaliser (a bijection of uint64 with good avalanche)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True, **NO_RC)
+def _restart_sample(lims, seed, attempt, q):
+    """Uniform restart number ``attempt`` in the sampling box of lims; a counter-based hash of
+    (seed, attempt, joint), so it does not depend on how calls are chunked or on threads."""
+    base = _mix64(np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(attempt))
+    for i in range(q.shape[0]):
+        x = _mix64(base + np.uint64(i + 1) * np.uint64(0xD1B54A32D192ED03))
+        u = float(x >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+        q[i] = lims[L_SAMPLE_LO, i] + lims[L_SAMPLE_SPAN, i] * u
+
+
+@njit(cache=True, **NO_RC)
+def lm_chain_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, state, budget,
+                      attempt_iters, max_attempts, seed, buf):
+    """lm_attempts for goal rows on one frame (its chain program ``ch``), with the per-DOF
+    table ``lims`` (limits_table) and q kept in ``buf`` (chain_workspace_size entries) between
+    calls. On the first call (state[S_STARTED] == 0) q starts from q0 clamped into the limits;
+    a non-finite q0 returns -1. When the budget ends before any attempt finished, best_q holds
+    the clamped current q and state its errors. ``state`` has CHAIN_STATE entries
+    (new_chain_state). Returns CONVERGED, RUNNING, STALLED or -1."""
+    dof = q0.shape[0]
+    ws = chain_workspace(buf, ch.shape[0], dof, 3 * gkind.shape[0])
+    F, T, Jf, e, J, q = ws[0], ws[2], ws[4], ws[5], ws[8], ws[15]
+    if state[S_STARTED] == 0.0:
+        for i in range(dof):
+            v = q0[i]
+            if not (v - v == 0.0):
+                return -1
+            if v < lims[L_LOWER, i]:
+                v = lims[L_LOWER, i]
+            elif v > lims[L_UPPER, i]:
+                v = lims[L_UPPER, i]
+            q[i] = v
+        state[S_STARTED] = 1.0
+    used = 0
+    code = RUNNING
+    while used < budget:
+        if state[S_ATTEMPT] >= max_attempts:
+            code = STALLED
+            break
+        n = min(attempt_iters - int(state[S_ATTEMPT_ITERS]), budget - used)
+        before = state[S_ITERS]
+        c = lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, n, state, ws)
+        done = int(state[S_ITERS] - before)
+        used += done
+        state[S_ATTEMPT_ITERS] += done
+        if c == CONVERGED:
+            for i in range(dof):
+                best_q[i] = q[i]
+            state[S_BEST] = 0.0
+            state[S_BEST_PERR] = state[S_PERR]
+            state[S_BEST_RERR] = state[S_RERR]
+            return CONVERGED
+        if c == STALLED or state[S_ATTEMPT_ITERS] >= attempt_iters or done == 0:
+            for i in range(dof):  # judge the attempt by its clamped configuration
+                if q[i] < lims[L_LOWER, i]:
+                    q[i] = lims[L_LOWER, i]
+                elif q[i] > lims[L_UPPER, i]:
+                    q[i] = lims[L_UPPER, i]
+            pe, re = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+            key = max(pe / tol_p, re / tol_r)
+            if key < state[S_BEST]:
+                state[S_BEST] = key
+                state[S_BEST_PERR] = pe
+                state[S_BEST_RERR] = re
+                for i in range(dof):
+                    best_q[i] = q[i]
+            attempt = int(state[S_ATTEMPT]) + 1
+            state[S_ATTEMPT] = attempt
+            state[S_ATTEMPT_ITERS] = 0.0
+            state[S_LAMBDA] = 0.0
+            state[S_FREE] = state[S_FREE_ATTEMPTS]
+            _restart_sample(lims, seed, attempt, q)
+    if not (state[S_BEST] < np.inf):  # no attempt finished: report the clamped current q
+        for i in range(dof):
+            v = q[i]
+            if v < lims[L_LOWER, i]:
+                v = lims[L_LOWER, i]
+            elif v > lims[L_UPPER, i]:
+                v = lims[L_UPPER, i]
+            best_q[i] = v
+        pe, re = _chain_residual(ch, best_q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+        state[S_BEST_PERR] = pe
+        state[S_BEST_RERR] = re
+    return code
+
+
+@njit(cache=True)
+def new_chain_state(free):
+    """State array for lm_chain_attempts: attempt 0, no best yet, q not started; every attempt
+    free of the limits (free = 1.0, see free_attempts) or clamped (0.0)."""
+    st = np.zeros(CHAIN_STATE)
+    st[S_FREE] = free
+    st[S_FREE_ATTEMPTS] = free
+    st[S_BEST] = np.inf
+    st[S_BEST_PERR] = np.inf
+    st[S_BEST_RERR] = np.inf
+    return st
+
+
+@njit(cache=True, parallel=True)
+def lm_chain_batch(ch, lims, gkind, gvecs, gRs, gaxis, gw, tol_p, tol_r, q0s, free, attempt_iters,
+                   max_restarts, seed, q_out, errs_out, iters_out, restarts_out, conv_out):
+    """lm_batch on a chain program: B independent solves in parallel (prange), item b seeded with
+    seed + b (deterministic for any thread count); one scratch buffer per chunk of items."""
+    B = gvecs.shape[0]
+    dof = q0s.shape[1]
+    m = 3 * gkind.shape[0]
+    ns = max(m, dof)
+    size = 24 * ch.shape[0] + 32 + 6 * dof + 3 * m + m * dof + ns * ns + 2 * ns + 4 * dof
+    nchunk = min(B, 256)
+    for t in prange(nchunk):
+        buf = np.empty(size)
+        state = np.empty(CHAIN_STATE)
+        best = np.empty(dof)
+        for b in range(t * B // nchunk, (t + 1) * B // nchunk):
+            state[:] = 0.0
+            state[S_FREE] = free
+            state[S_FREE_ATTEMPTS] = free
+            state[S_BEST] = np.inf
+            state[S_BEST_PERR] = np.inf
+            state[S_BEST_RERR] = np.inf
+            code = lm_chain_attempts(ch, lims, gkind, gvecs[b], gRs[b], gaxis, gw, tol_p, tol_r, q0s[b], best,
+                                     state, (max_restarts + 1) * attempt_iters, attempt_iters, max_restarts + 1, seed + b,
+                                     buf)
+            for i in range(dof):
+                q_out[b, i] = best[i]
+            errs_out[b, 0] = state[S_BEST_PERR]
+            errs_out[b, 1] = state[S_BEST_RERR]
+            iters_out[b] = int(state[S_ITERS])
+            restarts_out[b] = int(state[S_ATTEMPT])
+            conv_out[b] = code == CONVERGED
