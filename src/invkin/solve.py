@@ -665,7 +665,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     """
     from .goals import Pose, Position
     from .result import BatchResult, STATUS_CODES
-    from .solvers.lm import ATTEMPT_ITERATIONS, lm_chain_batch
+    from .solvers.lm import ATTEMPT_ITERATIONS, batch_pose_rows, lm_chain_batch
 
     t0 = time.perf_counter()
     node = robot.frame_index(frame)
@@ -680,7 +680,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     else:
         raise GoalError(f"Ts: expected shape (B, 4, 4) poses or (B, 3) positions, got {Ts.shape}")
     B = Ts.shape[0]
-    if not np.all(np.isfinite(Ts)):
+    if position_only and not np.all(np.isfinite(Ts)):
         bad = int(np.argwhere(~np.isfinite(Ts.reshape(B, -1)))[0][0])
         raise GoalError(f"Ts: expected finite values; target {bad} has {Ts[bad].tolist()}")
     if isinstance(max_restarts, bool) or not isinstance(max_restarts, (int, np.integer)) or max_restarts < 0:
@@ -693,34 +693,24 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
             q0s = np.broadcast_to(q0s, (B, robot.dof))
         elif q0s.shape[0] != B:
             raise ConfigurationError(f"q0: expected shape ({robot.dof},) or ({B}, {robot.dof}), got {q0s.shape}")
-    q0s = np.ascontiguousarray(np.minimum(np.maximum(q0s, robot.lower), robot.upper))
-    # one goal template; the per-target rows are filled below (rotations validated once, vectorised)
+    q0s = np.ascontiguousarray(q0s)  # clamped into the limits by each solve
+    # one goal template; the per-target rows are filled (and the poses validated) in one kernel pass
     name = robot.node_names[node]
-    if position_only:
-        template = [Position(name, np.zeros(3))]
-    else:
-        R = Ts[:, :3, :3]
-        drift = np.abs(np.einsum("bki,bkj->bij", R, R) - np.eye(3)).max(axis=(1, 2))
-        det = np.linalg.det(R)
-        bad = np.nonzero((drift > 1e-3) | (det <= 0) | (np.abs(Ts[:, 3] - [0, 0, 0, 1]).max(axis=1) > 1e-9))[0]
-        if bad.size:
-            raise GoalError(f"Ts[{int(bad[0])}]: expected a rigid transform (orthonormal rotation, det +1, "
-                            f"last row 0 0 0 1), got {Ts[bad[0]].tolist()}")
-        template = [Pose(name, np.eye(4), axes=axes)]
+    template = [Position(name, np.zeros(3))] if position_only else [Pose(name, np.eye(4), axes=axes)]
     problem = compile_problem(robot, template, position_tolerance, rotation_tolerance, joint_weights)
     G = problem.gnode.shape[0]
     gvecs = np.empty((B, G, 3))
-    gRs = np.broadcast_to(problem.gR, (B, G, 3, 3)).copy()
-    for g in range(G):
-        kind = problem.gkind[g]
-        if kind == KIND_POSITION:
-            gvecs[:, g] = Ts if position_only else Ts[:, :3, 3]
-        elif kind == 1:  # full rotation
-            gRs[:, g] = Ts[:, :3, :3]
-            gvecs[:, g] = 0.0
-        else:  # one axis
-            k = int(np.argmax(problem.gaxis[g]))
-            gvecs[:, g] = Ts[:, :3, k]
+    if position_only:
+        gvecs[:, 0] = Ts
+        gRs = np.broadcast_to(problem.gR, (B, G, 3, 3)).copy()
+    else:
+        gRs = np.empty((B, G, 3, 3))
+        bad, reason = batch_pose_rows(Ts, problem.gkind, problem.gR, problem.gaxis, gvecs, gRs)
+        if reason == 1:
+            raise GoalError(f"Ts: expected finite values; target {bad} has {Ts[bad].tolist()}")
+        if reason == 2:
+            raise GoalError(f"Ts[{bad}]: expected a rigid transform (orthonormal rotation, det +1, "
+                            f"last row 0 0 0 1), got {Ts[bad].tolist()}")
     if method != "lm":
         get_method(method)  # unknown names fail here, listing the methods
         results = []

@@ -20,8 +20,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..kinematics.kernels import NO_RC, chain_frames_into, chain_jacobian_from_frames
-from ._common import CONVERGED, RUNNING, STALLED, chol_solve, goal_row, posture_residual, so3_exp_s, so3_log_s, \
+from ..kinematics.kernels import FAST, NO_RC, chain_frames_into, chain_jacobian_from_frames
+from ._common import CONVERGED, RUNNING, STALLED, chol_solve, goal_row, ldl_solve, posture_residual, so3_exp_s, so3_log_s, \
     step_and_clamp, task_eval
 
 NAME = "lm"
@@ -490,7 +490,7 @@ def chain_workspace(buf, n_rows, dof, m):
     return F, F2, T, T2, Jf, e, e2, ea, J, A, b, y, dq, qn, hold, q
 
 
-@njit(cache=True, **NO_RC)
+@njit(cache=True, fastmath=FAST, **NO_RC)
 def _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J):
     """Frames and residual at q (no Jacobian); returns (largest position, rotation error)."""
     chain_frames_into(ch, q, F, T)
@@ -507,7 +507,7 @@ def _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J):
     return perr, rerr
 
 
-@njit(cache=True, **NO_RC)
+@njit(cache=True, fastmath=FAST, **NO_RC)
 def _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J):
     """Task Jacobian J (m, dof) from the frames of _chain_residual (e is rewritten, unchanged)."""
     chain_jacobian_from_frames(ch, F, T[0, 3], T[1, 3], T[2, 3], Jf)
@@ -568,32 +568,45 @@ def _chain_wrap(lims, q):
     return True
 
 
-@njit(cache=True, **NO_RC)
-def _damped_step(J, e, lims, mu, A, b, y, dq, hold, ea, nheld):
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _damped_step(J, e, lims, unit, mu, A, b, y, dq, hold, ea, nheld):
     """dq of the damped normal equations (J^T J + mu W) dq = J^T e over the joints not held; a
     held joint k (hold[k] not NaN; nheld of them) moves by hold[k] and its effect J[:, k] hold[k]
-    is taken off e first. Solved in the push-through form (m x m) when m < dof. False if the
-    system is not positive definite."""
+    is taken off e first. Solved in the push-through form (m x m) when m <= dof; ``unit``: every
+    joint weight is 1. False if the system is not positive definite."""
     m, dof = J.shape
-    for r in range(m):
-        s = e[r]
-        if nheld > 0:
+    if nheld > 0:
+        for r in range(m):
+            s = e[r]
             for k in range(dof):
                 if hold[k] == hold[k]:
                     s -= J[r, k] * hold[k]
-        ea[r] = s
-    if m < dof:
-        B = A[:m * m].reshape((m, m))
+            ea[r] = s
+    else:
         for r in range(m):
-            for c in range(r + 1):
-                s = 0.0
-                for k in range(dof):
-                    if nheld == 0 or hold[k] != hold[k]:
-                        s += J[r, k] * J[c, k] * lims[L_IJW, k]
-                B[r, c] = s
-                B[c, r] = s
+            ea[r] = e[r]
+    if m <= dof:
+        B = A[:m * m].reshape((m, m))
+        if nheld == 0 and unit:
+            for r in range(m):
+                for c in range(r + 1):
+                    s = 0.0
+                    for k in range(dof):
+                        s += J[r, k] * J[c, k]
+                    B[r, c] = s
+                    B[c, r] = s
+        else:
+            for r in range(m):
+                for c in range(r + 1):
+                    s = 0.0
+                    for k in range(dof):
+                        if hold[k] != hold[k]:
+                            s += J[r, k] * J[c, k] * lims[L_IJW, k]
+                    B[r, c] = s
+                    B[c, r] = s
+        for r in range(m):
             B[r, r] += mu
-        if not chol_solve(B, ea, y):
+        if not ldl_solve(B, ea, y):
             return False
         for k in range(dof):
             if nheld > 0 and hold[k] == hold[k]:
@@ -602,7 +615,7 @@ def _damped_step(J, e, lims, mu, A, b, y, dq, hold, ea, nheld):
             s = 0.0
             for r in range(m):
                 s += J[r, k] * y[r]
-            dq[k] = lims[L_IJW, k] * s
+            dq[k] = s if unit else lims[L_IJW, k] * s
         return True
     N = A[:dof * dof].reshape((dof, dof))
     for r in range(dof):
@@ -622,11 +635,11 @@ def _damped_step(J, e, lims, mu, A, b, y, dq, hold, ea, nheld):
             N[r, r] = 1.0
         else:
             N[r, r] += mu * lims[L_JW, r]
-    return chol_solve(N, b, dq)
+    return ldl_solve(N, b, dq)
 
 
-@njit(cache=True, **NO_RC)
-def _active_set_step(J, e, lims, mu, A, b, y, dq, hold, ea, q, clamped):
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _active_set_step(J, e, lims, unit, mu, A, b, y, dq, hold, ea, q, clamped):
     """The damped step; clamped: joints that it would push past a limit are held at that limit
     and the others re-solved (up to ACTIVE_SET_PASSES times), so the step does not waste itself
     against the limits (plain clamping leaves the other joints' share of the motion undone)."""
@@ -635,7 +648,7 @@ def _active_set_step(J, e, lims, mu, A, b, y, dq, hold, ea, q, clamped):
     for k in range(dof):
         hold[k] = np.nan
     for _ in range(ACTIVE_SET_PASSES if clamped else 1):
-        if not _damped_step(J, e, lims, mu, A, b, y, dq, hold, ea, nheld):
+        if not _damped_step(J, e, lims, unit, mu, A, b, y, dq, hold, ea, nheld):
             return False
         if not clamped:
             return True
@@ -655,7 +668,7 @@ def _active_set_step(J, e, lims, mu, A, b, y, dq, hold, ea, q, clamped):
     return True
 
 
-@njit(cache=True, **NO_RC)
+@njit(cache=True, fastmath=FAST, **NO_RC)
 def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, max_iter, state, ws):
     """lm_iterate_ws for goal rows on one frame, on its chain program (same state and codes),
     without a posture term (solve() runs posture goals on lm_attempts).
@@ -669,6 +682,10 @@ def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, m
     m = e.shape[0]
     lam = state[0] if state[0] > 0.0 else CHAIN_LAMBDA_INIT
     free = state[4] > 0.5
+    unit = True
+    for k in range(dof):
+        if lims[L_JW, k] != 1.0:
+            unit = False
     progress_test = not (state.shape[0] > S_MINIMIZE and state[S_MINIMIZE] > 0.5)
     perr, rerr = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
     _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
@@ -703,7 +720,7 @@ def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, m
             continue
         it += 1
         mu = lam * 0.5 * cost + EPS_DAMP
-        if not _active_set_step(J, e, lims, mu, A, b, y, dq, hold, ea, q, not free):
+        if not _active_set_step(J, e, lims, unit, mu, A, b, y, dq, hold, ea, q, not free):
             lam *= 10.0
             if lam > LAMBDA_MAX:
                 code = STALLED
@@ -814,12 +831,18 @@ def lm_chain_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, be
             state[S_BEST_RERR] = state[S_RERR]
             return CONVERGED
         if c == STALLED or state[S_ATTEMPT_ITERS] >= attempt_iters or done == 0:
+            clamped = False
             for i in range(dof):  # judge the attempt by its clamped configuration
                 if q[i] < lims[L_LOWER, i]:
                     q[i] = lims[L_LOWER, i]
+                    clamped = True
                 elif q[i] > lims[L_UPPER, i]:
                     q[i] = lims[L_UPPER, i]
-            pe, re = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+                    clamped = True
+            pe = state[S_PERR]  # the errors at q (lm_chain_iterate_ws leaves q at its last point)
+            re = state[S_RERR]
+            if clamped:
+                pe, re = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
             key = max(pe / tol_p, re / tol_r)
             if key < state[S_BEST]:
                 state[S_BEST] = key
@@ -892,3 +915,50 @@ def lm_chain_batch(ch, lims, gkind, gvecs, gRs, gaxis, gw, tol_p, tol_r, q0s, fr
             iters_out[b] = int(state[S_ITERS])
             restarts_out[b] = int(state[S_ATTEMPT])
             conv_out[b] = code == CONVERGED
+
+
+@njit(cache=True)
+def batch_pose_rows(Ts, gkind, gR, gaxis, gvecs, gRs):
+    """solve_many's per-target goal rows from poses Ts (B, 4, 4) for the template rows (gkind,
+    gR, gaxis) of one Pose: position rows take the translation, rotation rows the rotation,
+    axis rows the rotation's column of the template axis. Returns (b, reason) of the first bad
+    target — reason 1: a non-finite entry, 2: not a rigid transform (|R^T R - I| > 1e-3,
+    det R <= 0 or last row not 0 0 0 1 within 1e-9) — or (-1, 0)."""
+    B = Ts.shape[0]
+    G = gkind.shape[0]
+    for b in range(B):
+        T = Ts[b]
+        for i in range(4):
+            for j in range(4):
+                v = T[i, j]
+                if not (v - v == 0.0):
+                    return b, 1
+        drift = 0.0
+        for i in range(3):
+            for j in range(3):
+                d = T[0, i] * T[0, j] + T[1, i] * T[1, j] + T[2, i] * T[2, j] - (1.0 if i == j else 0.0)
+                drift = max(drift, abs(d))
+        det = (T[0, 0] * (T[1, 1] * T[2, 2] - T[1, 2] * T[2, 1]) - T[0, 1] * (T[1, 0] * T[2, 2] - T[1, 2] * T[2, 0])
+               + T[0, 2] * (T[1, 0] * T[2, 1] - T[1, 1] * T[2, 0]))
+        last = max(abs(T[3, 0]), abs(T[3, 1]), abs(T[3, 2]), abs(T[3, 3] - 1.0))
+        if drift > 1e-3 or det <= 0.0 or last > 1e-9:
+            return b, 2
+        for g in range(G):
+            kind = gkind[g]
+            for i in range(3):
+                for j in range(3):
+                    gRs[b, g, i, j] = T[i, j] if kind == 1 else gR[g, i, j]
+            if kind == 0:
+                for i in range(3):
+                    gvecs[b, g, i] = T[i, 3]
+            elif kind == 1:
+                for i in range(3):
+                    gvecs[b, g, i] = 0.0
+            else:
+                k = 0
+                for i in range(1, 3):
+                    if gaxis[g, i] > gaxis[g, k]:
+                        k = i
+                for i in range(3):
+                    gvecs[b, g, i] = T[i, k]
+    return -1, 0
