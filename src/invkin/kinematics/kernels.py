@@ -434,14 +434,11 @@ def sincos(x):
     hz = 0.5 * z
     w = 1.0 - hz
     c = w + (((1.0 - w) - hz) + z * cr)
-    k = int(n) & 3
-    if k == 0:
-        return s, c
-    if k == 1:
-        return c, -s
-    if k == 2:
-        return -s, -c
-    return -c, s
+    k = int(n)  # quadrant k mod 4: (s, c), (c, -s), (-s, -c), (-c, s), without branches
+    odd = (k & 1) != 0
+    ss = c if odd else s
+    cc = s if odd else c
+    return (1.0 - 2.0 * ((k >> 1) & 1)) * ss, (1.0 - 2.0 * (((k + 1) >> 1) & 1)) * cc
 
 
 @njit(cache=True, fastmath=FAST, inline="always")

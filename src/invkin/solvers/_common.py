@@ -223,6 +223,20 @@ def so3_log_s(m00, m01, m02, m10, m11, m12, m20, m21, m22):
     return th * ax, th * ay, th * az
 
 
+_BETA_PI = 1.0 / (math.pi - 1e-3) ** 2 - (1.0 + math.cos(math.pi - 1e-3)) / (
+    2.0 * (math.pi - 1e-3) * math.sin(math.pi - 1e-3))
+
+
+@njit(cache=True, **NO_RC)
+def _jr_inv_beta(err, sn, cs):
+    """beta of Jr^-1(phi) = I + [phi]x / 2 + beta [phi]x^2 for |phi| = err, sin err = sn, cos err = cs."""
+    if err < 1e-4:
+        return 1.0 / 12.0 + err * err / 720.0
+    if err < math.pi - 1e-3:
+        return 1.0 / (err * err) - (1.0 + cs) / (2.0 * err * sn)
+    return _BETA_PI  # the Jacobian is unbounded at pi: keep its value just below
+
+
 @njit(cache=True, inline="always", **NO_RC)
 def goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, want_jac):
     """Residual rows ``e[3g:3g+3]`` (and, with want_jac, ``J[3g:3g+3]`` from the frame Jacobian
@@ -252,13 +266,7 @@ def goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, want_jac):
         e[r0 + 2] = w * p2
         if want_jac:
             # d/dt log(R* R^T) = -Jr^-1(phi) w,  Jr^-1 = I + [phi]x / 2 + beta [phi]x^2
-            if err < 1e-4:
-                beta = 1.0 / 12.0 + err * err / 720.0
-            elif err < math.pi - 1e-3:
-                beta = 1.0 / (err * err) - (1.0 + cs) / (2.0 * err * sn)
-            else:  # the Jacobian is unbounded at pi: keep its value just below
-                th = math.pi - 1e-3
-                beta = 1.0 / (th * th) - (1.0 + math.cos(th)) / (2.0 * th * math.sin(th))
+            beta = _jr_inv_beta(err, sn, cs)
             # M = w Jr^-1 = w (I + [phi]x / 2 + beta (phi phi^T - |phi|^2 I)), then J = M Jw
             bp2 = beta * (p0 * p0 + p1 * p1 + p2 * p2)
             m00 = w * (1.0 + beta * p0 * p0 - bp2)

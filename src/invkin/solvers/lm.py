@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..kinematics.kernels import FAST, NO_RC, chain_frames_into, chain_jacobian_from_frames
-from ._common import CONVERGED, RUNNING, STALLED, chol_solve, goal_row, ldl_solve, posture_residual, so3_exp_s, so3_log_s, \
+from ._common import CONVERGED, RUNNING, STALLED, _jr_inv_beta, _log_relative, chol_solve, goal_row, ldl_solve, posture_residual, so3_exp_s, so3_log_s, \
     step_and_clamp, task_eval
 
 NAME = "lm"
@@ -447,7 +447,7 @@ def wrappable_dofs(ni, nf, dof) -> np.ndarray:
 def chain_workspace_size(n_rows: int, dof: int, m: int) -> int:
     """Length of the flat float64 scratch buffer of lm_chain_attempts (n_rows = chain rows)."""
     ns = max(m, dof)
-    return 24 * n_rows + 32 + 6 * dof + 3 * m + m * dof + ns * ns + 2 * ns + 4 * dof
+    return 24 * n_rows + 32 + 6 * dof + 3 * m + m * dof + ns * ns + 2 * ns + 4 * dof + 8 * (m // 3)
 
 
 @njit(cache=True, **NO_RC)
@@ -487,17 +487,35 @@ def chain_workspace(buf, n_rows, dof, m):
     hold = buf[o:o + dof]
     o += dof
     q = buf[o:o + dof]
-    return F, F2, T, T2, Jf, e, e2, ea, J, A, b, y, dq, qn, hold, q
+    o += dof
+    G = m // 3
+    aux = buf[o:o + 4 * G].reshape((G, 4))
+    o += 4 * G
+    aux2 = buf[o:o + 4 * G].reshape((G, 4))
+    return F, F2, T, T2, Jf, e, e2, ea, J, A, b, y, dq, qn, hold, q, aux, aux2
 
 
 @njit(cache=True, fastmath=FAST, **NO_RC)
-def _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J):
-    """Frames and residual at q (no Jacobian); returns (largest position, rotation error)."""
+def _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
+    """Frames and residual at q (no Jacobian); returns (largest position, rotation error). For
+    rotation rows aux[g] keeps (phi, beta) for _chain_jacobian (goal_row's Jr^-1 term)."""
     chain_frames_into(ch, q, F, T)
     perr = 0.0
     rerr = 0.0
     for g in range(gkind.shape[0]):
-        cls, err = goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, False)
+        if gkind[g] == 1:
+            p0, p1, p2, err, sn, cs = _log_relative(gR, g, T)
+            w = gw[g]
+            e[3 * g] = w * p0
+            e[3 * g + 1] = w * p1
+            e[3 * g + 2] = w * p2
+            aux[g, 0] = p0
+            aux[g, 1] = p1
+            aux[g, 2] = p2
+            aux[g, 3] = _jr_inv_beta(err, sn, cs)
+            cls = 1
+        else:
+            cls, err = goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, False)
         if gw[g] > 0.0:
             if cls == 0:
                 if err > perr:
@@ -508,11 +526,44 @@ def _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J):
 
 
 @njit(cache=True, fastmath=FAST, **NO_RC)
-def _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J):
-    """Task Jacobian J (m, dof) from the frames of _chain_residual (e is rewritten, unchanged)."""
+def _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
+    """Task Jacobian J (m, dof) from the frames and aux of _chain_residual (position and
+    rotation rows directly, the others through goal_row, which rewrites their e unchanged)."""
     chain_jacobian_from_frames(ch, F, T[0, 3], T[1, 3], T[2, 3], Jf)
+    dof = J.shape[1]
     for g in range(gkind.shape[0]):
-        goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, True)
+        kind = gkind[g]
+        w = gw[g]
+        r0 = 3 * g
+        if kind == 0:
+            for c in range(dof):
+                J[r0, c] = w * Jf[0, c]
+                J[r0 + 1, c] = w * Jf[1, c]
+                J[r0 + 2, c] = w * Jf[2, c]
+        elif kind == 1:
+            p0 = aux[g, 0]
+            p1 = aux[g, 1]
+            p2 = aux[g, 2]
+            beta = aux[g, 3]
+            bp2 = beta * (p0 * p0 + p1 * p1 + p2 * p2)
+            m00 = w * (1.0 + beta * p0 * p0 - bp2)
+            m11 = w * (1.0 + beta * p1 * p1 - bp2)
+            m22 = w * (1.0 + beta * p2 * p2 - bp2)
+            m01 = w * (beta * p0 * p1 - 0.5 * p2)
+            m10 = w * (beta * p0 * p1 + 0.5 * p2)
+            m02 = w * (beta * p0 * p2 + 0.5 * p1)
+            m20 = w * (beta * p0 * p2 - 0.5 * p1)
+            m12 = w * (beta * p1 * p2 - 0.5 * p0)
+            m21 = w * (beta * p1 * p2 + 0.5 * p0)
+            for c in range(dof):
+                wx = Jf[3, c]
+                wy = Jf[4, c]
+                wz = Jf[5, c]
+                J[r0, c] = m00 * wx + m01 * wy + m02 * wz
+                J[r0 + 1, c] = m10 * wx + m11 * wy + m12 * wz
+                J[r0 + 2, c] = m20 * wx + m21 * wy + m22 * wz
+        else:
+            goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, True)
 
 
 @njit(cache=True, **NO_RC)
@@ -677,7 +728,7 @@ def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, m
     the others (_active_set_step); a free attempt that converges outside the limits where 2 pi
     shifts cannot bring it back continues as a clamped one from its clamped configuration
     instead of giving up; the damping starts at CHAIN_LAMBDA_INIT and grows by CHAIN_LAMBDA_GROW."""
-    F, F2, T, T2, Jf, e, e2, ea, J, A, b, y, dq, qn, hold, _q = ws
+    F, F2, T, T2, Jf, e, e2, ea, J, A, b, y, dq, qn, hold, _q, aux, aux2 = ws
     dof = q.shape[0]
     m = e.shape[0]
     lam = state[0] if state[0] > 0.0 else CHAIN_LAMBDA_INIT
@@ -687,8 +738,8 @@ def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, m
         if lims[L_JW, k] != 1.0:
             unit = False
     progress_test = not (state.shape[0] > S_MINIMIZE and state[S_MINIMIZE] > 0.5)
-    perr, rerr = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
-    _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+    perr, rerr = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
+    _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
     cost = 0.0
     for i in range(m):
         cost += e[i] * e[i]
@@ -709,8 +760,8 @@ def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, m
                     q[i] = lims[L_LOWER, i]
                 elif q[i] > lims[L_UPPER, i]:
                     q[i] = lims[L_UPPER, i]
-            perr, rerr = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
-            _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+            perr, rerr = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
+            _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
             cost = 0.0
             for i in range(m):
                 cost += e[i] * e[i]
@@ -727,7 +778,7 @@ def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, m
                 break
             continue
         _chain_step_clamp(q, dq, lims, L_NEG_INF if free else L_LOWER, L_POS_INF if free else L_UPPER, qn)
-        perr2, rerr2 = _chain_residual(ch, qn, gkind, gvec, gR, gaxis, gw, F2, T2, e2, Jf, J)
+        perr2, rerr2 = _chain_residual(ch, qn, gkind, gvec, gR, gaxis, gw, F2, T2, e2, aux2, Jf, J)
         cost2 = 0.0
         for i in range(m):
             cost2 += e2[i] * e2[i]
@@ -743,10 +794,11 @@ def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, m
             F, F2 = F2, F
             T, T2 = T2, T
             e, e2 = e2, e
+            aux, aux2 = aux2, aux
             perr = perr2
             rerr = rerr2
             cost = cost2
-            _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+            _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
             lam = max(lam * LAMBDA_SHRINK, LAMBDA_MIN)
             if rel < 1e-6:
                 small += 1
@@ -797,9 +849,17 @@ def lm_chain_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, be
     a non-finite q0 returns -1. When the budget ends before any attempt finished, best_q holds
     the clamped current q and state its errors. ``state`` has CHAIN_STATE entries
     (new_chain_state). Returns CONVERGED, RUNNING, STALLED or -1."""
+    ws = chain_workspace(buf, ch.shape[0], q0.shape[0], 3 * gkind.shape[0])
+    return lm_chain_attempts_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, state, budget,
+                                attempt_iters, max_attempts, seed, ws)
+
+
+@njit(cache=True, **NO_RC)
+def lm_chain_attempts_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, state, budget,
+                         attempt_iters, max_attempts, seed, ws):
+    """lm_chain_attempts on the views ``ws = chain_workspace(buf, ...)`` (made once per batch chunk)."""
     dof = q0.shape[0]
-    ws = chain_workspace(buf, ch.shape[0], dof, 3 * gkind.shape[0])
-    F, T, Jf, e, J, q = ws[0], ws[2], ws[4], ws[5], ws[8], ws[15]
+    F, T, Jf, e, J, q, aux = ws[0], ws[2], ws[4], ws[5], ws[8], ws[15], ws[16]
     if state[S_STARTED] == 0.0:
         for i in range(dof):
             v = q0[i]
@@ -842,7 +902,7 @@ def lm_chain_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, be
             pe = state[S_PERR]  # the errors at q (lm_chain_iterate_ws leaves q at its last point)
             re = state[S_RERR]
             if clamped:
-                pe, re = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+                pe, re = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
             key = max(pe / tol_p, re / tol_r)
             if key < state[S_BEST]:
                 state[S_BEST] = key
@@ -864,7 +924,7 @@ def lm_chain_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, be
             elif v > lims[L_UPPER, i]:
                 v = lims[L_UPPER, i]
             best_q[i] = v
-        pe, re = _chain_residual(ch, best_q, gkind, gvec, gR, gaxis, gw, F, T, e, Jf, J)
+        pe, re = _chain_residual(ch, best_q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
         state[S_BEST_PERR] = pe
         state[S_BEST_RERR] = re
     return code
@@ -892,29 +952,40 @@ def lm_chain_batch(ch, lims, gkind, gvecs, gRs, gaxis, gw, tol_p, tol_r, q0s, fr
     dof = q0s.shape[1]
     m = 3 * gkind.shape[0]
     ns = max(m, dof)
-    size = 24 * ch.shape[0] + 32 + 6 * dof + 3 * m + m * dof + ns * ns + 2 * ns + 4 * dof
+    size = 24 * ch.shape[0] + 32 + 6 * dof + 3 * m + m * dof + ns * ns + 2 * ns + 4 * dof + 8 * (m // 3)
     nchunk = min(B, 256)
     for t in prange(nchunk):
         buf = np.empty(size)
         state = np.empty(CHAIN_STATE)
         best = np.empty(dof)
-        for b in range(t * B // nchunk, (t + 1) * B // nchunk):
-            state[:] = 0.0
-            state[S_FREE] = free
-            state[S_FREE_ATTEMPTS] = free
-            state[S_BEST] = np.inf
-            state[S_BEST_PERR] = np.inf
-            state[S_BEST_RERR] = np.inf
-            code = lm_chain_attempts(ch, lims, gkind, gvecs[b], gRs[b], gaxis, gw, tol_p, tol_r, q0s[b], best,
-                                     state, (max_restarts + 1) * attempt_iters, attempt_iters, max_restarts + 1, seed + b,
-                                     buf)
-            for i in range(dof):
-                q_out[b, i] = best[i]
-            errs_out[b, 0] = state[S_BEST_PERR]
-            errs_out[b, 1] = state[S_BEST_RERR]
-            iters_out[b] = int(state[S_ITERS])
-            restarts_out[b] = int(state[S_ATTEMPT])
-            conv_out[b] = code == CONVERGED
+        _batch_chunk(ch, lims, gkind, gvecs, gRs, gaxis, gw, tol_p, tol_r, q0s, free, attempt_iters, max_restarts,
+                     seed, q_out, errs_out, iters_out, restarts_out, conv_out, t * B // nchunk, (t + 1) * B // nchunk,
+                     buf, state, best)
+
+
+@njit(cache=True, **NO_RC)
+def _batch_chunk(ch, lims, gkind, gvecs, gRs, gaxis, gw, tol_p, tol_r, q0s, free, attempt_iters, max_restarts, seed,
+                 q_out, errs_out, iters_out, restarts_out, conv_out, b0, b1, buf, state, best):
+    """Items b0..b1-1 of lm_chain_batch on one scratch buffer (its views made once)."""
+    dof = q0s.shape[1]
+    ws = chain_workspace(buf, ch.shape[0], dof, 3 * gkind.shape[0])
+    for b in range(b0, b1):
+        state[:] = 0.0
+        state[S_FREE] = free
+        state[S_FREE_ATTEMPTS] = free
+        state[S_BEST] = np.inf
+        state[S_BEST_PERR] = np.inf
+        state[S_BEST_RERR] = np.inf
+        code = lm_chain_attempts_ws(ch, lims, gkind, gvecs[b], gRs[b], gaxis, gw, tol_p, tol_r, q0s[b], best,
+                                    state, (max_restarts + 1) * attempt_iters, attempt_iters, max_restarts + 1,
+                                    seed + b, ws)
+        for i in range(dof):
+            q_out[b, i] = best[i]
+        errs_out[b, 0] = state[S_BEST_PERR]
+        errs_out[b, 1] = state[S_BEST_RERR]
+        iters_out[b] = int(state[S_ITERS])
+        restarts_out[b] = int(state[S_ATTEMPT])
+        conv_out[b] = code == CONVERGED
 
 
 @njit(cache=True)
