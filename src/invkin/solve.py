@@ -449,10 +449,22 @@ def _entry_point(dispatcher, args, any_layout=()):
 
     sig = [numba.typeof(a) for a in args]
     for i in any_layout:
-        sig[i] = types.Array(types.float64, 1, "A", readonly=not args[i].flags.writeable)
+        sig[i] = types.Array(types.float64, 1, "A")  # read only by the kernel: any view will do
     sig = tuple(sig)
     ov = dispatcher.overloads.get(sig)
     return ov.entry_point if ov is not None else dispatcher.compile(sig)
+
+
+def _chain_attempts_entry(args):
+    """The entry point of lm_chain_attempts (q0 typed as any 1-D float64 view), compiled once
+    and shared by the fast path and _solve_lm_native: its arguments there have the same types
+    (read-only chain program and per-DOF table from the robot's caches, C-contiguous float64 /
+    int64 goal tables, fresh buffers, Python floats and ints)."""
+    ep = _LM_ENTRY[0]
+    if ep is None:
+        ep = _entry_point(_lm_chain_attempts, args, any_layout=(9,))
+        _LM_ENTRY[0] = ep
+    return ep
 
 
 def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
@@ -501,10 +513,8 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         it0 = st[1]
         ep = _LM_ENTRY[0]
         if ep is None:
-            args = (ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, st, budget, attempt_iters,
-                    max_attempts, seed, buf)
-            ep = _entry_point(_lm_chain_attempts, args, any_layout=(9,))
-            _LM_ENTRY[0] = ep
+            ep = _chain_attempts_entry((ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, st, budget,
+                                        attempt_iters, max_attempts, seed, buf))
         code = ep(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, st, budget, attempt_iters,
                   max_attempts, seed, buf)
         if code == CONVERGED:
@@ -609,7 +619,8 @@ def _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, res
         t0 = time.perf_counter()
         it0 = st[S_ITERS]
         if node is not None:
-            code = _lm_chain_attempts(*chain_args, best_q, st, budget, attempt_iters, max_attempts, seed_i, buf)
+            args = chain_args + (best_q, st, int(budget), attempt_iters, max_attempts, seed_i, buf)
+            code = (_LM_ENTRY[0] or _chain_attempts_entry(args))(*args)
         else:
             code = lm_attempts(*args, q, best_q, st, budget, attempt_iters, max_attempts, lo, span, seed_i, buf)
         if code == CONVERGED:

@@ -29,7 +29,9 @@ import math
 
 import numba
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir as llvm_ir
+from numba import njit, prange, types
+from numba.core.extending import intrinsic
 
 
 FIXED = 0
@@ -367,11 +369,34 @@ def jacobian_from_all(ni, nf, Tall, node, J):
 # the three columns of G). Kernels that walk a chain need no (n, 4, 4) scratch. The last row's
 # offset slot (unused by a fixed row) flags a chain whose joints share a q entry (mimic).
 #
+# The small kernels of the LM hot path are inlined into their callers (inline="always", Numba
+# IR inlining): a call passes every array as its 7-9 struct fields, which for the 11-13 array
+# arguments of a residual or a step cost more than the arithmetic (-25 % per LM iteration on
+# ur5; inlining lm_chain_iterate_ws itself too made the attempt loop slower, +18 %).
+#
 # Kernels marked NO_RC never allocate; they are compiled without Numba's reference counting
 # (its ``_nrt`` option): with it, every array handed to a helper costs atomic increments and
 # decrements that took more time than the arithmetic of these small kernels (a goal row: 134
 # against 69 ns), and every array argument of a call from Python a heap-allocated wrapper
 # (3 arrays: 142 against 67 ns).
+
+@intrinsic
+def fma(typingctx, a, b, c):
+    """a * b + c with one rounding (llvm.fma): the same bits whether the caller is compiled fresh,
+    inlined or loaded from the cache — unlike contraction left to fastmath, which LLVM applies
+    differently in each context — and one instruction on CPUs with FMA."""
+    if not all(isinstance(t, (types.Float, types.Integer)) for t in (a, b, c)):
+        return None
+    sig = types.float64(types.float64, types.float64, types.float64)
+
+    def codegen(context, builder, signature, args):
+        x, y, z = (context.cast(builder, v, t, types.float64) for v, t in zip(args, signature.args))
+        d = llvm_ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [d], llvm_ir.FunctionType(d, [d, d, d]))
+        return builder.call(fn, [x, y, z])
+
+    return sig, codegen
+
 
 CH_TYPE, CH_QIDX, CH_MULT, CH_OFFSET, CH_PRE = 0, 1, 2, 3, 4
 CH_COLS = 16
@@ -427,13 +452,14 @@ def sincos(x):
     about 2/3 of the time of math.sin plus math.cos (one reduction for both): 15 % of an LM
     iteration on a 6-7 joint chain."""
     n = math.floor(x * 0.63661977236758134308 + 0.5)
-    r = (x - n * 1.57079632673412561417e+00) - n * 6.07710050650619224932e-11
+    r = fma(-n, 6.07710050650619224932e-11, fma(-n, 1.57079632673412561417e+00, x))
     z = r * r
-    s = r + z * r * (-1.66666666666666324348e-01 + z * (8.33333333332248946124e-03 + z * (
-        -1.98412698298579493134e-04 + z * (2.75573137070700676789e-06 + z * (-2.50507602534068634195e-08
-                                                                             + z * 1.58969099521155010221e-10)))))
-    cr = z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 + z * (2.48015872894767294178e-05 + z * (
-        -2.75573143513906633035e-07 + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))))
+    ps = fma(z, fma(z, fma(z, fma(z, 1.58969099521155010221e-10, -2.50507602534068634195e-08),
+                           2.75573137070700676789e-06), -1.98412698298579493134e-04), 8.33333333332248946124e-03)
+    s = fma(z * r, fma(z, ps, -1.66666666666666324348e-01), r)
+    pc = fma(z, fma(z, fma(z, fma(z, -1.13596475577881948265e-11, 2.08757232129817482790e-09),
+                           -2.75573143513906633035e-07), 2.48015872894767294178e-05), -1.38888888888741095749e-03)
+    cr = z * fma(z, pc, 4.16666666666666019037e-02)
     hz = 0.5 * z
     w = 1.0 - hz
     c = w + (((1.0 - w) - hz) + z * cr)
@@ -459,25 +485,25 @@ def _chain_step(ch, k, q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22,
     p21 = ch[k, 13]
     p22 = ch[k, 14]
     p23 = ch[k, 15]
-    a00 = w00 * p00 + w01 * p10 + w02 * p20
-    a01 = w00 * p01 + w01 * p11 + w02 * p21
-    a02 = w00 * p02 + w01 * p12 + w02 * p22
-    a03 = w00 * p03 + w01 * p13 + w02 * p23 + w03
-    a10 = w10 * p00 + w11 * p10 + w12 * p20
-    a11 = w10 * p01 + w11 * p11 + w12 * p21
-    a12 = w10 * p02 + w11 * p12 + w12 * p22
-    a13 = w10 * p03 + w11 * p13 + w12 * p23 + w13
-    a20 = w20 * p00 + w21 * p10 + w22 * p20
-    a21 = w20 * p01 + w21 * p11 + w22 * p21
-    a22 = w20 * p02 + w21 * p12 + w22 * p22
-    a23 = w20 * p03 + w21 * p13 + w22 * p23 + w23
+    a00 = fma(w00, p00, fma(w01, p10, w02 * p20))
+    a01 = fma(w00, p01, fma(w01, p11, w02 * p21))
+    a02 = fma(w00, p02, fma(w01, p12, w02 * p22))
+    a03 = fma(w00, p03, fma(w01, p13, fma(w02, p23, w03)))
+    a10 = fma(w10, p00, fma(w11, p10, w12 * p20))
+    a11 = fma(w10, p01, fma(w11, p11, w12 * p21))
+    a12 = fma(w10, p02, fma(w11, p12, w12 * p22))
+    a13 = fma(w10, p03, fma(w11, p13, fma(w12, p23, w13)))
+    a20 = fma(w20, p00, fma(w21, p10, w22 * p20))
+    a21 = fma(w20, p01, fma(w21, p11, w22 * p21))
+    a22 = fma(w20, p02, fma(w21, p12, w22 * p22))
+    a23 = fma(w20, p03, fma(w21, p13, fma(w22, p23, w23)))
     jt = ch[k, 0]
     if jt == 1.0:  # revolute about z: columns 0 and 1 turn by theta
         th = ch[k, 2] * q[int(ch[k, 1])] + ch[k, 3]
         s, c = sincos(th)
-        return (c * a00 + s * a01, c * a01 - s * a00, a02, a03,
-                c * a10 + s * a11, c * a11 - s * a10, a12, a13,
-                c * a20 + s * a21, c * a21 - s * a20, a22, a23)
+        return (fma(c, a00, s * a01), fma(c, a01, -(s * a00)), a02, a03,
+                fma(c, a10, s * a11), fma(c, a11, -(s * a10)), a12, a13,
+                fma(c, a20, s * a21), fma(c, a21, -(s * a20)), a22, a23)
     if jt == 2.0:  # prismatic along z
         th = ch[k, 2] * q[int(ch[k, 1])] + ch[k, 3]
         return (a00, a01, a02, a03 + a02 * th, a10, a11, a12, a13 + a12 * th, a20, a21, a22, a23 + a22 * th)
@@ -544,7 +570,7 @@ def chain_fk_into(ch, q, out):
     _store_T(out, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23)
 
 
-@njit(cache=True, fastmath=FAST, **NO_RC)
+@njit(cache=True, fastmath=FAST, inline="always", **NO_RC)
 def chain_frames_into(ch, q, F, out):
     """chain_fk_into, also keeping the joint frames: F[k] (12,) = G_k row-major 3 x 4 for every
     moving row k < S (F has at least S rows)."""
@@ -571,7 +597,7 @@ def chain_frames_into(ch, q, F, out):
     _store_T(out, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23)
 
 
-@njit(cache=True, fastmath=FAST, **NO_RC)
+@njit(cache=True, fastmath=FAST, inline="always", **NO_RC)
 def chain_jacobian_from_frames(ch, F, px, py, pz, J):
     """Geometric Jacobian (6, dof) at the point p of the frames F of chain_frames_into."""
     J[:, :] = 0.0

@@ -26,34 +26,29 @@ __all__ = ["Robot", "JOINT_TYPES"]
 _F64 = np.dtype(np.float64)
 
 
-def _call_entry(slot, dispatcher, *args):
-    """Call ``dispatcher`` and, the first time, keep the entry point of its overload for these
-    argument types in ``slot[0]`` — compiled with q (args[1]) typed as any-layout float64 vector,
-    so that the fast paths of Robot.fk / Robot.jacobian may hand it any 1-D float64 array
-    without Numba's per-call type dispatch (the kernels check q's length and finiteness).
-    Only for call sites whose other argument types are fixed by construction (read-only chain
-    programs, fresh C-contiguous outputs, a Python int)."""
-    res = dispatcher(*args)
-    if slot[0] is _fk_first or slot[0] is _jac_first:
+def _entry(slot, dispatcher, *args):
+    """The entry point of ``dispatcher`` for these argument types, kept in ``slot[0]`` — compiled
+    (or loaded from Numba's cache) with q (args[1]) typed as any-layout float64 vector, so that
+    the fast paths of Robot.fk / Robot.jacobian may hand it any 1-D float64 array without
+    Numba's per-call type dispatch (the kernels check q's length and finiteness). Only for call
+    sites whose other argument types are fixed by construction (read-only chain programs,
+    fresh C-contiguous outputs, a Python int)."""
+    if slot[0] is _not_compiled:
         import numba
         from numba import types
 
         sig = [numba.typeof(a) for a in args]
         sig[1] = types.Array(types.float64, 1, "A")
         slot[0] = dispatcher.compile(tuple(sig))
-    return res
+    return slot[0]
 
 
-def _fk_first(*args):  # until the first slow-path call has compiled the entry point
+def _not_compiled(*args):  # the slots' value until the first slow-path call compiles the kernel
     return False
 
 
-def _jac_first(*args):
-    return False
-
-
-_FK_ENTRY = [_fk_first]
-_JAC_ENTRY = [_jac_first]
+_FK_ENTRY = [_not_compiled]
+_JAC_ENTRY = [_not_compiled]
 _T_SCRATCH = np.empty((4, 4))  # chain_jacobian_checked's transform output (never read)
 
 #: Names of the joint types, indexed by the integer codes stored in the model arrays.
@@ -484,7 +479,7 @@ class Robot:
         q = self.check_q(q)
         if q.ndim == 1:
             out = np.empty((4, 4))
-            _call_entry(_FK_ENTRY, K.chain_fk_checked, ch, q, len(self.joint_names), out)
+            _entry(_FK_ENTRY, K.chain_fk_checked, ch, q, self._dof, out)(ch, q, self._dof, out)
             return out
         return K.chain_fk_batch(ch, q)
 
@@ -519,9 +514,8 @@ class Robot:
         if q.ndim == 1:
             J = np.empty(self._jshape)
             T = np.empty((4, 4))
-            K.chain_fk_jacobian_into(ch, q, T, J)
-            if _JAC_ENTRY[0] is _jac_first:
-                _call_entry(_JAC_ENTRY, K.chain_jacobian_checked, ch, q, J, T)
+            if not _entry(_JAC_ENTRY, K.chain_jacobian_checked, ch, q, J, T)(ch, q, J, T):
+                K.chain_fk_jacobian_into(ch, q, T, J)  # a chain with mimic joints (shared q entries)
             return J
         return K.chain_jacobian_batch(ch, q, self.dof)
 

@@ -344,6 +344,13 @@ def goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, want_jac):
     return 1, err
 
 
+@njit(cache=True, **NO_RC)
+def goal_row_call(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, want_jac):
+    """goal_row as a call (not inlined): for callers that inline their common rows themselves
+    and leave the rare kinds (axis, aim) to it."""
+    return goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, want_jac)
+
+
 @njit(cache=True)
 def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, want_jac):
     """Stacked weighted residual ``e`` (3G,) and Jacobian ``J`` (3G, dof) at q.
@@ -375,7 +382,7 @@ def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e,
     errs[1] = rerr
 
 
-@njit(cache=True, **NO_RC)
+@njit(cache=True, inline="always", **NO_RC)
 def ldl_solve(A, b, x):
     """Solve A x = b for symmetric positive definite A (n x n) by A = L D L^T (no square roots,
     one division per column: about half the time of chol_solve at n = 6); A is overwritten

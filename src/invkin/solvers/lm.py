@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..kinematics.kernels import FAST, NO_RC, chain_frames_into, chain_jacobian_from_frames
-from ._common import CONVERGED, RUNNING, STALLED, _jr_inv_beta, _log_relative, chol_solve, goal_row, ldl_solve, posture_residual, so3_exp_s, so3_log_s, \
+from ._common import CONVERGED, RUNNING, STALLED, _jr_inv_beta, _log_relative, chol_solve, goal_row_call, ldl_solve, posture_residual, so3_exp_s, so3_log_s, \
     step_and_clamp, task_eval
 
 NAME = "lm"
@@ -495,7 +495,7 @@ def chain_workspace(buf, n_rows, dof, m):
     return F, F2, T, T2, Jf, e, e2, ea, J, A, b, y, dq, qn, hold, q, aux, aux2
 
 
-@njit(cache=True, fastmath=FAST, **NO_RC)
+@njit(cache=True, fastmath=FAST, inline="always", **NO_RC)
 def _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
     """Frames and residual at q (no Jacobian); returns (largest position, rotation error). For
     rotation rows aux[g] keeps (phi, beta) for _chain_jacobian (goal_row's Jr^-1 term)."""
@@ -503,9 +503,19 @@ def _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
     perr = 0.0
     rerr = 0.0
     for g in range(gkind.shape[0]):
-        if gkind[g] == 1:
+        kind = gkind[g]
+        w = gw[g]
+        if kind == 0:
+            ex = gvec[g, 0] - T[0, 3]
+            ey = gvec[g, 1] - T[1, 3]
+            ez = gvec[g, 2] - T[2, 3]
+            e[3 * g] = w * ex
+            e[3 * g + 1] = w * ey
+            e[3 * g + 2] = w * ez
+            cls = 0
+            err = math.sqrt(ex * ex + ey * ey + ez * ez)
+        elif kind == 1:
             p0, p1, p2, err, sn, cs = _log_relative(gR, g, T)
-            w = gw[g]
             e[3 * g] = w * p0
             e[3 * g + 1] = w * p1
             e[3 * g + 2] = w * p2
@@ -515,7 +525,7 @@ def _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
             aux[g, 3] = _jr_inv_beta(err, sn, cs)
             cls = 1
         else:
-            cls, err = goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, False)
+            cls, err = goal_row_call(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, False)
         if gw[g] > 0.0:
             if cls == 0:
                 if err > perr:
@@ -525,7 +535,7 @@ def _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
     return perr, rerr
 
 
-@njit(cache=True, fastmath=FAST, **NO_RC)
+@njit(cache=True, fastmath=FAST, inline="always", **NO_RC)
 def _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
     """Task Jacobian J (m, dof) from the frames and aux of _chain_residual (position and
     rotation rows directly, the others through goal_row, which rewrites their e unchanged)."""
@@ -563,7 +573,20 @@ def _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
                 J[r0 + 1, c] = m10 * wx + m11 * wy + m12 * wz
                 J[r0 + 2, c] = m20 * wx + m21 * wy + m22 * wz
         else:
-            goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, True)
+            goal_row_call(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, True)
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _chain_eval(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
+    """_chain_residual as a call, for the evaluations outside the iteration loop (each inlined
+    copy of a kernel costs compile time; the loop's own evaluations are inlined)."""
+    return _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _chain_eval_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
+    """_chain_jacobian as a call (see _chain_eval)."""
+    _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
 
 
 @njit(cache=True, **NO_RC)
@@ -585,7 +608,7 @@ def _so3_compose(a0, a1, a2, b0, b1, b2, transpose_a, out, s):
     out[s + 2] = r2
 
 
-@njit(cache=True, **NO_RC)
+@njit(cache=True, inline="always", **NO_RC)
 def _chain_step_clamp(q, dq, lims, lo_row, hi_row, out):
     """out = clamp(q ⊕ dq) with the bounds of rows lo_row / hi_row of lims (step_and_clamp)."""
     n = q.shape[0]
@@ -619,7 +642,7 @@ def _chain_wrap(lims, q):
     return True
 
 
-@njit(cache=True, fastmath=FAST, **NO_RC)
+@njit(cache=True, fastmath=FAST, inline="always", **NO_RC)
 def _damped_step(J, e, lims, unit, mu, A, b, y, dq, hold, ea, nheld):
     """dq of the damped normal equations (J^T J + mu W) dq = J^T e over the joints not held; a
     held joint k (hold[k] not NaN; nheld of them) moves by hold[k] and its effect J[:, k] hold[k]
@@ -689,7 +712,7 @@ def _damped_step(J, e, lims, unit, mu, A, b, y, dq, hold, ea, nheld):
     return ldl_solve(N, b, dq)
 
 
-@njit(cache=True, fastmath=FAST, **NO_RC)
+@njit(cache=True, fastmath=FAST, inline="always", **NO_RC)
 def _active_set_step(J, e, lims, unit, mu, A, b, y, dq, hold, ea, q, clamped):
     """The damped step; clamped: joints that it would push past a limit are held at that limit
     and the others re-solved (up to ACTIVE_SET_PASSES times), so the step does not waste itself
@@ -738,8 +761,8 @@ def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, m
         if lims[L_JW, k] != 1.0:
             unit = False
     progress_test = not (state.shape[0] > S_MINIMIZE and state[S_MINIMIZE] > 0.5)
-    perr, rerr = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
-    _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
+    perr, rerr = _chain_eval(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
+    _chain_eval_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
     cost = 0.0
     for i in range(m):
         cost += e[i] * e[i]
@@ -760,8 +783,8 @@ def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, m
                     q[i] = lims[L_LOWER, i]
                 elif q[i] > lims[L_UPPER, i]:
                     q[i] = lims[L_UPPER, i]
-            perr, rerr = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
-            _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
+            perr, rerr = _chain_eval(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
+            _chain_eval_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
             cost = 0.0
             for i in range(m):
                 cost += e[i] * e[i]
@@ -902,7 +925,7 @@ def lm_chain_attempts_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0,
             pe = state[S_PERR]  # the errors at q (lm_chain_iterate_ws leaves q at its last point)
             re = state[S_RERR]
             if clamped:
-                pe, re = _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
+                pe, re = _chain_eval(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
             key = max(pe / tol_p, re / tol_r)
             if key < state[S_BEST]:
                 state[S_BEST] = key
@@ -924,7 +947,7 @@ def lm_chain_attempts_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0,
             elif v > lims[L_UPPER, i]:
                 v = lims[L_UPPER, i]
             best_q[i] = v
-        pe, re = _chain_residual(ch, best_q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
+        pe, re = _chain_eval(ch, best_q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
         state[S_BEST_PERR] = pe
         state[S_BEST_RERR] = re
     return code
