@@ -639,7 +639,7 @@ def chain_jacobian_from_frames(ch, F, px, py, pz, J):
             J[2, c] += az
 
 
-@njit(cache=True, fastmath=FAST, **NO_RC)
+@njit(cache=True, fastmath=FAST, inline="always", **NO_RC)
 def chain_jacobian_direct(ch, q, J, out):
     """Jacobian (6, dof) and transform (4, 4) of a chain whose joints have distinct q entries
     (no mimic), without scratch: the forward pass parks each joint's axis and origin in its own
@@ -756,7 +756,20 @@ def chain_fk_batch(ch, qs):
 def chain_jacobian_batch(ch, qs, dof):
     B = qs.shape[0]
     out = np.empty((B, 6, dof))
-    T = np.empty((B, 4, 4))
-    for b in prange(B):
-        chain_fk_jacobian_into(ch, qs[b], T[b], out[b])
+    nchunk = min(B, 64)
+    for t in prange(nchunk):  # one scratch per chunk of items
+        T = np.empty((4, 4))
+        F = np.empty((ch.shape[0], 12))
+        _jacobian_chunk(ch, qs, out, t * B // nchunk, (t + 1) * B // nchunk, T, F)
     return out
+
+
+@njit(cache=True, **NO_RC)
+def _jacobian_chunk(ch, qs, out, b0, b1, T, F):
+    if ch[ch.shape[0] - 1, CH_OFFSET] == 0.0:
+        for b in range(b0, b1):
+            chain_jacobian_direct(ch, qs[b], out[b], T)
+    else:
+        for b in range(b0, b1):
+            chain_frames_into(ch, qs[b], F, T)
+            chain_jacobian_from_frames(ch, F, T[0, 3], T[1, 3], T[2, 3], out[b])

@@ -521,13 +521,20 @@ class Robot:
 
     def fk_jacobian(self, q, frame=None):
         """(T (4, 4), J (6, dof)) of one frame in one kernel call."""
+        ch = self._chains.get(frame) if type(frame) is str or frame is None else None
+        if ch is not None and type(q) is np.ndarray and q.ndim == 1 and q.dtype is _F64:
+            J = np.empty(self._jshape)
+            T = np.empty((4, 4))
+            if _JAC_ENTRY[0](ch, q, J, T):
+                return T, J
         ch = self._chain(frame)
         q = self.check_q(q)
         if q.ndim != 1:
             raise ConfigurationError(f"q: expected shape ({self.dof},), got {q.shape}")
-        J = np.empty((6, self.dof))
+        J = np.empty(self._jshape)
         T = np.empty((4, 4))
-        K.chain_fk_jacobian_into(ch, q, T, J)
+        if not _entry(_JAC_ENTRY, K.chain_jacobian_checked, ch, q, J, T)(ch, q, J, T):
+            K.chain_fk_jacobian_into(ch, q, T, J)  # a chain with mimic joints (shared q entries)
         return T, J
 
     # ------------------------------------------------------------------ derived models

@@ -390,7 +390,7 @@ def lm_batch(ni, nf, origin, lower, upper, balls, gnode, gkind, gvecs, gRs, gaxi
 # — runs on the frame's chain program (kinematics/kernels.py): FK walks only the moving joints
 # on the path, the Jacobian comes from the joint frames of that walk, the trial point of an
 # iteration is evaluated without its Jacobian (a rejected step costs FK and the residual only),
-# and when there are fewer residual rows than joints (m < dof, no posture term) the step solves
+# and when there are no more residual rows than joints (m <= dof; no posture term) the step solves
 # the m x m system of the push-through form
 #
 #     dq = W^-1 J^T (J W^-1 J^T + mu I)^-1 e    (= (J^T J + mu W)^-1 J^T e)
