@@ -26,8 +26,9 @@ rotation angle < 1e-5 rad (dropped for position-only targets) and every joint in
 (tolerance 1e-6). The peers run through their adapters in ``../shared/peers/adapters.py``,
 unchanged, in the same process and run; the metrics are ``bench_peers.summarize``'s.
 
-Also: if ``ik.solve_many`` exists, poses per second of one ``solve_many`` call on the same N
-targets (2 threads) against a Python loop of rtb_ik_LM calls (the sum of its per-call times).
+Also: if ``ik.solve_many`` exists, poses per second of a ``solve_many`` call on the same N
+targets (2 threads; median and best of ``--sm-repeats`` calls) against a Python loop of
+rtb_ik_LM calls (1 / its mean per-call time).
 """
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ STRICT = 1e-5             # success threshold (m, rad)
 GOAL_SUCCESS = 0.999      # lm: >= 99.9 % on every robot
 GOAL_MEAN_RATIO = 0.5     # lm mean <= 0.5x rtb_ik_LM's mean
 GOAL_P95_RATIO = 1.0      # lm p95 <= rtb_ik_LM's p95
+GOAL_SM_RATIO = 10.0      # solve_many (2 threads) >= 10x the poses/s of a Python loop of rtb_ik_LM
 
 
 def log(*a):
@@ -340,27 +342,32 @@ def run_solve_many(spec, kind, args, T_goal, q_seed, ref, warm_T, rtb_entry):
             return T if kind == "pose" else T[:, :3, 3]
 
         numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+        walls = []
         try:
             ik.solve_many(robot, spec.tip, targets(warm_T), **kw)  # warm-up (compilation)
-            gc.collect()
-            t0 = time.perf_counter()
-            br = ik.solve_many(robot, spec.tip, targets(T_goal), **kw)
-            wall = time.perf_counter() - t0
+            for _ in range(args.sm_repeats):  # a shared 2-core machine: one call can lose a time slice
+                gc.collect()
+                t0 = time.perf_counter()
+                br = ik.solve_many(robot, spec.tip, targets(T_goal), **kw)
+                walls.append(time.perf_counter() - t0)
         finally:
             numba.set_num_threads(prev_threads)
+        wall = float(np.median(walls))
         Q = np.asarray(br.q)[:, to_peer]
         ok = np.zeros(len(T_goal), bool)
         for i, q in enumerate(Q):
             if np.all(np.isfinite(q)):
                 pe, re = pose_errors(ref(q), T_goal[i])
                 ok[i] = pe < STRICT and (kind == "position" or re < STRICT) and spec.within_limits(q)
-        out.update(n=len(T_goal), wall_s=wall, poses_per_s=len(T_goal) / wall, success=float(ok.mean()),
+        out.update(n=len(T_goal), wall_s=wall, walls_s=walls, poses_per_s=len(T_goal) / wall,
+                   poses_per_s_best=len(T_goal) / min(walls), success=float(ok.mean()),
                    claimed=float(np.mean(br.success)))
         if rtb_entry is not None and "time_ms_mean" in rtb_entry and rtb_entry.get("n_done") == len(T_goal):
             rtb_pps = 1e3 / rtb_entry["time_ms_mean"]
-            out.update(rtb_loop_poses_per_s=rtb_pps, ratio_vs_rtb_loop=out["poses_per_s"] / rtb_pps)
-        log(f"  solve_many             N={len(T_goal)} {out['poses_per_s']:.0f} poses/s, success "
-            f"{100 * out['success']:.1f}%  [{wall:.2f} s]")
+            out.update(rtb_loop_poses_per_s=rtb_pps, ratio_vs_rtb_loop=out["poses_per_s"] / rtb_pps,
+                       ratio_vs_rtb_loop_best=out["poses_per_s_best"] / rtb_pps)
+        log(f"  solve_many             N={len(T_goal)} {out['poses_per_s']:.0f} poses/s (median of "
+            f"{len(walls)}, best {out['poses_per_s_best']:.0f}), success {100 * out['success']:.1f}%  [{wall:.3f} s]")
     except Exception as e:  # noqa: BLE001
         out["error"] = f"{type(e).__name__}: {e}"
         log(f"  solve_many ERROR {out['error']}")
@@ -469,7 +476,8 @@ def methods_table(summary) -> str:
 
 
 def solve_many_table(summary) -> str:
-    L = ["| robot | N | solve_many poses/s | success (verified) | rtb_ik_LM loop poses/s | ratio | threads; budget; claimed |",
+    L = ["| robot | N | solve_many poses/s, median (best) | success (verified) | rtb_ik_LM loop poses/s | ratio, median "
+         "(best) | threads; budget; claimed |",
          "|---|---|---|---|---|---|---|"]
     for rname, info in summary["robots"].items():
         sm = info.get("solve_many")
@@ -479,10 +487,17 @@ def solve_many_table(summary) -> str:
             L.append(f"| {rname} | - | - | - | - | - | {sm.get('skipped') or sm.get('error')} |")
             continue
         rp = sm.get("rtb_loop_poses_per_s")
-        L.append(f"| {rname} | {sm['n']} | {sm['poses_per_s']:.0f} | {pct(sm['success'])} | "
-                 f"{'-' if rp is None else f'{rp:.0f}'} | "
-                 f"{'-' if rp is None else format(sm['ratio_vs_rtb_loop'], '.2f') + '×'} | "
+        ratio = "-" if rp is None else f"{sm['ratio_vs_rtb_loop']:.2f}× ({sm['ratio_vs_rtb_loop_best']:.2f}×)"
+        L.append(f"| {rname} | {sm['n']} | {sm['poses_per_s']:.0f} ({sm['poses_per_s_best']:.0f}) | "
+                 f"{pct(sm['success'])} | {'-' if rp is None else f'{rp:.0f}'} | {ratio} | "
                  f"{sm['threads_via']}; {sm['budget']}; claimed {pct(sm['claimed'])} |")
+    L.append("")
+    for rname, info in summary["robots"].items():
+        sm = info.get("solve_many") or {}
+        if "ratio_vs_rtb_loop" in sm:
+            r = sm["ratio_vs_rtb_loop"]
+            L.append(f"- {rname}: solve_many {r:.2f}× a rtb_ik_LM loop (median of {len(sm['walls_s'])} calls; best "
+                     f"{sm['ratio_vs_rtb_loop_best']:.2f}×) — {'meets' if r >= GOAL_SM_RATIO else 'MISSES'} ≥ 10×")
     return "\n".join(L)
 
 
@@ -542,6 +557,8 @@ def main(argv=None) -> int:
                     help="stop a solver on a robot after this much wall time and report it as too slow")
     ap.add_argument("--threads", type=int, default=2, help="threads for solve_many (default 2)")
     ap.add_argument("--no-solve-many", action="store_true", help="skip the solve_many throughput test")
+    ap.add_argument("--sm-repeats", type=int, default=5,
+                    help="timed solve_many calls per robot; the table gives the median and the best (default 5)")
     ap.add_argument("--json", default=None, help="dump everything (settings, summaries, per-target data) here")
     args = ap.parse_args(argv)
     if args.quick:
