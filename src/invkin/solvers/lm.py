@@ -397,7 +397,7 @@ def lm_batch(ni, nf, origin, lower, upper, balls, gnode, gkind, gvecs, gRs, gaxi
 #
 # instead of the dof x dof normal equations. The model's per-DOF arrays travel in one table
 # ``lims`` (rows L_*, built once per robot by solve.py) and q lives in the scratch buffer, so the
-# kernel called per solve takes 11 arrays instead of 19.
+# kernel called per solve takes 11 arrays instead of 20.
 
 L_LOWER, L_UPPER, L_SAMPLE_LO, L_SAMPLE_SPAN, L_WRAP, L_JW, L_IJW, L_NEG_INF, L_POS_INF, L_BALL = range(10)
 N_LIMS = 10
@@ -405,7 +405,7 @@ S_STARTED = 11      # chain attempt state: q has been initialised from q0
 S_FREE_ATTEMPTS = 12  # 1: attempts run free of the limits (every joint wraps a full turn), 0: clamped
 CHAIN_STATE = 13
 # Damping schedule of the chain kernel (tuned on the 6 x 1000 saved targets of the peers'
-# benchmark: 0.3 / 0.7 / 3 took 5-10 % fewer iterations than 1 / 0.7 / 2; see RESULTS.md)
+# benchmark: 0.3 / 0.7 / 3 took 6-20 % fewer iterations than 1 / 0.7 / 2; see RESULTS.md)
 CHAIN_LAMBDA_INIT = 0.3
 CHAIN_LAMBDA_GROW = 3.0
 ACTIVE_SET_PASSES = 4  # clamped steps: joints the step would push past a limit are held there, re-solve
