@@ -191,3 +191,17 @@ def test_euler_decomposition_recomposes_every_rotation(order, a, b, c):
     x, y, z = euler_from_matrix(R, order)
     R2 = _axis_rot("XYZ".index(order[0]), x) @ _axis_rot("XYZ".index(order[1]), y) @ _axis_rot("XYZ".index(order[2]), z)
     np.testing.assert_allclose(R2, R, atol=1e-9)
+
+
+def test_bvh_units_and_up_axis_options_are_exact_and_invert(tmp_path):
+    path = ik.model.bvh.__file__.replace("model/bvh.py", "data/mocap/cmu_02_01_walk.bvh")
+    r, c = ik.read_bvh(path)
+    rz, cz = ik.read_bvh(path, scale=0.0254, up="z")
+    P = np.array([[1, 0, 0], [0, 0, -1], [0, 1, 0]], float)
+    a, b = r.fk(c.frames[10], "LeftFoot"), rz.fk(cz.frames[10], "LeftFoot")
+    np.testing.assert_allclose(b[:3, 3], 0.0254 * P @ a[:3, 3], atol=1e-12)
+    np.testing.assert_allclose(b[:3, :3], P @ a[:3, :3] @ P.T, atol=1e-12)
+    ik.write_bvh(tmp_path / "back.bvh", rz, cz, scale=1 / 0.0254, up="z")
+    r2, c2 = ik.read_bvh(tmp_path / "back.bvh")
+    assert c2.channels == c.channels
+    np.testing.assert_allclose(c2.frames, c.frames, atol=1e-9)
