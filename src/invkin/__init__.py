@@ -14,7 +14,7 @@ from .result import BatchResult, Result, Status
 from .solve import solve, solve_many
 from .solvers import methods
 from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain_from_dh,
-                    chain_from_steps, load_robot)
+                    chain_from_steps, load_robot, tentacle)
 from .model.bvh import Clip, read_bvh, write_bvh
 from .model.gltf import GltfClip, read_gltf, write_gltf
 from .solvers.analytic import two_bone_2d, two_bone_3d
@@ -34,7 +34,7 @@ __all__ = [
     "spatial",
     "InvkinError", "ModelError", "ConfigurationError", "FrameError", "GoalError", "SolverError",
     "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "bundled_names",
-    "chain_from_steps", "chain_from_dh",
+    "chain_from_steps", "chain_from_dh", "tentacle",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
     "read_bvh", "write_bvh", "Clip", "read_gltf", "write_gltf", "GltfClip", "two_bone_2d", "two_bone_3d",
     "correct_clip", "detect_contacts", "detect_up_axis", "foot_sliding", "FootPlant", "Reach", "Contact",
