@@ -52,10 +52,10 @@ the size of the jump (a branch flip or an unreachable target shows up there).
 """
 from __future__ import annotations
 
-from .contacts import detect_contacts, detect_up_axis, foot_sliding
+from .contacts import NoContactWarning, detect_contacts, detect_up_axis, foot_sliding, foot_toe
 from .correct import ClipReport, correct_clip
-from .correct import DEFAULT_MAX_SPEED, FROZEN_WEIGHT, MAX_STEP_CAP, REACH_MARGIN  # noqa: F401 - documented settings
+from .correct import DEFAULT_MAX_SPEED, FROZEN_WEIGHT, MAX_STEP_CAP, SOFT_REACH  # noqa: F401 - documented settings
 from .goals import Contact, FootPlant, Reach
 
 __all__ = ["FootPlant", "Reach", "Contact", "ClipReport", "correct_clip", "detect_contacts", "detect_up_axis",
-           "foot_sliding"]
+           "foot_sliding", "foot_toe", "NoContactWarning"]
