@@ -18,8 +18,8 @@ from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain
 from .model.bvh import Clip, read_bvh, write_bvh
 from .model.gltf import GltfClip, read_gltf, write_gltf
 from .solvers.analytic import two_bone_2d, two_bone_3d
-from .animation import (ClipReport, Contact, FootPlant, Reach, correct_clip, detect_contacts,
-                        detect_up_axis, foot_sliding)
+from .animation import (ClipReport, Contact, FootPlant, NoContactWarning, Reach, correct_clip,
+                        detect_contacts, detect_up_axis, foot_sliding, foot_toe)
 from . import nullspace
 from .diagnostics import condition_number, distance_to_limits, manipulability
 from .motion import (ReachResult, RestPoseWarning, RestResult, joint_torques, reach, rest_blend,
@@ -37,7 +37,8 @@ __all__ = [
     "chain_from_steps", "chain_from_dh", "tentacle",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
     "read_bvh", "write_bvh", "Clip", "read_gltf", "write_gltf", "GltfClip", "two_bone_2d", "two_bone_3d",
-    "correct_clip", "detect_contacts", "detect_up_axis", "foot_sliding", "FootPlant", "Reach", "Contact",
+    "correct_clip", "detect_contacts", "detect_up_axis", "foot_sliding", "foot_toe", "FootPlant", "Reach", "Contact",
+    "NoContactWarning",
     "ClipReport",
     "Result", "BatchResult", "Status", "solve", "solve_many", "methods",
     "reach", "ReachResult", "rest_blend", "solve_with_rest", "RestResult", "RestPoseWarning",

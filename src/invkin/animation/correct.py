@@ -280,6 +280,7 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
         return P
 
     parts = []  # (frame, plant) of every planted point: heels (the FootPlant frame) and toes
+    wanted = {}  # compiled index -> requested targets, where they differ from the solved ones
     for g in goals:
         kind = "FootPlant" if isinstance(g, FootPlant) else "Reach"
         what = f"{kind}({g.frame!r})"
@@ -290,6 +291,7 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
             top = clip.names[joints[-1]]
             L = _limb_length(clip, g.frame) - _limb_length(clip, top)
             T = _reach_targets(g, clip, P, track(top), L)
+            wanted[len(compiled)] = _reach_targets(g, clip, P)  # errors are measured against the request
             compiled.append((g.frame, g.weight, _chain_cols(clip, joints), T, max(B, 1), None))
             continue
         toe = foot_toe(clip, g)
@@ -362,11 +364,11 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
                     locks.append(Orientation(name, lk[0][i], weight=w))
                     cols = lk[1]
                     if np.isnan(T[i, 0]):  # the toe is the anchor: the lock still needs the chain
-                        act.append((None, w, cols, None))
+                        act.append((None, w, cols, None, None))
                         release[k] = None
                         continue
                 if not np.isnan(T[i, 0]):
-                    act.append((name, w, cols, T[i]))
+                    act.append((name, w, cols, T[i], wanted[k][i] if k in wanted else T[i]))
                     release[k] = None
                     continue
                 if i > 0 and not np.isnan(T[i - 1, 0]):  # the goal just ended: release its chain
@@ -381,12 +383,12 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
                     else:
                         release[k] = None
             if act:
-                cols_all = np.unique(np.concatenate([c for _, _, c, _ in act]))
+                cols_all = np.unique(np.concatenate([c for _, _, c, _, _ in act]))
                 start = q0.copy()
                 start[cols_all] += corr[cols_all]
                 jw[:] = FROZEN_WEIGHT
                 jw[cols_all] = 1.0
-                res = solve(robot, [Position(name, t, weight=w) for name, w, _, t in act if name is not None] + locks,
+                res = solve(robot, [Position(name, t, weight=w) for name, w, _, t, _ in act if name is not None] + locks,
                             q0=start,
                             method="lm", position_tolerance=tol, timeout=None, max_iterations=int(max_iterations),
                             restarts=False, joint_weights=jw)
@@ -409,7 +411,7 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
             step[i] = min(raw, max_step)
             raw_step[i] = raw
             if act:
-                e = max((float(np.linalg.norm(robot.fk(q, name)[:3, 3] - t)) for name, _, _, t in act
+                e = max((float(np.linalg.norm(robot.fk(q, name)[:3, 3] - t)) for name, _, _, _, t in act
                          if name is not None), default=0.0)
                 err[i] = e
                 status.append("clipped" if clipped else ("ok" if e <= tol * (1 + 1e-9) else "missed"))
