@@ -18,8 +18,9 @@ from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain
 from .model.bvh import Clip, read_bvh, write_bvh
 from .model.gltf import GltfClip, read_gltf, write_gltf
 from .solvers.analytic import two_bone_2d, two_bone_3d
-from .animation import (ClipReport, Contact, FootPlant, NoContactWarning, Reach, correct_clip,
-                        detect_contacts, detect_up_axis, foot_sliding, foot_toe)
+from .animation import (ClipReport, Contact, FootPlant, NoContactWarning, Reach, RootMotion, correct_clip,
+                        detect_contacts, detect_up_axis, extract_root_motion, foot_sliding, foot_toe,
+                        make_in_place)
 from . import nullspace
 from .diagnostics import condition_number, distance_to_limits, manipulability
 from .motion import (ReachResult, RestPoseWarning, RestResult, joint_torques, reach, rest_blend,
@@ -38,7 +39,7 @@ __all__ = [
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
     "read_bvh", "write_bvh", "Clip", "read_gltf", "write_gltf", "GltfClip", "two_bone_2d", "two_bone_3d",
     "correct_clip", "detect_contacts", "detect_up_axis", "foot_sliding", "foot_toe", "FootPlant", "Reach", "Contact",
-    "NoContactWarning",
+    "NoContactWarning", "RootMotion", "extract_root_motion", "make_in_place",
     "ClipReport",
     "Result", "BatchResult", "Status", "solve", "solve_many", "methods",
     "reach", "ReachResult", "rest_blend", "solve_with_rest", "RestResult", "RestPoseWarning",

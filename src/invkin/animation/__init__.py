@@ -56,6 +56,7 @@ from .contacts import NoContactWarning, detect_contacts, detect_up_axis, foot_sl
 from .correct import ClipReport, correct_clip
 from .correct import DEFAULT_MAX_SPEED, FROZEN_WEIGHT, MAX_STEP_CAP, SOFT_REACH  # noqa: F401 - documented settings
 from .goals import Contact, FootPlant, Reach
+from .root_motion import RootMotion, extract_root_motion, make_in_place
 
 __all__ = ["FootPlant", "Reach", "Contact", "ClipReport", "correct_clip", "detect_contacts", "detect_up_axis",
-           "foot_sliding", "foot_toe", "NoContactWarning"]
+           "foot_sliding", "foot_toe", "NoContactWarning", "RootMotion", "extract_root_motion", "make_in_place"]
