@@ -13,11 +13,15 @@ __all__ = ["Robot", "RobotBuilder", "Step", "chain_from_steps", "chain_from_dh",
            "bundled_names", "seed8dof", "planar2", "tentacle", "JOINT_TYPES"]
 
 
-def load_robot(name_or_path, base: str | None = None, tip: str | None = None, **kwargs) -> Robot:
+def load_robot(name_or_path, base: str | None = None, tip: str | None = None, *,
+               floating_base: bool = False, locked: dict | None = None, **kwargs) -> Robot:
     """Load a bundled model by name, or a ``.urdf`` / ``.bvh`` file.
 
-    base/tip cut the chain from ``base`` to ``tip`` out of the tree. Extra keyword arguments go
-    to parameterised bundled models (``tentacle(n=12, joint="ball")``).
+    floating_base: hang the root from a new ``world`` frame by a free joint ``root_joint``
+    (:meth:`Robot.with_floating_base`; a model that already floats is a ModelError).
+    locked: {joint: value} joints fixed at a value and removed from q (:meth:`Robot.lock`).
+    base/tip cut the chain from ``base`` to ``tip`` out of the tree (after the two above). Extra
+    keyword arguments go to parameterised bundled models (``tentacle(n=12, joint="ball")``).
     """
     if isinstance(name_or_path, Robot):
         robot = name_or_path
@@ -29,8 +33,10 @@ def load_robot(name_or_path, base: str | None = None, tip: str | None = None, **
         if suffix in (".urdf", ".xml"):
             from .urdf import load_urdf
 
-            return load_urdf(s, base=base, tip=tip)
-        if suffix == ".bvh":
+            if not floating_base and locked is None:
+                return load_urdf(s, base=base, tip=tip)
+            robot = load_urdf(s)
+        elif suffix == ".bvh":
             from .bvh import read_bvh
 
             robot = read_bvh(s)[0]
@@ -40,6 +46,10 @@ def load_robot(name_or_path, base: str | None = None, tip: str | None = None, **
             raise ModelError(f"load_robot: unsupported file type {suffix!r} for {s!r}; expected .urdf or .bvh")
         else:
             robot = load_bundled(s, **kwargs)
+    if floating_base:
+        robot = robot.with_floating_base()
+    if locked is not None:
+        robot = robot.lock(locked)
     if base is not None or tip is not None:
         robot = robot.subchain(base if base is not None else robot.root,
                                tip if tip is not None else robot.node_names[-1])

@@ -20,9 +20,9 @@ Conventions (as in the URDF specification)
   ignored). ``fixed`` joints have no degree of freedom.
 * ``<mimic joint="leader" multiplier="1" offset="0">``: the follower's value is
   ``multiplier * q[leader] + offset`` and it has no entry in ``q``.
-* ``floating`` and ``planar`` joints are not supported. Without ``base`` / ``tip`` they are an
-  error; with them, they may appear anywhere except on the selected chain (a floating joint
-  ``world -> pelvis`` is fine with ``base="pelvis"``).
+* ``floating`` joints become free joints (6 q entries: x, y, z [m], rotation vector [rad]) and
+  ``planar`` joints planar joints (x, y in the plane normal to ``<axis>``, yaw about it); see
+  :meth:`RobotBuilder.add_joint <invkin.model.build.RobotBuilder.add_joint>`.
 
 base / tip
 ----------
@@ -60,8 +60,8 @@ __all__ = ["load_urdf", "parse_urdf", "DEFAULT_MAX_BYTES"]
 DEFAULT_MAX_BYTES = 16 * 2**20
 
 _MOVING = ("revolute", "continuous", "prismatic")
-_SUPPORTED = _MOVING + ("fixed",)
-_UNSUPPORTED = ("floating", "planar")
+_SUPPORTED = _MOVING + ("fixed", "floating", "planar")
+_UNSUPPORTED = ()
 _JOINT_CHILDREN = ("parent", "child", "origin", "axis", "limit", "mimic")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
@@ -331,7 +331,7 @@ def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
     a = j.parts.get("axis")
     if a is not None:
         axis = _floats(rd, e, a, "xyz", 3, (1.0, 0.0, 0.0))
-        if jtype in _MOVING and not np.any(axis):
+        if (jtype in _MOVING or jtype == "planar") and not np.any(axis):
             raise rd.err(f"joint {name!r}: <axis xyz={_q(a.attrs['xyz'])}> (line {a.line}) is zero; "
                          f"expected a non-zero vector", w)
     lower, upper = -math.inf, math.inf
@@ -351,7 +351,8 @@ def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
     if m is not None:
         leader = _name(rd, m, "joint", owner=e)
         mimic = (leader, _scalar(rd, e, m, "multiplier", 1.0), _scalar(rd, e, m, "offset", 0.0))
-    return dict(name=name, parent=ends["parent"], child=ends["child"], type=jtype, origin=T,
+    return dict(name=name, parent=ends["parent"], child=ends["child"],
+                type="free" if jtype == "floating" else jtype, origin=T,
                 axis=axis, lower=lower, upper=upper, mimic=mimic, where=w), deferred
 
 
