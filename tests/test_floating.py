@@ -251,3 +251,243 @@ def test_methods_without_free_joint_support_either_solve_or_say_so(method):
     assert np.all(np.isfinite(res.q))
     if res.success:
         np.testing.assert_allclose(r.fk(res.q, "tip")[:3, 3], GOAL_POSE[:3, 3], atol=2e-4)
+
+
+# --------------------------------------------------------------------------- whole robots
+
+FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
+
+
+@pytest.fixture(scope="module")
+def g1():
+    return ik.load_robot("g1")
+
+
+def test_bundled_g1_and_go2_float_and_keep_their_meshes(g1):
+    from invkin.model.catalog import bundled_urdf_path, mesh_path
+
+    go2 = ik.load_robot("go2")
+    assert g1.dof == 35 and go2.dof == 18
+    assert g1.joint_types_per_dof[:6] == ("free",) * 6 and go2.free_joints == ("root_joint",)
+    assert g1.root == "world" and g1.children("world") == ["root_joint.x"]
+    text = bundled_urdf_path("g1").read_text()
+    assert "<visual>" in text and "<collision>" in text and "<inertial>" in text
+    import re
+
+    for uri in set(re.findall(r'filename="([^"]+)"', text)):
+        assert mesh_path(uri).is_file(), uri
+    for uri in set(re.findall(r'filename="([^"]+)"', bundled_urdf_path("go2").read_text())):
+        if "/collisions/" in uri:
+            assert mesh_path(uri).is_file(), uri
+
+
+@pytest.mark.parametrize("method", ["dls", "pinv", "lm"])
+def test_floating_g1_holds_both_feet_and_crouches_to_reach_low_and_forward(g1, method):
+    """Feet held by Pose goals; a hand target 20 cm forward and 40 cm down from its standing
+    position: out of reach of the arm alone, so the pelvis has to come down."""
+    q0 = g1.clamp(np.zeros(g1.dof))
+    T_feet = {f: g1.fk(q0, f) for f in FEET}
+    hand = "right_rubber_hand"
+    target = g1.fk(q0, hand)[:3, 3] + (0.2, 0.0, -0.4)
+    goals = [ik.Pose(f, T_feet[f]) for f in FEET] + [ik.Position(hand, target)]
+    # deterministic budget (no clock); lm today needs restarts on this whole-body problem
+    res = ik.solve(g1, goals, q0=q0, method=method, timeout=None,
+                   max_iterations=20000 if method == "lm" else 1000, seed=0)
+    assert res.success, res
+    assert np.all(g1.within_limits(res.q))
+    for f in FEET:
+        np.testing.assert_allclose(g1.fk(res.q, f), T_feet[f], atol=2e-6)
+    np.testing.assert_allclose(g1.fk(res.q, hand)[:3, 3], target, atol=2e-6)
+    assert g1.fk(res.q, "pelvis")[2, 3] < g1.fk(q0, "pelvis")[2, 3] - 0.03  # it crouched
+
+
+def test_restarts_of_a_floating_robot_stay_near_q0(g1):
+    """Every restart of the general driver starts with the base within the sampling spread."""
+    q0 = g1.clamp(np.zeros(g1.dof))
+    q0[:3] = (3.0, -2.0, 0.5)
+    seen = []
+    from invkin.solvers import get_method
+
+    m = get_method("dls")
+    orig = m.iterate
+
+    def spy(problem, q, max_iter, state, options):
+        if state[1] == 0:  # the first call of an attempt
+            seen.append(q[:3].copy())
+        return orig(problem, q, max_iter, state, options)
+
+    object.__setattr__(m, "iterate", spy)
+    try:
+        # feet held where they are and a hand 3 m away: never met, so the driver restarts
+        goals = [ik.Pose(f, g1.fk(q0, f)) for f in FEET] + [ik.Position("right_rubber_hand", (6.0, -2.0, 0.5))]
+        ik.solve(g1, goals, q0=q0, method="dls", timeout=None, max_iterations=3000, seed=0)
+    finally:
+        object.__setattr__(m, "iterate", orig)
+    starts = np.array(seen)
+    assert len(starts) > 2
+    assert np.all(np.abs(starts - q0[:3]) <= 0.1 + 1e-9)
+
+
+# --------------------------------------------------------------------------- reduced models
+
+def test_lock_removes_joints_and_keeps_every_frame_pose():
+    r = ik.load_robot("panda")
+    rng = np.random.default_rng(2)
+    q = rng.uniform(r.lower, r.upper)
+    values = {"panda_joint2": q[1], "panda_joint6": q[5]}
+    small = r.lock(values)
+    assert small.dof == 5 and "panda_joint2" not in small.joint_names
+    assert small.frame_names == r.frame_names
+    qs = np.delete(q, [1, 5])
+    for f in r.frame_names:
+        np.testing.assert_allclose(small.fk(qs, f), r.fk(q, f), atol=1e-14)
+    np.testing.assert_allclose(small.jacobian(qs, "panda_hand"), np.delete(r.jacobian(q, "panda_hand"), [1, 5], axis=1),
+                               atol=1e-14)
+
+
+def test_lock_a_free_joint_gives_a_fixed_base_and_mimic_followers_follow_their_leader():
+    b = RobotBuilder("hand")
+    b.add_root("w")
+    b.add_joint("base", "w", "palm", "free")
+    b.add_joint("f1", "palm", "finger1", "prismatic", _T((0.1, 0, 0)), (0, 1, 0), 0.0, 0.04)
+    b.add_joint("f2", "palm", "finger2", "prismatic", _T((-0.1, 0, 0)), (0, 1, 0), 0.0, 0.04,
+                mimic=("f1", -1.0, 0.0))
+    b.add_joint("wrist", "palm", "tool", "revolute", _T((0, 0, 0.2)), (0, 0, 1), -1, 1)
+    r = b.build()
+    pose = np.array([0.1, 0.2, 0.3, 0.2, -0.1, 0.4])
+    small = r.lock({"base": pose, "f1": 0.03})
+    assert small.joint_names == ("wrist",) and not small.floating
+    q = np.concatenate([pose, [0.03, 0.5]])
+    for f in ("finger1", "finger2", "tool"):
+        np.testing.assert_allclose(small.fk([0.5], f), r.fk(q, f), atol=1e-14)
+    np.testing.assert_allclose(small.fk([0.5], "finger2")[:3, 3] - small.fk([0.5], "palm")[:3, 3],
+                               so3_exp(pose[3:]) @ (-0.1, -0.03, 0.0), atol=1e-14)
+
+
+def test_load_robot_locked_and_tip_on_a_floating_g1(g1):
+    arms = [n for n in g1.joint_names if "shoulder" in n or "elbow" in n or "wrist" in n]
+    legs_locked = ik.load_robot("g1", locked={n: 0.0 for n in arms}, tip="left_ankle_roll_link")
+    assert legs_locked.free_joints == ("root_joint",)
+    assert legs_locked.dof == 6 + 6  # the free joint and the left leg
+    q = g1.clamp(np.zeros(g1.dof))
+    q[:6] = (0.1, 0.2, 0.7, 0.0, 0.1, 0.0)
+    keep = [g1.joint_index(n) for n in legs_locked.joint_names]
+    np.testing.assert_allclose(legs_locked.fk(q[keep]), g1.fk(q, "left_ankle_roll_link"), atol=1e-14)
+
+
+def test_lock_unknown_joint_names_the_value_and_the_closest_names():
+    r = ik.load_robot("panda")
+    with pytest.raises(InvkinError, match=r"'panda_joint9'.*closest: 'panda_joint[0-9]'"):
+        r.lock({"panda_joint9": 0.0})
+    with pytest.raises(InvkinError, match="takes 1 finite"):
+        r.lock({"panda_joint1": [0.0, 1.0]})
+    with pytest.raises(InvkinError, match="outside its limits"):
+        r.lock({"panda_joint1": 10.0})
+    with pytest.raises(InvkinError, match="'lft_hip'.*closest"):
+        ik.load_robot("g1", locked={"lft_hip": 0.0})
+
+
+# --------------------------------------------------------------------------- continuous joints
+
+def pr2_like_arm() -> ik.Robot:
+    """A PR2 right arm's joint layout (pr2_description: shoulder pan / lift, upper-arm roll,
+    elbow flex, continuous forearm roll, wrist flex, continuous wrist roll) with its link
+    offsets [m] and limits [rad]."""
+    b = RobotBuilder("pr2_like_arm")
+    b.add_root("torso_lift_link")
+    spec = [("r_shoulder_pan_joint", (0.0, -0.188, 0.0), (0, 0, 1), -2.2854, 0.714602),
+            ("r_shoulder_lift_joint", (0.1, 0.0, 0.0), (0, 1, 0), -0.5236, 1.3963),
+            ("r_upper_arm_roll_joint", (0.0, 0.0, 0.0), (1, 0, 0), -3.9, 0.8),
+            ("r_elbow_flex_joint", (0.4, 0.0, 0.0), (0, 1, 0), -2.3213, 0.0),
+            ("r_forearm_roll_joint", (0.0, 0.0, 0.0), (1, 0, 0), None, None),
+            ("r_wrist_flex_joint", (0.321, 0.0, 0.0), (0, 1, 0), -2.094, 0.0),
+            ("r_wrist_roll_joint", (0.0, 0.0, 0.0), (1, 0, 0), None, None)]
+    prev = "torso_lift_link"
+    for k, (name, p, ax, lo, hi) in enumerate(spec):
+        child = name.replace("_joint", "_link")
+        if lo is None:
+            b.add_joint(name, prev, child, "continuous", _T(p), ax)
+        else:
+            b.add_joint(name, prev, child, "revolute", _T(p), ax, lo, hi)
+        prev = child
+    b.add_joint("r_gripper_tool_joint", prev, "r_gripper_tool_frame", "fixed", _T((0.18, 0.0, 0.0)))
+    return b.build()
+
+
+CONT = (4, 6)
+
+
+@pytest.mark.parametrize("method", ["lm", "dls", "pinv", "transpose", "gauss-seidel", "ccd", "fabrik"])
+def test_every_method_returns_continuous_joints_within_pi_of_q0(method):
+    r = pr2_like_arm()
+    rng = np.random.default_rng(4)
+    for k in range(6):
+        q_true = r.sample(rng=rng)
+        q0 = r.sample(rng=rng)
+        q0[list(CONT)] = rng.uniform(-9.0, 9.0, size=2)  # seeds far from [-pi, pi]
+        goal = ik.Pose("r_gripper_tool_frame", r.fk(q_true, "r_gripper_tool_frame"))
+        if method in ("ccd", "fabrik"):
+            goal = ik.Position("r_gripper_tool_frame", goal.T[:3, 3] if hasattr(goal, "T") else
+                               r.fk(q_true, "r_gripper_tool_frame")[:3, 3])
+        res = ik.solve(r, [goal], q0=q0, method=method, timeout=0.2, seed=k)
+        assert np.all(np.abs(res.q[list(CONT)] - q0[list(CONT)]) <= math.pi + 1e-9), (method, res.q, q0)
+
+
+def test_solve_many_returns_continuous_joints_within_pi_of_each_q0():
+    r = pr2_like_arm()
+    rng = np.random.default_rng(8)
+    qs = r.sample(32, rng=rng)
+    q0s = r.sample(32, rng=rng)
+    q0s[:, list(CONT)] = rng.uniform(-9.0, 9.0, size=(32, 2))
+    batch = ik.solve_many(r, "r_gripper_tool_frame", r.fk(qs, "r_gripper_tool_frame"), q0=q0s)
+    assert batch.success.mean() > 0.9
+    assert np.all(np.abs(batch.q[:, list(CONT)] - q0s[:, list(CONT)]) <= math.pi + 1e-9)
+    for b in np.nonzero(batch.success)[0]:
+        np.testing.assert_allclose(r.fk(batch.q[b], "r_gripper_tool_frame"), r.fk(qs[b], "r_gripper_tool_frame"),
+                                   atol=1e-5)
+
+
+def test_tracker_keeps_continuous_joints_next_to_the_previous_answer():
+    r = pr2_like_arm()
+    q0 = r.neutral()
+    q0[list(CONT)] = (7.0, -8.0)
+    tr = ik.Tracker(r, ["r_gripper_tool_frame"], q0=q0, max_joint_step=0.05)
+    p = r.fk(q0, "r_gripper_tool_frame")[:3, 3]
+    prev = tr.q.copy()
+    for k in range(20):
+        tr.update({"r_gripper_tool_frame": p + (0.0, 0.003 * k, -0.002 * k)})
+        assert np.all(np.abs(tr.q[list(CONT)] - prev[list(CONT)]) <= 0.05 + 1e-12)
+        prev = tr.q.copy()
+
+
+def test_the_driver_wraps_a_spun_answer_back_within_pi_of_q0():
+    """A method whose answer spins the continuous joints by whole turns (the same pose; what
+    restarts and long steps produce on real arms) comes back within pi of q0, FK unchanged."""
+    import dataclasses
+
+    from invkin.solvers import _REGISTRY, get_method, register
+
+    r = pr2_like_arm()
+    dls = get_method("dls")
+
+    def spin(problem, q, max_iter, state, options):
+        code = dls.iterate(problem, q, max_iter, state, options)
+        q[list(CONT)] += (4.0 * math.pi, -6.0 * math.pi)
+        return code
+
+    register(dataclasses.replace(dls, name="spin_test", iterate=spin))
+    try:
+        rng = np.random.default_rng(0)
+        q0 = r.sample(rng=rng)
+        q0[list(CONT)] = (2.5, -2.0)
+        T = r.fk(r.sample(rng=rng), "r_gripper_tool_frame")
+        res = ik.solve(r, [ik.Pose("r_gripper_tool_frame", T)], q0=q0, method="spin_test", timeout=None,
+                       max_iterations=200, restarts=False)
+    finally:
+        del _REGISTRY["spin_test"]
+    assert np.all(np.abs(res.q[list(CONT)] - q0[list(CONT)]) <= math.pi)
+    np.testing.assert_allclose(r.fk(res.q, "r_gripper_tool_frame"), r.fk(res.q, "r_gripper_tool_frame"))
+    q_spun = res.q.copy()
+    q_spun[list(CONT)] += (4.0 * math.pi, -6.0 * math.pi)
+    np.testing.assert_allclose(r.fk(res.q, "r_gripper_tool_frame"), r.fk(q_spun, "r_gripper_tool_frame"),
+                               atol=1e-12)
