@@ -177,3 +177,73 @@ def test_tentacle_demo_can_follow_its_target_with_the_articles_ccd():
         assert res.position_error < 0.01  # the article's 0.001 rad: within ~1 mm per metre of reach
     finally:
         app.stop()
+
+
+# ----------------------------------------------------------------------------- item 5: Jacobian methods
+
+
+def _seed_jacobian(q):
+    """Position Jacobian (3, 8) of the seed model, column j = a_j × (p_tip − p_j) (transcription)."""
+    pos, axes, tip, _ = seed_joint_frames(q)
+    return np.stack([np.cross(axes[j], tip - pos[j]) for j in range(8)], axis=1), tip
+
+
+def test_jacobian_transpose_with_welmans_fixed_alpha_takes_the_documents_steps():
+    """Welman 4.1.1: δq = α Jᵀ e, every step, α fixed."""
+    robot = ik.load_robot("seed8dof")
+    rng = np.random.default_rng(5)
+    q0 = rng.uniform(-0.5, 0.5, 8)
+    target = robot.fk(rng.uniform(-1.0, 1.0, 8), "effector")[:3, 3]
+    alpha = 0.05
+    q = q0.copy()
+    for n in range(1, 6):
+        J, tip = _seed_jacobian(q)
+        q = q + alpha * J.T @ (target - tip)
+        res = ik.solve(robot, [ik.Position("effector", target)], q0=q0, method="transpose", alpha=alpha,
+                       max_step=10.0, restarts=False, timeout=None, max_iterations=n)
+        np.testing.assert_allclose(res.q, q, atol=1e-12)
+    adaptive = ik.solve(robot, [ik.Position("effector", target)], q0=q0, method="transpose", max_step=10.0,
+                        restarts=False, timeout=None, max_iterations=1)
+    assert np.linalg.norm(adaptive.q - (q0 + alpha * _seed_jacobian(q0)[0].T @ (target - _seed_jacobian(q0)[1]))) > 1e-3
+
+
+def test_weighted_pseudo_inverse_accepts_a_full_symmetric_positive_definite_w():
+    """SEEDS.md §1: J⁺_W = W⁻¹Jᵀ(J W⁻¹ Jᵀ)⁻¹ minimises δqᵀ W δq, W any n×n SPD matrix."""
+    from invkin.solvers.jacobian import pinv_step
+
+    robot = ik.load_robot("seed8dof")
+    rng = np.random.default_rng(6)
+    A = rng.normal(size=(8, 8))
+    W = A @ A.T + 0.5 * np.eye(8)
+    Wi = np.linalg.inv(W)
+    q0 = rng.uniform(-0.5, 0.5, 8)
+    J, tip = _seed_jacobian(q0)
+    target = tip + np.array([0.01, -0.02, 0.015])
+    e = target - tip
+    dq_doc = Wi @ J.T @ np.linalg.solve(J @ Wi @ J.T, e)
+    res = ik.solve(robot, [ik.Position("effector", target)], q0=q0, method="pinv", weight_matrix=W,
+                   restarts=False, timeout=None, max_iterations=1)
+    np.testing.assert_allclose(res.q - q0, dq_doc, atol=1e-9)
+    dq_task, dq_null = pinv_step(J, e, eta=rng.normal(size=8), joint_weights=W)
+    np.testing.assert_allclose(dq_task, dq_doc, atol=1e-9)
+    np.testing.assert_allclose(J @ dq_null, 0.0, atol=1e-9)
+    # a diagonal W given as a matrix is the same as joint_weights
+    d = rng.uniform(0.5, 3.0, 8)
+    as_matrix = ik.solve(robot, [ik.Position("effector", target)], q0=q0, method="dls", weight_matrix=np.diag(d),
+                         timeout=None, max_iterations=20)
+    as_vector = ik.solve(robot, [ik.Position("effector", target)], q0=q0, method="dls", joint_weights=d,
+                         timeout=None, max_iterations=20)
+    np.testing.assert_allclose(as_matrix.q, as_vector.q, atol=1e-9)
+    assert as_matrix.success
+    with pytest.raises(ik.SolverError, match="positive definite"):
+        ik.solve(robot, [ik.Position("effector", target)], method="pinv", weight_matrix=-np.eye(8))
+    with pytest.raises(ik.SolverError, match="symmetric"):
+        ik.solve(robot, [ik.Position("effector", target)], method="pinv", weight_matrix=np.triu(np.ones((8, 8))))
+    with pytest.raises(ik.SolverError, match=r"\(8, 8\)"):
+        ik.solve(robot, [ik.Position("effector", target)], method="pinv", weight_matrix=np.eye(3))
+
+
+def test_two_bone_lengths_is_exported():
+    assert "two_bone_lengths" in ik.__all__
+    l1, l2 = ik.two_bone_lengths([[0.0, 0.0, 0.0], [0.3, 0.4, 0.0], [0.3, 0.4, 1.2]])
+    assert (l1, l2) == pytest.approx((0.5, 1.2))
