@@ -16,6 +16,7 @@ from .solvers import methods
 from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain_from_dh,
                     chain_from_steps, load_robot)
 from .model.bvh import Clip, read_bvh, write_bvh
+from .model.gltf import GltfClip, read_gltf, write_gltf
 from .solvers.analytic import two_bone_2d, two_bone_3d, two_bone_lengths
 from .animation import (ClipReport, Contact, FootPlant, Reach, correct_clip, detect_contacts,
                         detect_up_axis, foot_sliding)
@@ -35,7 +36,8 @@ __all__ = [
     "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "bundled_names",
     "chain_from_steps", "chain_from_dh",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
-    "read_bvh", "write_bvh", "Clip", "two_bone_2d", "two_bone_3d", "two_bone_lengths",
+    "read_bvh", "write_bvh", "Clip", "read_gltf", "write_gltf", "GltfClip", "two_bone_2d", "two_bone_3d",
+    "two_bone_lengths",
     "correct_clip", "detect_contacts", "detect_up_axis", "foot_sliding", "FootPlant", "Reach", "Contact",
     "ClipReport",
     "Result", "BatchResult", "Status", "solve", "solve_many", "methods",
