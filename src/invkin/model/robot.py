@@ -570,11 +570,13 @@ class Robot:
         args.update(kw)
         return Robot(**args)
 
-    def subchain(self, base, tip) -> "Robot":
+    def subchain(self, base, tip, reference=None) -> "Robot":
         """The chain from ``base`` to ``tip`` as a new Robot rooted at ``base`` (other branches dropped).
 
         The base frame becomes the world frame. A mimic follower whose leader is not on the chain
-        is an error.
+        (``tip="panda_rightfinger"``: its leader moves the other finger) becomes a fixed joint at
+        its mimic value of the leader's value in ``reference`` (dof,) (default :meth:`neutral`),
+        with a :class:`~invkin.errors.ModelWarning`.
         """
         b = self.frame_index(base)
         t = self.frame_index(tip)
@@ -583,21 +585,15 @@ class Robot:
             raise ModelError(f"subchain: {self.node_names[b]!r} is not an ancestor of "
                              f"{self.node_names[t]!r} on robot {self.name!r}")
         nodes = list(reversed(path[: path.index(b) + 1]))
-        return self._select(nodes)
+        return self._select(nodes, reference)
 
-    def _select(self, nodes: list) -> "Robot":
+    def _select(self, nodes: list, reference=None) -> "Robot":
         """A new Robot of the given nodes (parents first); the first one becomes a fixed root."""
         used = set()
         for i in nodes[1:]:  # the root's own joint is above the selection: it moves nothing
             c = int(self.qidx[i])
-            if c >= 0:
+            if c >= 0 and not self.mimic_leader[i]:  # a follower's entry is its leader's
                 used.update(range(c, c + (3 if self.joint_type[i] == K.BALL else 1)))
-        for i in nodes[1:]:
-            if self.mimic_leader[i]:
-                c = int(self.qidx[i])
-                if not any(int(self.qidx[j]) == c and not self.mimic_leader[j] for j in nodes[1:]):
-                    raise ModelError(f"subchain: mimic joint {self.node_joint_names[i]!r} follows "
-                                     f"{self.mimic_leader[i]!r}, which is not on the chain")
         used_dofs = sorted(used)
         remap = {old: new for new, old in enumerate(used_dofs)}
         nidx = {old: new for new, old in enumerate(nodes)}
@@ -608,11 +604,38 @@ class Robot:
         jtype[0] = K.FIXED
         qidx = np.array([-1] + [remap.get(int(self.qidx[i]), -1) for i in nodes[1:]], dtype=np.int64)
         jn = [""] + [self.node_joint_names[i] for i in nodes[1:]]
+        mult, off = self.multiplier[nodes].copy(), self.offset[nodes].copy()
+        leaders = ("",) + tuple(self.mimic_leader[i] for i in nodes[1:])
+        for k, i in enumerate(nodes[1:], 1):
+            if leaders[k] and qidx[k] < 0:  # a follower whose leader is cut off: fixed at its value
+                origin[k] = self._fixed_follower(i, reference)
+                jtype[k], mult[k], off[k] = K.FIXED, 1.0, 0.0
+                leaders = leaders[:k] + ("",) + leaders[k + 1:]
         return Robot(
             name=self.name, parent=parent, joint_type=jtype, axis=self.axis[nodes], origin=origin,
-            qidx=qidx, multiplier=self.multiplier[nodes], offset=self.offset[nodes],
+            qidx=qidx, multiplier=mult, offset=off,
             node_names=tuple(self.node_names[i] for i in nodes), node_joint_names=tuple(jn),
             is_frame=self.is_frame[nodes], joint_names=tuple(self.joint_names[d] for d in used_dofs),
             lower=self.lower[used_dofs], upper=self.upper[used_dofs],
-            mimic_leader=("",) + tuple(self.mimic_leader[i] for i in nodes[1:]),
+            mimic_leader=leaders,
         )
+
+    def _fixed_follower(self, i: int, reference) -> np.ndarray:
+        """origin @ M(theta) of mimic follower node ``i`` at its leader's value in ``reference``."""
+        import warnings
+
+        from ..errors import ModelWarning
+        from ..spatial import so3_exp
+
+        q = self.neutral() if reference is None else self.check_q(reference, "reference")
+        theta = float(self.multiplier[i] * q[int(self.qidx[i])] + self.offset[i])
+        M = np.eye(4)
+        if self.joint_type[i] == K.PRISMATIC:
+            M[:3, 3] = self.axis[i] * theta
+        else:
+            M[:3, :3] = so3_exp(self.axis[i] * theta)
+        warnings.warn(f"robot {self.name!r}: mimic joint {self.node_joint_names[i]!r} follows "
+                      f"{self.mimic_leader[i]!r}, which is not on the chain; it is kept fixed at "
+                      f"{theta:g} (its mimic value at {self.mimic_leader[i]} = "
+                      f"{q[int(self.qidx[i])]:g})", ModelWarning, stacklevel=4)
+        return self.origin[i] @ M

@@ -19,7 +19,11 @@ Conventions (as in the URDF specification)
   attributes are 0. ``continuous`` joints are unbounded (their ``<limit>`` position bounds are
   ignored). ``fixed`` joints have no degree of freedom.
 * ``<mimic joint="leader" multiplier="1" offset="0">``: the follower's value is
-  ``multiplier * q[leader] + offset`` and it has no entry in ``q``.
+  ``multiplier * q[leader] + offset`` and it has no entry in ``q``. A mimic of a mimic resolves to
+  the first leader. Files that Pinocchio loads load here too, with a
+  :class:`~invkin.errors.ModelWarning` naming the repair: a ``<mimic>`` on a ``fixed`` joint is
+  ignored (Talos' grippers); a follower whose leader is missing ("no joint 'index_q1'; closest:
+  'Left_index_q1'") or does not move is loaded as an independent joint.
 * ``floating`` and ``planar`` joints are not supported. Without ``base`` / ``tip`` they are an
   error; with them, they may appear anywhere except on the selected chain (a floating joint
   ``world -> pelvis`` is fine with ``base="pelvis"``).
@@ -43,13 +47,14 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
 
 import numpy as np
 
-from ..errors import FrameError, ModelError, closest_names
+from ..errors import FrameError, ModelError, ModelWarning, closest_names
 from ..spatial import rpy_to_matrix
 from .build import RobotBuilder
 from .robot import Robot
@@ -351,6 +356,10 @@ def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
     if m is not None:
         leader = _name(rd, m, "joint", owner=e)
         mimic = (leader, _scalar(rd, e, m, "multiplier", 1.0), _scalar(rd, e, m, "offset", 0.0))
+        if jtype not in _MOVING:  # Talos' grippers: Pinocchio and urdfdom ignore it too
+            _warn(f"{rd.source}: {w}: <mimic joint={_q(leader)}> (line {m.line}) on a {jtype} joint is "
+                  f"ignored: only revolute, continuous and prismatic joints move")
+            mimic = None
     return dict(name=name, parent=ends["parent"], child=ends["child"], type=jtype, origin=T,
                 axis=axis, lower=lower, upper=upper, mimic=mimic, where=w), deferred
 
@@ -393,12 +402,46 @@ def _build(rd: _Reader, defer_unsupported: bool = False):
         lines[jn] = j.elem.line
         child_of[f["child"]] = jn
     _check_tree(rd, links, joints, lines, child_of)
+    _check_mimic_leaders(rd, joints)
     b = RobotBuilder(name=name, source=rd.source)
     for nm, e in links.items():
         b.add_frame(nm, where=_where(e))
     for f in joints.values():
         b.add_joint(**f)
     return b.build(), unsupported
+
+
+def _warn(msg: str) -> None:
+    warnings.warn(msg, ModelWarning, stacklevel=4)
+
+
+def _check_mimic_leaders(rd: _Reader, joints: dict) -> None:
+    """A follower whose leader is missing or does not move becomes an independent joint, with a
+    warning naming the closest joints (what Pinocchio and urdfdom load); chains of mimics resolve
+    to the first leader (multipliers and offsets composed)."""
+    for jn, f in joints.items():
+        if f["mimic"] is None:
+            continue
+        leader, mult, off = f["mimic"]
+        seen = {jn}
+        lf = joints.get(leader)
+        while lf is not None and lf["mimic"] is not None and leader not in seen:
+            seen.add(leader)
+            nxt, m2, o2 = lf["mimic"]
+            leader, mult, off = nxt, mult * m2, mult * o2 + off
+            lf = joints.get(leader)
+        if lf is not None and lf["type"] in _MOVING and lf["mimic"] is None:
+            f["mimic"] = (leader, mult, off)
+            continue
+        if lf is None:
+            why = f"no joint {leader!r}; closest: {closest_names(leader, joints)}"
+        elif leader in seen:
+            why = f"the mimic joints {sorted(seen)} follow each other in a cycle"
+        else:
+            why = f"joint {leader!r} is {lf['type']!r}, not a moving joint"
+        _warn(f"{rd.source}: {f['where']}: joint {jn!r} mimics {f['mimic'][0]!r}: {why}; {jn!r} "
+              f"is loaded as an independent joint")
+        f["mimic"] = None
 
 
 def _check_tree(rd, links, joints, lines, child_of) -> None:
