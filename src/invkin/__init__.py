@@ -14,7 +14,7 @@ from .result import BatchResult, Result, Status
 from .solve import solve, solve_many
 from .solvers import methods
 from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain_from_dh,
-                    chain_from_steps, load_robot)
+                    chain_from_steps, load_robot, load_srdf)
 from .model.bvh import Clip, read_bvh, write_bvh
 from .solvers.analytic import two_bone_2d, two_bone_3d
 from .animation import (ClipReport, Contact, FootPlant, Reach, correct_clip, detect_contacts,
@@ -33,7 +33,7 @@ __all__ = [
     "spatial",
     "InvkinError", "ModelError", "ConfigurationError", "FrameError", "GoalError", "SolverError",
     "ModelWarning",
-    "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "bundled_names",
+    "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "load_srdf", "bundled_names",
     "chain_from_steps", "chain_from_dh",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
     "read_bvh", "write_bvh", "Clip", "two_bone_2d", "two_bone_3d",

@@ -108,6 +108,8 @@ def _where(e: _Elem) -> str:
 class _Reader:
     """Collects the robot's links and joints from expat events; raises ModelError on bad input."""
 
+    kind = "URDF"
+
     def __init__(self, source: str):
         self.source = source
         self.depth = 0
@@ -139,13 +141,13 @@ class _Reader:
         ext = f" SYSTEM {system_id!r}" if system_id else ""
         sub = " with an internal subset [...]" if has_internal_subset else ""
         raise self.err(
-            f"<!DOCTYPE {name}{ext}>{sub} refused: a URDF needs no DTD, and DOCTYPE/ENTITY "
+            f"<!DOCTYPE {name}{ext}>{sub} refused: a {self.kind} needs no DTD, and DOCTYPE/ENTITY "
             f"declarations are refused so that entity expansion (billion laughs) and external "
             f"entities cannot be used; remove the DOCTYPE", f"line {self._line()}")
 
     def _entity(self, name, is_parameter_entity, value, base, system_id, public_id, notation):
         ext = f" SYSTEM {system_id!r}" if system_id else ""
-        raise self.err(f"<!ENTITY {name}{ext}> refused: entity declarations are not allowed in URDF",
+        raise self.err(f"<!ENTITY {name}{ext}> refused: entity declarations are not allowed in {self.kind}",
                        f"line {self._line()}")
 
     def _unparsed_entity(self, name, base, system_id, public_id, notation):
@@ -242,17 +244,8 @@ def parse_urdf(text_or_bytes, source: str = "<string>", base: str | None = None,
     ``source`` names the document in error messages. See the module docstring for the
     conventions, the meaning of ``base`` / ``tip`` and what is refused.
     """
-    if isinstance(text_or_bytes, (bytearray, memoryview)):
-        text_or_bytes = bytes(text_or_bytes)
-    if not isinstance(text_or_bytes, (str, bytes)):
-        raise ModelError(f"{source}: parse_urdf expects str or bytes, got {type(text_or_bytes).__name__}")
     rd = _Reader(str(source))
-    p = rd.make_parser()
-    try:
-        p.Parse(text_or_bytes, True)
-    except expat.ExpatError as e:
-        raise rd.err(f"malformed XML: {expat.ErrorString(e.code)}",
-                     f"line {e.lineno}, column {e.offset + 1}") from None
+    parse_hardened(rd, text_or_bytes, "parse_urdf")
     if rd.robot is None:  # pragma: no cover - expat reports an empty document itself
         raise rd.err("no <robot> element")
     cut = base is not None or tip is not None
@@ -272,10 +265,17 @@ def load_urdf(path, base: str | None = None, tip: str | None = None,
     Files larger than ``max_bytes`` [bytes] are refused without being read whole. A missing or
     unreadable file is a :class:`ModelError`.
     """
+    p, data = read_bounded(path, max_bytes, "URDF", "load_urdf")
+    return parse_urdf(data, source=p, base=base, tip=tip)
+
+
+def read_bounded(path, max_bytes: int, kind: str, caller: str) -> tuple:
+    """(path as str, bytes) of a model file of at most ``max_bytes`` [bytes], refused from its size
+    without being read whole; a missing or unreadable file is a ModelError naming ``kind``."""
     try:
         p = os.fspath(path)
     except TypeError:
-        raise ModelError(f"load_urdf: expected a file path, got {path!r:.200}") from None
+        raise ModelError(f"{caller}: expected a file path, got {path!r:.200}") from None
     if isinstance(p, bytes):
         p = os.fsdecode(p)
     try:
@@ -286,14 +286,29 @@ def load_urdf(path, base: str | None = None, tip: str | None = None,
         with open(p, "rb") as f:
             data = f.read(max_bytes + 1)  # bounded even if the size lied (special files)
     except FileNotFoundError:
-        raise ModelError(f"{p}: no such URDF file") from None
+        raise ModelError(f"{p}: no such {kind} file") from None
     except IsADirectoryError:
-        raise ModelError(f"{p}: is a directory; expected a URDF file") from None
+        raise ModelError(f"{p}: is a directory; expected a {kind} file") from None
     except OSError as e:
-        raise ModelError(f"{p}: cannot read the URDF file: {e.strerror or e}") from None
+        raise ModelError(f"{p}: cannot read the {kind} file: {e.strerror or e}") from None
     if len(data) > max_bytes:
         raise ModelError(f"{p}: file holds more than max_bytes={max_bytes} bytes; refused")
-    return parse_urdf(data, source=p, base=base, tip=tip)
+    return p, data
+
+
+def parse_hardened(rd: "_Reader", text_or_bytes, caller: str) -> None:
+    """Feed a document to ``rd``'s hardened expat parser (no DOCTYPE/entities); ModelError with the
+    line and column of malformed XML."""
+    if isinstance(text_or_bytes, (bytearray, memoryview)):
+        text_or_bytes = bytes(text_or_bytes)
+    if not isinstance(text_or_bytes, (str, bytes)):
+        raise ModelError(f"{rd.source}: {caller} expects str or bytes, got {type(text_or_bytes).__name__}")
+    p = rd.make_parser()
+    try:
+        p.Parse(text_or_bytes, True)
+    except expat.ExpatError as e:
+        raise rd.err(f"malformed XML: {expat.ErrorString(e.code)}",
+                     f"line {e.lineno}, column {e.offset + 1}") from None
 
 
 def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
