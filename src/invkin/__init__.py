@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from . import spatial
 from .errors import (ConfigurationError, FrameError, GoalError, InvkinError, ModelError,
-                     SolverError)
+                     ModelWarning, SolverError)
 from .goals import Aim, Goal, Orientation, Pose, Position, Posture
 from .result import BatchResult, Result, Status
 from .solve import solve, solve_many
 from .solvers import methods
 from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain_from_dh,
-                    chain_from_steps, load_robot)
+                    chain_from_steps, load_robot, load_srdf)
 from .model.bvh import Clip, read_bvh, write_bvh
 from .model.gltf import GltfClip, read_gltf, write_gltf
 from .solvers.analytic import two_bone_2d, two_bone_3d, two_bone_lengths
@@ -33,7 +33,8 @@ __all__ = [
     "__version__",
     "spatial",
     "InvkinError", "ModelError", "ConfigurationError", "FrameError", "GoalError", "SolverError",
-    "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "bundled_names",
+    "ModelWarning",
+    "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "load_srdf", "bundled_names",
     "chain_from_steps", "chain_from_dh",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
     "read_bvh", "write_bvh", "Clip", "read_gltf", "write_gltf", "GltfClip", "two_bone_2d", "two_bone_3d",
