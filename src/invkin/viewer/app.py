@@ -38,6 +38,7 @@ from ..errors import InvkinError
 from ..model import load_robot
 from ..model.robot import Robot
 from .draw import DrawMixin
+from .cli import DEMOS
 from .errors import PortInUseError, ViewerError, _check_port_free, _import_viser
 from .gui import GuiMixin
 from .scenes import ScenesMixin
@@ -46,7 +47,6 @@ from .targets import TargetsMixin
 __all__ = ["ViewerApp", "ViewerError", "PortInUseError", "demo_app", "SCENES", "DEMOS"]
 
 SCENES = ("ik", "tentacle", "two-bone", "reach")
-DEMOS = ("panda", "tentacle", "two-bone", "reach")
 
 TICK_HZ = 30.0           # animation rate of the background ticker [Hz]
 
