@@ -39,6 +39,7 @@ from ..model import load_robot
 from ..model.robot import Robot
 from .character import CharacterMixin, clip_up_axis, up_rotation
 from .draw import DrawMixin
+from .cli import DEMOS
 from .errors import PortInUseError, ViewerError, _check_port_free, _import_viser
 from .gui import GuiMixin
 from .pose import start_pose
@@ -48,7 +49,6 @@ from .targets import TargetsMixin
 __all__ = ["ViewerApp", "ViewerError", "PortInUseError", "demo_app", "SCENES", "DEMOS"]
 
 SCENES = ("ik", "tentacle", "two-bone", "reach")
-DEMOS = ("panda", "tentacle", "two-bone", "reach")
 
 TICK_HZ = 30.0           # animation rate of the background ticker [Hz]
 
