@@ -12,7 +12,7 @@ from .build import RobotBuilder, Step, chain_from_steps
 from .robot import Robot
 
 __all__ = ["seed8dof", "planar2", "tentacle", "bundled_names", "bundled_urdf_path", "URDF_MODELS",
-           "FLOATING_MODELS", "mesh_path"]
+           "FLOATING_MODELS"]
 
 #: Bundled URDF chains: name -> (file, base link, tip link).
 URDF_MODELS = {
@@ -25,14 +25,13 @@ URDF_MODELS = {
 
 #: Bundled whole robots, loaded with a free joint ``root_joint`` above their root link (q starts
 #: with x, y, z, rx, ry, rz of the root link in the world): name -> (file, root link). The files
-#: are example-robot-data's, unchanged (``<visual>``, ``<collision>``, ``<inertial>`` kept); their
-#: ``package://example-robot-data/robots/...`` mesh URIs resolve with :func:`mesh_path`.
+#: are example-robot-data's (``<visual>``, ``<collision>``, ``<inertial>`` kept), with their mesh
+#: URIs shortened to ``package://<name>_description/...``, which resolve to the bundled files
+#: (model/geometry.py: the package is the folder that holds the URDF's folder).
 FLOATING_MODELS = {
     "g1": ("g1_description/urdf/g1_29dof_rev_1_0.urdf", "pelvis"),  # Unitree G1, 29 joints
     "go2": ("go2_description/urdf/go2.urdf", "base"),  # Unitree Go2 quadruped, 12 joints
 }
-
-_PACKAGE_PREFIX = "package://example-robot-data/robots/"
 
 
 def seed8dof() -> Robot:
@@ -106,14 +105,6 @@ def bundled_names() -> list:
 def bundled_urdf_path(name: str):
     fname = URDF_MODELS[name][0] if name in URDF_MODELS else FLOATING_MODELS[name][0]
     return resources.files("invkin") / "data" / "robots" / fname
-
-
-def mesh_path(uri: str):
-    """The bundled file of a ``package://example-robot-data/robots/...`` mesh URI of a bundled
-    URDF (a Traversable; ``.is_file()`` is False for meshes not bundled: go2's visual meshes)."""
-    if not uri.startswith(_PACKAGE_PREFIX):
-        raise ModelError(f"mesh_path: expected a URI starting with {_PACKAGE_PREFIX!r}, got {uri!r}")
-    return resources.files("invkin") / "data" / "robots" / uri[len(_PACKAGE_PREFIX):]
 
 
 def load_bundled(name: str, **kwargs) -> Robot:
