@@ -11,7 +11,7 @@ import invkin as ik
 from invkin.errors import ModelError
 
 mujoco = pytest.importorskip("mujoco")
-from invkin.model.mjcf import load_mjcf, q_from_qpos, qpos_from_q  # noqa: E402  (after the skip)
+from invkin.model.mjcf import load_mjcf, q_from_qpos, qpos_from_q
 
 DATA = Path(__file__).resolve().parent / "data" / "mjcf"
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError, ModelWarning
-from ..spatial import quat_to_matrix, matrix_to_quat, so3_exp, so3_log
+from ..spatial import matrix_to_quat, quat_to_matrix, so3_exp, so3_log
 from .build import _TYPES as _BUILDER_TYPES
 from .build import RobotBuilder
 from .robot import Robot

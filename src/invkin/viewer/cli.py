@@ -62,9 +62,10 @@ def serve(app, out=None) -> int:
 
 
 def cmd_view(args) -> int:
+    from ..cli_robot import robot_from_args
     from .app import ViewerApp
 
-    app = ViewerApp(args.robot, host=args.host, port=args.port, method=args.method,
+    app = ViewerApp(robot_from_args(args, keep_name=True), host=args.host, port=args.port, method=args.method,
                     targets=args.frame or None)
     return serve(app)
 
@@ -88,4 +89,7 @@ def register(sub) -> None:
     p.add_argument("--method", default=None, help="solver to start with (default lm; see `invkin methods`)")
     p.add_argument("--frame", action="append", metavar="FRAME",
                    help="put a target on this frame (repeatable; default: the last frame, none for BVH)")
+    from ..cli_robot import add_robot_options
+
+    add_robot_options(p)
     p.set_defaults(func=cmd_view)
