@@ -576,7 +576,8 @@ def _solve_lm_posture(robot, problem, q_start, timeout, max_iterations, seed, re
     st = np.zeros(11)
     st[S_MINIMIZE] = 1.0  # settle: no progress test, stop when the cost no longer falls
     args = problem.args[:15] + (0.0, 0.0)  # zero tolerances: meeting the goals does not stop it
-    code = lm_iterate(*args, q, budget, st) if budget > 0 else STALLED
+    if budget > 0:
+        lm_iterate(*args, q, budget, st)
     perr, rerr = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
                              problem.gR, problem.gaxis, problem.gw)
     ok = perr <= problem.tol_p and rerr <= problem.tol_r

@@ -2,12 +2,17 @@
 
 What is read
 ------------
-Only the kinematics: every top-level ``<link name>`` and every top-level ``<joint>`` with its
+The kinematics: every top-level ``<link name>`` and every top-level ``<joint>`` with its
 ``<parent link>``, ``<child link>``, ``<origin xyz rpy>``, ``<axis xyz>``, ``<limit lower upper>``
-and ``<mimic joint multiplier offset>``. Everything else (``<visual>``, ``<collision>``,
-``<inertial>``, ``<material>``, ``<gazebo>``, ``<transmission>``, ...) is skipped; so is anything
-nested inside those, such as the ``<joint>`` of a ``<transmission>`` or an ``<inertial>``'s
-``<origin>``.
+and ``<mimic joint multiplier offset>``. And the shapes of each link: its ``<visual>`` and
+``<collision>`` elements (``<origin>``, ``<geometry>`` with one ``<box size>``, ``<cylinder radius
+length>``, ``<sphere radius>``, ``<capsule radius length>`` or ``<mesh filename scale>``, and for
+visuals ``<material name>`` with ``<color rgba>``, inline or named at the top level), stored as
+:class:`~invkin.model.geometry.Geometry` tuples in ``robot.visuals`` and ``robot.collisions``
+(mesh files are located, not read; see that module for ``package://``). A shape whose
+``<geometry>`` is missing or holds no known shape is skipped. Everything else (``<inertial>``,
+``<gazebo>``, ``<transmission>``, ...) is skipped; so is anything nested inside those, such as the
+``<joint>`` of a ``<transmission>`` or an ``<inertial>``'s ``<origin>``.
 
 Conventions (as in the URDF specification)
 ------------------------------------------
@@ -57,6 +62,7 @@ import numpy as np
 from ..errors import FrameError, ModelError, ModelWarning, closest_names
 from ..spatial import rpy_to_matrix
 from .build import RobotBuilder
+from .geometry import Geometry, resolve_mesh_path
 from .robot import Robot
 
 __all__ = ["load_urdf", "parse_urdf", "DEFAULT_MAX_BYTES"]
@@ -84,6 +90,21 @@ class _Elem:
 class _Joint:
     elem: _Elem
     parts: dict = field(default_factory=dict)  # child tag -> _Elem (first and only)
+
+
+_SHAPE_PARTS = ("origin", "geometry", "material")
+_SHAPE_KINDS = ("box", "cylinder", "sphere", "capsule", "mesh")
+
+
+@dataclass
+class _Shape:
+    """A link's <visual> or <collision> as read: its parts, its shape element, its inline colour."""
+
+    link: _Elem
+    elem: _Elem
+    parts: dict = field(default_factory=dict)  # origin / geometry / material -> _Elem (first)
+    shape: _Elem | None = None                  # <box>, <mesh>, ... inside <geometry> (first)
+    color: _Elem | None = None                  # <color> inside the inline <material>
 
 
 def _q(s: str) -> str:
@@ -117,6 +138,12 @@ class _Reader:
         self.links: list[_Elem] = []
         self.joints: list[_Joint] = []
         self._joint: _Joint | None = None  # the top-level <joint> being read
+        self._link: _Elem | None = None    # the top-level <link> being read
+        self._shape: _Shape | None = None  # its <visual> / <collision> being read
+        self._part: str | None = None      # the tag of the shape's part being read
+        self._material: str | None = None  # the top-level <material name> being read
+        self.shapes: list[_Shape] = []
+        self.materials: dict[str, _Elem] = {}  # top-level material name -> its <color>
 
     def err(self, msg: str, where: str | None = None) -> ModelError:
         return ModelError(f"{self.source}: {where}: {msg}" if where else f"{self.source}: {msg}")
@@ -168,6 +195,9 @@ class _Reader:
             e = _Elem(tag, attrs, self._line())
             if tag == "link":
                 self.links.append(e)
+                self._link = e
+            elif tag == "material":
+                self._material = attrs.get("name")
             elif tag == "joint":
                 self._joint = _Joint(e)
                 self.joints.append(self._joint)
@@ -182,10 +212,33 @@ class _Reader:
                 raise self.err(f"<{tag}> appears twice in {_desc(j.elem)} (lines {j.parts[tag].line} "
                                f"and {e.line}); expected at most one", _where(j.elem))
             j.parts[tag] = e
+        self._start_shape(d, tag, attrs)
+
+    def _start_shape(self, d, tag, attrs):
+        """<visual>/<collision> of a top-level link, and top-level <material><color>."""
+        if d == 3 and self._material and tag == "color":
+            self.materials.setdefault(self._material, _Elem(tag, attrs, self._line()))
+        elif d == 3 and self._link is not None and tag in ("visual", "collision"):
+            self._shape = _Shape(self._link, _Elem(tag, attrs, self._line()))
+            self.shapes.append(self._shape)
+        elif d == 4 and self._shape is not None and tag in _SHAPE_PARTS:
+            self._part = tag
+            self._shape.parts.setdefault(tag, _Elem(tag, attrs, self._line()))
+        elif d == 5 and self._shape is not None:
+            if self._part == "geometry" and tag in _SHAPE_KINDS and self._shape.shape is None:
+                self._shape.shape = _Elem(tag, attrs, self._line())
+            elif self._part == "material" and tag == "color" and self._shape.color is None:
+                self._shape.color = _Elem(tag, attrs, self._line())
 
     def _end(self, tag):
         if self.depth == 2 and tag == "joint":
             self._joint = None
+        if self.depth == 2:
+            self._link = self._material = None
+        elif self.depth == 3:
+            self._shape = None
+        elif self.depth == 4:
+            self._part = None
         self.depth -= 1
 
 
@@ -255,7 +308,61 @@ def parse_urdf(text_or_bytes, source: str = "<string>", base: str | None = None,
         for nm in robot.node_names[1:]:  # the root's own joint is above the chain and dropped
             if nm in unsupported:
                 raise unsupported[nm]
+    _attach_shapes(rd, robot)
     return robot
+
+
+def _attach_shapes(rd: _Reader, robot: Robot) -> None:
+    """Set ``robot.visuals`` and ``robot.collisions`` (the links' shapes that ``robot`` keeps)."""
+    base_dir = None if rd.source.startswith("<") else os.path.dirname(os.path.abspath(rd.source))
+    kept = set(robot.node_names)
+    out = {"visual": [], "collision": []}
+    for sh in rd.shapes:
+        link = sh.link.attrs.get("name")
+        if link in kept:
+            g = _geometry(rd, sh, link, base_dir)
+            if g is not None:
+                out[sh.elem.tag].append(g)
+    # Robot is frozen; these two read-only tuples ride along as plain attributes
+    object.__setattr__(robot, "visuals", tuple(out["visual"]))
+    object.__setattr__(robot, "collisions", tuple(out["collision"]))
+
+
+def _geometry(rd: _Reader, sh: _Shape, link: str, base_dir: str | None) -> Geometry | None:
+    """One <visual>/<collision> as a Geometry; None when it has no known shape."""
+    e, owner = sh.shape, sh.link
+    if e is None:
+        return None
+    T = np.eye(4)
+    o = sh.parts.get("origin")
+    if o is not None:
+        T[:3, 3] = _floats(rd, owner, o, "xyz", 3, (0.0, 0.0, 0.0))
+        T[:3, :3] = rpy_to_matrix(_floats(rd, owner, o, "rpy", 3, (0.0, 0.0, 0.0)))
+    filename = path = None
+    if e.tag == "box":
+        size = _floats(rd, owner, e, "size", 3, (0.0, 0.0, 0.0))
+    elif e.tag in ("cylinder", "capsule"):
+        size = (_scalar(rd, owner, e, "radius", 0.0), _scalar(rd, owner, e, "length", 0.0))
+    elif e.tag == "sphere":
+        size = (_scalar(rd, owner, e, "radius", 0.0),)
+    else:
+        filename = e.attrs.get("filename")
+        if not filename or not filename.strip():
+            raise rd.err(f"<mesh> (line {e.line}) has no filename=\"...\"; expected the mesh file's "
+                         f"name", _where(owner))
+        size = _floats(rd, owner, e, "scale", 3, (1.0, 1.0, 1.0))
+        path = resolve_mesh_path(filename, base_dir)
+    if any(x < 0 for x in size) and e.tag != "mesh":
+        raise rd.err(f"<{e.tag}> (line {e.line}): negative size {tuple(size)}; expected sizes >= 0 [m]",
+                     _where(owner))
+    mat = sh.parts.get("material")
+    mname = mat.attrs.get("name") if mat is not None else None
+    color = sh.color if sh.color is not None else rd.materials.get(mname) if mname else None
+    rgba = None
+    if color is not None and "rgba" in color.attrs:
+        rgba = tuple(float(x) for x in np.clip(_floats(rd, owner, color, "rgba", 4, (1, 1, 1, 1)), 0.0, 1.0))
+    return Geometry(link, e.tag, tuple(size), T, filename, path, rgba, mname or None,
+                    sh.elem.attrs.get("name"))
 
 
 def load_urdf(path, base: str | None = None, tip: str | None = None,
