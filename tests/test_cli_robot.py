@@ -122,3 +122,11 @@ def test_model_warnings_are_one_line_each(capsys):
     assert main(["info", str(ERD / "talos_reduced.urdf"), "--json"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 12 and all(x.startswith("invkin: warning: ") and "fixed joint is ignored" in x for x in err)
+
+
+def test_floating_base_puts_a_free_joint_first(capsys):
+    assert main(["info", "panda", "--floating-base", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["joint_names"][:6] == ["root_joint.x", "root_joint.y", "root_joint.z", "root_joint.rx",
+                                       "root_joint.ry", "root_joint.rz"]
+    assert info["joint_names"][6:] == list(ik.load_robot("panda").joint_names)

@@ -41,6 +41,42 @@ def test_fk_of_every_body_and_site_equals_mujoco_on_the_test_arm():
     assert _fk_error(robot, m, np.random.default_rng(0)) <= 1e-12
 
 
+def test_a_free_joint_is_x_y_z_and_a_rotation_vector_and_fk_equals_mujoco():
+    robot = ik.load_robot(DATA / "floater.xml")
+    m = mujoco.MjModel.from_xml_path(str(DATA / "floater.xml"))
+    assert robot.name == "floater"
+    assert robot.joint_names == ("root.x", "root.y", "root.z", "root.rx", "root.ry", "root.rz", "hip", "knee")
+    q0 = q_from_qpos(robot, m.qpos0)  # the initial pose: the body's pos and quat
+    assert np.allclose(robot.fk(q0, "torso"), _mj_pose(m, m.qpos0, 1), atol=1e-12)
+    rng = np.random.default_rng(5)
+    assert _fk_error(robot, m, rng) <= 1e-12
+    for _ in range(5):  # far from the origin and turned anywhere
+        q = robot.sample(rng=rng)
+        q[:3] = rng.uniform(-5, 5, 3)
+        q[3:6] = ik.spatial.so3_log(ik.spatial.so3_exp(rng.normal(size=3) * 2))
+        assert np.allclose(robot.fk(q, "foot"), _mj_site(m, qpos_from_q(robot, q), 0), atol=1e-12)
+
+
+def _mj_pose(m, qpos, body):
+    d = mujoco.MjData(m)
+    d.qpos[:] = qpos
+    mujoco.mj_kinematics(m, d)
+    T = np.eye(4)
+    T[:3, :3] = d.xmat[body].reshape(3, 3)
+    T[:3, 3] = d.xpos[body]
+    return T
+
+
+def _mj_site(m, qpos, site):
+    d = mujoco.MjData(m)
+    d.qpos[:] = qpos
+    mujoco.mj_kinematics(m, d)
+    T = np.eye(4)
+    T[:3, :3] = d.site_xmat[site].reshape(3, 3)
+    T[:3, 3] = d.site_xpos[site]
+    return T
+
+
 def test_defaults_degrees_ref_and_include_are_resolved_by_mujoco():
     robot = ik.load_robot(DATA / "arm.xml")
     assert robot.joint_names == ("j1", "j2", "j3", "j5", "j4.x", "j4.y", "j4.z", "pan")  # pan from head.xml
@@ -103,6 +139,9 @@ def _random_mjcf(rng, n_bodies):
         lines.append(f'{pad}<body name="b{b}" pos="{vec(3)}" quat="{" ".join(f"{x:.9f}" for x in quat)}">')
         lines.append(f'{pad}  <geom type="sphere" size="0.05"/>')
         kinds = list(rng.choice(["hinge", "slide", "hinge", "ball", "none"], size=int(rng.integers(0, 3))))
+        if depth == 2 and rng.random() < 0.5:  # a top-level body: a free joint, alone in its body
+            kinds = []
+            lines.append(f'{pad}  <freejoint name="b{b}_free"/>')
         if "ball" in kinds:  # MuJoCo: no rotation after a ball in one body
             kinds = [k for k in kinds if k != "ball"] + ["ball"]
         for k, kind in enumerate(kinds):
@@ -123,7 +162,7 @@ def _random_mjcf(rng, n_bodies):
     return '<mujoco model="random">\n  <worldbody>\n' + "\n".join(lines) + "\n  </worldbody>\n</mujoco>\n"
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_fk_equals_mujoco_on_generated_trees(tmp_path, seed):
     rng = np.random.default_rng(seed)
     p = tmp_path / "random.xml"
@@ -131,6 +170,7 @@ def test_fk_equals_mujoco_on_generated_trees(tmp_path, seed):
     robot = load_mjcf(p)
     m = mujoco.MjModel.from_xml_path(str(p))
     assert robot.n_nodes >= m.nbody + m.nsite
+    assert sum(t == "free" for t in robot.joint_types_per_dof) == 6 * int(np.sum(m.jnt_type == 0))
     assert _fk_error(robot, m, rng) <= 1e-12
 
 

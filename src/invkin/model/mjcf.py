@@ -13,8 +13,9 @@ Trans(-a)``, a slide ``Trans(axis θ)``, a ball ``Trans(a) R(quat) Trans(-a)``, 
 with several joints, or with an anchor off the body origin, are internal nodes, not frames);
 the body is the node after its last joint. ``q`` equals MuJoCo's ``qpos`` entry by entry for
 hinge and slide joints (``offset = -ref``); a ball joint's 4 quaternion entries are a rotation
-vector (3) here, and a free joint's 7 (position, quaternion) are position + rotation vector
-(6). :func:`qpos_from_q` and :func:`q_from_qpos` convert. Hinge and slide ranges become limits
+vector (3) here, and a free joint's 7 (position, quaternion w x y z) are invkin's free joint
+(``j.x j.y j.z j.rx j.ry j.rz``: position + rotation vector, 6); a free joint must hang from the
+world body, as MuJoCo's kinematics puts its body at ``qpos`` in world coordinates. :func:`qpos_from_q` and :func:`q_from_qpos` convert. Hinge and slide ranges become limits
 where ``jnt_limited``; a ball joint's cone range is not kept (invkin's ball joints are unbounded).
 
 Frames: the world body (the root, ``"world"``), every body, and every site (a site named like a
@@ -34,14 +35,12 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError, ModelWarning
+from ..errors import ModelError
 from ..spatial import matrix_to_quat, quat_to_matrix, so3_exp, so3_log
-from .build import _TYPES as _BUILDER_TYPES
 from .build import RobotBuilder
 from .robot import Robot
 from .urdf import DEFAULT_MAX_BYTES, read_bounded
@@ -125,8 +124,8 @@ def robot_from_mjmodel(m, source: str = "<mjmodel>", name: str | None = None) ->
         taken.add(s)
         return s
 
-    free_ok = "free" in _BUILDER_TYPES
-    model_name = name or (os.path.splitext(os.path.basename(source))[0] if not source.startswith("<") else "mjcf")
+    model_name = name or bytes(m.names).split(b"\0", 1)[0].decode("utf-8", "replace") or (
+        os.path.splitext(os.path.basename(source))[0] if not source.startswith("<") else "mjcf")
     b = RobotBuilder(model_name, source)
     b.add_root(bodies[0])
     offsets = {}  # node -> -ref of its hinge/slide joint
@@ -145,10 +144,6 @@ def robot_from_mjmodel(m, source: str = "<mjmodel>", name: str | None = None) ->
                 if int(m.body_parentid[i]) != 0:
                     raise ModelError(f"{source}: free joint {jn!r} of body {body!r} is not on a child of the "
                                      f"world body; invkin's tree cannot hold a nested free joint")
-                if not free_ok:  # until the free joint type exists: welded at its initial pose
-                    warnings.warn(f"{source}: free joint {jn!r} of body {body!r} is welded at its initial "
-                                  f"pose (this invkin has no free joint type)", ModelWarning, stacklevel=3)
-                    continue
                 child = body if k == nj - 1 else unique(f"{body}/{jn}")
                 b.add_joint(jn, prev, child, "free", np.eye(4), frame=child == body)
                 joints.append((jn, "free", adr))
@@ -208,7 +203,7 @@ def _mjcf_map(robot: Robot):
 
 def qpos_from_q(robot: Robot, q) -> np.ndarray:
     """MuJoCo ``qpos`` (nq,) of an invkin configuration ``q`` (dof,) of an MJCF-loaded robot
-    (ball and free joints: rotation vector → quaternion w x y z; welded free joints keep qpos0)."""
+    (ball and free joints: rotation vector → quaternion w x y z)."""
     joints, qpos0 = _mjcf_map(robot)
     q = robot.check_q(q)
     if q.ndim != 1:
