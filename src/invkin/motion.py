@@ -21,7 +21,7 @@ from ._checks import count, positive
 from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import ConfigurationError, GoalError, SolverError
 from .result import Result, Status
-from .solvers._common import compile_problem, goal_errors
+from .solvers.shared import compile_problem, goal_errors
 from .spatial import as_transform, so3_exp, so3_log
 
 __all__ = ["reach", "ReachResult", "rest_blend", "solve_with_rest", "RestResult", "RestPoseWarning",
@@ -167,7 +167,6 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
     the reach radius is the status ``out_of_workspace``, not an error.
     """
     from .nullspace import make_objective
-    from .solve import reach_bound
 
     node = robot.frame_index(frame)
     step = positive("step", step, " [m]")
@@ -209,7 +208,7 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
         return ReachResult(np.array(qs), P, np.array(Rs) if pose else None, np.array(sing, dtype=bool), status,
                            float(dev.max()), pe, re_, iters, method)
 
-    anchor, radius = reach_bound(robot, node)
+    anchor, radius = robot.reach_bound(node)
     if anchor is not None:
         p_anchor = robot.fk(robot.neutral(), anchor)[:3, 3]
         if np.linalg.norm(p_goal - p_anchor) > radius * (1 + 1e-12) + 1e-12:
@@ -376,7 +375,7 @@ def rest_blend(theta_orig, theta_ik, p_orig, p_ik, d_orig=0.0, d_ik=0.0, *, robo
         flat_t, flat_o, flat_i = theta.reshape(-1, robot.dof), to.reshape(-1, robot.dof), ti.reshape(-1, robot.dof)
         flat_w = (pi / p).reshape(-1, robot.dof)
         for b in range(flat_t.shape[0]):
-            for s in robot._ball_starts:
+            for s in robot.ball_starts:
                 Ro = so3_exp(flat_o[b, s:s + 3])
                 Ri = so3_exp(flat_i[b, s:s + 3])
                 flat_t[b, s:s + 3] = so3_log(Ro @ so3_exp(flat_w[b, s] * so3_log(Ro.T @ Ri)))
@@ -438,7 +437,7 @@ def solve_with_rest(robot, goals, theta_orig, p_orig, p_ik, d_orig=0.0, d_ik=0.0
                 rotation_tolerance=rotation_tolerance, **solve_options)
     theta, p, d = rest_blend(theta_orig, res.q, p_orig, p_ik, d_orig, d_ik, robot=robot)
     theta = np.clip(theta, robot.lower, robot.upper)
-    pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, theta, problem.gnode, problem.gkind, problem.gvec,
+    pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, theta, problem.gnode, problem.gkind, problem.gvec,
                           problem.gR, problem.gaxis, problem.gw)
     reached = bool(pe <= problem.tol_p and re_ <= problem.tol_r)
     if warn and res.success and not reached:
