@@ -16,7 +16,7 @@ import types
 from . import cache as _cache
 from .lazy import lazy_exports
 from .errors import (ConfigurationError, FrameError, GoalError, InvkinError, ModelError,
-                     SolverError)
+                     ModelWarning, SolverError)
 
 __version__ = "0.1.0"
 
@@ -27,12 +27,14 @@ _cache.install()  # compiled kernels go to a user cache folder (invkin.cache); n
 _LAZY = {
     "spatial": None, "nullspace": None,
     "Robot": ".model", "RobotBuilder": ".model", "Step": ".model", "JOINT_TYPES": ".model",
-    "load_robot": ".model", "bundled_names": ".model", "chain_from_steps": ".model",
+    "load_robot": ".model", "load_srdf": ".model", "bundled_names": ".model", "chain_from_steps": ".model",
     "chain_from_dh": ".model",
     "Goal": ".goals", "Position": ".goals", "Orientation": ".goals", "Pose": ".goals",
     "Aim": ".goals", "Posture": ".goals",
     "read_bvh": ".model.bvh", "write_bvh": ".model.bvh", "Clip": ".model.bvh",
+    "read_gltf": ".model.gltf", "write_gltf": ".model.gltf", "GltfClip": ".model.gltf",
     "two_bone_2d": ".solvers.analytic", "two_bone_3d": ".solvers.analytic",
+    "two_bone_lengths": ".solvers.analytic",
     "correct_clip": ".animation", "detect_contacts": ".animation", "detect_up_axis": ".animation",
     "foot_sliding": ".animation", "FootPlant": ".animation", "Reach": ".animation",
     "Contact": ".animation", "ClipReport": ".animation",
@@ -51,10 +53,12 @@ __all__ = [
     "__version__",
     "spatial",
     "InvkinError", "ModelError", "ConfigurationError", "FrameError", "GoalError", "SolverError",
-    "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "bundled_names",
+    "ModelWarning",
+    "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "load_srdf", "bundled_names",
     "chain_from_steps", "chain_from_dh",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
-    "read_bvh", "write_bvh", "Clip", "two_bone_2d", "two_bone_3d",
+    "read_bvh", "write_bvh", "Clip", "read_gltf", "write_gltf", "GltfClip", "two_bone_2d", "two_bone_3d",
+    "two_bone_lengths",
     "correct_clip", "detect_contacts", "detect_up_axis", "foot_sliding", "FootPlant", "Reach", "Contact",
     "ClipReport",
     "Result", "BatchResult", "Status", "solve", "solve_many", "methods",
