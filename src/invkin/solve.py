@@ -220,7 +220,7 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
         if not isinstance(rest, dict) or not {"theta_orig", "p_orig", "p_ik"} <= set(rest):
             raise GoalError(f"rest: expected dict(theta_orig=..., p_orig=..., p_ik=..., [d_orig, d_ik]), "
                             f"got {rest!r:.200}")
-        from .motion import rest_blend
+        from .rest import rest_blend
 
         rest_blend(rest["theta_orig"], robot.neutral(), rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
                    rest.get("d_ik", 0.0), robot=robot)  # validates the springs before solving
@@ -237,7 +237,7 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
                                 joint_weights=joint_weights)
         info["nullspace"] = refine if isinstance(refine, str) else "callable"
     if rest is not None:
-        from .motion import rest_blend
+        from .rest import rest_blend
 
         q_ik = q
         q, p, d = rest_blend(rest["theta_orig"], q_ik, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
