@@ -218,7 +218,8 @@ def register(sub) -> None:
     p = sub.add_parser("methods", help="list the registered IK methods")
     p.set_defaults(func=lambda a: (print("\n".join(__import__("invkin").methods())), EXIT_OK)[1])
 
-    from .viewer.cli import DEMOS, add_server_arguments
+    from .viewer import DEMOS
+    from .viewer.cli import add_server_arguments
 
     p = sub.add_parser("demo", help="the main demo: the browser viewer (or --tour in the terminal)",
                        description="Start the browser viewer with a demo and print its URL "

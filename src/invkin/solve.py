@@ -16,10 +16,9 @@ import numpy as np
 
 from .errors import ConfigurationError, GoalError, SolverError
 from .goals import KIND_POSITION, Pose, Position
-from .kinematics import kernels as K
 from .result import Result, Status
 from .solvers import get_method, methods
-from .solvers._common import CONVERGED, STALLED, compile_problem, goal_errors
+from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors
 from .solvers import lm as _lm
 from .solvers.lm import ATTEMPT_ITERATIONS as _LM_ATTEMPT_ITERATIONS
 from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
@@ -56,43 +55,13 @@ def _check_positive(name, v, allow_none=False):
     return v
 
 
-def reach_bound(robot, node: int):
-    """(fixed point [m], radius [m]): the node's origin always lies within radius of the point.
-
-    The point is the origin of the first moving joint on the path from the root; the radius
-    sums the link offsets after it and the prismatic travel.
-    """
-    path = robot.ancestors(node)[::-1]  # root first
-    first = None
-    for k, i in enumerate(path):
-        if robot.qidx[i] >= 0:
-            first = k
-            break
-    if first is None:
-        return None, 0.0
-    radius = 0.0
-    for i in path[first + 1:]:
-        radius += float(np.linalg.norm(robot.origin[i][:3, 3]))
-    for i in path[first:]:
-        if robot.joint_type[i] == K.PRISMATIC and robot.qidx[i] >= 0:
-            c = int(robot.qidx[i])
-            radius += abs(robot.multiplier[i]) * max(abs(robot.lower[c]), abs(robot.upper[c])) + abs(robot.offset[i])
-    return path[first], radius
-
-
 def provably_unreachable(problem) -> bool:
     """True when a position goal lies beyond the reach radius of its frame."""
     robot = problem.robot
-    if not hasattr(robot, "_reach_cache"):
-        object.__setattr__(robot, "_reach_cache", {})
-    cache = robot._reach_cache
     for g in range(problem.gnode.shape[0]):
         if problem.gkind[g] != KIND_POSITION or problem.gw[g] <= 0:
             continue
-        node = int(problem.gnode[g])
-        if node not in cache:
-            cache[node] = reach_bound(robot, node)
-        anchor, radius = cache[node]
+        anchor, radius = robot.reach_bound(int(problem.gnode[g]))
         if anchor is None:
             continue
         # the anchor does not move: its position at any q
@@ -283,7 +252,7 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
         if not isinstance(rest, dict) or not {"theta_orig", "p_orig", "p_ik"} <= set(rest):
             raise GoalError(f"rest: expected dict(theta_orig=..., p_orig=..., p_ik=..., [d_orig, d_ik]), "
                             f"got {rest!r:.200}")
-        from .motion import rest_blend
+        from .rest import rest_blend
 
         rest_blend(rest["theta_orig"], robot.neutral(), rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
                    rest.get("d_ik", 0.0), robot=robot)  # validates the springs before solving
@@ -300,7 +269,7 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
                                 joint_weights=joint_weights)
         info["nullspace"] = refine if isinstance(refine, str) else "callable"
     if rest is not None:
-        from .motion import rest_blend
+        from .rest import rest_blend
 
         q_ik = q
         q, p, d = rest_blend(rest["theta_orig"], q_ik, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
@@ -797,7 +766,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     codes = np.where(conv, 0, 4).astype(np.int64)  # converged, else stalled
     if position_only and not conv.all():
         # beyond the reach radius: unreachable (a status, not an error)
-        anchor, radius = reach_bound(robot, node)
+        anchor, radius = robot.reach_bound(node)
         if anchor is not None:
             p_anchor = robot.fk(robot._neutral, anchor)[:3, 3]
             far = np.linalg.norm(Ts - p_anchor, axis=1) > radius + position_tolerance

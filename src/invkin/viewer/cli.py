@@ -8,7 +8,6 @@ from __future__ import annotations
 import signal
 import sys
 
-DEMOS = ("panda", "tentacle", "two-bone", "reach")  # `invkin demo NAME`; here so the parser stays light
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 
