@@ -247,3 +247,55 @@ def test_two_bone_lengths_is_exported():
     assert "two_bone_lengths" in ik.__all__
     l1, l2 = ik.two_bone_lengths([[0.0, 0.0, 0.0], [0.3, 0.4, 0.0], [0.3, 0.4, 1.2]])
     assert (l1, l2) == pytest.approx((0.5, 1.2))
+
+
+# ----------------------------------------------------------------------------- item 3: straight-line reach
+
+
+def document_reach(q0, target, step):
+    """SEEDS.md §1's main loop on the seed model (transcription): e = x_d − x; stop if |e| < Δ/2;
+    δx = Δ e/|e|; δθ = J⁺ δx (J⁺ = Jᵀ(JJᵀ)⁻¹); θ ← θ + δθ. Returns (iterations, θ)."""
+    q = np.array(q0, dtype=float)
+    for n in range(100000):
+        J, tip = _seed_jacobian(q)
+        e = target - tip
+        if np.linalg.norm(e) < step / 2:
+            return n, q
+        q = q + J.T @ np.linalg.solve(J @ J.T, step * e / np.linalg.norm(e))
+    raise AssertionError("the document's loop did not end")
+
+
+@pytest.mark.parametrize("z", [2.0, 1.0, 0.25, -1.0, -2.0, 2.995])
+def test_reach_from_the_straight_default_start_gets_out_along_the_axis(z):
+    robot = ik.load_robot("seed8dof")
+    res = ik.reach(robot, "effector", [0.0, 0.0, z])
+    assert res.status == ik.Status.CONVERGED, res
+    assert res.position_error < 0.005
+    assert res.max_deviation < 0.01
+    np.testing.assert_allclose(res.qs[0], robot.neutral())  # it started straight
+    assert len(res) - 1 == round((3.0 - z) / 0.01)  # one step of Δ per frame, as in the document
+
+
+def test_reach_stops_at_half_a_step_in_the_same_frame_as_the_documents_loop():
+    robot = ik.load_robot("seed8dof")
+    rng = np.random.default_rng(8)
+    for f in (0.2, 0.3, 0.7, 0.8):  # L = (k + f)Δ: the last step is short or long
+        target = np.full(3, 9.0)
+        while np.linalg.norm(target) > 2.6:  # well inside the reach radius 3
+            q0 = rng.uniform(-0.6, 0.6, 8)
+            x0 = _seed_jacobian(q0)[1]
+            u = rng.normal(size=3)
+            u /= np.linalg.norm(u)
+            target = x0 + (37 + f) * 0.01 * u
+        n_doc, _ = document_reach(q0, target, 0.01)
+        res = ik.reach(robot, "effector", target, q0=q0)
+        assert res.status == ik.Status.CONVERGED
+        assert len(res) - 1 == n_doc, (f, len(res) - 1, n_doc)
+
+
+def test_reach_rejects_a_target_at_the_reach_radius_as_the_sample_does():
+    robot = ik.load_robot("seed8dof")
+    for target in ([3.0, 0.0, 0.0], [0.0, 0.0, -3.0], [0.0, 3.2, 0.0]):
+        res = ik.reach(robot, "effector", target, q0=np.full(8, 0.1))
+        assert res.status == ik.Status.OUT_OF_WORKSPACE and len(res) == 1
+    assert ik.reach(robot, "effector", [2.9, 0.0, 0.0], q0=np.full(8, 0.1)).success

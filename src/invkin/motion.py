@@ -8,6 +8,12 @@ and the loop stops once ``|e| < Δ/2``. Here the frame's target is the next wayp
 ``x_k = x_0 + min(kΔ, L) u`` on the segment from the start to the target (``u`` its direction,
 ``L`` its length), so ``x_k − x = Δ u`` whenever the effector is on the line: the seed's step; a
 few corrective iterations of the same inverse then pull the effector back onto the line.
+
+At a singular posture (the seed model stretched straight, its default start) the step the
+target needs can lie along a direction that no joint moves to first order: ``J⁺`` returns no
+motion and the loop would stall. The step is then made singularity-robust by a nudge along the
+null space of J chosen by second order (:func:`_singular_nudge`): the null-space direction whose
+curvature moves the effector toward the target, by just enough to cover the step.
 """
 from __future__ import annotations
 
@@ -51,7 +57,7 @@ class ReachResult:
     near_singular (N,) bool (σ_min of the task Jacobian < ``singular_threshold``);
     max_deviation [m]: the largest distance of a position from the straight segment start → target;
     position_error [m], rotation_error [rad]: the final errors to the target;
-    status: converged (within Δ/2), out_of_workspace (beyond the reach radius: nothing moved),
+    status: converged (within Δ/2), out_of_workspace (at or beyond the reach radius: nothing moved),
     stalled (no progress for ``patience`` frames, e.g. pulling along a singular direction) or
     iteration_limit (``max_steps`` frames); iterations: inverse-kinematics steps in all.
     """
@@ -163,8 +169,13 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
     Joint limits hold at every frame: joints at a limit that the step pushes outward are held
     still and the step is recomputed with the others. A frame whose waypoint is more than Δ
     away after its corrections holds the waypoint (the next frame aims at it again), so the
-    effector never runs ahead of a lagging line. Returns a :class:`ReachResult`; a target beyond
-    the reach radius is the status ``out_of_workspace``, not an error.
+    effector never runs ahead of a lagging line. When the inverse cannot produce half of the
+    frame's step at a near-singular posture (σ_min < ``damping_threshold``), the step gets a
+    second-order nudge along J's null space (module docstring), so a straight, singular start
+    gets out. Like the document's loop, every frame ends with the test ``|e| < Δ/2`` (then
+    converged), and a target at or beyond the reach radius (|x − base| ≥ radius) is rejected.
+    Returns a :class:`ReachResult`; a target outside the workspace is the status
+    ``out_of_workspace``, not an error.
     """
     from .nullspace import make_objective
     from .solve import reach_bound
@@ -212,7 +223,7 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
     anchor, radius = reach_bound(robot, node)
     if anchor is not None:
         p_anchor = robot.fk(robot.neutral(), anchor)[:3, 3]
-        if np.linalg.norm(p_goal - p_anchor) > radius * (1 + 1e-12) + 1e-12:
+        if np.linalg.norm(p_goal - p_anchor) >= radius * (1 - 1e-12):  # the sample rejects |x| >= reach
             return finish(Status.OUT_OF_WORKSPACE, 0)
 
     L = float(np.linalg.norm(p_goal - p0))
@@ -281,6 +292,8 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
                     break
                 free[out] = 0.0
             dq *= free
+            if it == 0:
+                dq += _singular_nudge(robot, node, q, Jr, e, dq, free, rows, damping_threshold, max_joint_step)
             big = float(np.max(np.abs(dq))) if dq.size else 0.0
             if big > max_joint_step:
                 dq *= max_joint_step / big
@@ -292,7 +305,7 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
         ps.append(T[:3, 3].copy())
         Rs.append(T[:3, :3].copy())
         sing.append(bool(np.linalg.svd(J[rows], compute_uv=False)[-1] < singular_threshold))
-        if k_next == n_wp and done(T):
+        if done(T):  # the document's test, at every frame
             status = Status.CONVERGED
             break
         # advance along the line unless the effector lags more than one step behind its waypoint
@@ -309,6 +322,44 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
                 status = Status.STALLED
                 break
     return finish(status, iters)
+
+
+def _singular_nudge(robot, node, q, Jr, e, dq, free, rows, threshold, max_step):
+    """A null-space step that moves the effector toward ``e`` at second order, where J cannot.
+
+    Used when the linear step ``dq`` achieves less than half of ``e`` and σ_min(J) < threshold.
+    With ``u`` the unit direction of the part ``r = e − J dq`` the step misses, N a basis of the
+    (near-)null space of J (right singular vectors with σ < threshold, and the exact null space),
+    and ``M_jk = uᵀ ∂J_j/∂q_k`` (central differences, symmetrised: the Hessian of uᵀx), the
+    effector moves by ``½ δqᵀ M δq`` along u for ``δq = t N v``: v is the eigenvector of NᵀMN
+    with the largest eigenvalue λ > 0 and ``t = sqrt(2|r| / λ)`` covers the missing part (capped
+    at max_step). Returns zeros when nothing is missing or no null-space direction helps.
+    """
+    dof = q.shape[0]
+    Jf = Jr * free
+    r = e - Jf @ dq
+    rn = float(np.linalg.norm(r))
+    if rn <= 0.5 * float(np.linalg.norm(e)) or dof == 0:
+        return np.zeros(dof)
+    _, S, Vt = np.linalg.svd(Jf, full_matrices=True)
+    rank = int(np.sum(S >= threshold))
+    if rank == S.shape[0] and rank >= dof:
+        return np.zeros(dof)  # not near a singularity: the shortfall has another cause (limits)
+    N = Vt[rank:].T * free[:, None]
+    u = r / rn
+    h = 1e-6
+    steps = np.eye(dof) * h
+    Jp = robot.jacobian(robot.integrate(np.broadcast_to(q, (dof, dof)), steps), node)[:, rows]
+    Jm = robot.jacobian(robot.integrate(np.broadcast_to(q, (dof, dof)), -steps), node)[:, rows]
+    M = np.einsum("i,kij->jk", u, (Jp - Jm) / (2 * h))
+    M = 0.5 * (M + M.T)
+    lam, V = np.linalg.eigh(N.T @ M @ N)
+    if not lam[-1] > 1e-9 * max(1.0, float(np.abs(lam).max())):
+        return np.zeros(dof)
+    t = math.sqrt(2.0 * rn / lam[-1])
+    nudge = N @ V[:, -1] * t
+    big = float(np.max(np.abs(nudge)))
+    return nudge * (max_step / big) if big > max_step else nudge
 
 
 def _segment_distance(P, a, b):
