@@ -322,17 +322,18 @@ def test_solve_with_rest_weak_rest_spring_keeps_the_goal():
     assert np.all(PANDA.within_limits(res.q))
 
 
-def test_solve_with_rest_strong_rest_spring_warns_that_the_goal_is_lost():
+def test_solve_with_rest_blended_once_a_strong_rest_spring_warns_that_the_goal_is_lost():
     T = PANDA.fk(PANDA.sample(rng=np.random.default_rng(5)), "panda_hand")
     with pytest.warns(ik.RestPoseWarning, match="no longer reached"):
         res = ik.solve_with_rest(PANDA, ik.Position("panda_hand", T[:3, 3]), PANDA_Q, 100.0, 1.0, d_orig=2.0,
-                                 d_ik=1.0, seed=1)
-    assert res.ik.success and not res.goal_reached
+                                 d_ik=1.0, seed=1, mode="blend")
+    assert res.ik.success and not res.goal_reached and res.goal_lost and res.mode == "blend"
     np.testing.assert_allclose(res.q, (100 * PANDA_Q + res.ik.q) / 101)
     np.testing.assert_allclose(res.damping, 3.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ik.solve_with_rest(PANDA, ik.Position("panda_hand", T[:3, 3]), PANDA_Q, 100.0, 1.0, seed=1, warn=False)
+        ik.solve_with_rest(PANDA, ik.Position("panda_hand", T[:3, 3]), PANDA_Q, 100.0, 1.0, seed=1, warn=False,
+                           mode="blend")
 
 
 def test_solve_with_rest_rejects_bad_springs_before_solving():

@@ -1,5 +1,5 @@
-"""Motion on top of IK: straight-line reaching (SEEDS.md §1), the rest-posture blend (§3, 5.1) and
-statics, τ = Jᵀ F (§3, 5.2).
+"""Motion on top of IK: straight-line reaching (SEEDS.md §1), the rest-posture springs (§3, 5.1: inside
+Springhead's loop, or blended once) and statics, τ = Jᵀ F (§3, 5.2).
 
 Straight-line reaching (:func:`reach`) is the main loop of the JacIK sample: with ``x`` the
 effector position, ``x*`` the target and ``Δ`` the step, each frame moves the effector by
@@ -31,7 +31,7 @@ from .solvers._common import compile_problem, goal_errors
 from .spatial import as_transform, so3_exp, so3_log
 
 __all__ = ["reach", "ReachResult", "rest_blend", "solve_with_rest", "RestResult", "RestPoseWarning",
-           "joint_torques", "REACH_METHODS"]
+           "joint_torques", "REACH_METHODS", "REST_MODES"]
 
 #: Inverses accepted by :func:`reach`'s ``method``.
 REACH_METHODS = ("pinv", "dls")
@@ -376,7 +376,7 @@ def _segment_distance(P, a, b):
 
 
 class RestPoseWarning(UserWarning):
-    """The rest-posture blend pulled the configuration off the goals (p_orig ≫ p_ik)."""
+    """The rest-posture springs pulled the configuration off goals it reaches without them (p_orig ≫ p_ik)."""
 
 
 def _springs(name, v, strict):
@@ -450,9 +450,12 @@ def _springs_angles(name, v):
 class RestResult:
     """Outcome of :func:`solve_with_rest`.
 
-    q (dof,): the blended configuration; stiffness, damping (dof,): p_new, d_new;
-    goal_reached: every goal within tolerance at q; position_error [m], rotation_error [rad]
-    at q; ik: the solve's own Result (before the blend).
+    q (dof,): the configuration where the joints settle between the springs; stiffness,
+    damping (dof,): p_new = p_orig + p_ik, d_new = d_orig + d_ik; goal_reached: every goal within
+    tolerance at q; position_error [m], rotation_error [rad] at q; ik: the solve's own Result
+    (mode "blend": before the blend); goal_lost: the goals are reachable without the rest
+    springs but not with them (p_orig too strong against p_ik: SEEDS.md §3, 5.1); mode: "loop"
+    or "blend".
     """
 
     q: np.ndarray
@@ -462,19 +465,46 @@ class RestResult:
     position_error: float
     rotation_error: float
     ik: Result
+    goal_lost: bool = False
+    mode: str = "blend"
+
+
+#: Where :func:`solve_with_rest` and ``solve(rest=...)`` apply the springs.
+REST_MODES = ("loop", "blend")
+
+
+def rest_in_loop(method: str, rest_mode) -> bool:
+    """True when the rest springs act inside the IK loop: ``rest_mode`` "loop" (Springhead's
+    ``gauss-seidel`` only), "blend" (once after any method's solve) or None (loop for
+    gauss-seidel, blend for the others)."""
+    if rest_mode is None:
+        return method == "gauss-seidel"
+    if rest_mode not in REST_MODES:
+        raise GoalError(f"rest mode: expected one of {', '.join(map(repr, REST_MODES))}, got {rest_mode!r}")
+    if rest_mode == "loop" and method != "gauss-seidel":
+        raise SolverError(f"rest springs inside the loop run with method 'gauss-seidel' (Springhead, SEEDS.md §3), "
+                          f"got method {method!r}; use mode='blend' to blend another method's result once")
+    return rest_mode == "loop"
 
 
 def solve_with_rest(robot, goals, theta_orig, p_orig, p_ik, d_orig=0.0, d_ik=0.0, *, q0=None,
                     position_tolerance: float = 1e-6, rotation_tolerance: float = 1e-6, warn: bool = True,
-                    **solve_options) -> RestResult:
-    """Solve, blend with the rest posture (:func:`rest_blend`), and re-evaluate the goals.
+                    mode: str = "loop", **solve_options) -> RestResult:
+    """Solve with rest-posture springs (SEEDS.md §3, 5.1) and report whether the goals survive them.
 
     ``theta_orig`` (dof,) is the rest posture (also the start of the solve unless ``q0`` is
-    given); the springs broadcast per joint. The blend pulls the result toward the rest posture
-    in proportion to ``p_orig / (p_orig + p_ik)``; when the solve reached the goals but the blend
-    does not (typically ``p_orig ≫ p_ik``), ``goal_reached`` is False and a
-    :class:`RestPoseWarning` is emitted (``warn=False`` silences it). ``solve_options`` go to
-    :func:`invkin.solve`.
+    given); the springs broadcast per joint.
+
+    * ``mode="loop"`` (default, the document's scheme): Springhead's solver (method
+      ``gauss-seidel``) moves each joint's IK reference θ_ik, and at every iteration the joint
+      settles at ``(p_orig θ_orig + p_ik θ_ik)/(p_orig + p_ik)``; the goals are reached while
+      θ_ik stays inside the joint range, i.e. unless p_orig ≫ p_ik.
+    * ``mode="blend"``: any method solves without springs, then the result is blended once with
+      :func:`rest_blend` (the goals are missed by about p_orig/(p_orig + p_ik) of the motion).
+
+    When the goals are not reached with the springs but are without them, ``goal_lost`` is True
+    and a :class:`RestPoseWarning` is emitted (``warn=False`` silences it). ``solve_options`` go
+    to :func:`invkin.solve` (``method`` only in blend mode).
     """
     from .solve import solve
 
@@ -484,19 +514,34 @@ def solve_with_rest(robot, goals, theta_orig, p_orig, p_ik, d_orig=0.0, d_ik=0.0
     for nm, v, strict in (("p_orig", p_orig, True), ("p_ik", p_ik, True), ("d_orig", d_orig, False),
                           ("d_ik", d_ik, False)):
         _springs(nm, v, strict)  # bad springs fail before the solve runs
+    loop = rest_in_loop(solve_options.get("method", "gauss-seidel" if mode == "loop" else "lm"), mode)
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance)
-    res = solve(robot, goals, q0=theta_orig if q0 is None else q0, position_tolerance=position_tolerance,
-                rotation_tolerance=rotation_tolerance, **solve_options)
-    theta, p, d = rest_blend(theta_orig, res.q, p_orig, p_ik, d_orig, d_ik, robot=robot)
-    theta = np.clip(theta, robot.lower, robot.upper)
+    q_start = theta_orig if q0 is None else q0
+    tols = dict(position_tolerance=position_tolerance, rotation_tolerance=rotation_tolerance)
+    p = np.broadcast_to(np.asarray(p_orig, dtype=float) + np.asarray(p_ik, dtype=float), (robot.dof,)).copy()
+    d = np.broadcast_to(np.asarray(d_orig, dtype=float) + np.asarray(d_ik, dtype=float), (robot.dof,)).copy()
+    if loop:
+        opts = {**solve_options, "method": "gauss-seidel"}
+        res = solve(robot, goals, q0=q_start, theta_orig=theta_orig, p_orig=p_orig, p_ik=p_ik, **tols, **opts)
+        theta = res.q
+        reached = res.success
+        lost = not reached and solve(robot, goals, q0=q_start, **tols, **opts).success
+    else:
+        res = solve(robot, goals, q0=q_start, **tols, **solve_options)
+        theta, p, d = rest_blend(theta_orig, res.q, p_orig, p_ik, d_orig, d_ik, robot=robot)
+        theta = np.clip(theta, robot.lower, robot.upper)
+        pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, theta, problem.gnode, problem.gkind,
+                              problem.gvec, problem.gR, problem.gaxis, problem.gw)
+        reached = bool(pe <= problem.tol_p and re_ <= problem.tol_r)
+        lost = res.success and not reached
     pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, theta, problem.gnode, problem.gkind, problem.gvec,
                           problem.gR, problem.gaxis, problem.gw)
-    reached = bool(pe <= problem.tol_p and re_ <= problem.tol_r)
-    if warn and res.success and not reached:
-        warnings.warn(f"rest-posture blend: the goals are no longer reached (position error {pe:.3g} m, "
-                      f"rotation error {re_:.3g} rad); p_orig dominates p_ik", RestPoseWarning, stacklevel=2)
+    if warn and lost:
+        warnings.warn(f"rest-posture springs ({mode}): the goals are no longer reached (position error {pe:.3g} m, "
+                      f"rotation error {re_:.3g} rad), though they are without the springs; p_orig dominates p_ik",
+                      RestPoseWarning, stacklevel=2)
     return RestResult(theta, np.broadcast_to(p, (robot.dof,)).copy(), np.broadcast_to(d, (robot.dof,)).copy(),
-                      reached, float(pe), float(re_), res)
+                      bool(reached), float(pe), float(re_), res, bool(lost), "loop" if loop else "blend")
 
 
 # =========================================================================== statics
