@@ -188,10 +188,12 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             :func:`invkin.nullspace.refine_in_nullspace` (``nullspace_gain``, default 0.5,
             ``nullspace_iterations``) without leaving the tolerances.
         rest: rest-pose springs (SEEDS.md §3, 5.1): ``dict(theta_orig=(dof,), p_orig=..., p_ik=...,
-            d_orig=0, d_ik=0)``; the result is blended toward ``theta_orig`` by
-            :func:`invkin.motion.rest_blend`, ``info["rest"]`` holds the blended stiffness and
-            damping and whether the goals are still reached (status and success describe the
-            blended q).
+            d_orig=0, d_ik=0, mode=None)``. mode "loop" (the default for gauss-seidel, the only
+            method that has it): the springs act inside Springhead's loop (options theta_orig,
+            p_orig, p_ik of gauss-seidel); mode "blend" (the default for the others): the result
+            is blended toward ``theta_orig`` once by :func:`invkin.motion.rest_blend`.
+            ``info["rest"]`` holds the stiffness and damping and whether the goals are reached
+            with the springs (status and success describe the returned q).
         **options: method-specific settings (see each method's docstring).
 
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
@@ -233,7 +235,7 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
 
     t_start = time.perf_counter()
     m = get_method(method)
-    refine = None
+    refine = rest_loop = None
     if nullspace_gain is not None and "nullspace_gain" in m.defaults:
         options = {**options, "nullspace_gain": nullspace_gain}  # the method validates it
     elif nullspace_gain is not None and not (isinstance(nullspace_gain, (int, float)) and nullspace_gain > 0
@@ -256,6 +258,12 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
 
         rest_blend(rest["theta_orig"], robot.neutral(), rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
                    rest.get("d_ik", 0.0), robot=robot)  # validates the springs before solving
+        from .rest import rest_in_loop
+
+        if rest_in_loop(m.name, rest.get("mode")):
+            options = {**options, "theta_orig": rest["theta_orig"], "p_orig": rest["p_orig"], "p_ik": rest["p_ik"]}
+            _, p, d = rest_blend(0.0, 0.0, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0), rest.get("d_ik", 0.0))
+            rest_loop, rest = {"stiffness": p, "damping": d}, None  # in the loop: nothing to blend after it
     res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations, seed,
                  joint_weights, restarts, mode, options)
     q = res.q
@@ -268,7 +276,9 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
                                 position_tolerance=position_tolerance, rotation_tolerance=rotation_tolerance,
                                 joint_weights=joint_weights)
         info["nullspace"] = refine if isinstance(refine, str) else "callable"
-    if rest is not None:
+    if rest_loop is not None:
+        info["rest"] = {**rest_loop, "goal_reached": bool(res.success)}
+    elif rest is not None:
         from .rest import rest_blend
 
         q_ik = q
@@ -276,7 +286,7 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
                              rest.get("d_ik", 0.0), robot=robot)
         q = np.minimum(np.maximum(np.asarray(q, dtype=float), robot.lower), robot.upper)
         info["rest"] = {"theta_ik": q_ik, "stiffness": p, "damping": d}
-    if q is res.q:
+    if q is res.q and "rest" not in info:
         return res
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
     perr, rerr = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
