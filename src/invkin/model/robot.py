@@ -884,9 +884,17 @@ class Robot:
         The base frame becomes the world frame. A mimic follower whose leader is not on the chain
         (``tip="panda_rightfinger"``: its leader moves the other finger) becomes a fixed joint at
         its mimic value of the leader's value in ``reference`` (dof,) (default :meth:`neutral`),
-        with a :class:`~invkin.errors.ModelWarning`.
+        with a :class:`~invkin.errors.ModelWarning`. A BVH/glTF joint keeps its rotation channels
+        in internal nodes just above its frame: for such a base the chain starts above them (at the
+        parent joint's frame), so the base joint turns (``subchain("LeftUpLeg", "LeftFoot")`` moves
+        hip and knee).
         """
         b = self.frame_index(base)
+        if self.qidx[b] >= 0 and self.parent[b] >= 0 and not self.is_frame[self.parent[b]]:
+            while self.parent[b] >= 0 and not self.is_frame[self.parent[b]]:
+                b = int(self.parent[b])
+            if self.parent[b] >= 0:
+                b = int(self.parent[b])
         t = self.frame_index(tip)
         path = self.ancestors(t)
         if b not in path:
