@@ -30,7 +30,6 @@ def load_robot(name_or_path, base: str | None = None, tip: str | None = None, sr
     with a warning). Extra keyword arguments go to parameterised
     bundled models (``tentacle(n=12, joint="ball")``).
     """
-    kw = dict(floating_base=floating_base, locked=locked, **kwargs)
     if srdf is not None:
         from .srdf import load_srdf
 
