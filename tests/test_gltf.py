@@ -5,7 +5,6 @@ buffer, node matrices composed as T·R·S, sampler keys taken as they are (no in
 """
 import base64
 import dataclasses
-import warnings
 from pathlib import Path
 
 import numpy as np

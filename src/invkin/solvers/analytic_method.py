@@ -77,13 +77,8 @@ def _chain(problem) -> dict:
         raise SolverError(f"analytic solves exactly one Position goal (a two-bone arm), got {G} (frames "
                           f"{problem.goal_frames}); use method='lm' for several goals")
     node = int(problem.gnode[0])
-    per_robot = robot.__dict__.get("_analytic_chains")
-    if per_robot is None:  # the geometry depends on the (immutable) robot and the frame only
-        per_robot = {}
-        object.__setattr__(robot, "_analytic_chains", per_robot)
-    info = per_robot.get(node)
-    if info is None:
-        info = per_robot[node] = _analyse(robot, node)
+    # the geometry depends on the (immutable) robot and the frame only
+    info = robot.memo(f"analytic_chain:{node}", lambda: _analyse(robot, node))
     problem.scratch[NAME] = info
     return info
 
@@ -258,7 +253,7 @@ def _iterate(problem, q, max_iter, state, options):
         _, q1, q2, _ = fitting[0]
         q[c1] = q1
         q[c2] = q2
-        perr, _ = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind,
+        perr, _ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
     else:  # neither branch fits the limits: clamp both, keep the closer hand
         best = None
@@ -267,7 +262,7 @@ def _iterate(problem, q, max_iter, state, options):
             _, q1, q2, _ = cands[k]
             q_try[c1] = min(max(q1, lo[c1]), hi[c1])
             q_try[c2] = min(max(q2, lo[c2]), hi[c2])
-            pe, _ = goal_errors(robot._ni, robot._nf, robot.origin, q_try, problem.gnode, problem.gkind,
+            pe, _ = goal_errors(robot.node_table, robot.node_params, robot.origin, q_try, problem.gnode, problem.gkind,
                                 problem.gvec, problem.gR, problem.gaxis, problem.gw)
             if best is None or pe < best[0]:
                 best = (pe, q_try[c1], q_try[c2])

@@ -13,7 +13,6 @@ check invkin's reader and writer against files it did not make:
   LINEAR; a second animation ("step") holds every other frame as STEP keys.
 """
 import base64
-import struct
 import sys
 
 import numpy as np
