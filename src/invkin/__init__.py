@@ -33,7 +33,7 @@ _LAZY = {
     "Aim": ".goals", "Posture": ".goals",
     "read_bvh": ".model.bvh", "write_bvh": ".model.bvh", "Clip": ".model.bvh",
     "read_gltf": ".model.gltf", "write_gltf": ".model.gltf", "GltfClip": ".model.gltf",
-    "two_bone_2d": ".solvers.analytic", "two_bone_3d": ".solvers.analytic",
+    "two_bone_2d": ".solvers.analytic", "two_bone_3d": ".solvers.two_bone_limb",
     "two_bone_lengths": ".solvers.analytic",
     "correct_clip": ".animation", "detect_contacts": ".animation", "detect_up_axis": ".animation",
     "foot_sliding": ".animation", "FootPlant": ".animation", "Reach": ".animation",

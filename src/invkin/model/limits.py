@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import FrameError, ModelError, closest_names
 from ..kinematics import kernels as K
+from .euler import euler_from_matrix, frame_groups, rot
 
 __all__ = ["swing_twist", "clamp_swing_twist", "project_limits", "limit_violation", "apply_limits",
            "respect_cone_limits"]
@@ -103,8 +104,7 @@ def clamp_swing_twist(R, axis, swing_max, twist_lo, twist_hi):
 
 
 def _group(robot, frame: int) -> list:
-    from ..solvers.two_bone_limb import _frame_groups
-    return _frame_groups(robot, frame)
+    return frame_groups(robot, frame)
 
 
 def _local_rotation(robot, q, nodes) -> np.ndarray:
@@ -113,9 +113,8 @@ def _local_rotation(robot, q, nodes) -> np.ndarray:
         c = int(robot.qidx[nodes[0]])
         return np.asarray(so3_exp(q[c:c + 3]))
     R = np.eye(3)
-    from ..solvers.two_bone_limb import _rot
     for i in nodes:
-        R = R @ _rot(robot.axis[i], float(robot.multiplier[i] * q[int(robot.qidx[i])] + robot.offset[i]))
+        R = R @ rot(robot.axis[i], float(robot.multiplier[i] * q[int(robot.qidx[i])] + robot.offset[i]))
     return R
 
 
@@ -125,7 +124,6 @@ def _write_rotation(robot, q, nodes, L):
         c = int(robot.qidx[nodes[0]])
         q[c:c + 3] = so3_log(L)
         return
-    from ..model.gltf import euler_from_matrix
     axes = [int(np.argmax(np.abs(robot.axis[i]))) for i in nodes]
     sg = np.array([np.sign(robot.axis[i][axes[k]]) for k, i in enumerate(nodes)])
     a = euler_from_matrix(L, "".join("XYZ"[k] for k in axes))
