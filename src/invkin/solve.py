@@ -168,18 +168,29 @@ def _lm_tables(robot, joint_weights=None, q0=None):
     with up to two goal rows. Cached per robot for the default joint weights, except on a
     floating robot, whose base restarts are sampled around ``q0``."""
     if joint_weights is None:
-        t = robot.__dict__.get("_lm_tables")
+        t = robot.__dict__.get("_lm_tables") or robot.__dict__.get("_lm_tables_origin")
         if t is not None:
-            return t
-    lo, span = _sampler(robot, q0)
+            return t if q0 is None or not robot.floating else _around(robot, t, q0)
+    lo, span = _sampler(robot)
     wrap = _lm.wrappable_dofs(robot._ni, robot._nf, robot.dof)
     lims = _lm.limits_table(robot.lower, robot.upper, lo, span, wrap,
                             robot._ones if joint_weights is None else joint_weights, robot._ball_starts)
     t = (lims, free_attempts(robot.lower, robot.upper, wrap),
          _lm.chain_workspace_size(robot.n_nodes + 1, robot.dof, 6))
-    if joint_weights is None and not robot.floating:
-        object.__setattr__(robot, "_lm_tables", t)
-    return t
+    if joint_weights is None:  # a floating robot's table samples its base around the origin
+        object.__setattr__(robot, "_lm_tables_origin" if robot.floating else "_lm_tables", t)
+    return t if q0 is None or not robot.floating else _around(robot, t, q0)
+
+
+def _around(robot, t, q0):
+    """The LM tables ``t`` with the floating base's restart box moved around ``q0``."""
+    lims = t[0].copy()
+    b = robot._base_dofs
+    spread = robot._base_spread()
+    lims[_lm.L_SAMPLE_LO, b] = q0[b] - spread  # as _sampler(robot, q0)
+    lims[_lm.L_SAMPLE_SPAN, b] = 2.0 * spread
+    lims.setflags(write=False)
+    return (lims,) + tuple(t[1:])
 
 
 def _one_frame(problem):

@@ -240,7 +240,8 @@ class Robot:
 
     #: Per-instance caches (derived from the arrays, rebuilt on demand): left out of pickles, so a
     #: pickled Robot does not depend on which calls were made before.
-    _CACHES = ("_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables")
+    _CACHES = ("_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables",
+               "_lm_tables_origin")
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -532,13 +533,17 @@ class Robot:
     def _base_spread(self) -> np.ndarray:
         """Sampling half-width of each base q entry (BASE_SAMPLE_SPREAD: metres for the
         translations, radians for the rest)."""
-        spread = np.zeros(self.dof)
-        for i in range(self.n_nodes):
-            c = int(self.qidx[i])
-            if self.composite[i] and c >= 0:
-                jt = self.joint_type[i]
-                spread[c:c + (3 if jt == K.BALL else 1)] = BASE_SAMPLE_SPREAD[0 if jt == K.PRISMATIC else 1]
-        return spread[self._base_dofs]
+        out = self.__dict__.get("_base_spread_cache")
+        if out is None:
+            spread = np.zeros(self.dof)
+            for i in range(self.n_nodes):
+                c = int(self.qidx[i])
+                if self.composite[i] and c >= 0:
+                    jt = self.joint_type[i]
+                    spread[c:c + (3 if jt == K.BALL else 1)] = BASE_SAMPLE_SPREAD[0 if jt == K.PRISMATIC else 1]
+            out = _readonly(spread[self._base_dofs])
+            object.__setattr__(self, "_base_spread_cache", out)
+        return out
 
     def _sample_uniform(self, n, rng) -> np.ndarray:
         shape = (1 if n is None else int(n), self.dof)
