@@ -239,18 +239,22 @@ def test_solve_many_and_tracker_on_a_free_base():
     assert step is not None
 
 
-@pytest.mark.parametrize("method", ["ccd", "fabrik", "analytic"])
-def test_methods_without_free_joint_support_either_solve_or_say_so(method):
+def test_ccd_moves_the_free_base_like_any_prismatic_and_ball_joints():
     r = floating_arm("free")
-    goal = ik.Position("tip", GOAL_POSE[:3, 3])
-    try:
-        res = ik.solve(r, [goal], method=method, timeout=1.0, position_tolerance=1e-4)
-    except InvkinError as exc:
-        assert "free" in str(exc) or "joint" in str(exc)
-        return
-    assert np.all(np.isfinite(res.q))
-    if res.success:
-        np.testing.assert_allclose(r.fk(res.q, "tip")[:3, 3], GOAL_POSE[:3, 3], atol=2e-4)
+    res = ik.solve(r, [ik.Position("tip", GOAL_POSE[:3, 3])], method="ccd", timeout=1.0, position_tolerance=1e-4)
+    assert res.success
+    np.testing.assert_allclose(r.fk(res.q, "tip")[:3, 3], GOAL_POSE[:3, 3], atol=1e-4)
+
+
+@pytest.mark.parametrize("method, says", [("fabrik", "does not move free joints"), ("analytic", "two revolute")])
+def test_fabrik_and_analytic_refuse_a_free_base_with_a_hint(method, says):
+    r = floating_arm("free")
+    with pytest.raises(InvkinError, match=says):
+        ik.solve(r, [ik.Position("tip", GOAL_POSE[:3, 3])], method=method, timeout=1.0)
+    locked = r.lock({"base": np.zeros(6)})  # the hint works
+    res = ik.solve(locked, [ik.Position("tip", locked.fk(locked.sample(rng=1), "tip")[:3, 3])], method="fabrik",
+                   timeout=1.0, position_tolerance=1e-4) if method == "fabrik" else None
+    assert res is None or res.success
 
 
 # --------------------------------------------------------------------------- whole robots
