@@ -360,6 +360,8 @@ def test_lock_a_free_joint_gives_a_fixed_base_and_mimic_followers_follow_their_l
     b.add_joint("wrist", "palm", "tool", "revolute", _T((0, 0, 0.2)), (0, 0, 1), -1, 1)
     r = b.build()
     pose = np.array([0.1, 0.2, 0.3, 0.2, -0.1, 0.4])
+    with pytest.raises(ModelError, match="'f2' mimics 'f1'; lock its leader"):
+        r.lock({"f2": 0.01})
     small = r.lock({"base": pose, "f1": 0.03})
     assert small.joint_names == ("wrist",) and not small.floating
     q = np.concatenate([pose, [0.03, 0.5]])

@@ -760,7 +760,11 @@ class Robot:
                 moving[jn] = (min(first, c), count + k)
         q = self._neutral.copy()
         locked_dofs = set()
+        followers = {self.node_joint_names[i]: self.mimic_leader[i] for i in range(self.n_nodes) if self.mimic_leader[i]}
         for name, v in values.items():
+            if name in followers:
+                raise ModelError(f"lock: joint {name!r} mimics {followers[name]!r}; lock its leader "
+                                 f"{followers[name]!r} (its followers are fixed with it)")
             if name not in moving:
                 raise FrameError(f"lock: unknown joint {name!r} on robot {self.name!r}; closest: "
                                  f"{closest_names(str(name), list(moving))}")
