@@ -561,3 +561,16 @@ def test_floating_robots_pickle_and_sample_around_checks_its_shape():
     assert r2.free_joints == ("root_joint",) and r2.composite == r.composite
     with pytest.raises(InvkinError, match="around"):
         r.sample(rng=0, around=np.zeros(3))
+
+
+def test_solve_many_with_per_item_base_seeds_matches_single_item_calls():
+    r = floating_arm("free")
+    rng = np.random.default_rng(9)
+    q0s = r.sample(4, rng=rng, around=r.neutral())
+    q0s[:, :3] += rng.normal(size=(4, 3))  # a different base place per item
+    Ts = r.fk(r.sample(4, rng=rng), "tip")
+    batch = ik.solve_many(r, "tip", Ts, q0=q0s, seed=3)
+    assert batch.success.all()
+    for b in range(4):
+        one = ik.solve_many(r, "tip", Ts[b:b + 1], q0=q0s[b], seed=3 + b)
+        np.testing.assert_array_equal(one.q[0], batch.q[b])
