@@ -11,6 +11,8 @@ import pytest
 
 import invkin as ik
 
+pytestmark = pytest.mark.slow  # runs the example programs (make test-fast skips them)
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -16,10 +16,9 @@ import numpy as np
 
 from .errors import ConfigurationError, GoalError, SolverError
 from .goals import KIND_POSITION, Pose, Position
-from .kinematics import kernels as K
 from .result import Result, Status
 from .solvers import get_method, methods
-from .solvers._common import CONVERGED, STALLED, compile_problem, goal_errors
+from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors
 from .solvers import lm as _lm
 from .solvers.lm import ATTEMPT_ITERATIONS as _LM_ATTEMPT_ITERATIONS
 from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
@@ -56,43 +55,13 @@ def _check_positive(name, v, allow_none=False):
     return v
 
 
-def reach_bound(robot, node: int):
-    """(fixed point [m], radius [m]): the node's origin always lies within radius of the point.
-
-    The point is the origin of the first moving joint on the path from the root; the radius
-    sums the link offsets after it and the prismatic travel.
-    """
-    path = robot.ancestors(node)[::-1]  # root first
-    first = None
-    for k, i in enumerate(path):
-        if robot.qidx[i] >= 0:
-            first = k
-            break
-    if first is None:
-        return None, 0.0
-    radius = 0.0
-    for i in path[first + 1:]:
-        radius += float(np.linalg.norm(robot.origin[i][:3, 3]))
-    for i in path[first:]:
-        if robot.joint_type[i] == K.PRISMATIC and robot.qidx[i] >= 0:
-            c = int(robot.qidx[i])
-            radius += abs(robot.multiplier[i]) * max(abs(robot.lower[c]), abs(robot.upper[c])) + abs(robot.offset[i])
-    return path[first], radius
-
-
 def provably_unreachable(problem) -> bool:
     """True when a position goal lies beyond the reach radius of its frame."""
     robot = problem.robot
-    if not hasattr(robot, "_reach_cache"):
-        object.__setattr__(robot, "_reach_cache", {})
-    cache = robot._reach_cache
     for g in range(problem.gnode.shape[0]):
         if problem.gkind[g] != KIND_POSITION or problem.gw[g] <= 0:
             continue
-        node = int(problem.gnode[g])
-        if node not in cache:
-            cache[node] = reach_bound(robot, node)
-        anchor, radius = cache[node]
+        anchor, radius = robot.reach_bound(int(problem.gnode[g]))
         if anchor is None:
             continue
         # the anchor does not move: its position at any q
@@ -230,10 +199,12 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             :func:`invkin.nullspace.refine_in_nullspace` (``nullspace_gain``, default 0.5,
             ``nullspace_iterations``) without leaving the tolerances.
         rest: rest-pose springs (SEEDS.md §3, 5.1): ``dict(theta_orig=(dof,), p_orig=..., p_ik=...,
-            d_orig=0, d_ik=0)``; the result is blended toward ``theta_orig`` by
-            :func:`invkin.motion.rest_blend`, ``info["rest"]`` holds the blended stiffness and
-            damping and whether the goals are still reached (status and success describe the
-            blended q).
+            d_orig=0, d_ik=0, mode=None)``. mode "loop" (the default for gauss-seidel, the only
+            method that has it): the springs act inside Springhead's loop (options theta_orig,
+            p_orig, p_ik of gauss-seidel); mode "blend" (the default for the others): the result
+            is blended toward ``theta_orig`` once by :func:`invkin.motion.rest_blend`.
+            ``info["rest"]`` holds the stiffness and damping and whether the goals are reached
+            with the springs (status and success describe the returned q).
         **options: method-specific settings (see each method's docstring).
 
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
@@ -275,7 +246,7 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
 
     t_start = time.perf_counter()
     m = get_method(method)
-    refine = None
+    refine = rest_loop = None
     if nullspace_gain is not None and "nullspace_gain" in m.defaults:
         options = {**options, "nullspace_gain": nullspace_gain}  # the method validates it
     elif nullspace_gain is not None and not (isinstance(nullspace_gain, (int, float)) and nullspace_gain > 0
@@ -294,10 +265,16 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
         if not isinstance(rest, dict) or not {"theta_orig", "p_orig", "p_ik"} <= set(rest):
             raise GoalError(f"rest: expected dict(theta_orig=..., p_orig=..., p_ik=..., [d_orig, d_ik]), "
                             f"got {rest!r:.200}")
-        from .motion import rest_blend
+        from .rest import rest_blend
 
         rest_blend(rest["theta_orig"], robot.neutral(), rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
                    rest.get("d_ik", 0.0), robot=robot)  # validates the springs before solving
+        from .rest import rest_in_loop
+
+        if rest_in_loop(m.name, rest.get("mode")):
+            options = {**options, "theta_orig": rest["theta_orig"], "p_orig": rest["p_orig"], "p_ik": rest["p_ik"]}
+            _, p, d = rest_blend(0.0, 0.0, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0), rest.get("d_ik", 0.0))
+            rest_loop, rest = {"stiffness": p, "damping": d}, None  # in the loop: nothing to blend after it
     res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations, seed,
                  joint_weights, restarts, mode, options)
     q = res.q
@@ -310,15 +287,17 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
                                 position_tolerance=position_tolerance, rotation_tolerance=rotation_tolerance,
                                 joint_weights=joint_weights)
         info["nullspace"] = refine if isinstance(refine, str) else "callable"
-    if rest is not None:
-        from .motion import rest_blend
+    if rest_loop is not None:
+        info["rest"] = {**rest_loop, "goal_reached": bool(res.success)}
+    elif rest is not None:
+        from .rest import rest_blend
 
         q_ik = q
         q, p, d = rest_blend(rest["theta_orig"], q_ik, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
                              rest.get("d_ik", 0.0), robot=robot)
         q = np.minimum(np.maximum(np.asarray(q, dtype=float), robot.lower), robot.upper)
         info["rest"] = {"theta_ik": q_ik, "stiffness": p, "damping": d}
-    if q is res.q:
+    if q is res.q and "rest" not in info:
         return res
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
     perr, rerr = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
@@ -808,7 +787,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     codes = np.where(conv, 0, 4).astype(np.int64)  # converged, else stalled
     if position_only and not conv.all():
         # beyond the reach radius: unreachable (a status, not an error)
-        anchor, radius = reach_bound(robot, node)
+        anchor, radius = robot.reach_bound(node)
         if anchor is not None:
             p_anchor = robot.fk(robot._neutral, anchor)[:3, 3]
             far = np.linalg.norm(Ts - p_anchor, axis=1) > radius + position_tolerance

@@ -241,7 +241,7 @@ class Robot:
     #: Per-instance caches (derived from the arrays, rebuilt on demand): left out of pickles, so a
     #: pickled Robot does not depend on which calls were made before.
     _CACHES = ("_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables",
-               "_lm_tables_origin")
+               "_lm_tables_origin", "_memo")
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -334,6 +334,63 @@ class Robot:
     @property
     def has_ball_joints(self) -> bool:
         return self._ball_starts.size > 0
+
+    # ------------------------------------------------------------------ model queries for the kernels
+    # Solvers, jobs and tools outside model/ read the model through these, never the private fields.
+
+    @property
+    def node_table(self) -> np.ndarray:
+        """(n, 3) int64, read-only: parent, joint type, qidx per node (the kernels' ``ni``)."""
+        return self._ni
+
+    @property
+    def node_params(self) -> np.ndarray:
+        """(n, 5) float64, read-only: axis (3), multiplier, offset per node (the kernels' ``nf``)."""
+        return self._nf
+
+    @property
+    def ball_starts(self) -> np.ndarray:
+        """int64, read-only: the q index of the first of the 3 entries of every ball joint."""
+        return self._ball_starts
+
+    def chain_program(self, frame) -> np.ndarray:
+        """The chain program from the root to ``frame`` (kinematics.kernels.chain_program), cached."""
+        return self._chain(frame)
+
+    def memo(self, key: str, build):
+        """A per-robot cache entry: ``build()`` on the first call for ``key``, the same object after.
+
+        Entries are derived data (tables the solvers precompute from the arrays): left out of pickles.
+        """
+        memo = self.__dict__.get("_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_memo", memo)
+        if key not in memo:
+            memo[key] = build()
+        return memo[key]
+
+    def reach_bound(self, frame):
+        """``(anchor node, radius [m])``: ``frame``'s origin always lies within radius of the anchor.
+
+        The anchor is the first moving joint on the path from the root (its origin never moves);
+        the radius sums the link offsets after it and the prismatic travel. ``(None, 0.0)`` when
+        nothing moves the frame. Cached per node.
+        """
+        node = self.frame_index(frame)
+        return self.memo(f"reach_bound:{node}", lambda: self._compute_reach_bound(node))
+
+    def _compute_reach_bound(self, node: int):
+        path = self.ancestors(node)[::-1]  # root first
+        first = next((k for k, i in enumerate(path) if self.qidx[i] >= 0), None)
+        if first is None:
+            return None, 0.0
+        radius = sum(float(np.linalg.norm(self.origin[i][:3, 3])) for i in path[first + 1:])
+        for i in path[first:]:
+            if self.joint_type[i] == K.PRISMATIC and self.qidx[i] >= 0:
+                c = int(self.qidx[i])
+                radius += abs(self.multiplier[i]) * max(abs(self.lower[c]), abs(self.upper[c])) + abs(self.offset[i])
+        return path[first], radius
 
     @property
     def floating(self) -> bool:
@@ -836,9 +893,18 @@ class Robot:
         The base frame becomes the world frame. A mimic follower whose leader is not on the chain
         (``tip="panda_rightfinger"``: its leader moves the other finger) becomes a fixed joint at
         its mimic value of the leader's value in ``reference`` (dof,) (default :meth:`neutral`),
-        with a :class:`~invkin.errors.ModelWarning`.
+        with a :class:`~invkin.errors.ModelWarning`. A BVH/glTF joint keeps its rotation channels
+        in internal nodes just above its frame: for such a base the chain starts above them (at the
+        parent joint's frame), so the base joint turns (``subchain("LeftUpLeg", "LeftFoot")`` moves
+        hip and knee).
         """
         b = self.frame_index(base)
+        if (self.qidx[b] >= 0 and not self.composite[b] and self.parent[b] >= 0
+                and not self.is_frame[self.parent[b]]):
+            while self.parent[b] >= 0 and not self.is_frame[self.parent[b]]:
+                b = int(self.parent[b])
+            if self.parent[b] >= 0:
+                b = int(self.parent[b])
         t = self.frame_index(tip)
         path = self.ancestors(t)
         if b not in path:
