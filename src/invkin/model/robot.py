@@ -890,8 +890,8 @@ class Robot:
         hip and knee).
         """
         b = self.frame_index(base)
-        if (self.qidx[b] >= 0 and self.parent[b] >= 0 and not self.is_frame[self.parent[b]]
-                and not self.composite[b]):  # a free/planar joint above the base stays cut away
+        if (self.qidx[b] >= 0 and not self.composite[b] and self.parent[b] >= 0
+                and not self.is_frame[self.parent[b]]):
             while self.parent[b] >= 0 and not self.is_frame[self.parent[b]]:
                 b = int(self.parent[b])
             if self.parent[b] >= 0:
