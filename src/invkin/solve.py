@@ -18,7 +18,7 @@ from .errors import ConfigurationError, GoalError, SolverError
 from .goals import KIND_POSITION, Pose, Position
 from .result import Result, Status
 from .solvers import get_method, methods
-from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors
+from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors, respect_cone_limits
 from .solvers import lm as _lm
 from .solvers.lm import ATTEMPT_ITERATIONS as _LM_ATTEMPT_ITERATIONS
 from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
@@ -215,7 +215,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         if res is not None:
             if robot._wrap_dofs.size:
                 _wrap_near(robot, res.q, robot._neutral if q0 is None else q0)
-            return res
+            return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
     if nullspace is None and rest is None and nullspace_gain is None:
         res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
                      seed, joint_weights, restarts, mode, options)
@@ -225,7 +225,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
                               nullspace_gain, nullspace_iterations, rest)
     if robot._wrap_dofs.size:
         _wrap_near(robot, res.q, robot._neutral if q0 is None else robot.check_q(q0, "q0"))
-    return res
+    return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
 
 
 def _wrap_near(robot, q, q0) -> None:

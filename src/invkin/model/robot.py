@@ -257,6 +257,14 @@ class Robot:
         self.__dict__.update(state)
 
     # ------------------------------------------------------------------ data from model files
+    def with_limits(self, spec) -> "Robot":
+        """A copy with joint limits set: box limits per q entry (``{"LeftLeg.Xrotation": [0, 150]}``) and
+        swing-cone/twist limits per ball or three-channel joint (``{"LeftUpLeg": {"swing": 80,
+        "twist": [-30, 30]}}``), degrees unless ``"units": "rad"``; ``spec`` may be a JSON/TOML rig
+        file. Every solve method returns configurations within them. See :mod:`invkin.model.limits`."""
+        from .limits import apply_limits
+        return apply_limits(self, spec)
+
     def with_extras(self, **kw) -> "Robot":
         """A copy of this Robot with entries of :attr:`extras` replaced (same arrays)."""
         return self._replace_nodes(extras={**self.extras, **kw})
