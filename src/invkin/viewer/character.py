@@ -23,6 +23,8 @@ ONION_COUNT = 4           # onion skin: this many earlier frames ...
 ONION_SPACING = 0.1       # ... this far apart [s]
 _TRAIL_COLOR = (150, 90, 200)
 _CONTACT_COLOR = (230, 40, 40)
+_CORRECTED_JOINT_COLOR = (40, 130, 60)
+GHOST_COLOR = (80, 140, 235)
 
 
 def up_rotation(up: str) -> np.ndarray:
@@ -54,7 +56,7 @@ class CharacterMixin:
     """ViewerApp's clip display: ghost, onion skin, contacts, trails, follow camera."""
 
     def _build_character(self, sc, size: float, wxyz) -> None:
-        from .draw import _ALT_JOINT_COLOR, _ALT_LINK_COLOR, _Skeleton
+        from .draw import _ALT_LINK_COLOR, _Skeleton
 
         self._onion = []
         self._corr_skel = None
@@ -62,7 +64,7 @@ class CharacterMixin:
             self._corr_frame = sc.add_frame("/corrected", show_axes=False, wxyz=wxyz,
                                             position=self._corrected_offset())
             self._corr_skel = _Skeleton(sc, "/corrected/skeleton", self.robot, size, link_color=_ALT_LINK_COLOR,
-                                        joint_color=_ALT_JOINT_COLOR, axes=False)
+                                        joint_color=_CORRECTED_JOINT_COLOR, axes=False)
         for k in range(ONION_COUNT):
             sk = _Skeleton(sc, f"/robot/onion{k}", self.robot, 0.8 * size, link_color=(150, 150, 160),
                            joint_color=(150, 150, 160), axes=False,
@@ -70,6 +72,7 @@ class CharacterMixin:
             sk.bones.visible = self.onion_skin
             sk.bones.show_axes = False
             self._onion.append(sk)
+        self._cameras_seen = {}  # client id -> whether its page reported its camera yet
         self._feet_nodes, self._contact_mask, self._contact_handles, self._trail_handles = [], [], [], []
         frames = self.clip.frames
         for foot, mask in self._foot_contacts().items():
@@ -85,7 +88,6 @@ class CharacterMixin:
                 visible=False))
             self._feet_nodes.append(node)
             self._contact_mask.append(mask)
-        self._follow_last = None
 
     def _corrected_offset(self):
         return (0.0, 0.0, 0.0) if self.clip_overlay else (0.9 * self.size, 0.0, 0.0)
@@ -134,7 +136,6 @@ class CharacterMixin:
                     h.visible = self.show_trails
             if follow is not None:
                 self.follow_root = bool(follow)
-                self._follow_last = None
             self._redraw()
 
     def _redraw_character(self) -> None:
@@ -159,16 +160,22 @@ class CharacterMixin:
         return self._R_display @ self.robot.fk_all_array(self.q)[root, :3, 3]
 
     def _follow(self) -> None:
-        """Shift every client's camera by the root's horizontal motion since the last frame."""
-        p = self.root_display_position()
-        p[2] = 0.0
-        last, self._follow_last = self._follow_last, p
-        if last is None or not np.all(np.isfinite(p)):
+        """Keep every client's camera looking at the root (horizontally), its offset unchanged."""
+        p = self.root_display_position() + np.asarray(self._robot_frame.position)
+        if not np.all(np.isfinite(p)):
             return
-        d = p - last
-        if float(np.linalg.norm(d)) < 1e-9 * max(self.size, 1e-9) or float(np.linalg.norm(d)) > 0.5 * self.size:
-            return  # still, or the clip looped back: no jump across the scene
-        for client in self.server.get_clients().values():
-            with client.atomic():
-                client.camera.look_at = client.camera.look_at + d
-                client.camera.position = client.camera.position + d
+        seen = self._cameras_seen
+        for cid, client in self.server.get_clients().items():
+            if cid not in seen:  # its camera is a default until the page reports the real one
+                seen[cid] = False
+                client.camera.on_update(lambda _cam, cid=cid: seen.__setitem__(cid, True))
+            if not seen[cid]:
+                continue
+            cam = client.camera
+            # from one consistent (look-at, position) pair: idempotent, however stale the pair is
+            look, offset = np.array(cam.look_at, dtype=float), np.array(cam.position, dtype=float)
+            offset -= look
+            new = np.array([p[0], p[1], look[2]])
+            if float(np.linalg.norm(new - look)) < 1e-6 * max(self.size, 1e-9):
+                continue
+            cam.position = new + offset  # viser moves look_at with the position (orientation kept)
