@@ -66,7 +66,17 @@ def cmd_view(args) -> int:
     from .pose import named_pose, parse_q
 
     robot = args.robot
-    if not robot.lower().endswith(".bvh"):
+    if args.srdf:
+        import inspect
+
+        from ..model import load_robot as _load
+
+        if "srdf" not in inspect.signature(_load).parameters:
+            from .errors import ViewerError
+
+            raise ViewerError("--srdf: this version of invkin has no SRDF reader (load_robot(..., srdf=...)); "
+                              "pass the pose with --q")
+    if not robot.lower().endswith((".bvh", ".gltf", ".glb")):
         from ..model import load_robot
 
         robot = load_robot(robot, **({"srdf": args.srdf} if args.srdf else {}))
@@ -94,7 +104,8 @@ def register(sub) -> None:
                     "(its clip plays beside the IK-corrected clip when invkin.correct_clip exists). "
                     "Drag the targets; the server solves with the chosen method and redraws. "
                     "Needs the [viewer] extra (viser). Ctrl-C stops.")
-    p.add_argument("robot", metavar="ROBOT|FILE.bvh", help="bundled name (panda, ur5, ...), a .urdf or a .bvh file")
+    p.add_argument("robot", metavar="ROBOT|FILE.bvh", help="bundled name (panda, ur5, ...), a .urdf, a .bvh "
+                                                          "(or a .gltf/.glb clip, when invkin reads glTF)")
     add_server_arguments(p)
     p.add_argument("--method", default=None, help="solver to start with (default lm; see `invkin methods`)")
     p.add_argument("--frame", action="append", metavar="FRAME",
