@@ -72,7 +72,6 @@ class CharacterMixin:
             sk.bones.visible = self.onion_skin
             sk.bones.show_axes = False
             self._onion.append(sk)
-        self._cameras_seen = {}  # client id -> whether its page reported its camera yet
         self._feet_nodes, self._contact_mask, self._contact_handles, self._trail_handles = [], [], [], []
         frames = self.clip.frames
         for foot, mask in self._foot_contacts().items():
@@ -151,31 +150,21 @@ class CharacterMixin:
             for h, p, mask in zip(self._contact_handles, P, self._contact_mask):
                 h.visible = bool(mask[f])
                 h.position = p
-        if self.follow_root:
-            self._follow()
+        self._follow()
 
     def root_display_position(self) -> np.ndarray:
-        """The root's position (3,) in the viewer's world (z up)."""
+        """Where the root is drawn (3,): the viewer's world, z up, the follow shift included."""
         root = int(np.flatnonzero(self.robot.is_frame)[0])
-        return self._R_display @ self.robot.fk_all_array(self.q)[root, :3, 3]
+        return self._R_display @ self.robot.fk_all_array(self.q)[root, :3, 3] + np.asarray(self._robot_frame.position)
 
     def _follow(self) -> None:
-        """Keep every client's camera looking at the root (horizontally), its offset unchanged."""
-        p = self.root_display_position() + np.asarray(self._robot_frame.position)
-        if not np.all(np.isfinite(p)):
-            return
-        seen = self._cameras_seen
-        for cid, client in self.server.get_clients().items():
-            if cid not in seen:  # its camera is a default until the page reports the real one
-                seen[cid] = False
-                client.camera.on_update(lambda _cam, cid=cid: seen.__setitem__(cid, True))
-            if not seen[cid]:
-                continue
-            cam = client.camera
-            # from one consistent (look-at, position) pair: idempotent, however stale the pair is
-            look, offset = np.array(cam.look_at, dtype=float), np.array(cam.position, dtype=float)
-            offset -= look
-            new = np.array([p[0], p[1], look[2]])
-            if float(np.linalg.norm(new - look)) < 1e-6 * max(self.size, 1e-9):
-                continue
-            cam.position = new + offset  # viser moves look_at with the position (orientation kept)
+        """Keep the root where it started (horizontally) by shifting the character, its trails and
+        the floor under it: what a camera following the root sees, whatever each page's camera
+        does (a server-side camera move races the page's own camera reports)."""
+        root = int(np.flatnonzero(self.robot.is_frame)[0])
+        P = self._R_display @ self.robot.fk_all_array(np.stack([self.clip.frames[0], self.q]))[:, root, :3, 3].T
+        shift = np.array([P[0, 0] - P[0, 1], P[1, 0] - P[1, 1], 0.0]) if self.follow_root else np.zeros(3)
+        self._robot_frame.position = shift
+        self._grid.position = self._grid_at + shift
+        if self._corr_skel is not None:
+            self._corr_frame.position = np.asarray(self._corrected_offset()) + shift

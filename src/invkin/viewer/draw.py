@@ -277,8 +277,9 @@ class DrawMixin:
             ground = min(float(lo[2]), ground_z)
         cell = 10.0 ** math.floor(math.log10(size / 4.0))
         width = 4.0 * (view + size) + (2.0 * travel if self.clip is not None else 0.0)
-        sc.add_grid("/grid", width=width, height=width, cell_size=cell, section_size=10 * cell,
-                    fade_distance=30.0 * view, position=(center[0], center[1], ground))
+        self._grid_at = np.array([center[0], center[1], ground])
+        self._grid = sc.add_grid("/grid", width=width, height=width, cell_size=cell, section_size=10 * cell,
+                                 fade_distance=30.0 * view, position=tuple(self._grid_at))
         self._robot_frame = sc.add_frame("/robot", show_axes=False, wxyz=wxyz)
         show_axes = self.robot.n_nodes <= 24 and self.scene in ("ik", "reach") and not self.bvh
         if self.clip is not None:
