@@ -24,10 +24,14 @@ Conventions (as in the URDF specification)
   attributes are 0. ``continuous`` joints are unbounded (their ``<limit>`` position bounds are
   ignored). ``fixed`` joints have no degree of freedom.
 * ``<mimic joint="leader" multiplier="1" offset="0">``: the follower's value is
-  ``multiplier * q[leader] + offset`` and it has no entry in ``q``.
-* ``floating`` and ``planar`` joints are not supported. Without ``base`` / ``tip`` they are an
-  error; with them, they may appear anywhere except on the selected chain (a floating joint
-  ``world -> pelvis`` is fine with ``base="pelvis"``).
+  ``multiplier * q[leader] + offset`` and it has no entry in ``q``. A mimic of a mimic resolves to
+  the first leader. Files that Pinocchio loads load here too, with a
+  :class:`~invkin.errors.ModelWarning` naming the repair: a ``<mimic>`` on a ``fixed`` joint is
+  ignored (Talos' grippers); a follower whose leader is missing ("no joint 'index_q1'; closest:
+  'Left_index_q1'") or does not move is loaded as an independent joint.
+* ``floating`` joints become free joints (6 q entries: x, y, z [m], rotation vector [rad]) and
+  ``planar`` joints planar joints (x, y in the plane normal to ``<axis>``, yaw about it); see
+  :meth:`RobotBuilder.add_joint <invkin.model.build.RobotBuilder.add_joint>`.
 
 base / tip
 ----------
@@ -48,13 +52,14 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
 
 import numpy as np
 
-from ..errors import FrameError, ModelError, closest_names
+from ..errors import FrameError, ModelError, ModelWarning, closest_names
 from ..spatial import rpy_to_matrix
 from .build import RobotBuilder
 from .geometry import Geometry, resolve_mesh_path
@@ -66,8 +71,8 @@ __all__ = ["load_urdf", "parse_urdf", "DEFAULT_MAX_BYTES"]
 DEFAULT_MAX_BYTES = 16 * 2**20
 
 _MOVING = ("revolute", "continuous", "prismatic")
-_SUPPORTED = _MOVING + ("fixed",)
-_UNSUPPORTED = ("floating", "planar")
+_SUPPORTED = _MOVING + ("fixed", "floating", "planar")
+_UNSUPPORTED = ()
 _JOINT_CHILDREN = ("parent", "child", "origin", "axis", "limit", "mimic")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
@@ -124,6 +129,8 @@ def _where(e: _Elem) -> str:
 class _Reader:
     """Collects the robot's links and joints from expat events; raises ModelError on bad input."""
 
+    kind = "URDF"
+
     def __init__(self, source: str):
         self.source = source
         self.depth = 0
@@ -161,13 +168,13 @@ class _Reader:
         ext = f" SYSTEM {system_id!r}" if system_id else ""
         sub = " with an internal subset [...]" if has_internal_subset else ""
         raise self.err(
-            f"<!DOCTYPE {name}{ext}>{sub} refused: a URDF needs no DTD, and DOCTYPE/ENTITY "
+            f"<!DOCTYPE {name}{ext}>{sub} refused: a {self.kind} needs no DTD, and DOCTYPE/ENTITY "
             f"declarations are refused so that entity expansion (billion laughs) and external "
             f"entities cannot be used; remove the DOCTYPE", f"line {self._line()}")
 
     def _entity(self, name, is_parameter_entity, value, base, system_id, public_id, notation):
         ext = f" SYSTEM {system_id!r}" if system_id else ""
-        raise self.err(f"<!ENTITY {name}{ext}> refused: entity declarations are not allowed in URDF",
+        raise self.err(f"<!ENTITY {name}{ext}> refused: entity declarations are not allowed in {self.kind}",
                        f"line {self._line()}")
 
     def _unparsed_entity(self, name, base, system_id, public_id, notation):
@@ -290,17 +297,8 @@ def parse_urdf(text_or_bytes, source: str = "<string>", base: str | None = None,
     ``source`` names the document in error messages. See the module docstring for the
     conventions, the meaning of ``base`` / ``tip`` and what is refused.
     """
-    if isinstance(text_or_bytes, (bytearray, memoryview)):
-        text_or_bytes = bytes(text_or_bytes)
-    if not isinstance(text_or_bytes, (str, bytes)):
-        raise ModelError(f"{source}: parse_urdf expects str or bytes, got {type(text_or_bytes).__name__}")
     rd = _Reader(str(source))
-    p = rd.make_parser()
-    try:
-        p.Parse(text_or_bytes, True)
-    except expat.ExpatError as e:
-        raise rd.err(f"malformed XML: {expat.ErrorString(e.code)}",
-                     f"line {e.lineno}, column {e.offset + 1}") from None
+    parse_hardened(rd, text_or_bytes, "parse_urdf")
     if rd.robot is None:  # pragma: no cover - expat reports an empty document itself
         raise rd.err("no <robot> element")
     cut = base is not None or tip is not None
@@ -374,10 +372,17 @@ def load_urdf(path, base: str | None = None, tip: str | None = None,
     Files larger than ``max_bytes`` [bytes] are refused without being read whole. A missing or
     unreadable file is a :class:`ModelError`.
     """
+    p, data = read_bounded(path, max_bytes, "URDF", "load_urdf")
+    return parse_urdf(data, source=p, base=base, tip=tip)
+
+
+def read_bounded(path, max_bytes: int, kind: str, caller: str) -> tuple:
+    """(path as str, bytes) of a model file of at most ``max_bytes`` [bytes], refused from its size
+    without being read whole; a missing or unreadable file is a ModelError naming ``kind``."""
     try:
         p = os.fspath(path)
     except TypeError:
-        raise ModelError(f"load_urdf: expected a file path, got {path!r:.200}") from None
+        raise ModelError(f"{caller}: expected a file path, got {path!r:.200}") from None
     if isinstance(p, bytes):
         p = os.fsdecode(p)
     try:
@@ -388,14 +393,29 @@ def load_urdf(path, base: str | None = None, tip: str | None = None,
         with open(p, "rb") as f:
             data = f.read(max_bytes + 1)  # bounded even if the size lied (special files)
     except FileNotFoundError:
-        raise ModelError(f"{p}: no such URDF file") from None
+        raise ModelError(f"{p}: no such {kind} file") from None
     except IsADirectoryError:
-        raise ModelError(f"{p}: is a directory; expected a URDF file") from None
+        raise ModelError(f"{p}: is a directory; expected a {kind} file") from None
     except OSError as e:
-        raise ModelError(f"{p}: cannot read the URDF file: {e.strerror or e}") from None
+        raise ModelError(f"{p}: cannot read the {kind} file: {e.strerror or e}") from None
     if len(data) > max_bytes:
         raise ModelError(f"{p}: file holds more than max_bytes={max_bytes} bytes; refused")
-    return parse_urdf(data, source=p, base=base, tip=tip)
+    return p, data
+
+
+def parse_hardened(rd: "_Reader", text_or_bytes, caller: str) -> None:
+    """Feed a document to ``rd``'s hardened expat parser (no DOCTYPE/entities); ModelError with the
+    line and column of malformed XML."""
+    if isinstance(text_or_bytes, (bytearray, memoryview)):
+        text_or_bytes = bytes(text_or_bytes)
+    if not isinstance(text_or_bytes, (str, bytes)):
+        raise ModelError(f"{rd.source}: {caller} expects str or bytes, got {type(text_or_bytes).__name__}")
+    p = rd.make_parser()
+    try:
+        p.Parse(text_or_bytes, True)
+    except expat.ExpatError as e:
+        raise rd.err(f"malformed XML: {expat.ErrorString(e.code)}",
+                     f"line {e.lineno}, column {e.offset + 1}") from None
 
 
 def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
@@ -438,7 +458,7 @@ def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
     a = j.parts.get("axis")
     if a is not None:
         axis = _floats(rd, e, a, "xyz", 3, (1.0, 0.0, 0.0))
-        if jtype in _MOVING and not np.any(axis):
+        if (jtype in _MOVING or jtype == "planar") and not np.any(axis):
             raise rd.err(f"joint {name!r}: <axis xyz={_q(a.attrs['xyz'])}> (line {a.line}) is zero; "
                          f"expected a non-zero vector", w)
     lower, upper = -math.inf, math.inf
@@ -458,7 +478,12 @@ def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
     if m is not None:
         leader = _name(rd, m, "joint", owner=e)
         mimic = (leader, _scalar(rd, e, m, "multiplier", 1.0), _scalar(rd, e, m, "offset", 0.0))
-    return dict(name=name, parent=ends["parent"], child=ends["child"], type=jtype, origin=T,
+        if jtype not in _MOVING:  # Talos' grippers: Pinocchio and urdfdom ignore it too
+            _warn(f"{rd.source}: {w}: <mimic joint={_q(leader)}> (line {m.line}) on a {jtype} joint is "
+                  f"ignored: only revolute, continuous and prismatic joints move")
+            mimic = None
+    return dict(name=name, parent=ends["parent"], child=ends["child"], type="free" if jtype == "floating" else jtype,
+                origin=T,
                 axis=axis, lower=lower, upper=upper, mimic=mimic, where=w), deferred
 
 
@@ -500,12 +525,46 @@ def _build(rd: _Reader, defer_unsupported: bool = False):
         lines[jn] = j.elem.line
         child_of[f["child"]] = jn
     _check_tree(rd, links, joints, lines, child_of)
+    _check_mimic_leaders(rd, joints)
     b = RobotBuilder(name=name, source=rd.source)
     for nm, e in links.items():
         b.add_frame(nm, where=_where(e))
     for f in joints.values():
         b.add_joint(**f)
     return b.build(), unsupported
+
+
+def _warn(msg: str) -> None:
+    warnings.warn(msg, ModelWarning, stacklevel=4)
+
+
+def _check_mimic_leaders(rd: _Reader, joints: dict) -> None:
+    """A follower whose leader is missing or does not move becomes an independent joint, with a
+    warning naming the closest joints (what Pinocchio and urdfdom load); chains of mimics resolve
+    to the first leader (multipliers and offsets composed)."""
+    for jn, f in joints.items():
+        if f["mimic"] is None:
+            continue
+        leader, mult, off = f["mimic"]
+        seen = {jn}
+        lf = joints.get(leader)
+        while lf is not None and lf["mimic"] is not None and leader not in seen:
+            seen.add(leader)
+            nxt, m2, o2 = lf["mimic"]
+            leader, mult, off = nxt, mult * m2, mult * o2 + off
+            lf = joints.get(leader)
+        if lf is not None and lf["type"] in _MOVING and lf["mimic"] is None:
+            f["mimic"] = (leader, mult, off)
+            continue
+        if lf is None:
+            why = f"no joint {leader!r}; closest: {closest_names(leader, joints)}"
+        elif leader in seen:
+            why = f"the mimic joints {sorted(seen)} follow each other in a cycle"
+        else:
+            why = f"joint {leader!r} is {lf['type']!r}, not a moving joint"
+        _warn(f"{rd.source}: {f['where']}: joint {jn!r} mimics {f['mimic'][0]!r}: {why}; {jn!r} "
+              f"is loaded as an independent joint")
+        f["mimic"] = None
 
 
 def _check_tree(rd, links, joints, lines, child_of) -> None:

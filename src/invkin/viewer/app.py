@@ -46,6 +46,7 @@ from ..model import load_robot
 from ..model.robot import Robot
 from .character import CharacterMixin, clip_up_axis, up_rotation
 from .draw import DrawMixin
+from . import DEMOS
 from .errors import PortInUseError, ViewerError, _check_port_free, _import_viser
 from .gui import GuiMixin
 from .pose import start_pose
@@ -55,7 +56,6 @@ from .targets import TargetsMixin
 __all__ = ["ViewerApp", "ViewerError", "PortInUseError", "demo_app", "SCENES", "DEMOS"]
 
 SCENES = ("ik", "tentacle", "two-bone", "reach")
-DEMOS = ("panda", "tentacle", "two-bone", "reach")
 
 TICK_HZ = 30.0           # animation rate of the background ticker [Hz]
 
@@ -74,6 +74,8 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
         timeout: time budget of one interactive solve [s].
         title: the panel's title.
         q0: (dof,) start configuration (default: :func:`start_pose`, or the clip's first frame).
+        method_options: ``{method: {option: value}}`` passed to that method's solves (e.g.
+            ``{"ccd": {"variant": "simple", "threshold": "article"}}``, the article's CCD).
         sticks: draw the kinematic stick figure even when the robot has visual shapes.
         up: a clip's up axis (one of :data:`~invkin.viewer.character.UP_AXES`; default: detected).
         max_faces: triangles kept per mesh file (default
@@ -87,8 +89,8 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
 
     def __init__(self, robot="panda", host: str = "127.0.0.1", port: int = 8080, *, scene: str = "ik",
                  clip=None, method: str | None = None, targets=None, timeout: float = 0.02,
-                 title: str | None = None, q0=None, sticks: bool = False, max_faces: int | None = None,
-                 up: str | None = None):
+                 title: str | None = None, q0=None, method_options: dict | None = None,
+                 sticks: bool = False, max_faces: int | None = None, up: str | None = None):
         from ..solvers import get_method
 
         if scene not in SCENES:
@@ -144,6 +146,7 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
             method = "ccd" if scene == "tentacle" else "lm"
         get_method(method)  # unknown names fail here, listing the valid ones
         self.method = method
+        self.method_options = dict(method_options or {})
         if not (isinstance(timeout, (int, float)) and timeout > 0 and math.isfinite(timeout)):
             raise ViewerError(f"timeout must be > 0 [s], got {timeout!r}")
         self.timeout = float(timeout)
@@ -368,6 +371,7 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
             self._show_status()
             self._warm_up(self.method)
         opts = {"damping": self.damping} if "damping" in m.defaults else {}
+        opts.update(self.method_options.get(self.method, {}))
         try:
             res = solve(self.robot, self._goals(m), q0=self.q, method=self.method,
                         position_tolerance=self.position_tolerance, rotation_tolerance=self.rotation_tolerance,
@@ -432,14 +436,17 @@ def _read_gltf(path):
     return read_gltf(path)
 
 
-def demo_app(name: str = "panda", host: str = "127.0.0.1", port: int = 8080) -> ViewerApp:
-    """The viewer for one of :data:`DEMOS` (not started)."""
+def demo_app(name: str = "panda", host: str = "127.0.0.1", port: int = 8080, *,
+             article_ccd: bool = False) -> ViewerApp:
+    """The viewer for one of :data:`DEMOS` (not started). ``article_ccd``: the tentacle follows its
+    target with the article's CCD (SEEDS.md §4: simple variant, 0.001 rad skip threshold)."""
     if name == "panda":
         ready = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]  # the panda's usual "ready" pose [rad]
         return ViewerApp("panda", host, port, targets=["panda_hand"], title="invkin demo · panda", q0=ready)
     if name == "tentacle":
+        article = {"ccd": {"variant": "simple", "threshold": "article"}} if article_ccd else None
         return ViewerApp(load_robot("tentacle", n=12), host, port, scene="tentacle", method="ccd",
-                         targets=["tip"], title="invkin demo · tentacle")
+                         targets=["tip"], title="invkin demo · tentacle", method_options=article)
     if name == "two-bone":
         return ViewerApp("planar2", host, port, scene="two-bone", targets=["hand"], title="invkin demo · two-bone")
     if name == "reach":
