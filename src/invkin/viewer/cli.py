@@ -67,7 +67,7 @@ def cmd_view(args) -> int:
     from .pose import named_pose, parse_q
 
     robot = args.robot
-    if not robot.lower().endswith(".bvh") or robot_options_given(args):
+    if not robot.lower().endswith((".bvh", ".gltf", ".glb")) or robot_options_given(args):
         robot = robot_from_args(args)
     q0 = None
     if args.q is not None:
@@ -93,7 +93,8 @@ def register(sub) -> None:
                     "(its clip plays beside the IK-corrected clip when invkin.correct_clip exists). "
                     "Drag the targets; the server solves with the chosen method and redraws. "
                     "Needs the [viewer] extra (viser). Ctrl-C stops.")
-    p.add_argument("robot", metavar="ROBOT|FILE.bvh", help="bundled name (panda, ur5, ...), a .urdf or a .bvh file")
+    p.add_argument("robot", metavar="ROBOT|FILE.bvh", help="bundled name (panda, ur5, ...), a .urdf, a .bvh "
+                                                          "(or a .gltf/.glb clip, when invkin reads glTF)")
     add_server_arguments(p)
     p.add_argument("--method", default=None, help="solver to start with (default lm; see `invkin methods`)")
     p.add_argument("--frame", action="append", metavar="FRAME",
