@@ -26,8 +26,9 @@ import numpy as np
 from ._checks import count, positive
 from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import ConfigurationError, GoalError, SolverError
+from .rest import REST_MODES, RestPoseWarning, check_springs, rest_blend, rest_in_loop
 from .result import Result, Status
-from .solvers._common import compile_problem, goal_errors
+from .solvers.shared import compile_problem, goal_errors
 from .spatial import as_transform, so3_exp, so3_log
 
 __all__ = ["reach", "ReachResult", "rest_blend", "solve_with_rest", "RestResult", "RestPoseWarning",
@@ -178,7 +179,6 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
     ``out_of_workspace``, not an error.
     """
     from .nullspace import make_objective
-    from .solve import reach_bound
 
     node = robot.frame_index(frame)
     step = positive("step", step, " [m]")
@@ -220,7 +220,7 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
         return ReachResult(np.array(qs), P, np.array(Rs) if pose else None, np.array(sing, dtype=bool), status,
                            float(dev.max()), pe, re_, iters, method)
 
-    anchor, radius = reach_bound(robot, node)
+    anchor, radius = robot.reach_bound(node)
     if anchor is not None:
         p_anchor = robot.fk(robot.neutral(), anchor)[:3, 3]
         if np.linalg.norm(p_goal - p_anchor) >= radius * (1 - 1e-12):  # the sample rejects |x| >= reach
@@ -375,77 +375,6 @@ def _segment_distance(P, a, b):
 # =========================================================================== rest posture
 
 
-class RestPoseWarning(UserWarning):
-    """The rest-posture springs pulled the configuration off goals it reaches without them (p_orig ≫ p_ik)."""
-
-
-def _springs(name, v, strict):
-    try:
-        a = np.asarray(v, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise GoalError(f"{name}: expected numbers, got {v!r:.200}") from None
-    bad = ~np.isfinite(a) | ((a <= 0) if strict else (a < 0))
-    if bad.any():
-        first = a[bad].ravel()[0] if a.ndim else float(a)
-        raise GoalError(f"{name}: expected finite values {'> 0' if strict else '>= 0'}, got {first!r}"
-                        + (f" (in {a.tolist()})" if a.ndim else ""))
-    return a
-
-
-def rest_blend(theta_orig, theta_ik, p_orig, p_ik, d_orig=0.0, d_ik=0.0, *, robot=None):
-    """Blend the IK result with the rest posture as two springs (SEEDS.md §3, 5.1) → (theta, p, d).
-
-        θ_new = (p_orig θ_orig + p_ik θ_ik) / (p_orig + p_ik),  p_new = p_orig + p_ik,
-        d_new = d_orig + d_ik.
-
-    Every argument broadcasts (per joint or one value for all; a (B, dof) batch of angles works
-    too); angles in [rad] or [m], springs p > 0, dampers d ≥ 0. With ``robot`` given, each ball
-    joint (three entries of q) is blended on SO(3): ``R = R_orig exp(t log(R_origᵀ R_ik))`` with
-    ``t = p_ik / (p_orig + p_ik)`` of its first entry. Springs ≤ 0, negative dampers and
-    non-finite values raise GoalError. Scalars in, floats out; otherwise arrays of the broadcast shape.
-    """
-    to = _springs_angles("theta_orig", theta_orig)
-    ti = _springs_angles("theta_ik", theta_ik)
-    po = _springs("p_orig", p_orig, True)
-    pi = _springs("p_ik", p_ik, True)
-    do = _springs("d_orig", d_orig, False)
-    di = _springs("d_ik", d_ik, False)
-    try:
-        to, ti, po, pi, do, di = np.broadcast_arrays(to, ti, po, pi, do, di)
-    except ValueError:
-        raise GoalError(f"rest_blend: shapes do not broadcast: theta_orig {np.shape(to)}, theta_ik "
-                        f"{np.shape(ti)}, p_orig {np.shape(po)}, p_ik {np.shape(pi)}, d_orig {np.shape(do)}, "
-                        f"d_ik {np.shape(di)}") from None
-    p = po + pi
-    theta = (po * to + pi * ti) / p
-    d = do + di
-    if robot is not None and robot.has_ball_joints:
-        if theta.ndim == 0 or theta.shape[-1] != robot.dof:
-            raise GoalError(f"rest_blend: expected angles of shape (..., {robot.dof}) for robot {robot.name!r}, "
-                            f"got {theta.shape}")
-        theta = theta.copy()
-        flat_t, flat_o, flat_i = theta.reshape(-1, robot.dof), to.reshape(-1, robot.dof), ti.reshape(-1, robot.dof)
-        flat_w = (pi / p).reshape(-1, robot.dof)
-        for b in range(flat_t.shape[0]):
-            for s in robot._ball_starts:
-                Ro = so3_exp(flat_o[b, s:s + 3])
-                Ri = so3_exp(flat_i[b, s:s + 3])
-                flat_t[b, s:s + 3] = so3_log(Ro @ so3_exp(flat_w[b, s] * so3_log(Ro.T @ Ri)))
-    if theta.ndim == 0:
-        return float(theta), float(p), float(d)
-    return theta, p, d
-
-
-def _springs_angles(name, v):
-    try:
-        a = np.asarray(v, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise GoalError(f"{name}: expected numbers, got {v!r:.200}") from None
-    if not np.all(np.isfinite(a)):
-        raise GoalError(f"{name}: expected finite values, got {a.tolist() if a.ndim else float(a)}")
-    return a
-
-
 @dataclass(frozen=True)
 class RestResult:
     """Outcome of :func:`solve_with_rest`.
@@ -467,24 +396,6 @@ class RestResult:
     ik: Result
     goal_lost: bool = False
     mode: str = "blend"
-
-
-#: Where :func:`solve_with_rest` and ``solve(rest=...)`` apply the springs.
-REST_MODES = ("loop", "blend")
-
-
-def rest_in_loop(method: str, rest_mode) -> bool:
-    """True when the rest springs act inside the IK loop: ``rest_mode`` "loop" (Springhead's
-    ``gauss-seidel`` only), "blend" (once after any method's solve) or None (loop for
-    gauss-seidel, blend for the others)."""
-    if rest_mode is None:
-        return method == "gauss-seidel"
-    if rest_mode not in REST_MODES:
-        raise GoalError(f"rest mode: expected one of {', '.join(map(repr, REST_MODES))}, got {rest_mode!r}")
-    if rest_mode == "loop" and method != "gauss-seidel":
-        raise SolverError(f"rest springs inside the loop run with method 'gauss-seidel' (Springhead, SEEDS.md §3), "
-                          f"got method {method!r}; use mode='blend' to blend another method's result once")
-    return rest_mode == "loop"
 
 
 def solve_with_rest(robot, goals, theta_orig, p_orig, p_ik, d_orig=0.0, d_ik=0.0, *, q0=None,
@@ -513,7 +424,7 @@ def solve_with_rest(robot, goals, theta_orig, p_orig, p_ik, d_orig=0.0, d_ik=0.0
         raise GoalError(f"theta_orig: expected shape ({robot.dof},), got {theta_orig.shape}")
     for nm, v, strict in (("p_orig", p_orig, True), ("p_ik", p_ik, True), ("d_orig", d_orig, False),
                           ("d_ik", d_ik, False)):
-        _springs(nm, v, strict)  # bad springs fail before the solve runs
+        check_springs(nm, v, strict)  # bad springs fail before the solve runs
     loop = rest_in_loop(solve_options.get("method", "gauss-seidel" if mode == "loop" else "lm"), mode)
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance)
     q_start = theta_orig if q0 is None else q0
@@ -530,11 +441,11 @@ def solve_with_rest(robot, goals, theta_orig, p_orig, p_ik, d_orig=0.0, d_ik=0.0
         res = solve(robot, goals, q0=q_start, **tols, **solve_options)
         theta, p, d = rest_blend(theta_orig, res.q, p_orig, p_ik, d_orig, d_ik, robot=robot)
         theta = np.clip(theta, robot.lower, robot.upper)
-        pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, theta, problem.gnode, problem.gkind,
+        pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, theta, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
         reached = bool(pe <= problem.tol_p and re_ <= problem.tol_r)
         lost = res.success and not reached
-    pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, theta, problem.gnode, problem.gkind, problem.gvec,
+    pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, theta, problem.gnode, problem.gkind, problem.gvec,
                           problem.gR, problem.gaxis, problem.gw)
     if warn and lost:
         warnings.warn(f"rest-posture springs ({mode}): the goals are no longer reached (position error {pe:.3g} m, "
