@@ -76,6 +76,7 @@ def test_source_digest_covers_the_modules_a_kernel_imports():
     assert cache.source_digest(pkg / "kinematics" / "kernels.py") != cache.source_digest(ccd)
 
 
+@pytest.mark.slow  # compiles kernels in fresh subprocesses
 def test_kernels_are_cached_in_the_user_folder_and_reused_from_a_second_install(tmp_path):
     """A copy of the package in another folder (a reinstall) loads the first copy's kernels."""
     import shutil
@@ -102,6 +103,7 @@ def test_kernels_are_cached_in_the_user_folder_and_reused_from_a_second_install(
     assert third.stdout.split()[0] == "0"
 
 
+@pytest.mark.slow  # compiles kernels in fresh subprocesses
 def test_first_compile_prints_one_line_on_stderr(tmp_path):
     code = ("import invkin, numpy as np\nfrom invkin.spatial import so3_exp_nb\n"
             "so3_exp_nb(0.1, 0.2, 0.3, np.empty((3, 3)))")
