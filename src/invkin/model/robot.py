@@ -365,7 +365,7 @@ class Robot:
         """The chain program from the root to ``frame`` (kinematics.kernels.chain_program), cached."""
         return self._chain(frame)
 
-    def memo(self, key: str, build):
+    def memo(self, key, build):
         """A per-robot cache entry: ``build()`` on the first call for ``key``, the same object after.
 
         Entries are derived data (tables the solvers precompute from the arrays): left out of pickles.
@@ -386,7 +386,7 @@ class Robot:
         nothing moves the frame. Cached per node.
         """
         node = self.frame_index(frame)
-        return self.memo(f"reach_bound:{node}", lambda: self._compute_reach_bound(node))
+        return self.memo(("reach_bound", node), lambda: self._compute_reach_bound(node))
 
     def _compute_reach_bound(self, node: int):
         path = self.ancestors(node)[::-1]  # root first
