@@ -490,8 +490,11 @@ class Robot:
         lines = []
         kids = [[] for _ in range(self.n_nodes)]
         for i in range(self.n_nodes):
-            if self.parent[i] >= 0:
-                kids[self.parent[i]].append(i)
+            p = int(self.parent[i])
+            while p >= 0 and self.composite[p] and not self.is_frame[p]:
+                p = int(self.parent[p])  # the inner nodes of a free/planar joint are not drawn
+            if p >= 0 and not (self.composite[i] and not self.is_frame[i]):
+                kids[p].append(i)
 
         def label(i):
             t = JOINT_TYPES[int(self.joint_type[i])]
