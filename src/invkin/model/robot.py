@@ -241,7 +241,7 @@ class Robot:
     #: Per-instance caches (derived from the arrays, rebuilt on demand): left out of pickles, so a
     #: pickled Robot does not depend on which calls were made before.
     _CACHES = ("_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables",
-               "_lm_tables_origin", "_memo")
+               "_lm_tables_origin", "_lm_tables_at", "_memo")
 
     def __getstate__(self):
         state = dict(self.__dict__)
