@@ -90,13 +90,8 @@ def _sampler(robot, q0=None):
     joints (a floating base) within model.robot.BASE_SAMPLE_SPREAD of ``q0`` (default: of the
     neutral configuration, the origin), never over their infinite range."""
     if q0 is not None and robot.floating:
-        lo, span = _sampler(robot)
-        b = robot._base_dofs
-        spread = robot._base_spread()
-        lo = lo.copy()
-        span = span.copy()
-        lo[b] = q0[b] - spread
-        span[b] = 2.0 * spread
+        lo, span = (a.copy() for a in _sampler(robot))
+        lo[robot._base_dofs], span[robot._base_dofs] = _base_box(robot, q0)
         return lo, span
     s = getattr(robot, "_sample_bounds", None)
     if s is None:
@@ -110,9 +105,7 @@ def _sampler(robot, q0=None):
         lo = np.where(limited, lo + RESTART_MARGIN * span, lo)
         span = np.where(limited, (1.0 - 2.0 * RESTART_MARGIN) * span, span)
         if robot.floating:
-            spread = robot._base_spread()
-            lo[robot._base_dofs] = -spread
-            span[robot._base_dofs] = 2.0 * spread
+            lo[robot._base_dofs], span[robot._base_dofs] = _base_box(robot, robot._neutral)
         s = (lo, span)
         object.__setattr__(robot, "_sample_bounds", s)
     return s
@@ -129,6 +122,12 @@ def free_attempts(lower, upper, wrap) -> float:
     unbounded = np.isneginf(lower) & np.isposinf(upper)
     turn = (wrap > 0.0) & (upper - lower >= 2.0 * math.pi - 0.05)
     return 1.0 if bool(np.all(unbounded | turn)) else 0.0
+
+
+def _base_box(robot, q0):
+    """(lo, span) of the restart box of the floating base's q entries: q0 ± BASE_SAMPLE_SPREAD."""
+    spread = robot._base_spread()
+    return q0[robot._base_dofs] - spread, 2.0 * spread
 
 
 def _lm_tables(robot, joint_weights=None, q0=None):
@@ -152,14 +151,18 @@ def _lm_tables(robot, joint_weights=None, q0=None):
 
 
 def _around(robot, t, q0):
-    """The LM tables ``t`` with the floating base's restart box moved around ``q0``."""
+    """The LM tables ``t`` with the floating base's restart box moved around ``q0`` (the last
+    one kept per robot: repeated solves from the same base place rebuild nothing)."""
+    key = q0[robot._base_dofs].tobytes()
+    last = robot.__dict__.get("_lm_tables_at")
+    if last is not None and last[0] == key and last[1] is t[0]:
+        return last[2]
     lims = t[0].copy()
-    b = robot._base_dofs
-    spread = robot._base_spread()
-    lims[_lm.L_SAMPLE_LO, b] = q0[b] - spread  # as _sampler(robot, q0)
-    lims[_lm.L_SAMPLE_SPAN, b] = 2.0 * spread
+    lims[_lm.L_SAMPLE_LO, robot._base_dofs], lims[_lm.L_SAMPLE_SPAN, robot._base_dofs] = _base_box(robot, q0)
     lims.setflags(write=False)
-    return (lims,) + tuple(t[1:])
+    out = (lims,) + tuple(t[1:])
+    object.__setattr__(robot, "_lm_tables_at", (key, t[0], out))
+    return out
 
 
 def _one_frame(problem):

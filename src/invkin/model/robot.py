@@ -241,7 +241,7 @@ class Robot:
     #: Per-instance caches (derived from the arrays, rebuilt on demand): left out of pickles, so a
     #: pickled Robot does not depend on which calls were made before.
     _CACHES = ("_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables",
-               "_lm_tables_origin", "_memo")
+               "_lm_tables_origin", "_lm_tables_at", "_memo")
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -498,8 +498,11 @@ class Robot:
         lines = []
         kids = [[] for _ in range(self.n_nodes)]
         for i in range(self.n_nodes):
-            if self.parent[i] >= 0:
-                kids[self.parent[i]].append(i)
+            p = int(self.parent[i])
+            while p >= 0 and self.composite[p] and not self.is_frame[p]:
+                p = int(self.parent[p])  # the inner nodes of a free/planar joint are not drawn
+            if p >= 0 and not (self.composite[i] and not self.is_frame[i]):
+                kids[p].append(i)
 
         def label(i):
             t = JOINT_TYPES[int(self.joint_type[i])]
