@@ -18,7 +18,8 @@ from .errors import ConfigurationError, GoalError, SolverError
 from .goals import KIND_POSITION, Pose, Position
 from .result import Result, Status
 from .solvers import get_method, methods
-from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors, respect_cone_limits
+from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors
+from .model.limits import respect_cone_limits
 from .solvers import lm as _lm
 from .solvers.lm import ATTEMPT_ITERATIONS as _LM_ATTEMPT_ITERATIONS
 from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
