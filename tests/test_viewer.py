@@ -242,6 +242,23 @@ def test_a_missing_mesh_is_reported_and_the_other_shapes_are_drawn(started):
     assert not app._skel.bones.visible  # the skeleton is a toggle over meshes
 
 
+def test_a_floating_humanoid_opens_standing_on_the_ground_in_its_zero_pose(started):
+    app = started(ViewerApp("g1", port=0, targets=[]))
+    z = app._free_z_index()
+    assert z == 2 and app.robot.joint_types_per_dof[z] == "free"
+    q = app.current_q
+    assert q[z] > 0.5 and np.all(np.delete(q, z) == 0.0)  # zeros: legs straight, arms down
+    assert abs(app._shapes.lowest(q)) < 1e-9  # the soles touch z = 0
+    assert "35 visual shapes" in app.mesh_note
+
+
+def test_without_visual_meshes_the_collision_shapes_stand_in(started):
+    app = started(ViewerApp("go2", port=0, targets=[]))  # go2's visual DAE files are not bundled
+    assert app._shapes is not None and app._shapes.n_faces > 0
+    assert "collision shapes stand in" in app.mesh_note
+    assert abs(app._shapes.lowest(app.current_q)) < 1e-9
+
+
 def test_collision_shapes_are_a_toggle_only_where_the_robot_has_them(started):
     from invkin.model.urdf import parse_urdf
 
@@ -262,13 +279,11 @@ def test_fk_mode_has_a_slider_for_every_joint_of_a_large_skeleton(started):
     assert {s.label for s in app._sliders} == set(app.robot.joint_names)
 
 
-def test_a_gltf_clip_without_a_gltf_reader_is_a_clear_error(tmp_path):
-    import importlib.util
-
-    if importlib.util.find_spec("invkin.model.gltf") is not None:
-        pytest.skip("this invkin reads glTF")
-    with pytest.raises(ViewerError, match="read_gltf.*BVH"):
-        ViewerApp(tmp_path / "clip.glb", port=0)
+def test_a_gltf_clip_plays_in_the_viewer(started):
+    gltf = ROOT / "tests" / "data" / "gltf" / "rigged_simple.gltf"
+    app = started(ViewerApp(gltf, port=0))
+    assert app.bvh and app.clip is not None and app.clip.dof == app.robot.dof
+    assert app.up_axis in ("y", "z") and app.playing
 
 
 def test_ctrl_c_style_stop_is_idempotent_and_frees_the_port():

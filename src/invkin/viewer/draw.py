@@ -291,7 +291,14 @@ class DrawMixin:
         if self.scene == "ik" and not self.bvh:  # a floating robot (a pelvis root) stands on the ground
             low = min(float(P[:, 2].min()), self._shapes.lowest(self.q) if self._shapes is not None else np.inf)
             if low < -0.02 * size:
-                self._robot_frame.position = (0.0, 0.0, -low)
+                z = self._free_z_index()
+                if z is not None and np.array_equal(self.q, self.q_start):  # the free joint's z
+                    self.q[z] -= low
+                    self.q_start = self.q.copy()
+                    for t in self._targets:
+                        t.position = t.position + (0.0, 0.0, -low)
+                else:  # a fixed root below its shapes (a chain cut at the pelvis): lift the drawing
+                    self._robot_frame.position = (0.0, 0.0, -low)
                 center = center + (0.0, 0.0, -low)
         for t in self._targets:
             self._add_gizmo(t)
@@ -339,7 +346,7 @@ class DrawMixin:
 
     def _build_shapes(self, sc) -> None:
         """The robot's visual meshes (unless ``sticks``); its skeleton becomes a Display toggle."""
-        from ..model.geometry import visuals_of
+        from ..model.geometry import collisions_of, visuals_of
 
         self._shapes = self._collision_shapes = None
         self.mesh_note = ""
@@ -348,11 +355,36 @@ class DrawMixin:
             self.mesh_note = "stick figure (--sticks)" if vis else "stick figure (the model has no visual shapes)"
             return
         self._shapes = _LinkShapes(sc, "/robot/visual", self.robot, vis, self.max_faces)
+        what = "visual"
+        if self._shapes.n_faces == 0 and collisions_of(self.robot):  # no visual mesh found (go2: not
+            self._shapes.visible = False                             # bundled): its collision shapes
+            self._shapes = _LinkShapes(sc, "/robot/visual_from_collision", self.robot,
+                                       collisions_of(self.robot), self.max_faces)
+            what = "collision"
+            vis = collisions_of(self.robot)
+        if self._shapes.n_faces == 0:
+            self._shapes.visible = False
+            self._shapes = None
+            self.mesh_note = f"stick figure (no visual shape could be drawn: {vis[0].filename or vis[0].kind}, ...)"
+            return
         self._skel.bones.visible = False
         self._skel.bones.show_axes = False  # both stay a Display toggle
-        self.mesh_note = f"{len(vis)} visual shapes, {self._shapes.n_faces} triangles"
+        self.mesh_note = f"{len(vis)} {what} shapes, {self._shapes.n_faces} triangles"
+        if what == "collision":
+            self.mesh_note += " (no visual mesh was found: the collision shapes stand in)"
         if self._shapes.errors:
             self.mesh_note += f"; {len(self._shapes.errors)} not drawn: " + "; ".join(self._shapes.errors[:3])
+
+    def _free_z_index(self):
+        """Index in q of the z of a free root joint (a floating base), or None."""
+        r = self.robot
+        root_children = [i for i in range(r.n_nodes) if r.parent[i] == 0 or (r.parent[i] < 0 and r.qidx[i] >= 0)]
+        types = r.joint_types_per_dof
+        for i in root_children:
+            c = int(r.qidx[i])
+            if c >= 0 and types[c] == "free":
+                return c + 2
+        return None
 
     def show_collisions(self, on: bool = True) -> None:
         """Draw the robot's collision shapes (half transparent), built on first use; a robot without

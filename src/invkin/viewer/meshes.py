@@ -27,8 +27,9 @@ from .errors import ViewerError
 
 __all__ = ["MeshPart", "MeshLoadError", "geometry_parts", "cache_dir", "DEFAULT_MAX_FACES"]
 
-#: Triangles kept per mesh file after decimation (a Panda link: ~2k; a G1 link file: up to 60k).
-DEFAULT_MAX_FACES = 4000
+#: Triangles kept per mesh file after decimation (G1: 35 files of up to 60k -> 50k in all, which
+#: software WebGL still draws).
+DEFAULT_MAX_FACES = 1500
 _CACHE_VERSION = 2          # bump when the cached arrays change meaning
 DEFAULT_GREY = (0.78, 0.78, 0.80)
 
