@@ -126,6 +126,23 @@ def test_a_urdf_file_finds_its_meshes_through_package_urls(tmp_path):
     assert g.path == str(pkg / "meshes" / "m.stl") and g.size == (2.0, 2.0, 2.0)
 
 
+def test_mjcf_primitive_geoms_become_shapes_with_full_lengths():
+    pytest.importorskip("mujoco", reason="MJCF needs the [mujoco] extra")
+    from invkin.model.geometry import collisions_of
+
+    r = ik.load_robot(ROOT / "tests" / "data" / "mjcf" / "arm.xml")
+    vis = {g.name: g for g in visuals_of(r)}
+    geoms = {g.name: (link, g) for link, gs in r.geoms.items() for g in gs}
+    assert set(vis) == set(geoms)
+    for name, g in vis.items():
+        link, m = geoms[name]
+        assert g.link == link and np.allclose(g.T_link_geom, m.T_link_geom)
+        full = {"box": 2 * m.size[:3], "capsule": (m.size[0], 2 * m.size[1]), "sphere": m.size[:1]}[m.type]
+        assert g.kind == m.type and np.allclose(g.size, full)
+    colliding = {g.name for gs in r.geoms.values() for g in gs if g.contype or g.conaffinity}
+    assert {g.name for g in collisions_of(r)} == colliding != set(vis)
+
+
 # ------------------------------------------------------------------ meshes for the viewer
 
 trimesh = pytest.importorskip("trimesh", reason="mesh loading needs the [viewer] extra (trimesh)")

@@ -279,6 +279,14 @@ def test_fk_mode_has_a_slider_for_every_joint_of_a_large_skeleton(started):
     assert {s.label for s in app._sliders} == set(app.robot.joint_names)
 
 
+def test_an_mjcf_model_is_drawn_with_its_primitive_geoms(started):
+    pytest.importorskip("mujoco", reason="MJCF needs the [mujoco] extra")
+    robot = ik.load_robot(ROOT / "tests" / "data" / "mjcf" / "arm.xml")
+    app = started(ViewerApp(robot, port=0, targets=[]))
+    assert app._shapes is not None and app._shapes.n_faces > 0 and not app._shapes.errors
+    assert f"{sum(len(v) for v in robot.geoms.values())} visual shapes" in app.mesh_note
+
+
 def test_a_gltf_clip_plays_in_the_viewer(started):
     gltf = ROOT / "tests" / "data" / "gltf" / "rigged_simple.gltf"
     app = started(ViewerApp(gltf, port=0))
