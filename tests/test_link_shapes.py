@@ -228,9 +228,25 @@ def test_q_and_state_options_refuse_bad_input_clearly():
         parse_q(r, "0 1")
     with pytest.raises(ViewerError, match="expected 7 numbers"):
         parse_q(r, "0 a 0 0 0 0 0")
-    if not hasattr(r, "named_configuration"):
-        with pytest.raises(ViewerError, match="half_sitting.*--q"):
-            named_pose(r, "half_sitting")
+    with pytest.raises(ViewerError, match="--state 'half_sitting'.*named configurations: none"):
+        named_pose(r, "half_sitting")
+
+
+def test_state_starts_in_the_srdf_group_state():
+    import warnings
+
+    from invkin.viewer import ViewerError
+    from invkin.viewer.pose import named_pose
+
+    erd = ROOT / "tests" / "data" / "erd"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ik.ModelWarning)  # the gripper mimics on fixed joints
+        talos = ik.load_robot(erd / "talos_reduced.urdf", srdf=erd / "talos.srdf")
+    q = named_pose(talos, "half_sitting")
+    assert np.array_equal(q, talos.clamp(talos.named_configuration("half_sitting")))
+    assert q[talos.joint_names.index("leg_left_4_joint")] == 0.859395  # the knee bent
+    with pytest.raises(ViewerError, match="closest: 'half_sitting'"):
+        named_pose(talos, "half_sittin")
 
 
 @pytest.mark.parametrize("up", ["x", "y", "z", "-x", "-y", "-z"])
