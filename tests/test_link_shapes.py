@@ -150,8 +150,8 @@ trimesh = pytest.importorskip("trimesh", reason="mesh loading needs the [viewer]
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("INVKIN_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache" / "meshes"
+    monkeypatch.setenv("INVKIN_MESH_CACHE_DIR", str(tmp_path / "meshes"))
+    return tmp_path / "meshes"
 
 
 def test_panda_link_meshes_load_with_their_material_colours(cache):
