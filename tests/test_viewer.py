@@ -123,6 +123,15 @@ def test_missing_viser_is_a_clear_error_with_the_install_command(monkeypatch):
         ViewerApp("planar2", port=0).start()
 
 
+def test_without_trimesh_the_robot_is_a_stick_figure_and_the_note_says_how_to_get_meshes(started, monkeypatch,
+                                                                                       tmp_path):
+    monkeypatch.setitem(sys.modules, "trimesh", None)
+    monkeypatch.setenv("INVKIN_MESH_CACHE_DIR", str(tmp_path))  # nothing cached: the files must be read
+    app = started(ViewerApp("panda", port=0, targets=[]))
+    assert app._shapes is None and app._skel.bones.visible
+    assert "invkin[viewer]" in app.mesh_note and "--sticks" in app.mesh_note
+
+
 def test_fk_mode_sets_joints_directly_within_limits(started):
     app = started(ViewerApp("panda", port=0))
     q = app.robot.neutral() + 0.2

@@ -357,6 +357,7 @@ class DrawMixin:
     def _build_shapes(self, sc) -> None:
         """The robot's visual meshes (unless ``sticks``); its skeleton becomes a Display toggle."""
         from ..model.geometry import collisions_of, visuals_of
+        from .errors import ViewerError
 
         self._shapes = self._collision_shapes = None
         self.mesh_note = ""
@@ -364,7 +365,11 @@ class DrawMixin:
         if self.sticks or not vis:
             self.mesh_note = "stick figure (--sticks)" if vis else "stick figure (the model has no visual shapes)"
             return
-        self._shapes = _LinkShapes(sc, "/robot/visual", self.robot, vis, self.max_faces)
+        try:
+            self._shapes = _LinkShapes(sc, "/robot/visual", self.robot, vis, self.max_faces)
+        except ViewerError as exc:  # trimesh missing: the stick figure, and how to get the meshes
+            self.mesh_note = f"stick figure: {exc}"
+            return
         what = "visual"
         if self._shapes.n_faces == 0 and collisions_of(self.robot):  # no visual mesh found (go2: not
             self._shapes.visible = False                             # bundled): its collision shapes
