@@ -14,6 +14,11 @@ a user gets it.
 
     PYTHONPATH=$PWD/src python benchmarks/cold_start.py                # every step
     PYTHONPATH=$PWD/src python benchmarks/cold_start.py --fresh-venv --only import,dls
+    PYTHONPATH=$PWD/src python benchmarks/cold_start.py --baseline /tmp/old/src   # before/after
+
+``--baseline SRC`` runs every step also with another checkout's ``src`` folder (e.g. ``git archive
+<commit> src | tar -x -C /tmp/old``), alternating the two step by step so both see the same load,
+and prints the ratio.
 
 Timings are wall-clock seconds on the machine it runs on (compiles are single-threaded; a
 busy machine inflates them). Results: benchmarks/RESULTS.md, "Cold start".
@@ -82,8 +87,10 @@ print(time.perf_counter() - t0)
 STEPS["cli solve"] = None
 
 
-def _run_step(python: str, name: str, cache: str) -> float:
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache, INVKIN_CACHE_DIR=cache)
+def _run_step(python: str, name: str, cache: str, src: str | None = None) -> float:
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, INVKIN_CACHE_DIR=cache, INVKIN_QUIET="1")
+    if src is not None:
+        env["PYTHONPATH"] = src
     if name == "cli solve":
         t0 = time.perf_counter()
         subprocess.run([python, "-m", "invkin.cli", "solve", "panda", "--frame", "panda_hand",
@@ -122,6 +129,7 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated steps (default: all): " + ", ".join(STEPS))
     ap.add_argument("--fresh-venv", action="store_true", help="install into a new venv first")
     ap.add_argument("--no-warm", action="store_true", help="skip the second (cached) run of each step")
+    ap.add_argument("--baseline", metavar="SRC", help="also run every step with this src folder (before/after)")
     args = ap.parse_args()
     names = list(STEPS) if not args.only else [s.strip() for s in args.only.split(",")]
     unknown = [n for n in names if n not in STEPS]
@@ -133,12 +141,23 @@ def main() -> None:
             python = _fresh_venv(Path(tmp))
             os.environ.pop("PYTHONPATH", None)
             os.chdir(tmp)
-        print(f"{'step':<14} {'cold [s]':>9} {'cached [s]':>11}")
+        base = None if args.baseline is None else str(Path(args.baseline).resolve())
+        head = f"{'step':<14} {'cold [s]':>9} {'cached [s]':>11}"
+        if base:
+            head += f" {'baseline cold':>14} {'baseline cached':>16} {'cold ratio':>11}"
+        print(head, flush=True)
         for name in names:
-            cache = tempfile.mkdtemp(prefix="cache-", dir=tmp)
-            cold = _run_step(python, name, cache)
-            warm = float("nan") if args.no_warm else _run_step(python, name, cache)
-            print(f"{name:<14} {cold:>9.2f} {warm:>11.2f}", flush=True)
+            row = []
+            for src in ([base] if base else []) + [None]:  # the baseline first, then this tree
+                cache = tempfile.mkdtemp(prefix="cache-", dir=tmp)
+                cold = _run_step(python, name, cache, src)
+                warm = float("nan") if args.no_warm else _run_step(python, name, cache, src)
+                row.append((cold, warm))
+            cold, warm = row[-1]
+            line = f"{name:<14} {cold:>9.2f} {warm:>11.2f}"
+            if base:
+                line += f" {row[0][0]:>14.2f} {row[0][1]:>16.2f} {cold / row[0][0]:>10.2f}x"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

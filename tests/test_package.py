@@ -76,6 +76,7 @@ def test_source_digest_covers_the_modules_a_kernel_imports():
     assert cache.source_digest(pkg / "kinematics" / "kernels.py") != cache.source_digest(ccd)
 
 
+@pytest.mark.slow  # compiles kernels in fresh subprocesses
 def test_kernels_are_cached_in_the_user_folder_and_reused_from_a_second_install(tmp_path):
     """A copy of the package in another folder (a reinstall) loads the first copy's kernels."""
     import shutil
@@ -102,6 +103,7 @@ def test_kernels_are_cached_in_the_user_folder_and_reused_from_a_second_install(
     assert third.stdout.split()[0] == "0"
 
 
+@pytest.mark.slow  # compiles kernels in fresh subprocesses
 def test_first_compile_prints_one_line_on_stderr(tmp_path):
     code = ("import invkin, numpy as np\nfrom invkin.spatial import so3_exp_nb\n"
             "so3_exp_nb(0.1, 0.2, 0.3, np.empty((3, 3)))")
@@ -139,3 +141,23 @@ def test_no_import_cycles_between_invkin_modules():
             seen.add(f)
             stack.extend((w, path + (w,)) for w in graph.get(f, ()))
     assert not cycles, cycles
+
+
+def test_warmup_command_lists_its_steps_and_runs_one(capsys):
+    from invkin.cli import main
+
+    assert main(["warmup", "--list"]) == 0
+    assert capsys.readouterr().out.split() == list(cache.WARMUP_STEPS)
+    assert main(["warmup", "analytic"]) == 0
+    err = capsys.readouterr().err
+    assert "[1/1] analytic" in err and "ready in" in err
+
+
+def test_robot_memo_builds_once_and_reach_bound_is_cached():
+    robot = ik.load_robot("planar2")
+    calls = []
+    first = robot.memo(("test", 1), lambda: calls.append(1) or [1, 2])
+    assert robot.memo(("test", 1), lambda: calls.append(1) or [3]) is first and calls == [1]
+    anchor, radius = robot.reach_bound(robot.frame_names[-1])
+    assert robot.reach_bound(robot.frame_names[-1]) == (anchor, radius)
+    assert radius == pytest.approx(1.8)  # planar2: bones of 1 m and 0.8 m

@@ -74,6 +74,8 @@ def cmd_info(args) -> int:
             "lower": [None if math.isinf(v) else v for v in robot.lower],
             "upper": [None if math.isinf(v) else v for v in robot.upper],
             "frames": list(robot.frame_names),
+            "named_configurations": {nm: robot.named_configuration(nm).tolist() for nm in robot.named_configurations},
+            "disabled_collision_pairs": [list(pr) for pr in robot.disabled_collision_pairs],
         }, indent=2))
         return EXIT_OK
     print(f"{robot!r}")
@@ -82,6 +84,10 @@ def cmd_info(args) -> int:
     for nm, t, lo, hi in zip(robot.joint_names, robot.joint_types_per_dof, robot.lower, robot.upper):
         print(f"{nm:<28} {t:<11} {lo:>10.4g} {hi:>10.4g}")
     print(f"\nframes ({len(robot.frame_names)}): {', '.join(robot.frame_names)}")
+    if robot.named_configurations:
+        print(f"named configurations (SRDF): {', '.join(robot.named_configurations)}")
+    if robot.disabled_collision_pairs:
+        print(f"disabled collision pairs (SRDF): {len(robot.disabled_collision_pairs)}")
     return EXIT_OK
 
 

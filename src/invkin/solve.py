@@ -18,7 +18,7 @@ from .errors import ConfigurationError, GoalError, SolverError
 from .goals import KIND_POSITION, Pose, Position
 from .result import Result, Status
 from .solvers import get_method, methods
-from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors
+from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors, respect_cone_limits
 from .solvers import lm as _lm
 from .solvers.lm import ATTEMPT_ITERATIONS as _LM_ATTEMPT_ITERATIONS
 from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
@@ -137,18 +137,29 @@ def _lm_tables(robot, joint_weights=None, q0=None):
     with up to two goal rows. Cached per robot for the default joint weights, except on a
     floating robot, whose base restarts are sampled around ``q0``."""
     if joint_weights is None:
-        t = robot.__dict__.get("_lm_tables")
+        t = robot.__dict__.get("_lm_tables") or robot.__dict__.get("_lm_tables_origin")
         if t is not None:
-            return t
-    lo, span = _sampler(robot, q0)
+            return t if q0 is None or not robot.floating else _around(robot, t, q0)
+    lo, span = _sampler(robot)
     wrap = _lm.wrappable_dofs(robot._ni, robot._nf, robot.dof)
     lims = _lm.limits_table(robot.lower, robot.upper, lo, span, wrap,
                             robot._ones if joint_weights is None else joint_weights, robot._ball_starts)
     t = (lims, free_attempts(robot.lower, robot.upper, wrap),
          _lm.chain_workspace_size(robot.n_nodes + 1, robot.dof, 6))
-    if joint_weights is None and not robot.floating:
-        object.__setattr__(robot, "_lm_tables", t)
-    return t
+    if joint_weights is None:  # a floating robot's table samples its base around the origin
+        object.__setattr__(robot, "_lm_tables_origin" if robot.floating else "_lm_tables", t)
+    return t if q0 is None or not robot.floating else _around(robot, t, q0)
+
+
+def _around(robot, t, q0):
+    """The LM tables ``t`` with the floating base's restart box moved around ``q0``."""
+    lims = t[0].copy()
+    b = robot._base_dofs
+    spread = robot._base_spread()
+    lims[_lm.L_SAMPLE_LO, b] = q0[b] - spread  # as _sampler(robot, q0)
+    lims[_lm.L_SAMPLE_SPAN, b] = 2.0 * spread
+    lims.setflags(write=False)
+    return (lims,) + tuple(t[1:])
 
 
 def _one_frame(problem):
@@ -204,7 +215,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         if res is not None:
             if robot._wrap_dofs.size:
                 _wrap_near(robot, res.q, robot._neutral if q0 is None else q0)
-            return res
+            return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
     if nullspace is None and rest is None and nullspace_gain is None:
         res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
                      seed, joint_weights, restarts, mode, options)
@@ -214,7 +225,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
                               nullspace_gain, nullspace_iterations, rest)
     if robot._wrap_dofs.size:
         _wrap_near(robot, res.q, robot._neutral if q0 is None else robot.check_q(q0, "q0"))
-    return res
+    return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
 
 
 def _wrap_near(robot, q, q0) -> None:

@@ -32,12 +32,12 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ModelError
+from ..fileio import atomic_path
 from ..kinematics import kernels as K
 from .robot import Robot
 
@@ -546,16 +546,5 @@ def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=N
     out.extend(row % tuple(r) for r in values.tolist())
     text = "\n".join(out) + "\n"
 
-    dst = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(dst))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".bvh", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_path(path, suffix=".bvh") as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)

@@ -28,13 +28,13 @@ import base64
 import dataclasses
 import math
 import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, ModelWarning
+from ..fileio import atomic_path
 from .axes import convert_clip
 from .bvh import Clip, skeleton_robot
 from .robot import Robot
@@ -444,8 +444,8 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
         cols.append(np.concatenate(vals, axis=1) if vals else np.zeros((F, 0)))
         rest_cols += rest
     if scaled:
-        warnings.warn(f"{src}: nodes {scaled[:4]} have a non-unit scale, which FK ignores "
-                      f"(positions below them are unscaled)", stacklevel=2)
+        warnings.warn(ModelWarning(f"{src}: nodes {scaled[:4]} have a non-unit scale, which FK ignores "
+                      f"(positions below them are unscaled)"), stacklevel=2)
     frames = np.concatenate(cols, axis=1)
     ibm = (_accessor(doc, bufs, sk.inverseBindMatrices, src).reshape(-1, 4, 4).transpose(0, 2, 1)
            if sk.inverseBindMatrices is not None else np.broadcast_to(np.eye(4), (len(sk.joints), 4, 4)))
@@ -521,20 +521,10 @@ def _save(pg, doc, blob: bytearray, dst: str):
         doc.set_binary_blob(bytes(blob))
     else:
         doc.buffers[0].uri = "data:application/octet-stream;base64," + base64.b64encode(bytes(blob)).decode()
-    d = os.path.dirname(os.path.abspath(dst))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".glb" if binary else ".gltf", dir=d)
-    os.close(fd)
-    try:
+    with atomic_path(dst, suffix=".glb" if binary else ".gltf") as tmp:
         ok = doc.save_binary(tmp) if binary else doc.save_json(tmp)
         if ok is False:
             raise ModelError(f"{dst}: pygltflib could not write the file")
-        os.replace(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: float | None = None,

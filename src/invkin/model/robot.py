@@ -240,7 +240,8 @@ class Robot:
 
     #: Per-instance caches (derived from the arrays, rebuilt on demand): left out of pickles, so a
     #: pickled Robot does not depend on which calls were made before.
-    _CACHES = ("_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables", "_memo")
+    _CACHES = ("_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables",
+               "_lm_tables_origin", "_memo")
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -256,6 +257,14 @@ class Robot:
         self.__dict__.update(state)
 
     # ------------------------------------------------------------------ data from model files
+    def with_limits(self, spec) -> "Robot":
+        """A copy with joint limits set: box limits per q entry (``{"LeftLeg.Xrotation": [0, 150]}``) and
+        swing-cone/twist limits per ball or three-channel joint (``{"LeftUpLeg": {"swing": 80,
+        "twist": [-30, 30]}}``), degrees unless ``"units": "rad"``; ``spec`` may be a JSON/TOML rig
+        file. Every solve method returns configurations within them. See :mod:`invkin.model.limits`."""
+        from .limits import apply_limits
+        return apply_limits(self, spec)
+
     def with_extras(self, **kw) -> "Robot":
         """A copy of this Robot with entries of :attr:`extras` replaced (same arrays)."""
         return self._replace_nodes(extras={**self.extras, **kw})
@@ -356,7 +365,7 @@ class Robot:
         """The chain program from the root to ``frame`` (kinematics.kernels.chain_program), cached."""
         return self._chain(frame)
 
-    def memo(self, key: str, build):
+    def memo(self, key, build):
         """A per-robot cache entry: ``build()`` on the first call for ``key``, the same object after.
 
         Entries are derived data (tables the solvers precompute from the arrays): left out of pickles.
@@ -377,7 +386,7 @@ class Robot:
         nothing moves the frame. Cached per node.
         """
         node = self.frame_index(frame)
-        return self.memo(f"reach_bound:{node}", lambda: self._compute_reach_bound(node))
+        return self.memo(("reach_bound", node), lambda: self._compute_reach_bound(node))
 
     def _compute_reach_bound(self, node: int):
         path = self.ancestors(node)[::-1]  # root first
@@ -589,13 +598,17 @@ class Robot:
     def _base_spread(self) -> np.ndarray:
         """Sampling half-width of each base q entry (BASE_SAMPLE_SPREAD: metres for the
         translations, radians for the rest)."""
-        spread = np.zeros(self.dof)
-        for i in range(self.n_nodes):
-            c = int(self.qidx[i])
-            if self.composite[i] and c >= 0:
-                jt = self.joint_type[i]
-                spread[c:c + (3 if jt == K.BALL else 1)] = BASE_SAMPLE_SPREAD[0 if jt == K.PRISMATIC else 1]
-        return spread[self._base_dofs]
+        out = self.__dict__.get("_base_spread_cache")
+        if out is None:
+            spread = np.zeros(self.dof)
+            for i in range(self.n_nodes):
+                c = int(self.qidx[i])
+                if self.composite[i] and c >= 0:
+                    jt = self.joint_type[i]
+                    spread[c:c + (3 if jt == K.BALL else 1)] = BASE_SAMPLE_SPREAD[0 if jt == K.PRISMATIC else 1]
+            out = _readonly(spread[self._base_dofs])
+            object.__setattr__(self, "_base_spread_cache", out)
+        return out
 
     def _sample_uniform(self, n, rng) -> np.ndarray:
         shape = (1 if n is None else int(n), self.dof)
@@ -812,7 +825,11 @@ class Robot:
                 moving[jn] = (min(first, c), count + k)
         q = self._neutral.copy()
         locked_dofs = set()
+        followers = {self.node_joint_names[i]: self.mimic_leader[i] for i in range(self.n_nodes) if self.mimic_leader[i]}
         for name, v in values.items():
+            if name in followers:
+                raise ModelError(f"lock: joint {name!r} mimics {followers[name]!r}; lock its leader "
+                                 f"{followers[name]!r} (its followers are fixed with it)")
             if name not in moving:
                 raise FrameError(f"lock: unknown joint {name!r} on robot {self.name!r}; closest: "
                                  f"{closest_names(str(name), list(moving))}")

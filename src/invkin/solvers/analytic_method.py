@@ -78,7 +78,7 @@ def _chain(problem) -> dict:
                           f"{problem.goal_frames}); use method='lm' for several goals")
     node = int(problem.gnode[0])
     # the geometry depends on the (immutable) robot and the frame only
-    info = robot.memo(f"analytic_chain:{node}", lambda: _analyse(robot, node))
+    info = robot.memo(("analytic_chain", node), lambda: _analyse(robot, node))
     problem.scratch[NAME] = info
     return info
 
