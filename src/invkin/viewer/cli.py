@@ -89,12 +89,13 @@ def run_demo(name: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> i
 def register(sub) -> None:
     p = sub.add_parser(
         "view", help="browser viewer: drag targets, pick a method, watch it solve",
-        description="Serve a browser viewer for a robot (bundled name or .urdf) or a BVH skeleton "
-                    "(its clip plays beside the IK-corrected clip when invkin.correct_clip exists). "
-                    "Drag the targets; the server solves with the chosen method and redraws. "
-                    "Needs the [viewer] extra (viser). Ctrl-C stops.")
-    p.add_argument("robot", metavar="ROBOT|FILE.bvh", help="bundled name (panda, ur5, ...), a .urdf, a .bvh "
-                                                          "(or a .gltf/.glb clip, when invkin reads glTF)")
+        description="Serve a browser viewer for a robot (bundled name, .urdf or MJCF .xml: drawn with its "
+                    "visual meshes and primitives, --sticks for the stick figure) or a BVH/glTF clip "
+                    "(turned upright from its own up axis; its IK-corrected version over the ghost of the "
+                    "clip as read). Drag the targets; the server solves with the chosen method and "
+                    "redraws. Needs the [viewer] extra (viser, trimesh). Ctrl-C stops.")
+    p.add_argument("robot", metavar="ROBOT|FILE.bvh", help="bundled name (panda, g1, ...), a .urdf, an MJCF "
+                                                          ".xml, a .bvh or a .gltf/.glb clip")
     add_server_arguments(p)
     p.add_argument("--method", default=None, help="solver to start with (default lm; see `invkin methods`)")
     p.add_argument("--frame", action="append", metavar="FRAME",
