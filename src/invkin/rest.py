@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import GoalError
+from .errors import GoalError, SolverError
 from .spatial import so3_exp, so3_log
 
 __all__ = ["rest_blend", "RestPoseWarning", "check_springs"]
@@ -83,3 +83,21 @@ def _springs_angles(name, v):
     if not np.all(np.isfinite(a)):
         raise GoalError(f"{name}: expected finite values, got {a.tolist() if a.ndim else float(a)}")
     return a
+
+
+#: Where :func:`solve_with_rest` and ``solve(rest=...)`` apply the springs.
+REST_MODES = ("loop", "blend")
+
+
+def rest_in_loop(method: str, rest_mode) -> bool:
+    """True when the rest springs act inside the IK loop: ``rest_mode`` "loop" (Springhead's
+    ``gauss-seidel`` only), "blend" (once after any method's solve) or None (loop for
+    gauss-seidel, blend for the others)."""
+    if rest_mode is None:
+        return method == "gauss-seidel"
+    if rest_mode not in REST_MODES:
+        raise GoalError(f"rest mode: expected one of {', '.join(map(repr, REST_MODES))}, got {rest_mode!r}")
+    if rest_mode == "loop" and method != "gauss-seidel":
+        raise SolverError(f"rest springs inside the loop run with method 'gauss-seidel' (Springhead, SEEDS.md §3), "
+                          f"got method {method!r}; use mode='blend' to blend another method's result once")
+    return rest_mode == "loop"

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..model.robot import Robot
-from .character import GHOST_OPACITY, up_rotation
+from .character import GHOST_COLOR, GHOST_OPACITY, up_rotation
 
 _LINK_COLOR = (90, 160, 230)
 _JOINT_COLOR = (250, 170, 60)
@@ -196,6 +196,7 @@ class _LinkShapes:
         self.nodes = np.array([robot.node_names.index(link) for link in by_link], dtype=np.int64)
         self.root = scene.add_frame(name, show_axes=False, visible=visible)
         self._frames = []
+        self._corners = []  # (link k, (8, 3) bounding-box corners of a part in the link frame)
         for k, (link, gs) in enumerate(by_link.items()):
             self._frames.append(scene.add_frame(f"{name}/{k}", show_axes=False))
             for j, g in enumerate(gs):
@@ -207,6 +208,9 @@ class _LinkShapes:
                 T = g.T_link_geom
                 for m, part in enumerate(parts):
                     self.n_faces += len(part.faces)
+                    lo, hi = part.vertices.min(axis=0), part.vertices.max(axis=0)
+                    box = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+                    self._corners.append((k, box @ T[:3, :3].T + T[:3, 3]))
                     alpha = part.opacity if opacity is None else opacity * part.opacity
                     scene.add_mesh_simple(
                         f"{name}/{k}/{j}_{m}", part.vertices, part.faces,
@@ -222,6 +226,13 @@ class _LinkShapes:
     @visible.setter
     def visible(self, v: bool) -> None:
         self.root.visible = bool(v)
+
+    def lowest(self, q) -> float:
+        """The lowest z of the shapes' bounding boxes at configuration q (in the robot's frame)."""
+        if not self._corners:
+            return float("inf")
+        Ts = self.robot.fk_all_array(q)[self.nodes]
+        return min(float((c @ Ts[k, :3, :3].T + Ts[k, :3, 3])[:, 2].min()) for k, c in self._corners)
 
     def update(self, q) -> None:
         if not len(self.nodes):
@@ -253,24 +264,35 @@ class DrawMixin:
         if self.scene == "two-bone":
             size = max(size, sum(self.bone_lengths))
         size = self.size = max(size, 1e-3)
-        if self.clip is not None:  # the camera frames the whole clip (a walk leaves its start)
-            P = np.vstack([P, self._display_points(self.clip.frames[:: max(1, self.clip.n_frames // 40)])])
+        if self.clip is not None:  # the camera frames the whole clip (a walk leaves its start) ...
+            Pc = self._display_points(self.clip.frames[:: max(1, self.clip.n_frames // 40)])
+            travel = float(np.max(np.ptp(Pc[:, :2], axis=0)))
+            self.follow_root = self.follow_root or travel > 1.5 * size  # ... or follows a long walk
+            P = np.vstack([P, Pc]) if not self.follow_root else P
+            ground_z = float(Pc[:, 2].min())
         lo, hi = P.min(axis=0), P.max(axis=0)
         center, view = 0.5 * (lo + hi), max(size, float(np.max(hi - lo)))
         ground = -0.05 * size if self.scene == "two-bone" else 0.0  # the planar arm lies in z = 0
         if self.bvh:
-            ground = float(lo[2])
+            ground = min(float(lo[2]), ground_z)
         cell = 10.0 ** math.floor(math.log10(size / 4.0))
-        width = 4.0 * (view + size)
-        sc.add_grid("/grid", width=width, height=width, cell_size=cell, section_size=10 * cell,
-                    fade_distance=30.0 * view, position=(center[0], center[1], ground))
+        width = 4.0 * (view + size) + (2.0 * travel if self.clip is not None else 0.0)
+        self._grid_at = np.array([center[0], center[1], ground])
+        self._grid = sc.add_grid("/grid", width=width, height=width, cell_size=cell, section_size=10 * cell,
+                                 fade_distance=30.0 * view, position=tuple(self._grid_at))
         self._robot_frame = sc.add_frame("/robot", show_axes=False, wxyz=wxyz)
         show_axes = self.robot.n_nodes <= 24 and self.scene in ("ik", "reach") and not self.bvh
         if self.clip is not None:
             self._correct_clip()
         ghost = GHOST_OPACITY if self.corrected_frames is not None and self.clip_overlay else None
-        self._skel = _Skeleton(sc, "/robot/skeleton", self.robot, size, axes=show_axes, opacity=ghost)
+        self._skel = _Skeleton(sc, "/robot/skeleton", self.robot, size, axes=show_axes, opacity=ghost,
+                               **({} if ghost is None else dict(link_color=GHOST_COLOR, joint_color=GHOST_COLOR)))
         self._build_shapes(sc)
+        if self.scene == "ik" and not self.bvh:  # a floating robot (a pelvis root) stands on the ground
+            low = min(float(P[:, 2].min()), self._shapes.lowest(self.q) if self._shapes is not None else np.inf)
+            if low < -0.02 * size:
+                self._robot_frame.position = (0.0, 0.0, -low)
+                center = center + (0.0, 0.0, -low)
         for t in self._targets:
             self._add_gizmo(t)
         cam = self.server.initial_camera
@@ -327,6 +349,7 @@ class DrawMixin:
             return
         self._shapes = _LinkShapes(sc, "/robot/visual", self.robot, vis, self.max_faces)
         self._skel.bones.visible = False
+        self._skel.bones.show_axes = False  # both stay a Display toggle
         self.mesh_note = f"{len(vis)} visual shapes, {self._shapes.n_faces} triangles"
         if self._shapes.errors:
             self.mesh_note += f"; {len(self._shapes.errors)} not drawn: " + "; ".join(self._shapes.errors[:3])
