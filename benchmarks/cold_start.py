@@ -2,8 +2,8 @@
 
 Every step runs in its own fresh Python process with an *empty* Numba cache (a new temporary
 folder per step, handed over through ``NUMBA_CACHE_DIR`` and ``INVKIN_CACHE_DIR``), so each
-figure is the full first-use price of that call alone: ``import numpy, invkin`` plus the first
-call of one method (compile included), the first ``solve_many``, the first ``correct_clip`` and one
+figure is the full first-use price of that call alone: ``import invkin`` (the "import" row
+times only that) plus the first call of one method (compile included), the first ``solve_many``, the first ``correct_clip`` and one
 ``invkin solve`` on the command line. A second column runs the same step again on the cache
 the first run left (what every later run pays).
 
@@ -40,9 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 _SETUP = """
 import time, sys
 t_start = time.perf_counter()
-import numpy as np
 import invkin as ik
 t_import = time.perf_counter() - t_start
+import numpy as np
 """
 
 # One snippet per step; each prints the time from before ``import invkin`` to the end of its first
