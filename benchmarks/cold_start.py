@@ -7,10 +7,10 @@ times only that) plus the first call of one method (compile included), the first
 ``invkin solve`` on the command line. A second column runs the same step again on the cache
 the first run left (what every later run pays).
 
-``--fresh-venv`` installs the package under test (non-editable, ``pip install --no-deps``)
-into a new virtual environment whose dependencies come from the running interpreter's
-site-packages (no network), and runs every step with that interpreter: a fresh install as
-a user gets it.
+``--fresh-venv`` installs the package under test (non-editable, ``pip install --no-deps``; the
+build backend comes from the package index, as pip does) into a new virtual environment whose
+runtime dependencies come from the running interpreter's site-packages, and runs every step with
+that interpreter: a fresh install as a user gets it.
 
     PYTHONPATH=$PWD/src python benchmarks/cold_start.py                # every step
     PYTHONPATH=$PWD/src python benchmarks/cold_start.py --fresh-venv --only import,dls
@@ -103,17 +103,17 @@ def _run_step(python: str, name: str, cache: str, src: str | None = None) -> flo
 def _fresh_venv(tmp: Path) -> str:
     """A new venv with invkin installed from ROOT (non-editable) and the current deps on a .pth."""
     venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = str(venv / "bin" / "python")
     site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    # deps (numpy, numba, ...) from this interpreter; appended after the venv's own site-packages,
-    # and .pth files there are not processed, so an editable invkin in it stays invisible
+    # deps (numpy, numba, pip, setuptools ...) from this interpreter; appended after the venv's own
+    # site-packages, and .pth files there are not processed, so an editable invkin in it stays invisible
     Path(site, "_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     build = tmp / "src"
     shutil.copytree(ROOT, build, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info",
                                                              "build", "artifacts", "node_modules"))
-    subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(build)],
+    subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", str(build)],
                    check=True)
     where = subprocess.run([py, "-c", "import invkin; print(invkin.__file__)"], capture_output=True,
                            text=True, check=True, cwd=str(tmp), env={k: v for k, v in os.environ.items()
