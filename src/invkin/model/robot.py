@@ -361,6 +361,11 @@ class Robot:
         """int64, read-only: the q index of the first of the 3 entries of every ball joint."""
         return self._ball_starts
 
+    @property
+    def unit_weights(self) -> np.ndarray:
+        """(dof,) ones, read-only: the default joint weights (compare with ``is`` to detect the default)."""
+        return self._ones
+
     def chain_program(self, frame) -> np.ndarray:
         """The chain program from the root to ``frame`` (kinematics.kernels.chain_program), cached."""
         return self._chain(frame)

@@ -377,7 +377,7 @@ def spring_arrays(problem, theta_orig, p_orig, p_ik):
     if not np.all(np.isfinite(pi) & (pi > 0)):
         raise SolverError(f"option p_ik: expected springs > 0, got {pi.tolist()}")
     ratio = po / pi
-    for s in robot._ball_starts:
+    for s in robot.ball_starts:
         ratio[s + 1:s + 3] = ratio[s]
     return np.clip(th, robot.lower, robot.upper), ratio
 
