@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 from . import spatial
-from .errors import (ConfigurationError, FrameError, GoalError, InvkinError, ModelError,
-                     SolverError)
+from .errors import (ConfigurationError, FileError, FrameError, GoalError, InvkinError, InvkinWarning,
+                     ModelError, SolverError)
 from .goals import Aim, Goal, Orientation, Pose, Position, Posture
 from .result import BatchResult, Result, Status
 from .solve import solve, solve_many
@@ -32,6 +32,7 @@ __all__ = [
     "__version__",
     "spatial",
     "InvkinError", "ModelError", "ConfigurationError", "FrameError", "GoalError", "SolverError",
+    "FileError", "InvkinWarning",
     "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "bundled_names",
     "chain_from_steps", "chain_from_dh",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",

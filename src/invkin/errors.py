@@ -14,6 +14,8 @@ __all__ = [
     "FrameError",
     "GoalError",
     "SolverError",
+    "FileError",
+    "InvkinWarning",
     "closest_names",
 ]
 
@@ -43,6 +45,16 @@ class GoalError(InvkinError, ValueError):
 
 class SolverError(InvkinError, ValueError):
     """A solver was called with options it cannot honour (unknown method, unsupported joints)."""
+
+
+class FileError(InvkinError):
+    """A path cannot be read or written as asked: not a regular file (a FIFO, a device, a folder),
+    a missing folder, no permission. The message names the path."""
+
+
+class InvkinWarning(UserWarning):
+    """Input that was accepted after a change the caller should know about (e.g. a joint limit
+    beyond the documented bound read as unlimited, a BVH frame count one above the lines present)."""
 
 
 def closest_names(name: str, candidates, n: int = 3) -> str:

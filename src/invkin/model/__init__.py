@@ -17,15 +17,23 @@ def load_robot(name_or_path, base: str | None = None, tip: str | None = None, **
     """Load a bundled model by name, or a ``.urdf`` / ``.bvh`` file.
 
     base/tip cut the chain from ``base`` to ``tip`` out of the tree. Extra keyword arguments go
-    to parameterised bundled models (``tentacle(n=12, joint="ball")``).
+    to parameterised bundled models (``tentacle(n=12, joint="ball")``); one that nothing reads
+    (a file, a model without that parameter, a typo) is a :class:`ModelError`.
     """
     if isinstance(name_or_path, Robot):
+        from .._checks import no_unknown_kwargs
+
+        no_unknown_kwargs("load_robot(<Robot>)", kwargs, (), ModelError)
         robot = name_or_path
     else:
         s = os.fspath(name_or_path) if isinstance(name_or_path, os.PathLike) else name_or_path
         if not isinstance(s, str):
             raise ModelError(f"load_robot: expected a model name or a file path, got {name_or_path!r}")
         suffix = Path(s).suffix.lower()
+        if kwargs and (suffix in (".urdf", ".xml", ".bvh") or os.sep in s or "/" in s):
+            from .._checks import no_unknown_kwargs
+
+            no_unknown_kwargs(f"load_robot({s!r})", kwargs, (), ModelError)  # a file takes none of them
         if suffix in (".urdf", ".xml"):
             from .urdf import load_urdf
 
