@@ -60,12 +60,11 @@ def _jsonable(x):
 
 
 def _write_json(path, res):
+    from .._io import atomic_write
+
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(_jsonable(res), f, indent=1, allow_nan=False)
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(_jsonable(res), indent=1, allow_nan=False))  # refuses a folder, keeps links
     print(f"wrote {path}", file=sys.stderr)
 
 

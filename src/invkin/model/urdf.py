@@ -49,6 +49,7 @@ from xml.parsers import expat
 
 import numpy as np
 
+from .._io import open_regular
 from ..errors import FrameError, ModelError, closest_names
 from ..spatial import rpy_to_matrix
 from .build import RobotBuilder
@@ -248,6 +249,8 @@ def parse_urdf(text_or_bytes, source: str = "<string>", base: str | None = None,
     except expat.ExpatError as e:
         raise rd.err(f"malformed XML: {expat.ErrorString(e.code)}",
                      f"line {e.lineno}, column {e.offset + 1}") from None
+    except (LookupError, UnicodeError) as e:  # <?xml encoding="bogus"?>: expat asks the codec registry
+        raise rd.err(f"unsupported XML encoding ({e}); expected UTF-8, UTF-16 or another known codec") from None
     if rd.robot is None:  # pragma: no cover - expat reports an empty document itself
         raise rd.err("no <robot> element")
     cut = base is not None or tip is not None
@@ -278,7 +281,8 @@ def load_urdf(path, base: str | None = None, tip: str | None = None,
         if size > max_bytes:
             raise ModelError(f"{p}: file is {size} bytes, larger than max_bytes={max_bytes}; "
                              f"refused (pass a larger max_bytes if it is trusted)")
-        with open(p, "rb") as f:
+        # a FIFO or device named x.urdf is refused before a read could block on it
+        with open_regular(p, "URDF file", ModelError) as f:
             data = f.read(max_bytes + 1)  # bounded even if the size lied (special files)
     except FileNotFoundError:
         raise ModelError(f"{p}: no such URDF file") from None
