@@ -47,7 +47,7 @@ Frame Time: 0.0333333
 
 def run(*args, timeout=120):
     return subprocess.run(INVKIN + [str(a) for a in args], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                          cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, check=False)
 
 
 def one_line_error(p, code=2):
@@ -130,10 +130,9 @@ def test_atomic_write_keeps_the_mode_and_new_files_get_the_umask_default(tmp_pat
 def test_a_failed_write_removes_its_temporary_and_leaves_the_destination(tmp_path):
     dst = tmp_path / "keep.txt"
     dst.write_text("original")
-    with pytest.raises(RuntimeError):
-        with _io.atomic_open(dst, "w") as f:
-            f.write("half")
-            raise RuntimeError("disk full")
+    with pytest.raises(RuntimeError), _io.atomic_open(dst, "w") as f:
+        f.write("half")
+        raise RuntimeError("disk full")
     assert dst.read_text() == "original" and leftovers(tmp_path) == []
     with pytest.raises(ik.FileError, match="cannot write"):
         _io.atomic_write(tmp_path / "no" / "such" / "dir.txt", b"x")
@@ -215,7 +214,7 @@ def test_a_bvh_deeper_than_the_recursion_limit_reads_and_writes(tmp_path):
     n = sys.getrecursionlimit() + 500
     p = tmp_path / "deep.bvh"
     p.write_text(_deep_bvh(n))
-    robot, c = read_bvh(p)
+    _, c = read_bvh(p)
     assert len(c.joint_names) == n and c.dof == n + 2
     write_bvh(tmp_path / "deep_out.bvh", None, c)
     c2 = read_bvh(tmp_path / "deep_out.bvh")[1]
@@ -245,7 +244,7 @@ def test_bvh_reader_memory_stays_proportional_to_the_file(tmp_path):
     size = p.stat().st_size
     read_bvh(p)  # warm caches (Robot kernels) outside the measurement
     tracemalloc.start()
-    robot, c = read_bvh(p)
+    _, c = read_bvh(p)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert c.frames.shape == (frames, dof)
@@ -264,7 +263,7 @@ def test_cli_errors_are_one_line_with_exit_2():
 
 
 def test_an_unexpected_exception_is_one_line_and_debug_shows_the_traceback(monkeypatch, capsys):
-    import invkin.cli as cli
+    from invkin import cli
 
     def boom(args):
         raise RecursionError("maximum recursion depth exceeded")
@@ -349,7 +348,7 @@ def test_read_results_refuses_part_paths_that_leave_the_folder(job, tmp_path):
 
     assert read_results(job)["index"].tolist() == list(range(60))
     dst, m = _copy_job(job, tmp_path)
-    key = sorted(m["parts"])[0]
+    key = min(m["parts"])
     outside = tmp_path / "outside.parquet"
     os.replace(dst / m["parts"][key]["file"], outside)
     m["parts"][key]["file"] = "../outside.parquet"
@@ -367,14 +366,14 @@ def test_read_results_refuses_a_complete_manifest_with_missing_rows(job, tmp_pat
     from invkin.jobs import JobError, read_results
 
     dst, m = _copy_job(job, tmp_path)
-    key = sorted(m["parts"])[-1]
+    key = max(m["parts"])
     os.unlink(dst / m["parts"][key]["file"])
     del m["parts"][key]
     (dst / "manifest.json").write_text(json.dumps(m))  # still says complete
     with pytest.raises(JobError, match="says complete"):
         read_results(dst)
     dst2, m2 = _copy_job(job, tmp_path / "b")
-    key = sorted(m2["parts"])[0]
+    key = min(m2["parts"])
     m2["parts"][key]["rows"] = int(m2["parts"][key]["rows"]) + 5  # the part holds fewer rows
     (dst2 / "manifest.json").write_text(json.dumps(m2))
     with pytest.raises(JobError, match="rows"):

@@ -231,13 +231,13 @@ def _solve_checked(robot_name, method, kind, xyz, rotvec, weight, timeout, max_i
 
 
 METHODS = ["lm", "pinv", "dls", "transpose", "ccd", "fabrik", "gauss-seidel"]
-VALID = dict(robot_name=st.sampled_from(["planar2", "seed8dof", "ball"]), method=st.sampled_from(METHODS),
-             kind=st.sampled_from(["position", "pose"]),
-             xyz=st.tuples(st.floats(-3.0, 3.0), st.floats(-3.0, 3.0), st.floats(-3.0, 3.0)),
-             rotvec=st.tuples(st.floats(-3, 3), st.floats(-3, 3), st.floats(-3, 3)),
-             weight=st.sampled_from([1.0, 0.5, 2.0]), timeout=st.sampled_from([None, 0.02]),
-             max_iterations=st.sampled_from([None, 1, 50, 200]), mode=st.sampled_from(["speed", "distance"]),
-             seed=st.sampled_from([0, 7, 2**63 - 1, None]), from_q=st.none() | st.integers(0, 10**6))
+VALID = {"robot_name": st.sampled_from(["planar2", "seed8dof", "ball"]), "method": st.sampled_from(METHODS),
+         "kind": st.sampled_from(["position", "pose"]),
+         "xyz": st.tuples(st.floats(-3.0, 3.0), st.floats(-3.0, 3.0), st.floats(-3.0, 3.0)),
+         "rotvec": st.tuples(st.floats(-3, 3), st.floats(-3, 3), st.floats(-3, 3)),
+         "weight": st.sampled_from([1.0, 0.5, 2.0]), "timeout": st.sampled_from([None, 0.02]),
+         "max_iterations": st.sampled_from([None, 1, 50, 200]), "mode": st.sampled_from(["speed", "distance"]),
+         "seed": st.sampled_from([0, 7, 2**63 - 1, None]), "from_q": st.none() | st.integers(0, 10**6)}
 
 
 @FUZZ

@@ -27,7 +27,7 @@ import uuid
 
 from .errors import FileError
 
-__all__ = ["atomic_write", "atomic_open", "open_regular", "TMP_MARK"]
+__all__ = ["TMP_MARK", "atomic_open", "atomic_write", "open_regular"]
 
 #: Temporary files are named ``.<name>.tmp-<pid>-<random>`` beside the destination.
 TMP_MARK = ".tmp-"

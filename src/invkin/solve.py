@@ -116,6 +116,8 @@ def _initial_q(robot, q0):
     q = robot.check_q(q0, "q0")
     if q.ndim != 1:
         raise ConfigurationError(f"q0: expected shape ({robot.dof},), got {q.shape}")
+    if q.size and float(np.max(np.abs(q))) > _checks.MAX_LENGTH:  # FK of such values overflows
+        raise ConfigurationError(f"q0: expected values within ±{_checks.MAX_LENGTH:g}, got {q.tolist()}")
     return np.minimum(np.maximum(q, robot.lower), robot.upper)
 
 

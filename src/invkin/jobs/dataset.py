@@ -82,6 +82,10 @@ def _check_settings(chunk_size, max_restarts, seed, position_tolerance, rotation
 
     chunk_size = pos_int("chunk_size", chunk_size, 1)
     max_restarts = pos_int("max_restarts", max_restarts, 0)
+    from ..solve import MAX_RESTARTS
+
+    if max_restarts > MAX_RESTARTS:  # solve_many's bound, checked before the folder is touched
+        raise JobError(f"max_restarts: expected an integer in [0, {MAX_RESTARTS}], got {max_restarts}")
     seed = pos_int("seed", seed, 0)
     if seed >= 2**31:
         raise JobError(f"seed: expected an integer in [0, 2**31), got {seed}")

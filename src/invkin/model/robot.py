@@ -409,10 +409,13 @@ class Robot:
     def check_q(self, q, what: str = "q") -> np.ndarray:
         """Validate a configuration (dof,) or batch (B, dof): float64, finite, contiguous."""
         try:
+            if type(q) is not np.ndarray or q.dtype.kind not in "fiub":
+                if isinstance(q, (str, bytes)) or np.asarray(q).dtype.kind not in "fiub":
+                    raise TypeError  # complex (NumPy would drop the imaginary part), strings, objects
             a = np.ascontiguousarray(q, dtype=np.float64)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ConfigurationError(
-                f"{what}: expected numbers of shape ({self.dof},) or (B, {self.dof}), got {q!r:.200}"
+                f"{what}: expected real numbers of shape ({self.dof},) or (B, {self.dof}), got {q!r:.200}"
             ) from None
         if a.ndim not in (1, 2) or a.shape[-1] != self.dof:
             raise ConfigurationError(
@@ -446,8 +449,10 @@ class Robot:
         Continuous joints are drawn in [-pi, pi], unbounded prismatic joints in [-1, 1] m, ball
         joints uniformly over SO(3).
         """
-        rng = np.random.default_rng(rng)
-        shape = (1 if n is None else int(n), self.dof)
+        from .._checks import count, seed
+
+        rng = np.random.default_rng(seed("rng", rng))
+        shape = (1 if n is None else count("n", n), self.dof)
         types = self.joint_types_per_dof
         span = np.array([1.0 if t == "prismatic" else math.pi for t in types])
         lo_f, hi_f = np.isfinite(self.lower), np.isfinite(self.upper)

@@ -40,7 +40,7 @@ import math
 import numpy as np
 from numba import njit, parallel_chunksize, prange
 
-from .._checks import MAX_LENGTH, real_array
+from .._checks import real_array
 from ..errors import GoalError
 
 __all__ = ["two_bone_2d", "two_bone_3d", "two_bone_lengths", "two_bone_2d_scalar"]
@@ -356,6 +356,12 @@ def _two_bone_3d_parallel(shoulder, l1, l2, target, pole, soft, elbow, hand):
 
 
 # ------------------------------------------------------------------------------ public API
+#: Largest magnitude of any two_bone_3d input (lengths, points, pole): its kernels stay finite for
+#: every finite input up to it (property-tested); beyond, l1 + l2 or a squared length can overflow
+#: to inf and the result to NaN, so larger values are a GoalError.
+MAX_INPUT = 1e300
+
+
 def _array(x, what: str, last: int | None = None, nonneg: bool = False, bound: float | None = None) -> np.ndarray:
     """x as float64, finite and real (complex refused), within ±bound if given."""
     a = real_array(what, x, bound=bound, unit=" [m]")
@@ -422,8 +428,8 @@ def two_bone_2d(l1, l2, target_xy, elbow_up: bool = True, soft=None):
 def two_bone_3d(shoulder, l1, l2, target, pole, soft=None):
     """Two-bone IK in space: ``(elbow, hand)`` positions, each (..., 3).
 
-    shoulder, target: (..., 3) points; l1, l2: bone lengths (≥ 0), every input within ±1e9 m
-    (:data:`invkin._checks.MAX_LENGTH`); pole: (..., 3) bend *direction*
+    shoulder, target: (..., 3) points; l1, l2: bone lengths (≥ 0), every input within ±1e300
+    (:data:`MAX_INPUT`); pole: (..., 3) bend *direction*
     (a vector, not a point; for a pole point pass ``pole_point − shoulder``). The elbow lies in the
     plane spanned by ``u = (target − shoulder)/|target − shoulder|`` and the pole, on the pole's
     side: ``elbow = shoulder + l1 (cos α u + sin α n)`` with ``n`` the unit component of the pole
@@ -433,12 +439,11 @@ def two_bone_3d(shoulder, l1, l2, target, pole, soft=None):
     ``u``; a target at the shoulder folds the arm along the pole (or +x). soft: as in
     :func:`two_bone_2d`. The joint rotations follow from the returned points.
     """
-    # bounded by MAX_LENGTH (1e9 m): the 3-D construction squares lengths, which overflow near 1e154
-    S = _array(shoulder, "shoulder", last=3, bound=MAX_LENGTH)
-    a1 = _array(l1, "l1", nonneg=True, bound=MAX_LENGTH)
-    a2 = _array(l2, "l2", nonneg=True, bound=MAX_LENGTH)
-    T = _array(target, "target", last=3, bound=MAX_LENGTH)
-    P = _array(pole, "pole", last=3, bound=MAX_LENGTH)
+    S = _array(shoulder, "shoulder", last=3, bound=MAX_INPUT)
+    a1 = _array(l1, "l1", nonneg=True, bound=MAX_INPUT)
+    a2 = _array(l2, "l2", nonneg=True, bound=MAX_INPUT)
+    T = _array(target, "target", last=3, bound=MAX_INPUT)
+    P = _array(pole, "pole", last=3, bound=MAX_INPUT)
     sf = _soft(soft)
     shape = _batch_shape(S.shape[:-1], a1.shape, a2.shape, T.shape[:-1], P.shape[:-1], sf.shape)
     n = math.prod(shape)
