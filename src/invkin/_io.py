@@ -1,6 +1,6 @@
 """Files in and out, safely: the one home of invkin's atomic writes and guarded reads.
 
-Writing (:func:`atomic_write`, :func:`atomic_open`): the data goes to a temporary file in the
+Writing (:func:`atomic_write`, :func:`atomic_open`, :func:`atomic_path`): the data goes to a temporary file in the
 destination's own folder, which is then renamed over the destination (``os.replace``: readers see
 the old file or the new one, never a half-written one). Rules:
 
@@ -27,7 +27,7 @@ import uuid
 
 from .errors import FileError
 
-__all__ = ["TMP_MARK", "atomic_open", "atomic_write", "open_regular"]
+__all__ = ["TMP_MARK", "atomic_open", "atomic_path", "atomic_write", "open_regular"]
 
 #: Temporary files are named ``.<name>.tmp-<pid>-<random>`` beside the destination.
 TMP_MARK = ".tmp-"
@@ -66,37 +66,50 @@ def _target(path) -> tuple[str, int | None]:
 
 
 @contextlib.contextmanager
+def atomic_path(path, suffix: str = ""):
+    """A temporary path beside ``path`` (ending in ``suffix``, for libraries that want one), which
+    replaces ``path`` when the block ends without an exception: for writers that take a file name
+    (pygltflib, ``numpy.savez``). The rules of the module docstring hold; the temporary file
+    exists (empty, with the destination's mode) when the block starts."""
+    dst, keep_mode = _target(path)
+    folder, name = os.path.split(dst)
+    tmp = os.path.join(folder, f".{name}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}{suffix}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    except OSError as e:
+        raise FileError(f"{os.fspath(path)}: cannot write in {folder}: {e.strerror or e}") from None
+    try:
+        try:
+            if keep_mode is not None:
+                os.fchmod(fd, keep_mode)
+        finally:
+            os.close(fd)
+        yield tmp
+        if not stat.S_ISREG(os.lstat(tmp).st_mode):  # a writer replaced it by something else
+            raise FileError(f"{tmp}: the temporary file is no longer a regular file")
+        os.replace(tmp, dst)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
 def atomic_open(path, mode: str = "wb", durable: bool = False, encoding: str | None = None, newline=None):
     """A file object on a temporary file beside ``path``, renamed over ``path`` when the block ends
     without an exception (see the module docstring for the rules). ``mode``: "wb" or "w".
     ``durable``: fsync the file and its folder (a power cut leaves the old or the new file)."""
     if mode not in ("wb", "w"):
         raise ValueError(f"atomic_open: mode must be 'wb' or 'w', got {mode!r}")
-    dst, keep_mode = _target(path)
-    folder, name = os.path.split(dst)
-    tmp = os.path.join(folder, f".{name}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
-    except OSError as e:
-        raise FileError(f"{os.fspath(path)}: cannot write in {folder}: {e.strerror or e}") from None
-    try:
-        if keep_mode is not None:
-            os.fchmod(fd, keep_mode)
-        with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": encoding or "utf-8", "newline": newline})) as f:
-            fd = None
+    text = {} if mode == "wb" else {"encoding": encoding or "utf-8", "newline": newline}
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, **text) as f:
             yield f
             f.flush()
             if durable:
                 os.fsync(f.fileno())
-        os.replace(tmp, dst)
-    except BaseException:
-        if fd is not None:
-            os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
     if durable:
-        _fsync_dir(folder)
+        _fsync_dir(os.path.dirname(os.path.realpath(os.fspath(path))))
 
 
 def atomic_write(path, data, durable: bool = False, encoding: str = "utf-8") -> None:

@@ -14,10 +14,13 @@ import importlib
 import json
 import math
 import sys
-
-import numpy as np
+import warnings
+from typing import TYPE_CHECKING
 
 from .errors import InvkinError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _COMMAND_MODULES = (
     "invkin.cli",            # info, fk, solve, methods, demo
@@ -25,6 +28,7 @@ _COMMAND_MODULES = (
     "invkin.bench.cli",      # bench ...  (method comparisons)
     "invkin.jobs.cli",       # batch, reachability
     "invkin.viewer.cli",     # view
+    "invkin.cache",          # warmup
 )
 
 EXIT_OK = 0
@@ -37,16 +41,20 @@ class UsageError(InvkinError):
 
 
 def _fmt(a, digits=6) -> str:
+    import numpy as np  # here, not at the top: `invkin --help` stays light (docs/architecture.md)
+
     return np.array2string(np.asarray(a), precision=digits, suppress_small=True, max_line_width=120)
 
 
-def _load(name):
-    from .model import load_robot
+def _load(args):
+    from .cli_robot import robot_from_args
 
-    return load_robot(name)
+    return robot_from_args(args)
 
 
 def _q_arg(robot, values) -> np.ndarray:
+    import numpy as np
+
     if values is None:
         return robot.neutral()
     if len(values) != robot.dof:
@@ -59,7 +67,7 @@ def _q_arg(robot, values) -> np.ndarray:
 
 
 def cmd_info(args) -> int:
-    robot = _load(args.robot)
+    robot = _load(args)
     if args.json:
         print(json.dumps({
             "name": robot.name, "dof": robot.dof, "joint_names": list(robot.joint_names),
@@ -67,6 +75,8 @@ def cmd_info(args) -> int:
             "lower": [None if math.isinf(v) else v for v in robot.lower],
             "upper": [None if math.isinf(v) else v for v in robot.upper],
             "frames": list(robot.frame_names),
+            "named_configurations": {nm: robot.named_configuration(nm).tolist() for nm in robot.named_configurations},
+            "disabled_collision_pairs": [list(pr) for pr in robot.disabled_collision_pairs],
         }, indent=2))
         return EXIT_OK
     print(f"{robot!r}")
@@ -75,40 +85,49 @@ def cmd_info(args) -> int:
     for nm, t, lo, hi in zip(robot.joint_names, robot.joint_types_per_dof, robot.lower, robot.upper):
         print(f"{nm:<28} {t:<11} {lo:>10.4g} {hi:>10.4g}")
     print(f"\nframes ({len(robot.frame_names)}): {', '.join(robot.frame_names)}")
+    if robot.named_configurations:
+        print(f"named configurations (SRDF): {', '.join(robot.named_configurations)}")
+    if robot.disabled_collision_pairs:
+        print(f"disabled collision pairs (SRDF): {len(robot.disabled_collision_pairs)}")
     return EXIT_OK
 
 
 def cmd_fk(args) -> int:
-    robot = _load(args.robot)
+    robot = _load(args)
     q = _q_arg(robot, args.q)
     frame = args.frame or robot.node_names[-1]
     T = robot.fk(q, frame)
     if args.json:
         print(json.dumps({"frame": frame, "q": q.tolist(), "T": T.tolist()}))
     else:
-        from .spatial import matrix_to_quat_wxyz, matrix_to_rpy
+        from .spatial import matrix_to_quat, matrix_to_rpy
 
         print(f"frame {frame!r} at q = {_fmt(q, 4)}")
         print(_fmt(T))
         print(f"xyz  = {_fmt(T[:3, 3])} m")
         print(f"rpy  = {_fmt(matrix_to_rpy(T[:3, :3]))} rad")
-        print(f"quat_wxyz = {_fmt(matrix_to_quat_wxyz(T[:3, :3]))}")
+        print(f"quat_wxyz = {_fmt(matrix_to_quat(T[:3, :3], 'wxyz'))}")
+        print(f"quat_xyzw = {_fmt(matrix_to_quat(T[:3, :3], 'xyzw'))}")
     return EXIT_OK
 
 
 def cmd_solve(args) -> int:
+    import numpy as np
+
     from . import goals as G
     from .solve import solve
-    from .spatial import make_transform, quat_wxyz_to_matrix, rpy_to_matrix
+    from .spatial import make_transform, rpy_to_matrix
 
-    robot = _load(args.robot)
+    robot = _load(args)
     xyz = np.array(args.xyz, dtype=float)
-    if args.rpy is not None and args.quat_wxyz is not None:
-        raise UsageError("give either --rpy or --quat-wxyz, not both")
+    given = [f for f, v in (("--rpy", args.rpy), ("--quat-wxyz", args.quat_wxyz), ("--quat-xyzw", args.quat_xyzw))
+             if v is not None]
+    if len(given) > 1:
+        raise UsageError(f"give one orientation, not {' and '.join(given)}")
     if args.rpy is not None:
         goal = G.Pose(args.frame, make_transform(rpy_to_matrix(args.rpy), xyz))
-    elif args.quat_wxyz is not None:
-        goal = G.Pose(args.frame, make_transform(quat_wxyz_to_matrix(args.quat_wxyz), xyz))
+    elif args.quat_wxyz is not None or args.quat_xyzw is not None:
+        goal = G.Pose.from_position_quaternion(args.frame, xyz, quat_wxyz=args.quat_wxyz, quat_xyzw=args.quat_xyzw)
     else:
         goal = G.Position(args.frame, xyz)
     q0 = _q_arg(robot, args.q0) if args.q0 is not None else None
@@ -142,9 +161,9 @@ def cmd_demo(args) -> int:
 
 def _tour() -> int:
     """A short terminal tour: load the panda, print its tree, FK and Jacobian, solve a pose."""
+    from . import goals as G
     from .model import load_robot
     from .solve import solve
-    from . import goals as G
 
     robot = load_robot("panda")
     print("invkin demo: the Franka Panda (bundled URDF)\n")
@@ -166,10 +185,13 @@ def _tour() -> int:
 
 
 def register(sub) -> None:
+    from .cli_robot import add_robot_options
+
     p = sub.add_parser("info", help="tree, DOF, joint limits and frames of a robot",
                        description="Print a robot's kinematic tree, joints, limits and frames.")
-    p.add_argument("robot", help="bundled name (panda, ur5, ...) or a .urdf/.bvh file")
+    p.add_argument("robot", help="bundled name (panda, ur5, ...) or a .urdf/.xml (MJCF)/.bvh file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_robot_options(p)
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("fk", help="forward kinematics of a frame",
@@ -178,6 +200,7 @@ def register(sub) -> None:
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="joint values [rad or m], one per DOF")
     p.add_argument("--frame", help="frame name (default: the last frame)")
     p.add_argument("--json", action="store_true")
+    add_robot_options(p)
     p.set_defaults(func=cmd_fk)
 
     p = sub.add_parser("solve", help="inverse kinematics for a position or pose target",
@@ -186,7 +209,10 @@ def register(sub) -> None:
     p.add_argument("--frame", required=True, help="goal frame")
     p.add_argument("--xyz", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"), help="target [m]")
     p.add_argument("--rpy", type=float, nargs=3, metavar=("R", "P", "Y"), help="target roll pitch yaw [rad]")
-    p.add_argument("--quat-wxyz", type=float, nargs=4, metavar=("W", "X", "Y", "Z"), help="target quaternion")
+    p.add_argument("--quat-wxyz", type=float, nargs=4, metavar=("W", "X", "Y", "Z"),
+                   help="target orientation, unit quaternion scalar first (MuJoCo, Eigen)")
+    p.add_argument("--quat-xyzw", type=float, nargs=4, metavar=("X", "Y", "Z", "W"),
+                   help="target orientation, unit quaternion scalar last (ROS, SciPy)")
     p.add_argument("--method", default="lm", help="solver name (see `invkin methods`)")
     p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="start configuration")
     p.add_argument("--position-tolerance", type=float, default=1e-6, help="[m] (default 1e-6)")
@@ -194,12 +220,13 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, default=0.05, help="[s] (default 0.05)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print q, joint_names, success, status, errors as JSON")
+    add_robot_options(p)
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("methods", help="list the registered IK methods")
     p.set_defaults(func=lambda a: (print("\n".join(__import__("invkin").methods())), EXIT_OK)[1])
 
-    from .viewer.app import DEMOS
+    from .viewer import DEMOS
     from .viewer.cli import add_server_arguments
 
     p = sub.add_parser("demo", help="the main demo: the browser viewer (or --tour in the terminal)",
@@ -237,6 +264,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one line each on stderr (``invkin: warning: ...``), without the source line."""
+    msg = str(message).strip().replace("\n", " ")
+    print(f"invkin: warning: {msg}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -248,7 +281,10 @@ def main(argv=None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
-        return int(args.func(args))
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")  # each distinct warning once per command
+            warnings.showwarning = _show_warning
+            return int(args.func(args))
     except KeyboardInterrupt:
         print("invkin: interrupted", file=sys.stderr)
         return 130

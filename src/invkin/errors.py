@@ -14,6 +14,7 @@ __all__ = [
     "FrameError",
     "GoalError",
     "SolverError",
+    "ModelWarning",
     "FileError",
     "InvkinWarning",
     "closest_names",
@@ -55,6 +56,11 @@ class FileError(InvkinError):
 class InvkinWarning(UserWarning):
     """Input that was accepted after a change the caller should know about (e.g. a joint limit
     beyond the documented bound read as unlimited, a BVH frame count one above the lines present)."""
+
+
+class ModelWarning(InvkinWarning):
+    """A model file was loaded with a repair that the message names (an ignored element, a mimic
+    follower fixed or set free); the loaded model is usable."""
 
 
 def closest_names(name: str, candidates, n: int = 3) -> str:

@@ -8,18 +8,41 @@ from ..errors import ModelError
 from .build import RobotBuilder, Step, chain_from_dh, chain_from_steps
 from .catalog import bundled_names, load_bundled, planar2, seed8dof, tentacle
 from .robot import JOINT_TYPES, Robot
+from .srdf import load_srdf
 
-__all__ = ["Robot", "RobotBuilder", "Step", "chain_from_steps", "chain_from_dh", "load_robot",
+__all__ = ["Robot", "RobotBuilder", "Step", "chain_from_steps", "chain_from_dh", "load_robot", "load_srdf",
            "bundled_names", "seed8dof", "planar2", "tentacle", "JOINT_TYPES"]
 
 
-def load_robot(name_or_path, base: str | None = None, tip: str | None = None, **kwargs) -> Robot:
-    """Load a bundled model by name, or a ``.urdf`` / ``.bvh`` file.
+def load_robot(name_or_path, base: str | None = None, tip: str | None = None, srdf=None,
+               srdf_strict: bool = True, *, floating_base: bool = False, locked: dict | None = None,
+               **kwargs) -> Robot:
+    """Load a bundled model by name, or a ``.urdf`` / ``.bvh`` file, or MJCF (``.xml`` with a
+    ``<mujoco>`` root, through the optional ``mujoco`` package).
 
-    base/tip cut the chain from ``base`` to ``tip`` out of the tree. Extra keyword arguments go
-    to parameterised bundled models (``tentacle(n=12, joint="ball")``); one that nothing reads
-    (a file, a model without that parameter, a typo) is a :class:`ModelError`.
+    floating_base: hang the root from a new ``world`` frame by a free joint ``root_joint``
+    (:meth:`Robot.with_floating_base`; a model that already floats is a ModelError).
+    locked: {joint: value} joints fixed at a value and removed from q (:meth:`Robot.lock`).
+    base/tip cut the chain from ``base`` to ``tip`` out of the tree (after the two above).
+    ``srdf``: an SRDF file whose
+    named configurations and disabled collision pairs the robot keeps (:func:`load_srdf`; checked
+    against the whole model, before base/tip; ``srdf_strict=False`` drops names the model lacks
+    with a warning). Extra keyword arguments go to parameterised
+    bundled models (``tentacle(n=12, joint="ball")``); one that nothing reads (a file, a model
+    without that parameter, a typo) is a :class:`ModelError`.
     """
+    if srdf is not None:
+        from .srdf import load_srdf
+
+        robot = _load_robot(name_or_path, base, tip, floating_base, locked, **kwargs)
+        whole = (_load_robot(name_or_path, None, None, floating_base, locked, **kwargs)
+                 if base is not None or tip is not None else None)
+        return load_srdf(robot, srdf, strict=srdf_strict, check=whole)
+    return _load_robot(name_or_path, base, tip, floating_base, locked, **kwargs)
+
+
+def _load_robot(name_or_path, base: str | None = None, tip: str | None = None, floating_base: bool = False,
+                locked: dict | None = None, **kwargs) -> Robot:
     if isinstance(name_or_path, Robot):
         from .._checks import no_unknown_kwargs
 
@@ -34,21 +57,48 @@ def load_robot(name_or_path, base: str | None = None, tip: str | None = None, **
             from .._checks import no_unknown_kwargs
 
             no_unknown_kwargs(f"load_robot({s!r})", kwargs, (), ModelError)  # a file takes none of them
-        if suffix in (".urdf", ".xml"):
+        if suffix == ".xml" and _is_mjcf(s):
+            from .mjcf import load_mjcf
+
+            robot = load_mjcf(s)
+        elif suffix in (".urdf", ".xml"):
             from .urdf import load_urdf
 
-            return load_urdf(s, base=base, tip=tip)
-        if suffix == ".bvh":
+            if not floating_base and locked is None:
+                return load_urdf(s, base=base, tip=tip)
+            robot = load_urdf(s)
+        elif suffix == ".bvh":
             from .bvh import read_bvh
 
             robot = read_bvh(s)[0]
         elif os.sep in s or "/" in s:
             if not os.path.exists(s):
                 raise ModelError(f"load_robot: no such file {s!r}")
-            raise ModelError(f"load_robot: unsupported file type {suffix!r} for {s!r}; expected .urdf or .bvh")
+            raise ModelError(f"load_robot: unsupported file type {suffix!r} for {s!r}; expected .urdf, .xml "
+                             f"(URDF or MJCF) or .bvh")
         else:
             robot = load_bundled(s, **kwargs)
+    if floating_base:
+        robot = robot.with_floating_base()
+    if locked is not None:
+        robot = robot.lock(locked)
     if base is not None or tip is not None:
         robot = robot.subchain(base if base is not None else robot.root,
                                tip if tip is not None else robot.node_names[-1])
     return robot
+
+
+def _is_mjcf(path: str) -> bool:
+    """True when the file's first element is <mujoco> (read from its first 64 kB)."""
+    import re
+
+    from .._io import open_regular
+
+    try:
+        with open_regular(path, "model file", ModelError) as f:  # a FIFO named x.xml must not block
+            head = f.read(65536)
+    except (OSError, ModelError):
+        return False  # the URDF reader reports the missing, unreadable or irregular file
+    head = re.sub(rb"<!--.*?-->|<\?.*?\?>", b"", head, flags=re.S)
+    m = re.search(rb"<\s*([A-Za-z_][\w:.-]*)", head)
+    return bool(m) and m.group(1) == b"mujoco"

@@ -471,7 +471,7 @@ def _parse_motion(src, it, dof: int, size: int, rot: np.ndarray):
     return out.view(_Fresh), frame_time
 
 
-def read_bvh(path) -> tuple[Robot, Clip]:
+def read_bvh(path, *, scale: float = 1.0, up=None, file_up="y") -> tuple[Robot, Clip]:
     """Read a BVH file: the skeleton as a :class:`Robot` and the motion as a :class:`Clip`.
 
     ``robot.fk(clip.frames[i], "LeftFoot")`` is the pose of ``LeftFoot`` in frame ``i``, in the
@@ -485,7 +485,20 @@ def read_bvh(path) -> tuple[Robot, Clip]:
     The file is streamed: the hierarchy is parsed iteratively (any depth) and the motion is
     converted in chunks straight into the frames array, so memory stays near the size of the
     frames (about 0.8x the file for typical 6-decimal text) plus the file's header.
+
+    ``scale`` multiplies lengths (e.g. 0.01 for a centimetre file read in metres); ``up`` turns the
+    file's up axis ``file_up`` (BVH is Y-up by convention) onto ``up`` ("z" for a Z-up world). Both
+    are exact (:func:`invkin.model.axes.convert_clip`: channels relabelled, columns scaled).
     """
+    robot, clip = _read_bvh(path)
+    if scale == 1.0 and up is None:
+        return robot, clip
+    from .axes import convert_clip
+    clip = convert_clip(clip, scale=scale, up_from=file_up, up_to=file_up if up is None else up)
+    return skeleton_robot(clip, name=robot.name), clip
+
+
+def _read_bvh(path) -> tuple[Robot, Clip]:
     try:
         src = os.fspath(path)
     except TypeError:
@@ -592,13 +605,16 @@ def _fmt(x: float) -> str:
     return s[:-2] if s.endswith(".0") else s
 
 
-def write_bvh(path, robot: Robot | None, clip: Clip) -> None:
-    """Write ``clip`` as a BVH file atomically (:func:`invkin._io.atomic_write`: only a regular
+def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=None, file_up="y") -> None:
+    """Write ``clip`` as a BVH file atomically (:func:`invkin._io.atomic_open`: only a regular
     file is replaced, a symlink is written through, the file's mode is kept, 0644 for a new one).
 
     The hierarchy (names, offsets, channel orders) comes from the clip; ``robot``, if given, must be
     the clip's skeleton (its ``joint_names`` equal ``clip.channel_names``). Rotations are written in
     degrees with 15 significant digits, so read → write → read reproduces the frames to ~1e-13 deg.
+
+    ``scale`` multiplies lengths on the way out; ``up`` names the clip's up axis, turned onto
+    ``file_up`` in the file (the inverse of :func:`read_bvh`'s options).
     """
     if not isinstance(clip, Clip):
         raise ModelError(f"write_bvh: expected a Clip, got {type(clip).__name__}")
@@ -606,6 +622,9 @@ def write_bvh(path, robot: Robot | None, clip: Clip) -> None:
         raise ModelError(f"write_bvh: robot {robot.name!r} does not match the clip: its joints "
                          f"{list(robot.joint_names)[:4]}... differ from the clip's channels "
                          f"{list(clip.channel_names)[:4]}...")
+    if scale != 1.0 or up is not None:
+        from .axes import convert_clip
+        clip = convert_clip(clip, scale=scale, up_from=file_up if up is None else up, up_to=file_up)
     out = ["HIERARCHY"]
     kids = [[] for _ in clip.names]
     for i, p in enumerate(clip.parents):

@@ -83,11 +83,21 @@ def serve(app, out=None) -> int:
 
 
 def cmd_view(args) -> int:
+    from ..cli_robot import robot_from_args, robot_options_given
     from .app import ViewerApp
+    from .pose import named_pose, parse_q
 
     check_server_arguments(args)
-    app = ViewerApp(args.robot, host=args.host, port=args.port, method=args.method,
-                    targets=args.frame or None)
+    robot = args.robot
+    if not robot.lower().endswith((".bvh", ".gltf", ".glb")) or robot_options_given(args):
+        robot = robot_from_args(args)
+    q0 = None
+    if args.q is not None:
+        q0 = parse_q(robot, args.q)
+    elif args.state is not None:
+        q0 = named_pose(robot, args.state)
+    app = ViewerApp(robot, host=args.host, port=args.port, method=args.method,
+                    targets=args.frame or None, q0=q0, sticks=args.sticks, up=args.up)
     return serve(app)
 
 
@@ -105,9 +115,22 @@ def register(sub) -> None:
                     "(its clip plays beside the IK-corrected clip when invkin.correct_clip exists). "
                     "Drag the targets; the server solves with the chosen method and redraws. "
                     "Needs the [viewer] extra (viser). Ctrl-C stops.")
-    p.add_argument("robot", metavar="ROBOT|FILE.bvh", help="bundled name (panda, ur5, ...), a .urdf or a .bvh file")
+    p.add_argument("robot", metavar="ROBOT|FILE.bvh", help="bundled name (panda, ur5, ...), a .urdf, a .bvh "
+                                                          "(or a .gltf/.glb clip, when invkin reads glTF)")
     add_server_arguments(p)
     p.add_argument("--method", default=None, help="solver to start with (default lm; see `invkin methods`)")
     p.add_argument("--frame", action="append", metavar="FRAME",
                    help="put a target on this frame (repeatable; default: the last frame, none for BVH)")
+    p.add_argument("--sticks", action="store_true",
+                   help="draw the kinematic stick figure, not the robot's visual meshes")
+    p.add_argument("--q", default=None, metavar="'Q1 Q2 ...'",
+                   help="start configuration, one value per DOF [rad or m] (default: 0 where the limits "
+                        "allow it, else mid-range)")
+    p.add_argument("--state", default=None, metavar="NAME",
+                   help="start in this SRDF group state (e.g. half_sitting; needs --srdf or a bundled SRDF)")
+    p.add_argument("--up", default=None, choices=("x", "y", "z", "-x", "-y", "-z"),
+                   help="up axis of a BVH clip (default: found from the clip: head above the feet)")
+    from ..cli_robot import add_robot_options
+
+    add_robot_options(p)  # --base, --tip, --floating-base, --srdf (the group states of --state)
     p.set_defaults(func=cmd_view)
