@@ -193,6 +193,20 @@ def test_a_fifo_named_like_a_model_is_refused_at_once(tmp_path, name):
     assert "FIFO" in one_line_error(p)
 
 
+def test_fifos_named_like_gltf_or_targets_are_refused_at_once(tmp_path):
+    pytest.importorskip("pygltflib")
+    from invkin.jobs import JobError, load_targets
+
+    glb = tmp_path / "x.glb"
+    os.mkfifo(glb)
+    with pytest.raises(ik.ModelError, match="FIFO"):
+        bounded(lambda: ik.read_gltf(glb))
+    npz = tmp_path / "t.npz"
+    os.mkfifo(npz)
+    with pytest.raises(JobError, match="FIFO"):
+        bounded(lambda: load_targets(str(npz)))
+
+
 def test_urdf_with_an_unknown_encoding_is_a_model_error():
     from invkin.model.urdf import parse_urdf
 
