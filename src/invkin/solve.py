@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 
-from . import _checks
+from ._checks import MAX_LENGTH, SEED_LIMIT
+from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
 from .goals import KIND_POSITION, Pose, Position
 from .result import Result, Status
@@ -85,8 +86,8 @@ def _initial_q(robot, q0):
     q = robot.check_q(q0, "q0")
     if q.ndim != 1:
         raise ConfigurationError(f"q0: expected shape ({robot.dof},), got {q.shape}")
-    if q.size and float(np.max(np.abs(q))) > _checks.MAX_LENGTH:  # FK of such values overflows
-        raise ConfigurationError(f"q0: expected values within ±{_checks.MAX_LENGTH:g}, got {q.tolist()}")
+    if q.size and float(np.max(np.abs(q))) > MAX_LENGTH:  # FK of such values overflows
+        raise ConfigurationError(f"q0: expected values within ±{MAX_LENGTH:g}, got {q.tolist()}")
     return np.minimum(np.maximum(q, robot.lower), robot.upper)
 
 
@@ -342,7 +343,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         max_iterations = DEFAULT_MAX_ITERATIONS
     else:
         max_iterations = ITERATION_CAP
-    _checks.seed("seed", seed)
+    check_seed("seed", seed)
     if mode not in ("speed", "distance"):
         raise SolverError(f"mode: expected 'speed' or 'distance', got {mode!r}")
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
@@ -530,7 +531,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         return None
     if not (type(timeout) is float and 0.0 < timeout < math.inf):
         return None  # timeout=None: the general path bounds it by DEFAULT_MAX_ITERATIONS
-    if type(seed) is not int or not 0 <= seed < _checks.SEED_LIMIT:
+    if type(seed) is not int or not 0 <= seed < SEED_LIMIT:
         return None
     if q0 is None:
         q0 = robot._neutral
@@ -591,7 +592,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
 
 
 def _seed_int(seed) -> int:
-    seed = _checks.seed("seed", seed)
+    seed = check_seed("seed", seed)
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(0, 2**31 - 1))
     if seed is None:
@@ -751,15 +752,15 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     if position_only and not np.all(np.isfinite(Ts)):
         bad = int(np.argwhere(~np.isfinite(Ts.reshape(B, -1)))[0][0])
         raise GoalError(f"Ts: expected finite values; target {bad} has {Ts[bad].tolist()}")
-    if np.any(np.abs(Ts[np.isfinite(Ts)]) > _checks.MAX_LENGTH):
-        bad = int(np.argmax(np.any(np.abs(np.nan_to_num(Ts.reshape(B, -1))) > _checks.MAX_LENGTH, axis=1)))
-        raise GoalError(f"Ts: expected coordinates within ±{_checks.MAX_LENGTH:g} m; target {bad} has "
+    if np.any(np.abs(Ts[np.isfinite(Ts)]) > MAX_LENGTH):
+        bad = int(np.argmax(np.any(np.abs(np.nan_to_num(Ts.reshape(B, -1))) > MAX_LENGTH, axis=1)))
+        raise GoalError(f"Ts: expected coordinates within ±{MAX_LENGTH:g} m; target {bad} has "
                         f"{Ts[bad].tolist()}")
     if isinstance(max_restarts, bool) or not isinstance(max_restarts, (int, np.integer)) \
             or not 0 <= max_restarts <= MAX_RESTARTS:
         raise GoalError(f"max_restarts: expected an integer in [0, {MAX_RESTARTS}], got {max_restarts!r}")
-    _checks.seed("seed", seed, allow_generator=False, allow_none=False)
-    if seed + B >= _checks.SEED_LIMIT:
+    check_seed("seed", seed, allow_generator=False, allow_none=False)
+    if seed + B >= SEED_LIMIT:
         raise GoalError(f"seed: target b is seeded with seed + b, which must stay below 2**63; got seed={seed} "
                         f"for {B} targets")
     if q0 is None:

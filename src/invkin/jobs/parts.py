@@ -19,7 +19,8 @@ import os
 
 import numpy as np
 
-from .. import _io
+from .._io import TMP_MARK
+from .._io import atomic_write as _atomic_write
 from ..errors import FileError
 from .errors import JobError, _arrow
 
@@ -27,7 +28,7 @@ FORMAT = "invkin-dataset/1"
 MANIFEST = "manifest.json"
 PART_PREFIX = "part-"
 PART_SUFFIX = ".parquet"
-_TMP_MARK = _io.TMP_MARK
+_TMP_MARK = TMP_MARK
 
 
 def part_name(c: int) -> str:
@@ -41,7 +42,7 @@ def atomic_write(path: str, data: bytes, durable: bool = True) -> None:
     ``durable``: fsync the file and the folder too (the manifest). Parts skip it: a part torn by a
     power cut fails its manifest checksum on the next run and is solved again."""
     try:
-        _io.atomic_write(path, data, durable=durable)
+        _atomic_write(path, data, durable=durable)
     except FileError as e:
         raise JobError(str(e)) from None
 
