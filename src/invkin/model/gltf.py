@@ -344,6 +344,9 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
     """
     pg = _pygltflib()
     src = os.fspath(path)
+    from .._io import open_regular
+
+    open_regular(src, "glTF file", ModelError).close()  # a FIFO named x.glb must not block the load
     try:
         doc = pg.GLTF2().load(src)
     except Exception as e:  # pygltflib raises assorted errors for damaged files
