@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError, ModelWarning
-from ..fileio import atomic_path
+from .._io import atomic_path
 from .axes import convert_clip
 from .bvh import Clip, skeleton_robot
 from .robot import Robot
