@@ -28,13 +28,13 @@ import base64
 import dataclasses
 import math
 import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ModelError, ModelWarning
+from .._io import atomic_path
 from .axes import convert_clip
 from .euler import ORDERS, axis_rot as _axis_rot, euler_from_matrix
 from .bvh import Clip, skeleton_robot
@@ -309,6 +309,9 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
     """
     pg = _pygltflib()
     src = os.fspath(path)
+    from .._io import open_regular
+
+    open_regular(src, "glTF file", ModelError).close()  # a FIFO named x.glb must not block the load
     try:
         doc = pg.GLTF2().load(src)
     except Exception as e:  # pygltflib raises assorted errors for damaged files
@@ -486,20 +489,10 @@ def _save(pg, doc, blob: bytearray, dst: str):
         doc.set_binary_blob(bytes(blob))
     else:
         doc.buffers[0].uri = "data:application/octet-stream;base64," + base64.b64encode(bytes(blob)).decode()
-    d = os.path.dirname(os.path.abspath(dst))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".glb" if binary else ".gltf", dir=d)
-    os.close(fd)
-    try:
+    with atomic_path(dst, suffix=".glb" if binary else ".gltf") as tmp:
         ok = doc.save_binary(tmp) if binary else doc.save_json(tmp)
         if ok is False:
             raise ModelError(f"{dst}: pygltflib could not write the file")
-        os.replace(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: float | None = None,

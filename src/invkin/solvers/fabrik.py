@@ -380,6 +380,13 @@ def _check(problem):
             raise SolverError(f"fabrik supports Position goals only (it moves joint positions); got an {kind} "
                               f"goal on frame {robot.node_names[int(problem.gnode[g])]!r}; use method='ccd' or "
                               f"'lm' for orientations")
+        for i in robot.ancestors(int(problem.gnode[g])):
+            if robot.composite[i]:  # FABRIK moves joint positions of a rooted chain
+                raise SolverError(f"fabrik does not move {robot.composite[i]} joints; joint "
+                                  f"{robot.node_joint_names[i]!r} moves frame "
+                                  f"{robot.node_names[int(problem.gnode[g])]!r}: lock it "
+                                  f"(robot.lock({{{robot.node_joint_names[i]!r}: q_base}})) or use method='lm', "
+                                  f"'dls' or 'pinv'")
 
 
 def _iterate(problem, q, max_iter, state, options):

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import FrameError, SolverError, closest_names
+from ..errors import FrameError, GoalError, SolverError, closest_names
 from ..kinematics import kernels as K
 from ..model.euler import euler_from_matrix
 from ..model.euler import frame_groups as _frame_groups
@@ -238,8 +238,8 @@ def two_bone_3d(shoulder, l1, l2, target, pole=None, soft=None, **limb):
     if hasattr(shoulder, "fk_all_array") and hasattr(shoulder, "joint_names"):  # a Robot
         return two_bone_limb(shoulder, l1, l2, target, pole=pole, soft=soft, **limb)
     if limb:
-        raise SolverError(f"two_bone_3d: options {sorted(limb)} apply to a skeleton's limb only "
+        raise GoalError(f"two_bone_3d: options {sorted(limb)} apply to a skeleton's limb only "
                           f"(two_bone_3d(robot, q, tip, target, ...))")
     if pole is None:
-        raise SolverError("two_bone_3d: pole (a bend direction, (..., 3)) is required for points")
+        raise GoalError("two_bone_3d: pole (a bend direction, (..., 3)) is required for points")
     return _two_bone_points(shoulder, l1, l2, target, pole, soft)
