@@ -1,0 +1,245 @@
+"""Collision: obstacle validation, distance kernels against coal, enclosing capsules of meshes,
+which pairs are checked, ik.distances and the distance Jacobian (finite differences)."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import invkin as ik
+from invkin.collision import kernels as CK
+from invkin.collision.errors import CollisionError, CollisionWarning
+from invkin.collision.model import _mesh_vertices_edges, collision_model, fit_capsules, mesh_capsules
+
+coal = pytest.importorskip("coal")
+trimesh = pytest.importorskip("trimesh")
+
+DATA = Path(__file__).parent / "data"
+PANDA = DATA / "erd" / "panda_fingers.urdf"   # example-robot-data's Panda with its collision meshes
+PANDA_SRDF = DATA / "erd" / "panda.srdf"
+
+
+def _rot(rng):
+    q = rng.normal(size=4)
+    w, x, y, z = q / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _coal_capsule(a, b, r):
+    L = np.linalg.norm(b - a)
+    z = (b - a) / L if L > 1e-12 else np.array([0.0, 0.0, 1.0])
+    x = np.cross(z, [1.0, 0, 0] if abs(z[0]) < 0.9 else [0, 1.0, 0])
+    x /= np.linalg.norm(x)
+    if L < 1e-12:
+        return coal.Sphere(r), coal.Transform3s(np.eye(3), a)
+    return coal.Capsule(r, L), coal.Transform3s(np.c_[x, np.cross(z, x), z], (a + b) / 2)
+
+
+def _coal_distance(g1, t1, g2, t2):
+    return coal.distance(g1, t1, g2, t2, coal.DistanceRequest(), coal.DistanceResult())
+
+
+def _seg_dist(p, a, b):
+    e = b - a
+    t = np.clip(np.dot(p - a, e) / max(np.dot(e, e), 1e-300), 0, 1)
+    return np.linalg.norm(p - (a + t * e))
+
+
+def _check_witnesses(out, dist_to_A, dist_to_B):
+    """d = n·(pB − pA), |n| = 1; each witness point lies on its shape's surface when the shapes
+    are apart, and in its shape (the deepest point) when they overlap."""
+    d, pA, pB, n = out[0], out[1:4], out[4:7], out[7:10]
+    assert np.linalg.norm(n) == pytest.approx(1.0, abs=1e-12)
+    assert np.dot(n, pB - pA) == pytest.approx(d, abs=1e-9)
+    assert dist_to_B(pB) == pytest.approx(0.0, abs=1e-9)
+    if d > 0:
+        assert dist_to_A(pA) == pytest.approx(0.0, abs=1e-9)
+    else:
+        assert dist_to_A(pA) <= 1e-9
+
+
+# ------------------------------------------------------------------ kernels against coal
+
+@pytest.mark.parametrize("sphere_a,sphere_b", [(True, True), (True, False), (False, False)])
+def test_capsule_and_sphere_distances_match_coal(sphere_a, sphere_b):
+    rng = np.random.default_rng(1)
+    out = np.empty(10)
+    n_pen = 0
+    for _ in range(200):
+        a1, b1, a2, b2 = rng.uniform(-1, 1, (4, 3))
+        b1 = a1 if sphere_a else b1
+        b2 = a2 if sphere_b else b2
+        r1, r2 = rng.uniform(0.01, 0.4, 2)
+        d = CK.capsule_capsule(a1, b1, r1, a2, b2, r2, out)
+        dc = _coal_distance(*_coal_capsule(a1, b1, r1), *_coal_capsule(a2, b2, r2))
+        n_pen += d < 0
+        assert d == pytest.approx(dc, abs=1e-7), (a1, b1, r1, a2, b2, r2)
+        _check_witnesses(out, lambda p: _seg_dist(p, a1, b1) - r1, lambda p: _seg_dist(p, a2, b2) - r2)
+    assert 0 < n_pen < 200  # both separated and penetrating pairs were drawn
+
+
+def _box_sdf(p, R, c, h):
+    q = np.abs(R.T @ (p - c)) - h
+    return np.linalg.norm(np.maximum(q, 0)) + min(q.max(), 0)
+
+
+@pytest.mark.parametrize("sphere", [True, False])
+def test_capsule_box_distance_matches_coal_and_never_exceeds_its_depth(sphere):
+    rng = np.random.default_rng(2)
+    out = np.empty(10)
+    n_pen = 0
+    for _ in range(200):
+        a, b = rng.uniform(-1, 1, (2, 3))
+        b = a if sphere else b
+        r = rng.uniform(0.01, 0.3)
+        R, c, h = _rot(rng), rng.uniform(-0.3, 0.3, 3), rng.uniform(0.05, 0.5, 3)
+        d = CK.capsule_box(a, b, r, np.r_[R.ravel(), c, h], out)
+        dc = _coal_distance(*_coal_capsule(a, b, r), coal.Box(*(2 * h)), coal.Transform3s(R, c))
+        if dc > 0:
+            assert d == pytest.approx(dc, abs=1e-7)
+        else:  # penetrating: same sign; minus the deepest point's depth is >= minus the penetration depth
+            n_pen += 1
+            assert d <= 1e-9 and d >= dc - 1e-9
+        _check_witnesses(out, lambda p: _seg_dist(p, a, b) - r, lambda p: _box_sdf(p, R, c, h))
+    assert n_pen > 0
+
+
+def test_capsule_halfspace_distance_matches_coal():
+    rng = np.random.default_rng(3)
+    out = np.empty(10)
+    for _ in range(200):
+        a, b = rng.uniform(-1, 1, (2, 3))
+        r = rng.uniform(0.01, 0.3)
+        n = rng.normal(size=3)
+        n /= np.linalg.norm(n)
+        c = rng.uniform(-0.5, 0.5)
+        d = CK.capsule_halfspace(a, b, r, np.r_[n, c], out)
+        dc = _coal_distance(*_coal_capsule(a, b, r), coal.Halfspace(n, c), coal.Transform3s())
+        assert d == pytest.approx(dc, abs=1e-9)
+        _check_witnesses(out, lambda p: _seg_dist(p, a, b) - r, lambda p: np.dot(n, p) - c)
+
+
+# ------------------------------------------------------------------ obstacles
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda: ik.Sphere((0, 0, np.nan), 0.1), "center holds NaN"),
+    (lambda: ik.Sphere((0, 0, 0), 0.0), "radius must be a finite number > 0"),
+    (lambda: ik.Sphere((0, 0, 0), -1), "got -1"),
+    (lambda: ik.Capsule((0, 0, 0), (0, 0, 1), np.inf), "radius"),
+    (lambda: ik.Box(np.eye(4), (0.1, 0.0, 0.1)), "size_xyz must be > 0"),
+    (lambda: ik.Box(np.diag([1, 1, -1, 1.0]), (0.1, 0.1, 0.1)), "rigid transform"),
+    (lambda: ik.HalfSpace((0, 0, 0), 0.0), "non-zero"),
+    (lambda: ik.Points(np.zeros((0, 3)), 0.01), "no points"),
+    (lambda: ik.Points(np.zeros((4, 2)), 0.01), "shape"),
+    (lambda: ik.Points(np.zeros((4, 3)), -0.01), ">= 0"),
+    (lambda: ik.World([ik.Sphere((0, 0, 0), 0.1), "table"]), "obstacle 1 is str"),
+])
+def test_bad_obstacles_raise_a_collision_error_naming_the_value(make, needle):
+    with pytest.raises(CollisionError, match=needle):
+        make()
+
+
+def test_obstacles_are_frozen_and_their_arrays_read_only():
+    c = np.array([0.1, 0.2, 0.3])
+    s = ik.Sphere(c, 0.1)
+    c[0] = 9.0  # the caller's array is copied
+    assert s.center[0] == 0.1
+    with pytest.raises(ValueError):
+        s.center[0] = 1.0
+    h = ik.HalfSpace((0, 0, 2.0), 1.0)  # normalised: the plane z = 0.5
+    assert np.allclose(h.normal, (0, 0, 1)) and h.offset == 0.5
+    w = ik.World([s, h, ik.Points(np.zeros((5, 3)), 0.01)])
+    assert len(w) == 3 and w.tables["caps"].shape == (6, 7) and list(w.tables["cap_obj"]) == [0, 2, 2, 2, 2, 2]
+
+
+# ------------------------------------------------------------------ enclosing capsules
+
+def _inside_union(P, caps, tol=1e-9):
+    d = np.full(len(P), np.inf)
+    for c in caps:
+        a, b, r = c[0:3], c[3:6], c[6]
+        e = b - a
+        t = np.clip((P - a) @ e / max(e @ e, 1e-300), 0, 1)
+        d = np.minimum(d, np.linalg.norm(P - (a + t[:, None] * e), axis=1) - r)
+    return d <= tol
+
+
+@pytest.mark.parametrize("name", ["link0", "link1", "link3", "link5", "link7", "hand", "finger"])
+def test_fitted_capsules_enclose_every_vertex_and_surface_point_of_panda_meshes(name):
+    path = DATA / "erd" / "example-robot-data" / "robots" / "panda_description" / "meshes" / "collision" / f"{name}.stl"
+    caps = mesh_capsules(str(path))
+    assert 1 <= len(caps) <= 3
+    V, _ = _mesh_vertices_edges(str(path))
+    assert _inside_union(V, caps).all()
+    mesh = trimesh.load(str(path), force="mesh")
+    pts = trimesh.sample.sample_surface(mesh, 5000, seed=0)[0]
+    assert _inside_union(pts, caps).all()
+    # conservative but not absurd: the capsules' volume stays within a few times the mesh's hull box
+    vol = sum(np.pi * c[6] ** 2 * np.linalg.norm(c[3:6] - c[0:3]) + 4 / 3 * np.pi * c[6] ** 3 for c in caps)
+    assert vol < 4.0 * np.prod(V.max(0) - V.min(0))
+
+
+def test_fitted_capsules_enclose_the_bundled_g1_and_go2_meshes():
+    for name in ("g1", "go2"):
+        robot = ik.load_robot(name)
+        for g in robot.collisions:
+            if g.kind == "mesh":
+                V, E = _mesh_vertices_edges(g.path)
+                V = V * np.asarray(g.size)
+                assert _inside_union(V, fit_capsules(V, E)).all(), g.path
+
+
+def test_slab_split_encloses_the_mesh_edges_between_slabs():
+    # a long thin box as a mesh: 2-3 capsules; points along every edge (not only vertices) are inside
+    m = trimesh.creation.box(extents=(1.0, 0.1, 0.05))
+    caps = fit_capsules(m.vertices, m.edges_unique)
+    assert len(caps) >= 1
+    lam = np.linspace(0, 1, 101)[:, None, None]
+    E = m.vertices[m.edges_unique]
+    pts = (E[None, :, 0] * (1 - lam) + E[None, :, 1] * lam).reshape(-1, 3)
+    assert _inside_union(pts, caps).all()
+
+
+def test_mesh_fits_are_cached_per_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("INVKIN_CACHE_DIR", str(tmp_path))
+    path = DATA / "erd" / "example-robot-data" / "robots" / "panda_description" / "meshes" / "collision" / "link2.stl"
+    first = mesh_capsules(str(path))
+    files = list((tmp_path / "collision").glob("*.npy"))
+    assert len(files) == 1
+    np.save(files[0], first + 1.0)  # the second call reads the cache, not the mesh
+    assert np.allclose(mesh_capsules(str(path)), first + 1.0)
+    V, _ = _mesh_vertices_edges(str(path))
+    assert _inside_union(V * (1, 2, 3), mesh_capsules(str(path), scale=(1, 2, 3))).all()  # its own entry
+    assert len(list((tmp_path / "collision").glob("*.npy"))) == 2
+
+
+def test_robot_collision_lists_capsules_per_link_for_urdf_meshes_and_primitives():
+    robot = ik.load_robot(str(PANDA))
+    cm = robot.collision
+    assert cm is robot.collision  # built once per robot
+    assert "panda_link3" in cm.link_names and "panda_hand" in cm.link_names
+    assert cm.shapes("panda_link3").shape[1] == 7 and len(cm.shapes("nope")) == 0
+    assert not cm.exact.any()  # meshes: enclosing capsules
+    g1 = ik.load_robot("g1")
+    assert any(src.endswith("sphere sphere") for src in g1.collision.sources)
+    assert g1.collision.exact.any()
+
+
+def test_a_missing_mesh_file_warns_and_the_link_keeps_its_primitives(tmp_path):
+    urdf = tmp_path / "r.urdf"
+    urdf.write_text("""<robot name="r">
+  <link name="base"><collision><geometry><mesh filename="gone.stl"/></geometry></collision>
+    <collision><geometry><sphere radius="0.1"/></geometry></collision></link>
+  <link name="tip"><collision><geometry><box size="0.1 0 0.1"/></geometry></collision></link>
+  <joint name="j" type="revolute"><parent link="base"/><child link="tip"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>""")
+    robot = ik.load_robot(str(urdf))
+    with pytest.warns(CollisionWarning) as rec:
+        cm = robot.collision
+    msgs = " ".join(str(w.message) for w in rec)
+    assert "gone.stl" in msgs and "size [0.1, 0.0, 0.1]" in msgs
+    assert cm.link_names == ("base",) and len(cm.caps) == 1 and cm.exact.all()
