@@ -243,3 +243,133 @@ def test_a_missing_mesh_file_warns_and_the_link_keeps_its_primitives(tmp_path):
     msgs = " ".join(str(w.message) for w in rec)
     assert "gone.stl" in msgs and "size [0.1, 0.0, 0.1]" in msgs
     assert cm.link_names == ("base",) and len(cm.caps) == 1 and cm.exact.all()
+
+
+# ------------------------------------------------------------------ which pairs
+
+def test_srdf_disabled_pairs_are_never_checked():
+    robot = ik.load_robot(str(PANDA), srdf=str(PANDA_SRDF))
+    names = set(ik.collision.pair_names(robot))
+    off = {tuple(p) for p in robot.disabled_collision_pairs}
+    assert names and not any((a, b) in off or (b, a) in off for a, b in names)
+    cm = robot.collision
+    assert len(names) == len(cm.link_names) * (len(cm.link_names) - 1) // 2 - len(
+        {frozenset(p) for p in off if p[0] in cm.link_names and p[1] in cm.link_names})
+
+
+def test_sampled_pairs_drop_adjacent_always_and_never_colliding_links(tmp_path, monkeypatch):
+    monkeypatch.setenv("INVKIN_CACHE_DIR", str(tmp_path))
+    robot = ik.load_robot(str(PANDA))
+    pairs = ik.collision_pairs(robot)
+    names = set(ik.collision.pair_names(robot, pairs))
+    assert ("panda_link1", "panda_link2") not in names   # adjacent
+    assert ("panda_link0", "panda_link1") not in names
+    assert ("panda_link0", "panda_hand") in names        # the arm can fold back onto its base
+    # no kept pair is in contact at the neutral pose ("default" pairs are dropped)
+    d = ik.distances(robot, robot.neutral())
+    assert set(d.pairs) == names and d.distance.min() >= 0.0
+    # MoveIt's SRDF (from 10 000 samples of the real meshes) keeps most of what we keep
+    srdf_names = set(ik.collision.pair_names(ik.load_robot(str(PANDA), srdf=str(PANDA_SRDF))))
+    assert len(names & srdf_names) >= 0.7 * len(srdf_names)
+    # cached on disk: a fresh Robot reads the same pairs without sampling again
+    files = sorted((tmp_path / "collision").glob("pairs-*.npy"))
+    again = ik.load_robot(str(PANDA))
+    monkeypatch.setattr("invkin.collision.pairs._compute", lambda *a: pytest.fail("sampled again"))
+    assert np.array_equal(ik.collision_pairs(again), pairs)
+    assert sorted((tmp_path / "collision").glob("pairs-*.npy")) == files
+
+
+# ------------------------------------------------------------------ distances and their Jacobian
+
+def _shelf_world():
+    T = np.eye(4)
+    T[:3, 3] = (0.55, 0.0, 0.45)
+    return ik.World([ik.HalfSpace((0, 0, 1), -0.01), ik.Box(T, (0.3, 0.8, 0.02)),
+                     ik.Sphere((0.3, 0.3, 0.6), 0.08), ik.Capsule((0.2, -0.4, 0.2), (0.5, -0.3, 0.9), 0.04),
+                     ik.Points(np.random.default_rng(5).uniform((-0.2, -0.6, 0.0), (0.8, 0.6, 1.0), (300, 3)), 0.01)])
+
+
+def test_distances_are_sorted_and_their_witnesses_agree_with_coal():
+    robot = ik.load_robot(str(PANDA), srdf=str(PANDA_SRDF))
+    world = _shelf_world()
+    cm = robot.collision
+    q = robot.sample(rng=np.random.default_rng(0))
+    d = ik.distances(robot, q, world)
+    assert np.all(np.diff(d.distance) >= 0) and len(d) > 10
+    Ts = robot.fk_all(q)
+    for (a, b), dist, pa, pb, n in zip(d.pairs, d.distance, d.points_a, d.points_b, d.normals):
+        assert np.dot(n, pb - pa) == pytest.approx(dist, abs=1e-9)
+        if b.startswith("obstacle") or dist <= 0:
+            continue
+        # self pairs: coal on the two links' capsules gives the same minimum
+        best = np.inf
+        for ca in cm.shapes(a):
+            for cb in cm.shapes(b):
+                A = [(Ts[a][:3, :3] @ ca[k:k + 3] + Ts[a][:3, 3]) for k in (0, 3)]
+                B = [(Ts[b][:3, :3] @ cb[k:k + 3] + Ts[b][:3, 3]) for k in (0, 3)]
+                best = min(best, _coal_distance(*_coal_capsule(*A, ca[6]), *_coal_capsule(*B, cb[6])))
+        assert dist == pytest.approx(best, abs=1e-7)
+
+
+def test_cutoff_culls_far_pairs_without_changing_near_ones():
+    robot = ik.load_robot(str(PANDA), srdf=str(PANDA_SRDF))
+    world = _shelf_world()
+    q = robot.sample(rng=np.random.default_rng(1))
+    full = ik.distances(robot, q, world)
+    near = ik.distances(robot, q, world, cutoff=0.05)
+    assert len(near) < len(full)
+    got = dict(zip(near.pairs, near.distance))
+    want = {p: v for p, v in zip(full.pairs, full.distance) if v <= 0.05}
+    assert set(want) <= set(got)
+    for p in want:
+        assert got[p] == pytest.approx(want[p], abs=1e-12)
+
+
+@pytest.mark.parametrize("model", ["panda", "g1"])
+def test_distance_jacobian_matches_finite_differences(model):
+    if model == "panda":
+        robot = ik.load_robot(str(PANDA), srdf=str(PANDA_SRDF))
+        world = _shelf_world()
+    else:  # a floating base: free-joint columns are local increments, as Robot.integrate applies
+        robot = ik.load_robot("g1")
+        world = ik.World([ik.HalfSpace((0, 0, 1), -0.9), ik.Sphere((0.3, 0.1, 0.0), 0.1),
+                          ik.Box(np.eye(4), (0.05, 0.05, 0.05))])
+    rng = np.random.default_rng(7)
+    checked = 0
+    for _ in range(4):
+        q = robot.sample(rng=rng)
+        d, J, info = ik.distance_jacobian(robot, q, world)
+        assert J.shape == (len(d), robot.dof) and np.array_equal(d, info.distance)
+        h = 1e-6
+        Jfd = np.empty_like(J)
+        for j in range(robot.dof):
+            e = np.zeros(robot.dof)
+            e[j] = h
+            dp = dict(zip(*_pairs_d(robot, robot.integrate(q, e), world)))
+            dm = dict(zip(*_pairs_d(robot, robot.integrate(q, -e), world)))
+            Jfd[:, j] = [(dp[p] - dm[p]) / (2 * h) for p in info.pairs]
+        # rows whose closest features are unique (not touching or nearly parallel) are smooth
+        ok = np.abs(d) > 1e-3
+        err = np.abs(J[ok] - Jfd[ok]).max(axis=1)
+        assert np.median(err) < 1e-6
+        assert np.mean(err < 1e-5) > 0.95, err
+        checked += ok.sum()
+    assert checked > 20
+
+
+def _pairs_d(robot, q, world):
+    d = ik.distances(robot, q, world)
+    return d.pairs, d.distance
+
+
+def test_bad_arguments_of_distances_raise():
+    robot = ik.load_robot(str(PANDA), srdf=str(PANDA_SRDF))
+    with pytest.raises(CollisionError, match="cutoff"):
+        ik.distances(robot, robot.neutral(), cutoff=-1.0)
+    with pytest.raises(CollisionError, match="expected an ik.World"):
+        ik.distances(robot, robot.neutral(), world="shelf")
+    with pytest.raises(ik.ConfigurationError):
+        ik.distances(robot, np.full(robot.dof, np.nan))
+    # a list of obstacles is accepted as a World
+    assert len(ik.distances(robot, robot.neutral(), [ik.Sphere((2, 0, 0), 0.1)], self_collision=False)) == len(
+        robot.collision.link_names)

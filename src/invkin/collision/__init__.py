@@ -13,7 +13,10 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "Sphere": ".world", "Capsule": ".world", "Box": ".world", "HalfSpace": ".world", "Points": ".world",
     "World": ".world", "Obstacle": ".world",
     "CollisionModel": ".model", "collision_model": ".model", "fit_capsules": ".model",
+    "collision_pairs": ".pairs", "pair_names": ".pairs",
+    "Distances": ".distance", "distances": ".distance", "distance_jacobian": ".distance",
 })
 
 __all__ = ["CollisionError", "CollisionWarning", "Sphere", "Capsule", "Box", "HalfSpace", "Points", "World",
-           "Obstacle", "CollisionModel", "collision_model", "fit_capsules"]
+           "Obstacle", "CollisionModel", "collision_model", "fit_capsules", "collision_pairs", "pair_names",
+           "Distances", "distances", "distance_jacobian"]

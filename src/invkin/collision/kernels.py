@@ -271,7 +271,8 @@ def self_distances(wcaps, wbounds, link_caps, pairs, cutoff, out):
 def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj, cutoff, out):
     """Closest shapes of every (link, obstacle) into ``out`` (L, n_obstacles, 10), d = inf where
     the link's bounding sphere is farther than ``cutoff`` from the obstacle's bound (not evaluated).
-    A point cloud is one obstacle: its closest point counts."""
+    A point cloud is one obstacle: its closest point counts (points whose bound is no closer than
+    the best found so far are skipped, which changes nothing in the result)."""
     L = wbounds.shape[0]
     out[:, :, 0] = np.inf
     tmp = np.empty(10)
@@ -279,15 +280,25 @@ def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, boxes, box_obj, 
         bx, by, bz, br = wbounds[ell, 0], wbounds[ell, 1], wbounds[ell, 2], wbounds[ell, 3]
         c0, c1 = link_caps[ell], link_caps[ell + 1]
         for k in range(ocaps.shape[0]):
-            o = ocaps[k]
-            mx, my, mz = 0.5 * (o[0] + o[3]) - bx, 0.5 * (o[1] + o[4]) - by, 0.5 * (o[2] + o[5]) - bz
-            hx, hy, hz = 0.5 * (o[3] - o[0]), 0.5 * (o[4] - o[1]), 0.5 * (o[5] - o[2])
-            if (math.sqrt(mx * mx + my * my + mz * mz) - math.sqrt(hx * hx + hy * hy + hz * hz)
-                    - o[6] - br > cutoff):
+            # bound of the obstacle capsule: a sphere about its middle (scalars only: this loop runs
+            # once per point of a cloud)
+            mx = 0.5 * (ocaps[k, 0] + ocaps[k, 3]) - bx
+            my = 0.5 * (ocaps[k, 1] + ocaps[k, 4]) - by
+            mz = 0.5 * (ocaps[k, 2] + ocaps[k, 5]) - bz
+            hx = 0.5 * (ocaps[k, 3] - ocaps[k, 0])
+            hy = 0.5 * (ocaps[k, 4] - ocaps[k, 1])
+            hz = 0.5 * (ocaps[k, 5] - ocaps[k, 2])
+            o = ocap_obj[k]
+            # skip when beyond the cutoff, or no closer than this obstacle's best so far (a cloud's
+            # points then cost one bound test each once a close point has been found)
+            reach = cutoff if cutoff < out[ell, o, 0] else out[ell, o, 0]
+            gap = math.sqrt(mx * mx + my * my + mz * mz) - ocaps[k, 6] - br
+            if gap - reach > 0.0 and (gap - reach) * (gap - reach) > hx * hx + hy * hy + hz * hz:
                 continue
-            res = out[ell, ocap_obj[k]]
+            res = out[ell, o]
             for c in range(c0, c1):
-                capsule_capsule(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], o[0:3], o[3:6], o[6], tmp)
+                capsule_capsule(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6],
+                                ocaps[k, 0:3], ocaps[k, 3:6], ocaps[k, 6], tmp)
                 _keep(res, tmp)
         for k in range(boxes.shape[0]):
             bo = boxes[k]
