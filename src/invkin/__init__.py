@@ -52,7 +52,7 @@ _LAZY = {
     "Sphere": ".collision.world", "Capsule": ".collision.world", "Box": ".collision.world",
     "HalfSpace": ".collision.world", "Points": ".collision.world", "World": ".collision.world",
     "CollisionError": ".collision.errors", "CollisionWarning": ".collision.errors",
-    "collision_model": ".collision.model", "collision_pairs": ".collision.pairs",
+    "collision": None, "collision_model": ".collision.model", "collision_pairs": ".collision.pairs",
     "distances": ".collision.distance", "distance_jacobian": ".collision.distance",
 }
 
@@ -74,7 +74,7 @@ __all__ = [
     "joint_torques", "Tracker", "TrackStep", "nullspace", "refine_in_nullspace",
     "manipulability", "condition_number", "distance_to_limits",
     "Sphere", "Capsule", "Box", "HalfSpace", "Points", "World", "CollisionError", "CollisionWarning",
-    "collision_model", "collision_pairs", "distances", "distance_jacobian",
+    "collision", "collision_model", "collision_pairs", "distances", "distance_jacobian",
 ]
 
 
