@@ -109,9 +109,9 @@ def main():
           "| violations (capsule d > mesh d) | mean gap mm | pairs compared |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, world in scenes(np.random.default_rng(2)).items():
-        t_all = np.median([timed(lambda q=q: ik.distances(robot, q, world), 3) for q in qs])
-        t_cut = np.median([timed(lambda q=q: ik.distances(robot, q, world, cutoff=0.05), 3) for q in qs])
-        t_jac = np.median([timed(lambda q=q: ik.distance_jacobian(robot, q, world, cutoff=0.05), 3) for q in qs])
+        t_all = np.median([timed(lambda q=q, w=world: ik.distances(robot, q, w), 3) for q in qs])
+        t_cut = np.median([timed(lambda q=q, w=world: ik.distances(robot, q, w, cutoff=0.05), 3) for q in qs])
+        t_jac = np.median([timed(lambda q=q, w=world: ik.distance_jacobian(robot, q, w, cutoff=0.05), 3) for q in qs])
         has_coal = not any(isinstance(o, ik.Points) for o in world.obstacles)
         t_coal, viol, gaps, n = [], 0, [], 0
         if has_coal:

@@ -2,7 +2,6 @@
 which pairs are checked, ik.distances and the distance Jacobian (finite differences)."""
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 import invkin as ik
 from invkin.collision import kernels as CK
 from invkin.collision.errors import CollisionError, CollisionWarning
-from invkin.collision.model import _mesh_vertices_edges, collision_model, fit_capsules, mesh_capsules
+from invkin.collision.model import _mesh_vertices_edges, fit_capsules, mesh_capsules
 
 coal = pytest.importorskip("coal")
 trimesh = pytest.importorskip("trimesh")
@@ -78,7 +77,8 @@ def test_capsule_and_sphere_distances_match_coal(sphere_a, sphere_b):
         dc = _coal_distance(*_coal_capsule(a1, b1, r1), *_coal_capsule(a2, b2, r2))
         n_pen += d < 0
         assert d == pytest.approx(dc, abs=1e-7), (a1, b1, r1, a2, b2, r2)
-        _check_witnesses(out, lambda p: _seg_dist(p, a1, b1) - r1, lambda p: _seg_dist(p, a2, b2) - r2)
+        _check_witnesses(out, lambda p, a=a1, b=b1, r=r1: _seg_dist(p, a, b) - r,
+                         lambda p, a=a2, b=b2, r=r2: _seg_dist(p, a, b) - r)
     assert 0 < n_pen < 200  # both separated and penetrating pairs were drawn
 
 
@@ -104,7 +104,8 @@ def test_capsule_box_distance_matches_coal_and_never_exceeds_its_depth(sphere):
         else:  # penetrating: same sign; minus the deepest point's depth is >= minus the penetration depth
             n_pen += 1
             assert d <= 1e-9 and d >= dc - 1e-9
-        _check_witnesses(out, lambda p: _seg_dist(p, a, b) - r, lambda p: _box_sdf(p, R, c, h))
+        _check_witnesses(out, lambda p, a=a, b=b, r=r: _seg_dist(p, a, b) - r,
+                         lambda p, R=R, c=c, h=h: _box_sdf(p, R, c, h))
     assert n_pen > 0
 
 
@@ -120,7 +121,8 @@ def test_capsule_halfspace_distance_matches_coal():
         d = CK.capsule_halfspace(a, b, r, np.r_[n, c], out)
         dc = _coal_distance(*_coal_capsule(a, b, r), coal.Halfspace(n, c), coal.Transform3s())
         assert d == pytest.approx(dc, abs=1e-9)
-        _check_witnesses(out, lambda p: _seg_dist(p, a, b) - r, lambda p: np.dot(n, p) - c)
+        _check_witnesses(out, lambda p, a=a, b=b, r=r: _seg_dist(p, a, b) - r,
+                         lambda p, n=n, c=c: np.dot(n, p) - c)
 
 
 # ------------------------------------------------------------------ obstacles
@@ -373,3 +375,66 @@ def test_bad_arguments_of_distances_raise():
     # a list of obstacles is accepted as a World
     assert len(ik.distances(robot, robot.neutral(), [ik.Sphere((2, 0, 0), 0.1)], self_collision=False)) == len(
         robot.collision.link_names)
+
+
+def test_capsule_distances_never_exceed_coal_on_the_original_meshes():
+    """The enclosing capsules are conservative on real configurations: for every checked pair and
+    box obstacle, invkin's distance is at most coal's distance between the original shapes (STL
+    meshes, the fingers' boxes), and negative whenever those touch."""
+    robot = ik.load_robot(str(PANDA), srdf=str(PANDA_SRDF))
+    shapes = {}
+    for g in robot.collisions:
+        s = coal.Box(*g.size) if g.kind == "box" else coal.MeshLoader().load(g.path, np.asarray(g.size))
+        shapes.setdefault(g.link, []).append((s, g.T_link_geom))
+    rng = np.random.default_rng(11)
+    boxes = [ik.Box(np.r_[np.c_[_rot(rng), rng.uniform((0.2, -0.5, 0.1), (0.7, 0.5, 0.9))], [[0, 0, 0, 1]]],
+                    rng.uniform(0.03, 0.2, 3)) for _ in range(6)]
+    world = ik.World(boxes)
+
+    def tf(T):
+        return coal.Transform3s(T[:3, :3].copy(), T[:3, 3].copy())
+
+    def mesh_distance(Ts, link, other, T_other):
+        return min(_coal_distance(s, tf(Ts[link] @ T), other, T_other) for s, T in shapes[link])
+
+    compared = touching = 0
+    for q in robot.sample(12, rng=rng):
+        Ts = robot.fk_all(q)
+        d = ik.distances(robot, q, world)
+        for (a, b), v in zip(d.pairs, d.distance):
+            if b.startswith("obstacle"):
+                box = boxes[int(b.split()[1])]
+                ref = mesh_distance(Ts, a, coal.Box(*box.size_xyz), tf(box.T_world_box))
+            else:
+                ref = min(mesh_distance(Ts, a, s, tf(Ts[b] @ T)) for s, T in shapes[b])
+            compared += 1
+            touching += ref <= 0
+            assert (v <= ref + 1e-9) if ref > 0 else (v < 0), ((a, b), v, ref)
+    assert compared > 300 and touching > 0
+
+
+def test_mjcf_geoms_become_capsules_and_visual_only_geoms_are_skipped():
+    pytest.importorskip("mujoco")
+    robot = ik.load_robot(str(DATA / "mjcf" / "arm.xml"))
+    cm = robot.collision
+    assert "hand" not in cm.link_names          # its sphere has contype = conaffinity = 0
+    (upper,) = cm.shapes("upper")               # <geom fromto="0 0 0 0.3 0 0"> with the default size 0.02
+    assert np.linalg.norm(upper[3:6] - upper[0:3]) == pytest.approx(0.3) and upper[6] == pytest.approx(0.02)
+    (head,) = cm.shapes("head")
+    assert head[6] == pytest.approx(0.1) and np.allclose(head[0:3], head[3:6])
+    assert list(cm.exact) == [False, True, True]  # the base box is enclosed, capsule and sphere exact
+
+
+def test_humanoid_hand_pushed_into_its_chest_is_reported_in_collision():
+    robot = ik.load_robot("g1")
+    q0 = robot.neutral()
+    d0 = ik.distances(robot, q0)
+    assert d0.min_distance >= 0.0                # pairs touching at the neutral pose are not checked
+    torso = robot.collision.shapes("torso_link")
+    T = robot.fk(q0, "torso_link")
+    inside = T[:3, :3] @ (0.5 * (torso[0, 0:3] + torso[0, 3:6])) + T[:3, 3] + (0.08, 0.0, 0.0)
+    res = ik.solve(robot, [ik.Position("left_rubber_hand", inside), ik.Pose("pelvis", robot.fk(q0, "pelvis"))],
+                   q0=q0, seed=0)
+    d = ik.distances(robot, res.q)
+    hits = {frozenset(p) for p, v in zip(d.pairs, d.distance) if v < 0}
+    assert any("torso_link" in p and any(link.startswith("left_") for link in p) for p in hits), d
