@@ -438,3 +438,22 @@ def test_humanoid_hand_pushed_into_its_chest_is_reported_in_collision():
     d = ik.distances(robot, res.q)
     hits = {frozenset(p) for p, v in zip(d.pairs, d.distance) if v < 0}
     assert any("torso_link" in p and any(link.startswith("left_") for link in p) for p in hits), d
+
+
+def test_the_solver_entry_point_gives_the_rows_of_distance_jacobian():
+    from invkin.collision.distance import collision_tables, max_rows
+    robot = ik.load_robot(str(PANDA), srdf=str(PANDA_SRDF))
+    world = _shelf_world()
+    tables = collision_tables(robot, world)
+    m = max_rows(tables)
+    d, J = np.empty(m), np.empty((m, robot.dof))
+    na, nb = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+    for q in robot.sample(5, rng=np.random.default_rng(3)):
+        k = CK.collision_rows(robot.node_table, robot.node_params, robot.fk_all_array(q), tables, 0.1, d, J, na, nb)
+        d_ref, J_ref, info = ik.distance_jacobian(robot, q, world, cutoff=0.1)
+        moving = np.abs(J_ref).max(axis=1) > 0      # rows no joint can change are left out
+        assert k == moving.sum() and k > 0
+        order = np.lexsort((na[:k], d[:k]))
+        ref = np.lexsort((info.node_a[moving], d_ref[moving]))
+        assert np.allclose(d[:k][order], d_ref[moving][ref], atol=0)
+        assert np.allclose(J[:k][order], J_ref[moving][ref], atol=1e-12)

@@ -27,7 +27,7 @@ from .model import collision_model
 from .pairs import collision_pairs
 from .world import World
 
-__all__ = ["Distances", "distances", "distance_jacobian"]
+__all__ = ["Distances", "distances", "distance_jacobian", "collision_tables", "max_rows"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,3 +156,23 @@ def distance_jacobian(robot, q, world=None, self_collision: bool = True, cutoff:
         CK.distance_rows(robot.node_table, robot.node_params, Tall, na, nb, res, J)
     info = Distances(labels, _ro(res[:, 0]), _ro(res[:, 1:4]), _ro(res[:, 4:7]), _ro(res[:, 7:10]), _ro(na), _ro(nb))
     return res[:, 0].copy(), J, info
+
+
+def collision_tables(robot, world=None, self_collision: bool = True) -> tuple:
+    """The tuple that :func:`invkin.collision.kernels.collision_rows` reads (the robot's capsules and
+    pairs, the world's tables, scratch arrays): build it once per solve, pass it to the kernel every
+    iteration. Not thread-safe (it holds scratch): one per thread."""
+    if world is not None:
+        world = _check(robot, robot.neutral(), world, 0.0)[1]  # a list becomes a World; others refused
+    cm = collision_model(robot)
+    pairs = collision_pairs(robot) if self_collision and len(cm.links) > 1 else np.zeros((0, 2), dtype=np.int64)
+    t = (world if world is not None else World(())).tables
+    n_obj = len(world) if world is not None else 0
+    return (cm.links, cm.link_caps, cm.caps, cm.bounds, np.ascontiguousarray(pairs), t["caps"], t["cap_obj"],
+            t["boxes"], t["box_obj"], t["halfspaces"], t["hs_obj"], np.empty_like(cm.caps), np.empty_like(cm.bounds),
+            np.empty((len(pairs), 10)), np.empty((len(cm.links), n_obj, 10)))
+
+
+def max_rows(tables) -> int:
+    """The most rows :func:`~invkin.collision.kernels.collision_rows` can write for ``tables``."""
+    return tables[13].shape[0] + tables[14].shape[0] * tables[14].shape[1]

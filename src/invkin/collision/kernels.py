@@ -341,3 +341,60 @@ def distance_rows(ni, nf, Tall, node_a, node_b, res, Jd):
         if node_b[r] >= 0:
             jacobian_from_all(ni, nf, Tall, node_b[r], J)
             _point_row(J, Tall, node_b[r], res[r, 4], res[r, 5], res[r, 6], nx, ny, nz, 1.0, Jd[r])
+
+
+# --------------------------------------------------------------------------- solver entry point
+
+
+@njit(cache=True)
+def collision_rows(ni, nf, Tall, tables, cutoff, d, J, node_a, node_b):
+    """Inequality rows for a solver: every checked pair (self pairs and (link, obstacle)) whose bounds
+    are within ``cutoff`` [m] at the FK ``Tall`` writes its signed distance into ``d`` and its
+    gradient ∂d/∂q into ``J`` (rows ``d_i + J_i Δq ≥ margin``), its nodes into ``node_a`` /
+    ``node_b`` (−1: an obstacle); returns the number of rows ``k`` (unsorted). Rows whose gradient is
+    zero (two links that no joint moves, e.g. the base on the floor) are left out: no step can
+    change them. ``d``, ``J``, ``node_*`` need :func:`invkin.collision.distance.max_rows` rows.
+    ``tables`` is the tuple of :func:`invkin.collision.distance.collision_tables` (built once per
+    robot and world); no Python runs here, so an LM kernel can call it every iteration."""
+    (links, link_caps, caps, bounds, pairs, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj,
+     wcaps, wb, out_self, out_world) = tables
+    world_capsules(Tall, links, link_caps, caps, bounds, wcaps, wb)
+    self_distances(wcaps, wb, link_caps, pairs, cutoff, out_self)
+    if out_world.shape[1] > 0:
+        world_distances(wcaps, wb, link_caps, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj, cutoff, out_world)
+    dof = J.shape[1]
+    Jl = np.empty((6, dof))
+    k = 0
+    for p in range(pairs.shape[0]):
+        if out_self[p, 0] <= cutoff:
+            node_a[k] = links[pairs[p, 0]]
+            node_b[k] = links[pairs[p, 1]]
+            k = _row(ni, nf, Tall, out_self[p], node_a[k], node_b[k], Jl, d, J, k)
+    for ell in range(out_world.shape[0]):
+        for o in range(out_world.shape[1]):
+            if out_world[ell, o, 0] <= cutoff:
+                node_a[k] = links[ell]
+                node_b[k] = -1
+                k = _row(ni, nf, Tall, out_world[ell, o], node_a[k], -1, Jl, d, J, k)
+    return k
+
+
+@njit(cache=True)
+def _row(ni, nf, Tall, res, na, nb, Jl, d, J, k):
+    """Row k of collision_rows from one result (d, pA, pB, n); returns the next free row."""
+    nx, ny, nz = res[7], res[8], res[9]
+    for j in range(J.shape[1]):
+        J[k, j] = 0.0
+    jacobian_from_all(ni, nf, Tall, na, Jl)
+    _point_row(Jl, Tall, na, res[1], res[2], res[3], nx, ny, nz, -1.0, J[k])
+    if nb >= 0:
+        jacobian_from_all(ni, nf, Tall, nb, Jl)
+        _point_row(Jl, Tall, nb, res[4], res[5], res[6], nx, ny, nz, 1.0, J[k])
+    moves = False
+    for j in range(J.shape[1]):
+        if J[k, j] != 0.0:
+            moves = True
+    if not moves:
+        return k
+    d[k] = res[0]
+    return k + 1
