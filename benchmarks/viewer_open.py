@@ -81,7 +81,7 @@ def main() -> None:
         colds, warms, loads = [], [], []
         for _ in range(args.repeats):
             with tempfile.TemporaryDirectory() as d:
-                os.environ["INVKIN_CACHE_DIR"] = d
+                os.environ["INVKIN_MESH_CACHE_DIR"] = d
                 colds.append(_time_start(robot))
                 for _ in range(2):
                     warms.append(_time_start(robot))

@@ -15,8 +15,8 @@ import types
 
 from . import cache as _cache
 from .lazy import lazy_exports
-from .errors import (ConfigurationError, FrameError, GoalError, InvkinError, ModelError,
-                     ModelWarning, SolverError)
+from .errors import (ConfigurationError, FileError, FrameError, GoalError, InvkinError, InvkinWarning,
+                     ModelError, ModelWarning, SolverError)
 
 __version__ = "0.1.0"
 
@@ -60,7 +60,7 @@ __all__ = [
     "__version__",
     "spatial",
     "InvkinError", "ModelError", "ConfigurationError", "FrameError", "GoalError", "SolverError",
-    "ModelWarning",
+    "ModelWarning", "FileError", "InvkinWarning",
     "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "load_srdf", "bundled_names",
     "chain_from_steps", "chain_from_dh", "tentacle",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError, ModelWarning
-from ..fileio import atomic_path
+from .._io import atomic_path
 from .axes import convert_clip
 from .bvh import Clip, skeleton_robot
 from .robot import Robot
@@ -344,6 +344,9 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
     """
     pg = _pygltflib()
     src = os.fspath(path)
+    from .._io import open_regular
+
+    open_regular(src, "glTF file", ModelError).close()  # a FIFO named x.glb must not block the load
     try:
         doc = pg.GLTF2().load(src)
     except Exception as e:  # pygltflib raises assorted errors for damaged files

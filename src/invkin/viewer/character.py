@@ -1,5 +1,6 @@
 """A BVH character in the viewer: its up axis, the ghost of the clip as read under the corrected
-clip, onion skin, foot contacts and trails, and a camera that follows the root.
+clip, onion skin, foot contacts and trails, and a view that follows the root (the character, its
+trails and its floor shift so that the root stays put; each page's camera stays the user's).
 
 Up axis: ``ViewerApp(up=...)`` / ``invkin view clip.bvh --up z``, else :func:`invkin.detect_up_axis`
 (the axis along which the root lies above the feet), else y (the BVH convention). The skeleton is
@@ -148,7 +149,7 @@ class CharacterMixin:
         if self._feet_nodes:
             P = self.robot.fk_all_array(self.q)[self._feet_nodes, :3, 3]
             for h, p, mask in zip(self._contact_handles, P, self._contact_mask):
-                h.visible = bool(mask[f])
+                h.visible = bool(mask[f]) and self.show_trails
                 h.position = p
         self._follow()
 

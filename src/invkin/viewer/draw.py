@@ -227,12 +227,17 @@ class _LinkShapes:
     def visible(self, v: bool) -> None:
         self.root.visible = bool(v)
 
+    def points(self, q) -> np.ndarray:
+        """The corners (8·parts, 3) of the shapes' bounding boxes at configuration q (robot frame)."""
+        if not self._corners:
+            return np.zeros((0, 3))
+        Ts = self.robot.fk_all_array(q)[self.nodes]
+        return np.vstack([c @ Ts[k, :3, :3].T + Ts[k, :3, 3] for k, c in self._corners])
+
     def lowest(self, q) -> float:
         """The lowest z of the shapes' bounding boxes at configuration q (in the robot's frame)."""
-        if not self._corners:
-            return float("inf")
-        Ts = self.robot.fk_all_array(q)[self.nodes]
-        return min(float((c @ Ts[k, :3, :3].T + Ts[k, :3, 3])[:, 2].min()) for k, c in self._corners)
+        P = self.points(q)
+        return float(P[:, 2].min()) if len(P) else float("inf")
 
     def update(self, q) -> None:
         if not len(self.nodes):
@@ -257,7 +262,11 @@ class DrawMixin:
         # the viewer is z-up; a clip is turned from its own up axis (character.py)
         self._R_display = up_rotation(self.up_axis) if self.bvh else np.eye(3)
         wxyz = quats_wxyz(self._R_display)
+        self._robot_frame = sc.add_frame("/robot", show_axes=False, wxyz=wxyz)
+        self._build_shapes(sc)
         P = self._display_points(self.q)
+        if self._shapes is not None:  # the figure is its shapes' extent (a box is wider than its frames)
+            P = np.vstack([P, self._shapes.points(self.q)])
         size = float(np.max(P.max(axis=0) - P.min(axis=0)))  # the figure: sets radii and gizmo sizes
         if self.scene == "reach":
             size = max(size, self.reach_radius)
@@ -280,18 +289,26 @@ class DrawMixin:
         self._grid_at = np.array([center[0], center[1], ground])
         self._grid = sc.add_grid("/grid", width=width, height=width, cell_size=cell, section_size=10 * cell,
                                  fade_distance=30.0 * view, position=tuple(self._grid_at))
-        self._robot_frame = sc.add_frame("/robot", show_axes=False, wxyz=wxyz)
         show_axes = self.robot.n_nodes <= 24 and self.scene in ("ik", "reach") and not self.bvh
         if self.clip is not None:
             self._correct_clip()
         ghost = GHOST_OPACITY if self.corrected_frames is not None and self.clip_overlay else None
         self._skel = _Skeleton(sc, "/robot/skeleton", self.robot, size, axes=show_axes, opacity=ghost,
                                **({} if ghost is None else dict(link_color=GHOST_COLOR, joint_color=GHOST_COLOR)))
-        self._build_shapes(sc)
+        if self._shapes is not None:  # skeleton and frame axes stay a Display toggle
+            self._skel.bones.visible = False
+            self._skel.bones.show_axes = False
         if self.scene == "ik" and not self.bvh:  # a floating robot (a pelvis root) stands on the ground
             low = min(float(P[:, 2].min()), self._shapes.lowest(self.q) if self._shapes is not None else np.inf)
             if low < -0.02 * size:
-                self._robot_frame.position = (0.0, 0.0, -low)
+                z = self._free_z_index()
+                if z is not None and np.array_equal(self.q, self.q_start):  # the free joint's z
+                    self.q[z] -= low
+                    self.q_start = self.q.copy()
+                    for t in self._targets:
+                        t.position = t.position + (0.0, 0.0, -low)
+                else:  # a fixed root below its shapes (a chain cut at the pelvis): lift the drawing
+                    self._robot_frame.position = (0.0, 0.0, -low)
                 center = center + (0.0, 0.0, -low)
         for t in self._targets:
             self._add_gizmo(t)
@@ -339,7 +356,8 @@ class DrawMixin:
 
     def _build_shapes(self, sc) -> None:
         """The robot's visual meshes (unless ``sticks``); its skeleton becomes a Display toggle."""
-        from ..model.geometry import visuals_of
+        from ..model.geometry import collisions_of, visuals_of
+        from .errors import ViewerError
 
         self._shapes = self._collision_shapes = None
         self.mesh_note = ""
@@ -347,12 +365,39 @@ class DrawMixin:
         if self.sticks or not vis:
             self.mesh_note = "stick figure (--sticks)" if vis else "stick figure (the model has no visual shapes)"
             return
-        self._shapes = _LinkShapes(sc, "/robot/visual", self.robot, vis, self.max_faces)
-        self._skel.bones.visible = False
-        self._skel.bones.show_axes = False  # both stay a Display toggle
-        self.mesh_note = f"{len(vis)} visual shapes, {self._shapes.n_faces} triangles"
+        try:
+            self._shapes = _LinkShapes(sc, "/robot/visual", self.robot, vis, self.max_faces)
+        except ViewerError as exc:  # trimesh missing: the stick figure, and how to get the meshes
+            self.mesh_note = f"stick figure: {exc}"
+            return
+        what = "visual"
+        if self._shapes.n_faces == 0 and collisions_of(self.robot):  # no visual mesh found (go2: not
+            self._shapes.visible = False                             # bundled): its collision shapes
+            self._shapes = _LinkShapes(sc, "/robot/visual_from_collision", self.robot,
+                                       collisions_of(self.robot), self.max_faces)
+            what = "collision"
+            vis = collisions_of(self.robot)
+        if self._shapes.n_faces == 0:
+            self._shapes.visible = False
+            self._shapes = None
+            self.mesh_note = f"stick figure (no visual shape could be drawn: {vis[0].filename or vis[0].kind}, ...)"
+            return
+        self.mesh_note = f"{len(vis)} {what} shapes, {self._shapes.n_faces} triangles"
+        if what == "collision":
+            self.mesh_note += " (no visual mesh was found: the collision shapes stand in)"
         if self._shapes.errors:
             self.mesh_note += f"; {len(self._shapes.errors)} not drawn: " + "; ".join(self._shapes.errors[:3])
+
+    def _free_z_index(self):
+        """Index in q of the z of a free root joint (a floating base), or None."""
+        r = self.robot
+        root_children = [i for i in range(r.n_nodes) if r.parent[i] == 0 or (r.parent[i] < 0 and r.qidx[i] >= 0)]
+        types = r.joint_types_per_dof
+        for i in root_children:
+            c = int(r.qidx[i])
+            if c >= 0 and types[c] == "free":
+                return c + 2
+        return None
 
     def show_collisions(self, on: bool = True) -> None:
         """Draw the robot's collision shapes (half transparent), built on first use; a robot without
