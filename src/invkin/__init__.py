@@ -49,6 +49,11 @@ _LAZY = {
     "refine_in_nullspace": ".nullspace",
     "manipulability": ".diagnostics", "condition_number": ".diagnostics",
     "distance_to_limits": ".diagnostics",
+    "Sphere": ".collision.world", "Capsule": ".collision.world", "Box": ".collision.world",
+    "HalfSpace": ".collision.world", "Points": ".collision.world", "World": ".collision.world",
+    "CollisionError": ".collision.errors", "CollisionWarning": ".collision.errors",
+    "collision": None, "collision_model": ".collision.model", "collision_pairs": ".collision.pairs",
+    "distances": ".collision.distance", "distance_jacobian": ".collision.distance",
 }
 
 __all__ = [
@@ -68,6 +73,8 @@ __all__ = [
     "reach", "ReachResult", "rest_blend", "solve_with_rest", "RestResult", "RestPoseWarning",
     "joint_torques", "Tracker", "TrackStep", "nullspace", "refine_in_nullspace",
     "manipulability", "condition_number", "distance_to_limits",
+    "Sphere", "Capsule", "Box", "HalfSpace", "Points", "World", "CollisionError", "CollisionWarning",
+    "collision", "collision_model", "collision_pairs", "distances", "distance_jacobian",
 ]
 
 

@@ -339,6 +339,14 @@ class Robot:
         """Collision shapes per link: {link: (Geom, ...)} (MJCF geoms; see :mod:`invkin.model.mjcf`)."""
         return {k: v for k, v in self.extras.get("geoms", {}).items() if k in self._frame_index}
 
+    @property
+    def collision(self):
+        """The collision shapes per link as capsules that enclose them (URDF ``<collision>``, MJCF
+        geoms; meshes fitted once and cached): an :class:`invkin.collision.CollisionModel`, built on
+        first use (see :mod:`invkin.collision.model`)."""
+        from ..collision.model import collision_model
+        return collision_model(self)
+
     def _chain(self, frame) -> np.ndarray:
         """The chain program of ``frame`` (kinematics.kernels.chain_program), cached; ``frame`` is
         a name, a node index or None (the last node); FrameError for anything else."""
