@@ -227,11 +227,13 @@ def mesh_capsules(path: str, scale=(1.0, 1.0, 1.0), max_capsules: int = MAX_SLAB
     V, E = _mesh_vertices_edges(path)
     caps = fit_capsules(V * scale, E, max_capsules)
     try:
+        from .._io import atomic_path
+        from ..errors import InvkinError
+
         os.makedirs(os.path.dirname(fn), exist_ok=True)
-        tmp = f"{fn}.{os.getpid()}.tmp.npy"
-        np.save(tmp, caps)
-        os.replace(tmp, fn)
-    except OSError:
+        with atomic_path(fn, suffix=".npy") as tmp:  # the suffix keeps np.save from appending one
+            np.save(tmp, caps)
+    except (OSError, InvkinError):
         pass  # an unwritable cache: fit again next time
     return caps
 

@@ -107,12 +107,14 @@ def collision_pairs(robot, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> np.
                 pairs = None
         if pairs is None:
             pairs = _compute(robot, samples, seed)
+            from .._io import atomic_path
+            from ..errors import InvkinError
+
             try:
                 os.makedirs(os.path.dirname(fn), exist_ok=True)
-                tmp = f"{fn}.{os.getpid()}.tmp.npy"
-                np.save(tmp, pairs)
-                os.replace(tmp, fn)
-            except OSError:
+                with atomic_path(fn, suffix=".npy") as tmp:  # the suffix keeps np.save from appending one
+                    np.save(tmp, pairs)
+            except (OSError, InvkinError):
                 pass
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         pairs.setflags(write=False)
