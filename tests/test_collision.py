@@ -457,3 +457,17 @@ def test_the_solver_entry_point_gives_the_rows_of_distance_jacobian():
         ref = np.lexsort((info.node_a[moving], d_ref[moving]))
         assert np.allclose(d[:k][order], d_ref[moving][ref], atol=0)
         assert np.allclose(J[:k][order], J_ref[moving][ref], atol=1e-12)
+
+
+def test_a_missing_trimesh_names_the_extra(monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def no_trimesh(name, *a, **k):
+        if name == "trimesh":
+            raise ImportError("No module named 'trimesh'")
+        return real(name, *a, **k)
+    monkeypatch.setattr(builtins, "__import__", no_trimesh)
+    robot = ik.load_robot(str(PANDA))
+    with pytest.raises(CollisionError, match=r'pip install "invkin\[collision\]"'):
+        ik.collision_model(robot)
