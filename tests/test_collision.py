@@ -471,3 +471,10 @@ def test_a_missing_trimesh_names_the_extra(monkeypatch):
     robot = ik.load_robot(str(PANDA))
     with pytest.raises(CollisionError, match=r'pip install "invkin\[collision\]"'):
         ik.collision_model(robot)
+
+
+def test_a_robot_without_collision_shapes_says_there_is_nothing_to_measure():
+    robot = ik.load_robot("panda")  # the bundled chain carries visuals only
+    with pytest.warns(CollisionWarning, match="no collision shapes"):
+        d = ik.distances(robot, robot.neutral(), ik.World([ik.Sphere((0.4, 0, 0.4), 0.1)]))
+    assert len(d) == 0 and d.min_distance == np.inf and not d.in_collision
