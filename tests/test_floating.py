@@ -276,6 +276,7 @@ def test_bundled_g1_and_go2_float_and_keep_their_meshes(g1):
     assert g1.dof == 35 and go2.dof == 18
     assert g1.joint_types_per_dof[:6] == ("free",) * 6 and go2.free_joints == ("root_joint",)
     assert g1.root == "world" and g1.children("world") == ["root_joint.x"]
+    assert "pelvis  <- root_joint (free)" in g1.tree() and "root_joint.x" not in g1.tree()
     text = bundled_urdf_path("g1").read_text()
     assert "<visual>" in text and "<collision>" in text and "<inertial>" in text
     # the shapes ride along through with_floating_base, their mesh files found in the package

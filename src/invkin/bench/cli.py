@@ -61,12 +61,11 @@ def _jsonable(x):
 
 
 def _write_json(path, res):
+    from .._io import atomic_write
+
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(_jsonable(res), f, indent=1, allow_nan=False)
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(_jsonable(res), indent=1, allow_nan=False))  # refuses a folder, keeps links
     print(f"wrote {path}", file=sys.stderr)
 
 
@@ -220,10 +219,9 @@ def cmd_page(args) -> int:
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        tmp = args.output + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, args.output)
+        from .._io import atomic_write
+
+        atomic_write(args.output, text)
         print(f"wrote {args.output}", file=sys.stderr)
     return EXIT_OK
 

@@ -16,7 +16,8 @@ A limited joint is either a ball joint (``q`` holds its rotation vector) or a BV
 rotation channels about x, y and z (its composed rotation is limited; the projection is written back
 as the Euler angles nearest the current ones). Limits are kept in ``robot.extras["cone_limits"]``
 ({frame: (axis (3,), swing_max, twist_lo, twist_hi)}, angles in radians) and enforced by
-:func:`project_limits`, which :func:`invkin.solve` applies to every returned configuration.
+:func:`project_limits`, which :func:`invkin.solve` applies to every returned configuration
+(:func:`respect_cone_limits`).
 
 Rig files (JSON, or TOML on Python ≥ 3.11) hold the same mapping as the dict, angles in degrees::
 
@@ -38,8 +39,10 @@ import numpy as np
 
 from ..errors import FrameError, ModelError, closest_names
 from ..kinematics import kernels as K
+from .euler import euler_from_matrix, frame_groups, rot
 
-__all__ = ["swing_twist", "clamp_swing_twist", "project_limits", "limit_violation", "apply_limits"]
+__all__ = ["swing_twist", "clamp_swing_twist", "project_limits", "limit_violation", "apply_limits",
+           "respect_cone_limits"]
 
 
 def _quat(R):
@@ -101,8 +104,7 @@ def clamp_swing_twist(R, axis, swing_max, twist_lo, twist_hi):
 
 
 def _group(robot, frame: int) -> list:
-    from ..solvers.two_bone_limb import _frame_groups
-    return _frame_groups(robot, frame)
+    return frame_groups(robot, frame)
 
 
 def _local_rotation(robot, q, nodes) -> np.ndarray:
@@ -111,9 +113,8 @@ def _local_rotation(robot, q, nodes) -> np.ndarray:
         c = int(robot.qidx[nodes[0]])
         return np.asarray(so3_exp(q[c:c + 3]))
     R = np.eye(3)
-    from ..solvers.two_bone_limb import _rot
     for i in nodes:
-        R = R @ _rot(robot.axis[i], float(robot.multiplier[i] * q[int(robot.qidx[i])] + robot.offset[i]))
+        R = R @ rot(robot.axis[i], float(robot.multiplier[i] * q[int(robot.qidx[i])] + robot.offset[i]))
     return R
 
 
@@ -123,7 +124,6 @@ def _write_rotation(robot, q, nodes, L):
         c = int(robot.qidx[nodes[0]])
         q[c:c + 3] = so3_log(L)
         return
-    from ..model.gltf import euler_from_matrix
     axes = [int(np.argmax(np.abs(robot.axis[i]))) for i in nodes]
     sg = np.array([np.sign(robot.axis[i][axes[k]]) for k, i in enumerate(nodes)])
     a = euler_from_matrix(L, "".join("XYZ"[k] for k in axes))
@@ -269,3 +269,26 @@ def apply_limits(robot, spec):
     extras["cone_limits"] = cones
     import dataclasses
     return dataclasses.replace(robot, lower=lower, upper=upper, extras=extras)
+
+
+def respect_cone_limits(robot, goals, res, position_tolerance: float, rotation_tolerance: float):
+    """The result with ``q`` projected onto the robot's swing/twist limits
+    (:func:`invkin.model.limits.project_limits`), its errors and status re-measured; unchanged when the
+    robot has none or ``q`` meets them. The one hook by which every method honours those limits."""
+    if not robot.extras.get("cone_limits"):
+        return res
+    from dataclasses import replace
+
+    from ..result import Status
+    from ..solvers.shared import compile_problem, goal_errors
+    q = project_limits(robot, res.q)
+    if np.array_equal(q, res.q):
+        return res
+    p = compile_problem(robot, goals, position_tolerance, rotation_tolerance)
+    pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, q, p.gnode, p.gkind, p.gvec, p.gR, p.gaxis, p.gw)
+    ok = pe <= position_tolerance and re_ <= rotation_tolerance
+    status = Status.CONVERGED if ok else (res.status if res.status != Status.CONVERGED else Status.STALLED)
+    info = dict(res.info)
+    info["cone_limits_projected"] = True
+    return replace(res, q=q, success=bool(ok), status=status, position_error=float(pe), rotation_error=float(re_),
+                   info=info)

@@ -120,7 +120,10 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
     if joint_weights is None:
         jw = robot._ones
     else:
-        jw = np.array(joint_weights, dtype=np.float64)
+        try:
+            jw = np.array(joint_weights, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            raise GoalError(f"joint_weights: expected {robot.dof} finite numbers > 0, got {joint_weights!r:.200}") from None
         if jw.shape != (robot.dof,) or not np.all(np.isfinite(jw)) or np.any(jw <= 0):
             raise GoalError(f"joint_weights: expected {robot.dof} finite numbers > 0, got {joint_weights!r}")
     return Problem(robot, goals, gnode, gkind, gvec, gR, gaxis, gw, q_rest, float(w_post), jw, robot.lower,
@@ -516,25 +519,3 @@ def goal_errors(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw):
 
 _ = (KIND_POSITION, KIND_ROTATION, KIND_AXIS, KIND_AIM, BALL)
 
-
-def respect_cone_limits(robot, goals, res, position_tolerance: float, rotation_tolerance: float):
-    """The result with ``q`` projected onto the robot's swing/twist limits
-    (:func:`invkin.model.limits.project_limits`), its errors and status re-measured; unchanged when the
-    robot has none or ``q`` meets them. The one hook by which every method honours those limits."""
-    if not robot.extras.get("cone_limits"):
-        return res
-    from dataclasses import replace
-
-    from ..model.limits import project_limits
-    from ..result import Status
-    q = project_limits(robot, res.q)
-    if np.array_equal(q, res.q):
-        return res
-    p = compile_problem(robot, goals, position_tolerance, rotation_tolerance)
-    pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, q, p.gnode, p.gkind, p.gvec, p.gR, p.gaxis, p.gw)
-    ok = pe <= position_tolerance and re_ <= rotation_tolerance
-    status = Status.CONVERGED if ok else (res.status if res.status != Status.CONVERGED else Status.STALLED)
-    info = dict(res.info)
-    info["cone_limits_projected"] = True
-    return replace(res, q=q, success=bool(ok), status=status, position_error=float(pe), rotation_error=float(re_),
-                   info=info)

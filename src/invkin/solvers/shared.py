@@ -9,10 +9,10 @@ without touching their callers.
 from __future__ import annotations
 
 from ._common import (CONVERGED, RUNNING, STALLED, chol_solve, compile_problem, goal_errors,
-                      posture_residual, respect_cone_limits, step_and_clamp, task_eval)
+                      posture_residual, step_and_clamp, task_eval)
 from ._iterate import take_trial
 from ._linalg import damped_normal_equations, residual_sqnorm, smallest_singular_value, sym_eigvals
 
 __all__ = ["CONVERGED", "RUNNING", "STALLED", "chol_solve", "compile_problem", "goal_errors",
-           "posture_residual", "respect_cone_limits", "step_and_clamp", "task_eval", "take_trial", "damped_normal_equations",
+           "posture_residual", "step_and_clamp", "task_eval", "take_trial", "damped_normal_equations",
            "residual_sqnorm", "smallest_singular_value", "sym_eigvals"]

@@ -29,7 +29,28 @@ def add_server_arguments(p) -> None:
     p.add_argument("--port", type=_port, default=DEFAULT_PORT,
                    help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     p.add_argument("--host", default=DEFAULT_HOST,
-                   help=f"address to listen on (default {DEFAULT_HOST}: this machine only)")
+                   help=f"address to listen on (default {DEFAULT_HOST}: this machine only; another "
+                        f"address needs --allow-remote)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow a host other than loopback (0.0.0.0, ::, a LAN address): the viewer has "
+                        "no authentication, so anyone who reaches the port can watch and drive it")
+
+
+def check_server_arguments(args, out=None) -> None:
+    """Refuse a non-loopback --host without --allow-remote; with it, print the exposure warning."""
+    from .errors import check_host
+
+    warning = check_host(args.host, getattr(args, "allow_remote", False))
+    if warning:
+        print(f"invkin viewer: {warning}", file=out or sys.stderr, flush=True)
+
+
+def bound_url(app) -> str:
+    """The URL of the address the server is bound to (0.0.0.0 stays 0.0.0.0: it is what was bound)."""
+    host = app.host
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{app.port}"
 
 
 def serve(app, out=None) -> int:
@@ -48,7 +69,7 @@ def serve(app, out=None) -> int:
         previous = None
     try:
         app.start()
-        print(f"invkin viewer: {app.url}  ({app.robot.name}; Ctrl-C to stop)", file=out, flush=True)
+        print(f"invkin viewer: {bound_url(app)}  ({app.robot.name}; Ctrl-C to stop)", file=out, flush=True)
         while not app.wait(0.5):
             pass
     except KeyboardInterrupt:
@@ -66,6 +87,7 @@ def cmd_view(args) -> int:
     from .app import ViewerApp
     from .pose import named_pose, parse_q
 
+    check_server_arguments(args)
     robot = args.robot
     if not robot.lower().endswith((".bvh", ".gltf", ".glb")) or robot_options_given(args):
         robot = robot_from_args(args)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvkinError
 from .errors import ViewerError
 
 __all__ = ["MeshPart", "MeshLoadError", "geometry_parts", "cache_dir", "DEFAULT_MAX_FACES"]
@@ -158,10 +159,11 @@ def _load_cached(path: str, max_faces: int):
         arrays[f"C{k}"] = np.full(4, np.nan) if c is None else np.asarray(c, dtype=float)
     try:
         os.makedirs(folder, exist_ok=True)
-        tmp = f"{fn}.{os.getpid()}.tmp.npz"
-        np.savez_compressed(tmp, **arrays)
-        os.replace(tmp, fn)
-    except OSError:
+        from .._io import atomic_path
+
+        with atomic_path(fn, suffix=".npz") as tmp:  # the suffix keeps savez from appending one
+            np.savez_compressed(tmp, **arrays)
+    except (OSError, InvkinError):  # a cache that cannot be written is only slower next time
         pass
     return parts
 
