@@ -124,8 +124,6 @@ def test_no_import_cycles_between_invkin_modules():
     pkg = Path(ik.__file__).parent
     graph = {f: cache._imports(f, f.read_text(encoding="utf-8")) for f in pkg.rglob("*.py")}
     allowed = {  # known tangles, with the reason; remove an entry when its cycle is gone
-        # draw <-> character skeleton drawing (viewer work in progress)
-        frozenset({"viewer/character.py", "viewer/draw.py"}),
         # Robot.with_limits -> limits -> two_bone_limb (_frame_groups, _rot) and gltf (euler_from_matrix)
         # -> robot; analytic.two_bone_3d <-> two_bone_limb. Untangle: Euler angles and the axis-angle
         # matrix to spatial.py, the rotation-node groups to model/, analytic's limb dispatch to one side
