@@ -9,7 +9,7 @@ from __future__ import annotations
 from . import spatial
 from .errors import (ConfigurationError, FrameError, GoalError, InvkinError, ModelError,
                      SolverError)
-from .goals import Aim, Goal, Orientation, Pose, Position, Posture
+from .goals import Aim, CenterOfMass, Goal, Orientation, Pose, Position, Posture, Relative
 from .result import BatchResult, Result, Status
 from .solve import solve, solve_many
 from .solvers import methods
@@ -34,7 +34,7 @@ __all__ = [
     "InvkinError", "ModelError", "ConfigurationError", "FrameError", "GoalError", "SolverError",
     "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "bundled_names",
     "chain_from_steps", "chain_from_dh",
-    "Goal", "Position", "Orientation", "Pose", "Aim", "Posture",
+    "Goal", "Position", "Orientation", "Pose", "Aim", "Posture", "CenterOfMass", "Relative",
     "read_bvh", "write_bvh", "Clip", "two_bone_2d", "two_bone_3d",
     "correct_clip", "detect_contacts", "detect_up_axis", "foot_sliding", "FootPlant", "Reach", "Contact",
     "ClipReport",

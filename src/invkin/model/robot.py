@@ -139,6 +139,9 @@ class Robot:
     lower: np.ndarray
     upper: np.ndarray
     mimic_leader: tuple = ()  # per node: name of the mimic leader joint ('' if none)
+    link_mass: np.ndarray | None = None  # (n,) [kg] per node (URDF/MJCF <inertial>); None: zeros
+    link_com: np.ndarray | None = None   # (n, 3) [m] centre of mass of each node, in its own frame
+    velocity_limit: np.ndarray | None = None  # (dof,) [rad/s or m/s] (URDF <limit velocity>); None: inf
     _frame_index: dict = field(init=False, repr=False)
     _ni: np.ndarray = field(init=False, repr=False)
     _nf: np.ndarray = field(init=False, repr=False)
@@ -181,6 +184,14 @@ class Robot:
             raise ModelError(f"Robot {self.name!r}: a q index is out of range for dof {dof}")
         if not self.mimic_leader:
             object.__setattr__(self, "mimic_leader", ("",) * n)
+        for nm, shape, fill in (("link_mass", (n,), 0.0), ("link_com", (n, 3), 0.0),
+                                ("velocity_limit", (dof,), math.inf)):
+            v = getattr(self, nm)
+            v = np.full(shape, fill) if v is None else np.array(v, dtype=np.float64)
+            if v.shape != shape or np.any(np.isnan(v)) or (nm != "link_com" and np.any(v < 0)):
+                raise ModelError(f"Robot {self.name!r}: {nm} must be {shape} numbers"
+                                 f"{'' if nm == 'link_com' else ' >= 0'}, got shape {v.shape}")
+            object.__setattr__(self, nm, _readonly(v))
         ni = np.stack([parent, jtype, qidx], axis=1)
         nf = np.concatenate([axis, mult[:, None], off[:, None]], axis=1)
         for nm, arr in (("parent", parent), ("joint_type", jtype), ("axis", axis), ("origin", origin),
@@ -558,6 +569,8 @@ class Robot:
             node_joint_names=self.node_joint_names + (f"{name}_joint",),
             is_frame=np.append(self.is_frame, True),
             mimic_leader=self.mimic_leader + ("",),
+            link_mass=np.append(self.link_mass, 0.0),
+            link_com=np.vstack([self.link_com, np.zeros((1, 3))]),
         )
 
     def _replace_nodes(self, **kw) -> "Robot":
@@ -565,7 +578,8 @@ class Robot:
             name=self.name, parent=self.parent, joint_type=self.joint_type, axis=self.axis, origin=self.origin,
             qidx=self.qidx, multiplier=self.multiplier, offset=self.offset, node_names=self.node_names,
             node_joint_names=self.node_joint_names, is_frame=self.is_frame, joint_names=self.joint_names,
-            lower=self.lower, upper=self.upper, mimic_leader=self.mimic_leader,
+            lower=self.lower, upper=self.upper, mimic_leader=self.mimic_leader, link_mass=self.link_mass,
+            link_com=self.link_com, velocity_limit=self.velocity_limit,
         )
         args.update(kw)
         return Robot(**args)
@@ -615,4 +629,6 @@ class Robot:
             is_frame=self.is_frame[nodes], joint_names=tuple(self.joint_names[d] for d in used_dofs),
             lower=self.lower[used_dofs], upper=self.upper[used_dofs],
             mimic_leader=("",) + tuple(self.mimic_leader[i] for i in nodes[1:]),
+            link_mass=self.link_mass[nodes], link_com=self.link_com[nodes],
+            velocity_limit=self.velocity_limit[used_dofs],
         )

@@ -110,6 +110,9 @@ class _Reader:
         self.links: list[_Elem] = []
         self.joints: list[_Joint] = []
         self._joint: _Joint | None = None  # the top-level <joint> being read
+        self._top: _Elem | None = None  # the top-level element being read
+        self._inertial: _Elem | None = None  # the <link> whose <inertial> is being read
+        self.inertials: dict = {}  # id(<link> element) -> {"mass": _Elem, "origin": _Elem}
 
     def err(self, msg: str, where: str | None = None) -> ModelError:
         return ModelError(f"{self.source}: {where}: {msg}" if where else f"{self.source}: {msg}")
@@ -159,6 +162,7 @@ class _Reader:
             return
         if d == 2:
             e = _Elem(tag, attrs, self._line())
+            self._top = e
             if tag == "link":
                 self.links.append(e)
             elif tag == "joint":
@@ -167,6 +171,12 @@ class _Reader:
             elif tag.startswith("xacro:"):
                 raise self.err(f"<{tag}> is a xacro macro: this file has not been expanded; run "
                                f"`xacro file.urdf.xacro > file.urdf` first", _where(e))
+            return
+        if d == 3 and tag == "inertial" and self._top is not None and self._top.tag == "link":
+            self._inertial = self._top
+            return
+        if d == 4 and self._inertial is not None and tag in ("mass", "origin"):
+            self.inertials.setdefault(id(self._inertial), {})[tag] = _Elem(tag, attrs, self._line())
             return
         if d == 3 and self._joint is not None and tag in _JOINT_CHILDREN:
             e = _Elem(tag, attrs, self._line())
@@ -179,6 +189,8 @@ class _Reader:
     def _end(self, tag):
         if self.depth == 2 and tag == "joint":
             self._joint = None
+        if self.depth == 3 and tag == "inertial":
+            self._inertial = None
         self.depth -= 1
 
 
@@ -252,6 +264,7 @@ def parse_urdf(text_or_bytes, source: str = "<string>", base: str | None = None,
         raise rd.err("no <robot> element")
     cut = base is not None or tip is not None
     robot, unsupported = _build(rd, defer_unsupported=cut)
+    robot = _with_inertials(rd, robot)
     if cut:
         robot = _cut(rd, robot, base, tip)
         for nm in robot.node_names[1:]:  # the root's own joint is above the chain and dropped
@@ -399,6 +412,36 @@ def _build(rd: _Reader, defer_unsupported: bool = False):
     for f in joints.values():
         b.add_joint(**f)
     return b.build(), unsupported
+
+
+def _with_inertials(rd: _Reader, robot: Robot) -> Robot:
+    """robot with link_mass / link_com from each link's ``<inertial>`` (``<mass value>`` [kg],
+    ``<origin xyz>`` [m] in the link frame; the inertia tensor is not needed by kinematics) and
+    velocity_limit from each joint's ``<limit velocity>`` [rad/s or m/s] (inf where absent)."""
+    mass = np.zeros(robot.n_nodes)
+    com = np.zeros((robot.n_nodes, 3))
+    for e in rd.links:
+        parts = rd.inertials.get(id(e))
+        if not parts or e.attrs.get("name") not in robot._frame_index:
+            continue
+        i = robot._frame_index[e.attrs["name"]]
+        if "mass" in parts:
+            mass[i] = _scalar(rd, e, parts["mass"], "value", 0.0)
+            if mass[i] < 0:
+                raise rd.err(f"link {e.attrs['name']!r}: <mass value={mass[i]}> is negative", _where(e))
+        if "origin" in parts:
+            com[i] = _floats(rd, e, parts["origin"], "xyz", 3, (0.0, 0.0, 0.0))
+    vel = np.full(robot.dof, math.inf)
+    for j in rd.joints:
+        lim = j.parts.get("limit")
+        name = j.elem.attrs.get("name")
+        if lim is not None and "velocity" in lim.attrs and name in robot.joint_names:
+            v = _scalar(rd, j.elem, lim, "velocity", math.inf)
+            if v > 0:
+                vel[robot.joint_names.index(name)] = v
+    if not mass.any() and not np.isfinite(vel).any():
+        return robot
+    return robot._replace_nodes(link_mass=mass, link_com=com, velocity_limit=vel)
 
 
 def _check_tree(rd, links, joints, lines, child_of) -> None:

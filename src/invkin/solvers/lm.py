@@ -1,14 +1,20 @@
-"""Levenberg–Marquardt with adaptive damping and joint limits (the default method).
+"""Levenberg–Marquardt with adaptive damping, joint limits as an active set, hard goals (the
+default method).
 
 Each iteration solves the damped normal equations
 
-    (Jᵀ J + w_p² I + (λ E + ε) W) δq = Jᵀ e + w_p² (q_rest ⊖ q),    E = ½ eᵀ e
+    (Jᵀ J + μ W) δq = Jᵀ e,    μ = λ E + ε,    E = ½ eᵀ e
 
 (Sugihara 2011: the damping scales with the residual, so it vanishes at a solution and the step
-becomes Gauss–Newton; W = diag(joint_weights)), applies ``q ← clamp(q ⊕ δq)`` and keeps the step
-only if the cost fell (λ shrinks), else rejects it (λ grows). Joint limits are enforced by the
-projection; restarts from random configurations, the time budget and the best-result bookkeeping
-live in the solve driver.
+becomes Gauss–Newton; W = diag(joint_weights)), with hard goals as constraints of the step (the
+general core below), applies ``q ← clamp(q ⊕ δq)`` and keeps the step only if the cost fell
+(λ shrinks by LAMBDA_SHRINK), else rejects it (λ grows by CHAIN_LAMBDA_GROW). Joints a step would
+push past a limit are held there and the others re-solved (active set). Restarts, the best
+attempt and the iteration budget live in the attempts kernels; the clock in the solve driver.
+
+Two kernels run it: lm_chain_attempts for goals on one frame (its chain program: the common
+single-arm case, and solve_many), core_attempts for everything else (several frames, centre of
+mass, relative goals, hard goals, posture). Both use the same damping schedule and active set.
 
 Stops with CONVERGED when every goal is within tolerance, STALLED when λ explodes or the cost
 stops improving (a local minimum or an unreachable target), RUNNING when ``max_iter`` is spent.
@@ -20,18 +26,18 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..kinematics.kernels import FAST, NO_RC, chain_frames_into, chain_jacobian_from_frames
-from ._common import CONVERGED, RUNNING, STALLED, _jr_inv_beta, _log_relative, chol_solve, goal_row_call, ldl_solve, posture_residual, so3_exp_s, so3_log_s, \
-    step_and_clamp, task_eval
+from ..goals import KIND_COM, KIND_REL_POSITION, KINDS
+from ..kinematics.kernels import FAST, NO_RC, chain_frames_into, chain_jacobian_from_frames, fk_all_into, \
+    jacobian_from_all
+from ._common import CONVERGED, RUNNING, STALLED, _jr_inv_beta, _log_relative, com_row, goal_row, goal_row_call, \
+    ldl_solve, posture_residual, relative_frame, so3_exp_s, so3_log_s
 
 NAME = "lm"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
 
-LAMBDA_INIT = 1.0
 LAMBDA_SHRINK = 0.7
 LAMBDA_GROW = 2.0
 LAMBDA_MIN = 1e-9
-RULE = 0  # damping update: 0 = fixed factors (shrink/grow), 1 = Nielsen's gain-ratio rule
 LAMBDA_MAX = 1e8
 EPS_DAMP = 1e-12
 ATTEMPT_ITERATIONS = 30  # iterations before an unconverged attempt restarts (as rtb's ik_LM)
@@ -43,345 +49,6 @@ NEAR = 100.0  # within NEAR x tolerance an attempt is not cut by the progress te
 # attempt bookkeeping in the state array of lm_attempts
 S_LAMBDA, S_ITERS, S_PERR, S_RERR, S_FREE, S_ATTEMPT, S_BEST, S_ATTEMPT_ITERS, S_BEST_PERR, S_BEST_RERR, \
     S_MINIMIZE = range(11)
-
-
-@njit(cache=True)
-def wrap_into_limits(ni, nf, lower, upper, q):
-    """Shift revolute joints by multiples of 2 pi into their limits where that is possible
-    (FK is unchanged); return True if q is then inside every limit."""
-    dof = q.shape[0]
-    n = ni.shape[0]
-    for c in range(dof):
-        if lower[c] <= q[c] <= upper[c]:
-            continue
-        ok = False
-        for i in range(n):
-            if ni[i, 2] == c:
-                m = nf[i, 3]
-                ok = ni[i, 1] == 1 and m == math.floor(m)
-                if not ok:
-                    break
-        if not ok:
-            continue
-        k = math.floor((q[c] - lower[c]) / (2.0 * math.pi))
-        v = q[c] - 2.0 * math.pi * k
-        if v <= upper[c]:
-            q[c] = v
-    for c in range(dof):
-        if q[c] < lower[c] or q[c] > upper[c]:
-            return False
-    return True
-
-
-def workspace_size(n_nodes: int, dof: int, m: int) -> int:
-    """Length of the flat float64 scratch buffer lm_attempts / lm_iterate_ws use."""
-    return 16 * n_nodes + 6 * dof + 3 * m + 2 * m * dof + 40 + dof * dof + 6 * dof
-
-
-@njit(cache=True)
-def lm_workspace(buf, n_nodes, dof, m):
-    """Scratch arrays for lm_iterate_ws as views of one flat buffer (no allocation)."""
-    o = 0
-    Tall = buf[o:o + 16 * n_nodes].reshape((n_nodes, 4, 4))
-    o += 16 * n_nodes
-    Jf = buf[o:o + 6 * dof].reshape((6, dof))
-    o += 6 * dof
-    e = buf[o:o + m]
-    o += m
-    J = buf[o:o + m * dof].reshape((m, dof))
-    o += m * dof
-    e2 = buf[o:o + m]
-    o += m
-    J2 = buf[o:o + m * dof].reshape((m, dof))
-    o += m * dof
-    errs = buf[o:o + 20]
-    o += 20
-    errs2 = buf[o:o + 20]
-    o += 20
-    A = buf[o:o + dof * dof].reshape((dof, dof))
-    o += dof * dof
-    g = buf[o:o + dof]
-    o += dof
-    dq = buf[o:o + dof]
-    o += dof
-    qn = buf[o:o + dof]
-    o += dof
-    pr = buf[o:o + dof]
-    o += dof
-    inf_lo = buf[o:o + dof]
-    o += dof
-    inf_hi = buf[o:o + dof]
-    inf_lo[:] = -np.inf
-    inf_hi[:] = np.inf
-    return Tall, Jf, e, J, e2, J2, errs, errs2, A, g, dq, qn, pr, inf_lo, inf_hi
-
-
-@njit(cache=True)
-def lm_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
-               tol_p, tol_r, q, max_iter, state):
-    """Run up to ``max_iter`` LM iterations on q (in place).
-
-    state (8,): [lambda, iterations done, largest position error, largest rotation error,
-    free]; lambda <= 0 on entry means "start fresh". With free = 1 the iterations ignore the
-    joint limits (as Robotics Toolbox's ik_LM does) and a converged q is wrapped into the limits
-    by 2 pi shifts, or reported STALLED (the driver restarts) if it cannot be; with free = 0 every
-    step is clamped into the limits (projected LM). The driver alternates the two over restarts:
-    free attempts converge in fewer iterations, clamped ones find solutions near tight limits.
-    Returns a code: RUNNING, CONVERGED or STALLED.
-    """
-    n, dof, m = ni.shape[0], q.shape[0], 3 * gnode.shape[0]
-    ws = lm_workspace(np.empty(16 * n + 6 * dof + 3 * m + 2 * m * dof + 40 + dof * dof + 6 * dof), n, dof, m)
-    return lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post,
-                         jw, tol_p, tol_r, q, max_iter, state, ws)
-
-
-@njit(cache=True)
-def lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
-                  tol_p, tol_r, q, max_iter, state, ws):
-    """lm_iterate with caller-provided scratch ``ws = lm_workspace(...)``."""
-    Tall, Jf, e, J, e2, J2, errs, errs2, A, g, dq, qn, pr, inf_lo, inf_hi = ws
-    dof = q.shape[0]
-    m = 3 * gnode.shape[0]
-    lam = state[0] if state[0] > 0.0 else LAMBDA_INIT
-    free = state[4] > 0.5
-    # state[10] = 1: minimise the residual to the end (unreachable targets), no progress test
-    progress_test = not (state.shape[0] > S_MINIMIZE and state[S_MINIMIZE] > 0.5)
-    lo = lower
-    hi = upper
-    if free:
-        lo = inf_lo
-        hi = inf_hi
-    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
-    cost = 0.0
-    for i in range(m):
-        cost += e[i] * e[i]
-    if w_post > 0.0:
-        posture_residual(q, q_rest, balls, pr)
-        for i in range(dof):
-            cost += w_post * w_post * pr[i] * pr[i]
-    code = RUNNING
-    it = 0
-    small = 0
-    nu = 2.0
-    window_cost = cost
-    while it < max_iter:
-        if errs[0] <= tol_p and errs[1] <= tol_r:
-            if free and not wrap_into_limits(ni, nf, lower, upper, q):
-                code = STALLED
-            else:
-                code = CONVERGED
-            break
-        it += 1
-        # normal equations
-        E = 0.5 * cost
-        for r in range(dof):
-            s = 0.0
-            for k in range(m):
-                s += J[k, r] * e[k]
-            g[r] = s
-            for c in range(r, dof):
-                s = 0.0
-                for k in range(m):
-                    s += J[k, r] * J[k, c]
-                A[r, c] = s
-                A[c, r] = s
-        w2 = w_post * w_post
-        mu = lam * E + EPS_DAMP
-        for r in range(dof):
-            A[r, r] += w2 + mu * jw[r]
-            if w_post > 0.0:
-                g[r] += w2 * pr[r]
-        if not chol_solve(A, g, dq):
-            lam *= 10.0
-            if lam > LAMBDA_MAX:
-                code = STALLED
-                break
-            continue
-        step_and_clamp(q, dq, lo, hi, balls, qn)
-        task_eval(ni, nf, origin, qn, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e2, J2, errs2, True)
-        cost2 = 0.0
-        for i in range(m):
-            cost2 += e2[i] * e2[i]
-        if w_post > 0.0:
-            posture_residual(qn, q_rest, balls, pr)
-            for i in range(dof):
-                cost2 += w2 * pr[i] * pr[i]
-        if it % PROGRESS_WINDOW == 0 and progress_test:
-            # (not when already close: the last digits may come slowly along a limit)
-            if it > 0 and cost > PROGRESS_FACTOR * window_cost and (errs[0] > NEAR * tol_p
-                                                                      or errs[1] > NEAR * tol_r):
-                code = STALLED
-                break
-            window_cost = cost
-        if RULE == 1:
-            pred = 0.0
-            for i in range(dof):
-                pred += dq[i] * (mu * jw[i] * dq[i] + g[i])
-            rho = (cost - cost2) / pred if pred > 0.0 else -1.0
-        if cost2 < cost:
-            rel = (cost - cost2) / cost
-            for i in range(dof):
-                q[i] = qn[i]
-            e, e2 = e2, e  # the trial becomes the current point: swap buffers, no copies
-            J, J2 = J2, J
-            errs, errs2 = errs2, errs
-            cost = cost2
-            if RULE == 1:
-                t = 2.0 * rho - 1.0
-                lam = max(lam * max(1.0 / 3.0, 1.0 - t * t * t), LAMBDA_MIN)
-                nu = 2.0
-            else:
-                lam = max(lam * LAMBDA_SHRINK, LAMBDA_MIN)
-            # progress too small to matter: a local minimum (or the closest reachable pose)
-            if rel < 1e-6:
-                small += 1
-                if small >= 4:
-                    code = STALLED
-                    break
-            else:
-                small = 0
-        else:
-            if w_post > 0.0:
-                posture_residual(q, q_rest, balls, pr)
-            if RULE == 1:
-                lam *= nu
-                nu *= 2.0
-            else:
-                lam *= LAMBDA_GROW
-            if lam > LAMBDA_MAX:
-                code = STALLED
-                break
-    if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r:
-        if free and not wrap_into_limits(ni, nf, lower, upper, q):
-            code = STALLED
-        else:
-            code = CONVERGED
-    state[0] = lam
-    state[1] += it
-    state[2] = errs[0]
-    state[3] = errs[1]
-    return code
-
-
-@njit(cache=True)
-def _restart_q(lo, span, balls, seed, attempt, q):
-    """Uniform restart number ``attempt`` (its own seed: independent of how calls are chunked)."""
-    np.random.seed((seed * 1000003 + attempt) & 0x7FFFFFFF)
-    for i in range(q.shape[0]):
-        q[i] = lo[i] + span[i] * np.random.random()
-
-
-@njit(cache=True)
-def lm_attempts(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
-                tol_p, tol_r, q, best_q, state, budget, attempt_iters, max_attempts, sample_lo, sample_span,
-                seed, buf):
-    """LM attempts with random restarts, inside one kernel call, for up to ``budget`` iterations.
-
-    Attempt 0 starts from q; attempt k > 0 from uniform sample k (seeded by ``seed`` and k). An
-    attempt ends when it converges, stalls or has run ``attempt_iters`` iterations; attempts
-    alternate between free and clamped iterations (see lm_iterate). The best configuration inside
-    the limits is kept in ``best_q`` (its errors in state[2], state[3]); state also carries the
-    attempt in progress across calls, so the driver can call again until its clock runs out.
-    ``buf`` is scratch of at least ``workspace_size(n_nodes, dof, 3 * G)`` entries.
-    Returns CONVERGED, RUNNING (budget spent) or STALLED (``max_attempts`` attempts done).
-    """
-    dof = q.shape[0]
-    ws = lm_workspace(buf, ni.shape[0], dof, 3 * gnode.shape[0])
-    Tall, Jf, e, J = ws[0], ws[1], ws[2], ws[3]
-    errs = ws[6]
-    used = 0
-    while used < budget:
-        if state[S_ATTEMPT] >= max_attempts:
-            return STALLED
-        n = min(attempt_iters - int(state[S_ATTEMPT_ITERS]), budget - used)
-        before = state[S_ITERS]
-        code = lm_iterate_ws(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest,
-                             w_post, jw, tol_p, tol_r, q, n, state, ws)
-        done = int(state[S_ITERS] - before)
-        used += done
-        state[S_ATTEMPT_ITERS] += done
-        if code == CONVERGED:
-            for i in range(dof):
-                best_q[i] = q[i]
-            state[S_BEST] = 0.0
-            state[S_BEST_PERR] = state[S_PERR]
-            state[S_BEST_RERR] = state[S_RERR]
-            return CONVERGED
-        if code == STALLED or state[S_ATTEMPT_ITERS] >= attempt_iters or done == 0:
-            # judge the attempt by its clamped configuration (a free attempt may be outside)
-            for i in range(dof):
-                if q[i] < lower[i]:
-                    q[i] = lower[i]
-                elif q[i] > upper[i]:
-                    q[i] = upper[i]
-            task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
-            pe = errs[0]
-            re = errs[1]
-            key = max(pe / tol_p, re / tol_r)
-            if key < state[S_BEST]:
-                state[S_BEST] = key
-                state[S_BEST_PERR] = pe
-                state[S_BEST_RERR] = re
-                for i in range(dof):
-                    best_q[i] = q[i]
-            attempt = int(state[S_ATTEMPT]) + 1
-            state[S_ATTEMPT] = attempt
-            state[S_ATTEMPT_ITERS] = 0.0
-            state[S_LAMBDA] = 0.0
-            state[S_FREE] = 1.0 if attempt % 2 == 0 else 0.0
-            _restart_q(sample_lo, sample_span, balls, seed, attempt, q)
-    return RUNNING
-
-
-@njit(cache=True)
-def new_attempt_state():
-    """State array for lm_attempts: attempt 0, free iterations, no best yet."""
-    st = np.zeros(11)
-    st[S_FREE] = 1.0
-    st[S_BEST] = np.inf
-    st[S_BEST_PERR] = np.inf
-    st[S_BEST_RERR] = np.inf
-    return st
-
-
-def _iterate(problem, q, max_iter, state, options):
-    return lm_iterate(*problem.args, q, max_iter, state)
-
-
-def _register():
-    from . import Method, register
-
-    register(Method(NAME, _iterate, "Levenberg–Marquardt, adaptive damping, limits, random restarts (default)",
-                    JOINT_TYPES, attempt_iterations=ATTEMPT_ITERATIONS))
-
-
-_register()
-
-
-@njit(cache=True, parallel=True)
-def lm_batch(ni, nf, origin, lower, upper, balls, gnode, gkind, gvecs, gRs, gaxis, gw, q_rest, w_post, jw,
-             tol_p, tol_r, q0s, sample_lo, sample_span, attempt_iters, max_restarts, seed,
-             q_out, errs_out, iters_out, restarts_out, conv_out):
-    """B independent solves in parallel (prange): ``lm_attempts`` per item with at most
-    ``max_restarts`` restarts; item b is seeded with seed + b (deterministic for any thread count)."""
-    B = gvecs.shape[0]
-    dof = q0s.shape[1]
-    for b in prange(B):
-        q = q0s[b].copy()
-        best = q.copy()
-        state = new_attempt_state()
-        n = ni.shape[0]
-        m = 3 * gnode.shape[0]
-        buf = np.empty(16 * n + 6 * dof + 3 * m + 2 * m * dof + 40 + dof * dof + 6 * dof)
-        code = lm_attempts(ni, nf, origin, lower, upper, balls, gnode, gkind, gvecs[b], gRs[b], gaxis, gw,
-                           q_rest, w_post, jw, tol_p, tol_r, q, best, state, (max_restarts + 1) * attempt_iters,
-                           attempt_iters, max_restarts + 1, sample_lo, sample_span, seed + b, buf)
-        q_out[b] = best
-        errs_out[b, 0] = state[S_BEST_PERR]
-        errs_out[b, 1] = state[S_BEST_RERR]
-        iters_out[b] = int(state[S_ITERS])
-        restarts_out[b] = int(state[S_ATTEMPT])
-        conv_out[b] = code == CONVERGED
 
 
 # --------------------------------------------------------------------------- one-frame goals on a chain
@@ -525,7 +192,7 @@ def _chain_residual(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
             aux[g, 3] = _jr_inv_beta(err, sn, cs)
             cls = 1
         else:
-            cls, err = goal_row_call(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, False)
+            cls, err = goal_row_call(T, Jf, g, kind, gvec, gR, gaxis, gw, e, J, False)
         if gw[g] > 0.0:
             if cls == 0:
                 if err > perr:
@@ -573,7 +240,7 @@ def _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
                 J[r0 + 1, c] = m10 * wx + m11 * wy + m12 * wz
                 J[r0 + 2, c] = m20 * wx + m21 * wy + m22 * wz
         else:
-            goal_row_call(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, True)
+            goal_row_call(T, Jf, g, kind, gvec, gR, gaxis, gw, e, J, True)
 
 
 @njit(cache=True, fastmath=FAST, **NO_RC)
@@ -969,7 +636,7 @@ def new_chain_state(free):
 @njit(cache=True, parallel=True)
 def lm_chain_batch(ch, lims, gkind, gvecs, gRs, gaxis, gw, tol_p, tol_r, q0s, free, attempt_iters,
                    max_restarts, seed, q_out, errs_out, iters_out, restarts_out, conv_out):
-    """lm_batch on a chain program: B independent solves in parallel (prange), item b seeded with
+    """B independent solves in parallel (prange), item b seeded with
     seed + b (deterministic for any thread count); one scratch buffer per chunk of items."""
     B = gvecs.shape[0]
     dof = q0s.shape[1]
@@ -1056,3 +723,579 @@ def batch_pose_rows(Ts, gkind, gR, gaxis, gvecs, gRs):
                 for i in range(3):
                     gvecs[b, g, i] = T[i, k]
     return -1, 0
+
+
+# --------------------------------------------------------------------------- the general core
+#
+# Every problem that is not one frame's goals on its chain program runs here: goals on several
+# frames, CenterOfMass, Relative, hard goals, Posture, per-solve joint step bounds. One
+# iteration (core_iterate), one attempts kernel (core_attempts), the same damping schedule
+# (CHAIN_LAMBDA_INIT / LAMBDA_SHRINK / CHAIN_LAMBDA_GROW, mu = lambda E + eps) and the same
+# active set on the joint limits as the chain kernel.
+#
+# The step is a constrained LM step: with the soft rows (J_s, e_s) and the hard rows (A, b),
+#
+#     min |J_s dq - e_s|^2 + mu |dq|_W^2   subject to   A dq = b   (regularised by mu_h)
+#
+# solved through the Schur complement of H = J_s^T J_s + mu W:
+#     y = H^-1 J_s^T e_s,  X = H^-1 A^T,  (A X + mu_h I) lam = A y - b,  dq = y - X lam.
+# mu_h = (lambda E_hard + eps) / mu: hard rows alone get the plain LM step (A A^T + lambda E_hard)
+# and once they are met they hold exactly to first order. A trial point is accepted
+# lexicographically: while a hard goal is off by more than HARD_HOLD x its tolerance the hard
+# cost must fall, afterwards the hard goals must stay within HARD_HOLD x tolerance and the soft
+# cost must fall. So hard goals that start met (feet on the floor) never drift by more than
+# HARD_HOLD x tolerance, whatever the soft goals ask.
+#
+# Inequality rows: the joint box (limits, tightened per solve by max_joint_step) is an active
+# set: joints a step would push past a bound are held there and the others re-solved (as on the
+# chain path). Other inequality rows d_i(q) >= margin (the collision distances of the next
+# issue) join the same way: a row that is violated, or that the step would violate, becomes a
+# hard row d_i + grad d_i . dq = margin of that step (core_step's hard rows); see
+# docs/architecture.md, "Adding a goal kind or an inequality row".
+#
+# Posture is a regulariser: once every goal is met, settle() moves q toward q_rest inside the
+# null space of the goals (all goal rows as constraints, the damping term pulling toward
+# q_rest ⊖ q) while they stay within tolerance; converged means goals met and posture settled.
+
+HARD_HOLD = 0.1       # hard goals met stay within HARD_HOLD x tolerance through the soft steps
+EPS_HARD = 1e-14
+NEAR_ATTEMPTS = 6     # general-core restarts re-seed near q0 first (radius grows per attempt)
+NEAR_STEP = 0.08      # radius of near restart k: k x NEAR_STEP x the sampling span
+FREE_RADIUS = 0.05    # [m or rad] per near attempt, for DOFs without limits (a floating base)
+SETTLE_ITERATIONS = 100
+CORE_PROGRESS_WINDOW = 8
+UNREACHABLE = 3       # core_attempts: three attempts agree on the same closest, non-converged answer
+# core state slots after the chain kernel's (CHAIN_STATE of them)
+S_BEST_HARD, S_AGREE, S_DISTANCE, S_BEST_DIST, S_HARD = range(13, 18)
+CORE_STATE = 18
+
+
+@njit(cache=True)
+def core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf,
+              Jr, sub, e, J, errs, want_jac):
+    return core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR,
+                          Tall, Jf, Jr, sub, e, J, errs, want_jac, errs[:0])
+
+
+@njit(cache=True)
+def core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf,
+                   Jr, sub, e, J, errs, want_jac, rowerr):
+    """Stacked weighted residual e (3G,) and, with want_jac, Jacobian J (3G, dof) of every goal
+    row at q (each kind through its own function: goal_row, com_row, relative_frame); each row's
+    unweighted error goes to rowerr (G,) when it is not empty.
+    errs (4,): largest position [m] and rotation [rad] error over all rows with weight > 0, then
+    the same over the hard rows. wvec, wR: the world targets (copies of gvec, gR; relative rows
+    are rewritten here)."""
+    fk_all_into(ni, nf, origin, q, Tall)
+    errs[0] = 0.0
+    errs[1] = 0.0
+    errs[2] = 0.0
+    errs[3] = 0.0
+    last = -1
+    for g in range(gnode.shape[0]):
+        kind = gkind[g]
+        node = gnode[g]
+        if kind == KIND_COM:
+            err = com_row(ni, nf, Tall, mass, com, sub, g, gvec, gaxis, gw, e, J, want_jac)
+            cls = 0
+        else:
+            if want_jac and node != last:
+                jacobian_from_all(ni, nf, Tall, node, Jf)
+                last = node
+            if kind >= KIND_REL_POSITION:
+                ref = gref[g]
+                if want_jac:
+                    jacobian_from_all(ni, nf, Tall, ref, Jr)
+                    last = -1  # Jf is changed in place below
+                kind = relative_frame(kind, g, Tall[ref], Tall[node], gvec, gR, wvec, wR, Jf, Jr, want_jac)
+            cls, err = goal_row(Tall[node], Jf, g, kind, wvec, wR, gaxis, gw, e, J, want_jac)
+        if rowerr.shape[0] > 0:
+            rowerr[g] = err
+        if gw[g] > 0.0:
+            if err > errs[cls]:
+                errs[cls] = err
+            if glevel[g] == 0 and err > errs[2 + cls]:
+                errs[2 + cls] = err
+
+
+@njit(cache=True)
+def _ldl_factor(A, n):
+    """A[:n, :n] = L D L^T in place (unit L below the diagonal, D on it); False if not positive definite."""
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= A[j, k] * A[j, k] * A[k, k]
+        if not d > 0.0:
+            return False
+        A[j, j] = d
+        inv = 1.0 / d
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for k in range(j):
+                t -= A[i, k] * A[j, k] * A[k, k]
+            A[i, j] = t * inv
+    return True
+
+
+@njit(cache=True)
+def _ldl_apply(A, n, b, x):
+    """x = A^-1 b for the factor of _ldl_factor."""
+    for i in range(n):
+        t = b[i]
+        for k in range(i):
+            t -= A[i, k] * x[k]
+        x[i] = t
+    for i in range(n):
+        x[i] /= A[i, i]
+    for i in range(n - 1, -1, -1):
+        t = x[i]
+        for k in range(i + 1, n):
+            t -= A[k, i] * x[k]
+        x[i] = t
+
+
+@njit(cache=True)
+def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, g, X, S, r, lam, y, col, dq):
+    """dq of the constrained damped step (see above) over the joints not held; a held joint k
+    (hold[k] not NaN) moves by hold[k]. ``soft`` / ``hard``: row indices of J; with ``bias``
+    (dof,) the damping pulls toward bias (mu W |dq - bias|^2; settle). False if not solvable."""
+    m, dof = J.shape
+    for r_ in range(m):  # the held joints' motion is taken off every row
+        s = e[r_]
+        for k in range(dof):
+            if hold[k] == hold[k]:
+                s -= J[r_, k] * hold[k]
+        r[r_] = s
+    for a in range(dof):
+        held_a = hold[a] == hold[a]
+        s = 0.0
+        if not held_a:
+            for i in range(soft.shape[0]):
+                s += J[soft[i], a] * r[soft[i]]
+            s += mu * jw[a] * bias[a]
+        g[a] = hold[a] if held_a else s
+        for c in range(a, dof):
+            s = 0.0
+            if not held_a and hold[c] != hold[c]:
+                for i in range(soft.shape[0]):
+                    s += J[soft[i], a] * J[soft[i], c]
+            H[a, c] = s
+            H[c, a] = s
+        H[a, a] = 1.0 if held_a else H[a, a] + mu * jw[a]
+    if not _ldl_factor(H, dof):
+        return False
+    _ldl_apply(H, dof, g, y)
+    mh = hard.shape[0]
+    if mh == 0:
+        for k in range(dof):
+            dq[k] = y[k]
+        return True
+    for i in range(mh):
+        for k in range(dof):
+            col[k] = 0.0 if hold[k] == hold[k] else J[hard[i], k]
+        _ldl_apply(H, dof, col, X[i])
+    for i in range(mh):
+        t = -r[hard[i]]
+        for k in range(dof):
+            if hold[k] != hold[k]:
+                t += J[hard[i], k] * y[k]
+        lam[i] = t
+        for j in range(i + 1):
+            s = 0.0
+            for k in range(dof):
+                if hold[k] != hold[k]:
+                    s += J[hard[i], k] * X[j, k]
+            S[i, j] = s
+            S[j, i] = s
+        S[i, i] += mu_h
+    if not _ldl_factor(S, mh):
+        return False
+    _ldl_apply(S, mh, lam, col)
+    for k in range(dof):
+        s = y[k]
+        for i in range(mh):
+            s -= X[i, k] * col[i]
+        dq[k] = s
+    return True
+
+
+@njit(cache=True)
+def core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, g, X, S, r, lam, y, col, dq):
+    """core_step with the active set on the bounds lo, hi (dof,): joints the step would push past
+    a bound are held at it and the others re-solved (up to ACTIVE_SET_PASSES times)."""
+    dof = q.shape[0]
+    for k in range(dof):
+        hold[k] = np.nan
+    jw = lims[L_JW]
+    for _ in range(ACTIVE_SET_PASSES):
+        if not core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, g, X, S, r, lam, y, col, dq):
+            return False
+        new = 0
+        for k in range(dof):
+            if hold[k] != hold[k]:
+                v = q[k] + dq[k]
+                if v < lo[k]:
+                    hold[k] = lo[k] - q[k]
+                    new += 1
+                elif v > hi[k]:
+                    hold[k] = hi[k] - q[k]
+                    new += 1
+        if new == 0:
+            return True
+    return True
+
+
+@njit(cache=True)
+def _costs(e, soft, hard):
+    cs = 0.0
+    for i in range(soft.shape[0]):
+        cs += e[soft[i]] * e[soft[i]]
+    ch = 0.0
+    for i in range(hard.shape[0]):
+        ch += e[hard[i]] * e[hard[i]]
+    return cs, ch
+
+
+@njit(cache=True)
+def _step_into(q, dq, lims, lo, hi, out):
+    """out = clamp(q ⊕ dq) into lo, hi (ball joints composed on SO(3))."""
+    n = q.shape[0]
+    for i in range(n):
+        out[i] = q[i] + dq[i]
+    for s in range(n):
+        if lims[L_BALL, s] != 0.0:
+            _so3_compose(q[s], q[s + 1], q[s + 2], dq[s], dq[s + 1], dq[s + 2], False, out, s)
+    for i in range(n):
+        if out[i] < lo[i]:
+            out[i] = lo[i]
+        elif out[i] > hi[i]:
+            out[i] = hi[i]
+
+
+class _Core:  # documentation only: the scratch tuple of core_workspace, in order
+    """Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam, y, col, dq, qn,
+    hold, bias, zero"""
+
+
+@njit(cache=True)
+def core_workspace(n, dof, gvec, gR, nhard):
+    """Scratch of the general core (see _Core); room for every row as a constraint (settle)."""
+    G = gvec.shape[0]
+    m = 3 * G
+    mh = max(m, nhard, 1)
+    return (np.empty((n, 4, 4)), np.empty((6, dof)), np.empty((6, dof)), np.empty((n, 4)), np.empty(m),
+            np.zeros((m, dof)), np.empty(m), np.zeros((m, dof)), np.zeros(4), np.zeros(4), gvec.copy(), gR.copy(),
+            np.empty((dof, dof)), np.empty(dof), np.empty((mh, dof)), np.empty((mh, mh)), np.empty(m),
+            np.empty(mh), np.empty(dof), np.empty(max(dof, mh)), np.empty(dof), np.empty(dof), np.empty(dof),
+            np.empty(dof), np.zeros(dof))
+
+
+@njit(cache=True)
+def _hard_key(errs, tol_p, tol_r):
+    return max(errs[2] / tol_p, errs[3] / tol_r)
+
+
+@njit(cache=True)
+def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, ws):
+    """Up to max_iter constrained LM iterations on q (in place) for one attempt; the state and
+    return codes of lm_chain_iterate_ws (RUNNING, CONVERGED, STALLED)."""
+    ni, nf, origin, mass, com = model
+    gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
+    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam_h, y, col, dq, qn, hold, bias, zero = ws
+    dof = q.shape[0]
+    lam = state[S_LAMBDA] if state[S_LAMBDA] > 0.0 else CHAIN_LAMBDA_INIT
+    progress_test = not (state[S_MINIMIZE] > 0.5)
+    core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf, Jr,
+              sub, e, J, errs, True)
+    cs, ch = _costs(e, soft, hard)
+    code = RUNNING
+    it = 0
+    small = 0
+    window = cs + ch
+    while it < max_iter:
+        if errs[0] <= tol_p and errs[1] <= tol_r:
+            code = CONVERGED
+            break
+        it += 1
+        mu = lam * 0.5 * (cs + ch) + EPS_DAMP
+        mu_h = (lam * 0.5 * ch + EPS_HARD) / mu
+        if not core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, zero, hold, H, g, X, S, r, lam_h, y,
+                                col, dq):
+            lam *= 10.0
+            if lam > LAMBDA_MAX:
+                code = STALLED
+                break
+            continue
+        _step_into(q, dq, lims, lo, hi, qn)
+        core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
+                  Jf, Jr, sub, e2, J2, errs2, True)
+        cs2, ch2 = _costs(e2, soft, hard)
+        if it % CORE_PROGRESS_WINDOW == 0 and progress_test:
+            if cs + ch > PROGRESS_FACTOR * window and (errs[0] > NEAR * tol_p or errs[1] > NEAR * tol_r):
+                code = STALLED
+                break
+            window = cs + ch
+        hk = _hard_key(errs, tol_p, tol_r)
+        if hk > HARD_HOLD:
+            ok = ch2 < ch
+            before = ch + cs
+            after = ch2 + cs2
+        else:
+            ok = _hard_key(errs2, tol_p, tol_r) <= HARD_HOLD and cs2 < cs
+            before = cs
+            after = cs2
+        if ok:
+            rel = (before - after) / before if before > 0.0 else 1.0
+            for i in range(dof):
+                q[i] = qn[i]
+            e, e2 = e2, e
+            J, J2 = J2, J
+            errs, errs2 = errs2, errs
+            cs = cs2
+            ch = ch2
+            lam = max(lam * LAMBDA_SHRINK, LAMBDA_MIN)
+            if rel < 1e-6:
+                small += 1
+                if small >= 4:
+                    code = STALLED
+                    break
+            else:
+                small = 0
+        else:
+            lam *= CHAIN_LAMBDA_GROW
+            if lam > LAMBDA_MAX:
+                code = STALLED
+                break
+    if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r:
+        code = CONVERGED
+    state[S_LAMBDA] = lam
+    state[S_ITERS] += it
+    state[S_PERR] = errs[0]
+    state[S_RERR] = errs[1]
+    state[S_HARD] = _hard_key(errs, tol_p, tol_r)
+    return code
+
+
+@njit(cache=True)
+def settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, max_iter, ws):
+    """Posture as a regulariser: from q where every goal is met, move toward q_rest inside the
+    null space of the goals (every goal row a constraint, the damping pulling toward
+    q_rest ⊖ q), accepting a step only while every goal stays within tolerance and the distance
+    to q_rest falls; the gain halves after a refused step. Returns the iterations used."""
+    ni, nf, origin, mass, com = model
+    gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
+    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam_h, y, col, dq, qn, hold, bias, zero = ws
+    dof = q.shape[0]
+    allrows = np.arange(e.shape[0])
+    none = allrows[:0]
+    balls = _balls(lims)
+    core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf, Jr,
+              sub, e, J, errs, True)
+    posture_residual(q, q_rest, balls, bias)
+    cost = 0.0
+    for i in range(dof):
+        cost += lims[L_JW, i] * bias[i] * bias[i]
+    gain = 0.5
+    it = 0
+    while it < max_iter and gain > 1e-3 and cost > 1e-24:
+        it += 1
+        for i in range(dof):
+            bias[i] *= gain
+        if not core_active_step(J, e, none, allrows, lims, lo, hi, q, 1.0, 1e-10, bias, hold, H, g, X, S, r,
+                                lam_h, y, col, dq):
+            break
+        _step_into(q, dq, lims, lo, hi, qn)
+        core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
+                  Jf, Jr, sub, e2, J2, errs2, True)
+        posture_residual(qn, q_rest, balls, bias)
+        cost2 = 0.0
+        for i in range(dof):
+            cost2 += lims[L_JW, i] * bias[i] * bias[i]
+        if errs2[0] <= tol_p and errs2[1] <= tol_r and cost2 < cost:
+            rel = (cost - cost2) / cost
+            for i in range(dof):
+                q[i] = qn[i]
+            e, e2 = e2, e
+            J, J2 = J2, J
+            errs, errs2 = errs2, errs
+            cost = cost2
+            gain = min(1.0, 2.0 * gain)
+            if rel < 1e-6:
+                break
+        else:
+            posture_residual(q, q_rest, balls, bias)
+            gain *= 0.5
+    return it
+
+
+@njit(cache=True)
+def _balls(lims):
+    n = 0
+    for s in range(lims.shape[1]):
+        if lims[L_BALL, s] != 0.0:
+            n += 1
+    out = np.empty(n, dtype=np.int64)
+    n = 0
+    for s in range(lims.shape[1]):
+        if lims[L_BALL, s] != 0.0:
+            out[n] = s
+            n += 1
+    return out
+
+
+@njit(cache=True, **NO_RC)
+def _restart_near(lims, lo, hi, q0, seed, attempt, q):
+    """Restart number ``attempt`` of the general core: the first NEAR_ATTEMPTS re-seed near q0
+    (radius attempt x NEAR_STEP x the sampling span), later ones sample the sampling box
+    uniformly; a DOF without limits (a floating base) always stays near q0 (attempt x
+    FREE_RADIUS). Counter-based hash, as _restart_sample."""
+    base = _mix64(np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(attempt))
+    for i in range(q.shape[0]):
+        x = _mix64(base + np.uint64(i + 1) * np.uint64(0xD1B54A32D192ED03))
+        u = float(x >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+        unbounded = not (lims[L_LOWER, i] > -np.inf and lims[L_UPPER, i] < np.inf)
+        if unbounded:
+            v = q0[i] + min(attempt, NEAR_ATTEMPTS) * FREE_RADIUS * (2.0 * u - 1.0)
+        elif attempt <= NEAR_ATTEMPTS:
+            v = q0[i] + attempt * NEAR_STEP * lims[L_SAMPLE_SPAN, i] * (2.0 * u - 1.0)
+        else:
+            v = lims[L_SAMPLE_LO, i] + lims[L_SAMPLE_SPAN, i] * u
+        q[i] = min(max(v, lo[i]), hi[i])
+
+
+@njit(cache=True)
+def new_core_state(distance):
+    """State array for core_attempts: attempt 0, no best yet; distance = 1.0 keeps solving after
+    a solution and keeps the one closest to q0 (mode="distance")."""
+    st = np.zeros(CORE_STATE)
+    st[S_BEST] = np.inf
+    st[S_BEST_PERR] = np.inf
+    st[S_BEST_RERR] = np.inf
+    st[S_BEST_HARD] = np.inf
+    st[S_BEST_DIST] = np.inf
+    st[S_DISTANCE] = distance
+    return st
+
+
+@njit(cache=True)
+def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                  attempt_iters, max_attempts, seed):
+    """Attempts of the general core, with restarts, for up to ``budget`` iterations (the driver
+    calls again with the state until its clock runs out). Attempt 0 starts from q (q0 clamped
+    into lo, hi by the driver), later ones from _restart_near. A converged attempt settles the
+    posture (w_post > 0). The best attempt is kept in best_q: lexicographically, hard goals met
+    first, then the largest error over tolerance. Returns CONVERGED, RUNNING (budget spent),
+    STALLED (max_attempts done) or UNREACHABLE (three attempts stalled, hard goals met, at the
+    same closest answer: the soft goals cannot be met together)."""
+    ni, nf, origin, mass, com = model
+    gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
+    dof = q.shape[0]
+    ws = core_workspace(ni.shape[0], dof, gvec, gR, hard.shape[0])
+    used = 0
+    while used < budget:
+        if state[S_ATTEMPT] >= max_attempts:
+            return CONVERGED if state[S_BEST_DIST] < np.inf else STALLED
+        n = min(attempt_iters - int(state[S_ATTEMPT_ITERS]), budget - used)
+        before = state[S_ITERS]
+        c = core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, n, state, ws)
+        done = int(state[S_ITERS] - before)
+        used += done
+        state[S_ATTEMPT_ITERS] += done
+        if c == CONVERGED:
+            if w_post > 0.0:
+                state[S_ITERS] += settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, SETTLE_ITERATIONS, ws)
+                errs = ws[8]  # the errors at the settled q
+                core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10],
+                          ws[11], ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], errs, False)
+                state[S_PERR] = errs[0]
+                state[S_RERR] = errs[1]
+            if state[S_DISTANCE] == 0.0:
+                for i in range(dof):
+                    best_q[i] = q[i]
+                state[S_BEST] = 0.0
+                state[S_BEST_PERR] = state[S_PERR]
+                state[S_BEST_RERR] = state[S_RERR]
+                state[S_BEST_HARD] = 0.0
+                return CONVERGED
+            d = 0.0
+            for i in range(dof):
+                d += lims[L_JW, i] * (q[i] - q0[i]) ** 2
+            if d < state[S_BEST_DIST]:
+                state[S_BEST_DIST] = d
+                state[S_BEST] = 0.0
+                state[S_BEST_HARD] = 0.0
+                state[S_BEST_PERR] = state[S_PERR]
+                state[S_BEST_RERR] = state[S_RERR]
+                for i in range(dof):
+                    best_q[i] = q[i]
+        if c != RUNNING or state[S_ATTEMPT_ITERS] >= attempt_iters or done == 0:
+            if c != CONVERGED and state[S_BEST_DIST] == np.inf:
+                hk = state[S_HARD]
+                key = max(state[S_PERR] / tol_p, state[S_RERR] / tol_r)
+                if hk <= 1.0 and c == STALLED and state[S_BEST] < np.inf \
+                        and abs(key - state[S_BEST]) <= 1e-3 * state[S_BEST]:
+                    state[S_AGREE] += 1.0
+                rank_new = key + (1e12 * hk if hk > 1.0 else 0.0)
+                rank_old = state[S_BEST] + (1e12 * state[S_BEST_HARD] if state[S_BEST_HARD] > 1.0 else 0.0)
+                if rank_new < rank_old:
+                    state[S_BEST] = key
+                    state[S_BEST_HARD] = hk
+                    state[S_BEST_PERR] = state[S_PERR]
+                    state[S_BEST_RERR] = state[S_RERR]
+                    for i in range(dof):
+                        best_q[i] = q[i]
+                if state[S_AGREE] >= 2.0:
+                    return UNREACHABLE
+            attempt = int(state[S_ATTEMPT]) + 1
+            state[S_ATTEMPT] = attempt
+            state[S_ATTEMPT_ITERS] = 0.0
+            state[S_LAMBDA] = 0.0
+            _restart_near(lims, lo, hi, q0, seed, attempt, q)
+    if not (state[S_BEST] < np.inf):  # no attempt finished: report the current q
+        errs = ws[8]
+        core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
+                  ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], errs, False)
+        for i in range(dof):
+            best_q[i] = q[i]
+        state[S_BEST_PERR] = errs[0]
+        state[S_BEST_RERR] = errs[1]
+        state[S_BEST_HARD] = _hard_key(errs, tol_p, tol_r)
+    return RUNNING
+
+
+def row_errors(model, table, q):
+    """(G,) unweighted error of every goal row at q [m or rad] (solve's per-goal report)."""
+    ni, nf, origin, mass, com = model
+    gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
+    ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, hard.shape[0])
+    out = np.empty(gnode.shape[0])
+    core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
+                   ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], False, out)
+    return out
+
+
+def _iterate(problem, q, max_iter, state, options):
+    """The registry's iterate contract on the general core (one attempt, clamped into the limits);
+    solve() itself drives lm through core_attempts / lm_chain_attempts."""
+    from ..solve import core_args  # the driver builds the core's tables (cached per robot)
+
+    model, table, lims, lo, hi = core_args(problem)
+    st = new_core_state(0.0)
+    st[S_LAMBDA] = state[0]
+    ws = core_workspace(model[0].shape[0], q.shape[0], table[4], table[5], table[9].shape[0])
+    code = core_iterate(model, table, lims, lo, hi, problem.tol_p, problem.tol_r, q, max_iter, st, ws)
+    state[0] = st[S_LAMBDA]
+    state[1] += st[S_ITERS]
+    state[2] = st[S_PERR]
+    state[3] = st[S_RERR]
+    return code
+
+
+def _register():
+    from . import Method, register
+
+    register(Method(NAME, _iterate, "Levenberg–Marquardt, adaptive damping, limits, hard goals, restarts (default)",
+                    JOINT_TYPES, goal_kinds=tuple(KINDS.values()), attempt_iterations=ATTEMPT_ITERATIONS))
+
+
+_register()
