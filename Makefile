@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP_DEV := $(VENV)/.installed-dev
 STAMP_RUN := $(VENV)/.installed-run
 
-.PHONY: test demo venv chromium clean
+.PHONY: test test-fast lint demo venv chromium clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,18 @@ chromium:
 	      || echo "warning: could not install chromium; the browser tests will be skipped"; \
 	  else echo "warning: chromium missing and apt-get unavailable; the browser tests will be skipped"; fi; }
 
-test: $(STAMP_DEV) chromium
+# The lint gate: ruff with the bug-finding rule set of pyproject.toml ([tool.ruff]).
+lint: $(STAMP_DEV)
+	$(VENV)/bin/ruff check src tests benchmarks examples
+
+# Everything, as CI runs it (.ci/run): lint, then every test, the slow ones included.
+test: lint $(STAMP_DEV) chromium
 	$(PY) -m pytest -q
+
+# Developer inner loop: the library tests only (no viewer, CLI subprocess, Dask, bench or example
+# runs: those carry @pytest.mark.slow).
+test-fast: $(STAMP_DEV)
+	$(PY) -m pytest -q -m "not slow"
 
 demo: $(STAMP_RUN)
 	$(VENV)/bin/invkin demo

@@ -159,13 +159,13 @@ def main(argv=None) -> int:
         rows = []
         for method in ("dls", "lm"):
             run_invkin(robot, Ts[:2000], method)  # warm-up
-            med, best, (_, qs, it) = timed(lambda: run_invkin(robot, Ts, method), args.repeats)
+            med, best, (_, qs, it) = timed(lambda: run_invkin(robot, Ts, method), args.repeats)  # noqa: B023 - runs now
             rows.append((f"invkin Tracker, method={method}", med, best, it, *check(robot, Ts, qs)))
         peer = None
         if run_pin is not None:
             oM = [pin.SE3(T[:3, :3].copy(), T[:3, 3].copy()) for T in Ts]
             run_pin(oM[:2000])
-            med, best, (_, qs, it) = timed(lambda: run_pin(oM), args.repeats)
+            med, best, (_, qs, it) = timed(lambda: run_pin(oM), args.repeats)  # noqa: B023 - runs now
             peer = (f"Pinocchio {pin.__version__} DLS step loop (pin_dls_track)", med, best, it, *check(robot, Ts, qs))
             rows.append(peer)
         blocks.append((per_turn, rows, peer))

@@ -188,9 +188,18 @@ def test_subchain_cuts_one_branch_out_of_a_tree():
         robot.subchain("head", "tool0")
 
 
-def test_subchain_refuses_a_mimic_whose_leader_is_cut_off():
-    with pytest.raises(ModelError, match="mimic"):
-        mixed_tree().subchain("hand", "tool0")
+def test_subchain_keeps_a_mimic_whose_leader_is_cut_off_fixed_at_its_value_in_the_reference():
+    robot = mixed_tree()
+    ref = robot.sample(rng=5)
+    with pytest.warns(ik.ModelWarning, match=r"mimic joint 'finger' follows 'elbow'.*kept fixed"):
+        hand = robot.subchain("hand", "tool0", reference=ref)
+    assert hand.dof == 0 and hand.mimic_leader == ("", "", "")
+    T_world_hand = robot.fk(ref, "hand")
+    assert np.allclose(T_world_hand @ hand.fk(np.zeros(0), "tool0"), robot.fk(ref, "tool0"), atol=1e-13)
+    with pytest.warns(ik.ModelWarning):  # default reference: the neutral configuration
+        default = robot.subchain("hand", "tool0")
+    q = robot.neutral()
+    assert np.allclose(robot.fk(q, "hand") @ default.fk(np.zeros(0), "tool0"), robot.fk(q, "tool0"), atol=1e-13)
 
 
 def test_dh_chain_equals_the_product_of_dh_matrices():

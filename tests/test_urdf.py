@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from invkin.errors import FrameError, ModelError
+from invkin.errors import FrameError, ModelError, ModelWarning
 from invkin.model import load_robot
 from invkin.model.catalog import URDF_MODELS, seed8dof
 from invkin.model.urdf import load_urdf, parse_urdf
@@ -518,9 +518,47 @@ def test_duplicate_origin_in_a_joint_is_refused(tmp_path):
     _refused(tmp_path, text, r"<origin> appears twice")
 
 
-def test_mimic_of_unknown_joint_is_refused(tmp_path):
-    text = _robot(_rev("j1", "a", "b", '<limit lower="-1" upper="1"/><mimic joint="jx"/>'), links=("a", "b"))
-    _refused(tmp_path, text, rf"<joint name='j1'> line {_line_of(text, 'j1')}", r"mimics 'jx'")
+def test_mimic_of_a_missing_joint_warns_with_the_closest_name_and_loads_an_independent_joint():
+    text = _robot(_rev("Left_q1", "a", "b", '<limit lower="-1" upper="1"/>') + "\n"
+                  + _rev("Left_q2", "b", "c", '<limit lower="-1" upper="1"/><mimic joint="q1"/>'),
+                  links=("a", "b", "c"))
+    with pytest.warns(ModelWarning, match=rf"<joint name='Left_q2'> line {_line_of(text, 'Left_q2')}.*"
+                                          r"no joint 'q1'; closest: 'Left_q1'.*independent joint"):
+        r = parse_urdf(text)
+    assert r.joint_names == ("Left_q1", "Left_q2") and r.mimic_leader == ("", "", "")
+
+
+def test_mimic_on_a_fixed_joint_is_ignored_with_a_warning():
+    text = _robot(_rev("j1", "a", "b", '<limit lower="-1" upper="1"/>') + "\n"
+                  + _rev("grip", "b", "c", '<origin xyz="0 0.1 0"/><mimic joint="j1"/>', jtype="fixed"),
+                  links=("a", "b", "c"))
+    with pytest.warns(ModelWarning, match=r"<joint name='grip'>.*<mimic joint='j1'>.*fixed joint is ignored"):
+        r = parse_urdf(text)
+    assert r.dof == 1 and r.joint_type[r.frame_index("c")] == 0
+    assert np.allclose(r.fk(np.array([0.4]), "c")[:3, 3], _rot_x(0.4) @ [0, 0.1, 0])  # j1 turns about x
+
+
+def test_mimic_of_a_mimic_resolves_to_the_first_leader():
+    text = _robot(_rev("j1", "a", "b", '<limit lower="-1" upper="1"/>') + "\n"
+                  + _rev("j2", "b", "c", '<limit lower="-9" upper="9"/><mimic joint="j1" multiplier="2" offset="0.1"/>')
+                  + "\n"
+                  + _rev("j3", "c", "d", '<limit lower="-9" upper="9"/><mimic joint="j2" multiplier="3" offset="0.2"/>'),
+                  links=("a", "b", "c", "d"))
+    r = parse_urdf(text)
+    i = r.frame_index("d")
+    assert r.dof == 1 and r.mimic_leader[i] == "j1"
+    assert (r.multiplier[i], r.offset[i]) == pytest.approx((6.0, 0.5))
+
+
+def test_tip_behind_a_mimic_whose_leader_is_on_another_branch_keeps_it_fixed():
+    # the panda's right finger mimics the left one: the chain to the right finger loses its leader
+    with pytest.warns(ModelWarning, match=r"panda_finger_joint2.*follows 'panda_finger_joint1'.*kept fixed at 0.02"):
+        arm = load_robot(DATA / "erd" / "panda_fingers.urdf", tip="panda_rightfinger")
+    full = load_robot(DATA / "erd" / "panda_fingers.urdf")
+    assert arm.dof == 7 and arm.joint_names == full.joint_names[:7]
+    q = full.neutral()
+    q[:7] = full.sample(rng=2)[:7]
+    np.testing.assert_allclose(arm.fk(q[:7], "panda_rightfinger"), full.fk(q, "panda_rightfinger"), atol=1e-13)
 
 
 def test_no_links_is_refused(tmp_path):
@@ -551,3 +589,16 @@ def test_a_600_joint_chain_loads_and_its_fk_and_jacobian_match_finite_difference
     e[k] = 1e-6
     fd = (robot.fk(q + e, f"l{n}")[:3, 3] - robot.fk(q - e, f"l{n}")[:3, 3]) / 2e-6
     assert np.allclose(fd, J[:3, k], atol=1e-7)
+
+
+def test_the_standard_talos_model_loads_with_its_gripper_mimics_ignored():
+    with pytest.warns(ModelWarning, match=r"gripper_left_inner_double_joint.*fixed joint is ignored"):
+        talos = load_robot(DATA / "erd" / "talos_reduced.urdf")
+    assert talos.dof == 32 and "gripper_left_joint" in talos.joint_names
+    with pytest.warns(ModelWarning):
+        arm = load_robot(DATA / "erd" / "talos_reduced.urdf", base="torso_2_link", tip="gripper_left_fingertip_3_link")
+    assert arm.joint_names == tuple(f"arm_left_{k}_joint" for k in range(1, 8))
+    q = talos.sample(rng=1)
+    cols = [talos.joint_index(n) for n in arm.joint_names]
+    T = np.linalg.inv(talos.fk(q, "torso_2_link")) @ talos.fk(q, "gripper_left_fingertip_3_link")
+    np.testing.assert_allclose(arm.fk(q[cols], "gripper_left_fingertip_3_link"), T, atol=1e-12)

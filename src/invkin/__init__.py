@@ -3,39 +3,62 @@
 >>> import invkin as ik
 >>> robot = ik.load_robot("panda")
 >>> T = robot.fk(robot.neutral(), "panda_hand")
+
+``import invkin`` loads only this file and :mod:`invkin.errors`: every other public name is
+imported on first use (PEP 562 ``__getattr__``), so the import costs milliseconds and a command
+pays only for the modules it touches (NumPy and Numba come with the first kernel module).
 """
 from __future__ import annotations
 
-from . import spatial
+import sys
+import types
+
+from . import cache as _cache
+from .lazy import lazy_exports
 from .errors import (ConfigurationError, FrameError, GoalError, InvkinError, ModelError,
-                     SolverError)
-from .goals import Aim, CenterOfMass, Goal, Orientation, Pose, Position, Posture, Relative
-from .result import BatchResult, Result, Status
-from .solve import solve, solve_many
-from .solvers import methods
-from .model import (JOINT_TYPES, Robot, RobotBuilder, Step, bundled_names, chain_from_dh,
-                    chain_from_steps, load_robot)
-from .model.bvh import Clip, read_bvh, write_bvh
-from .solvers.analytic import two_bone_2d, two_bone_3d
-from .animation import (ClipReport, Contact, FootPlant, Reach, correct_clip, detect_contacts,
-                        detect_up_axis, foot_sliding)
-from . import nullspace
-from .diagnostics import condition_number, distance_to_limits, manipulability
-from .motion import (ReachResult, RestPoseWarning, RestResult, joint_torques, reach, rest_blend,
-                     solve_with_rest)
-from .nullspace import refine_in_nullspace
-from .tracking import Tracker, TrackStep
+                     ModelWarning, SolverError)
 
 __version__ = "0.1.0"
+
+_cache.install()  # compiled kernels go to a user cache folder (invkin.cache); numba stays unloaded
+
+# public name -> module that defines it (relative to this package); a name mapped to None is a
+# submodule of that name
+_LAZY = {
+    "spatial": None, "nullspace": None,
+    "Robot": ".model", "RobotBuilder": ".model", "Step": ".model", "JOINT_TYPES": ".model",
+    "load_robot": ".model", "load_srdf": ".model", "bundled_names": ".model", "chain_from_steps": ".model",
+    "chain_from_dh": ".model",
+    "Goal": ".goals", "Position": ".goals", "Orientation": ".goals", "Pose": ".goals",
+    "Aim": ".goals", "Posture": ".goals", "CenterOfMass": ".goals", "Relative": ".goals",
+    "read_bvh": ".model.bvh", "write_bvh": ".model.bvh", "Clip": ".model.bvh",
+    "read_gltf": ".model.gltf", "write_gltf": ".model.gltf", "GltfClip": ".model.gltf",
+    "two_bone_2d": ".solvers.analytic", "two_bone_3d": ".solvers.analytic",
+    "two_bone_lengths": ".solvers.analytic",
+    "correct_clip": ".animation", "detect_contacts": ".animation", "detect_up_axis": ".animation",
+    "foot_sliding": ".animation", "FootPlant": ".animation", "Reach": ".animation",
+    "Contact": ".animation", "ClipReport": ".animation",
+    "Result": ".result", "BatchResult": ".result", "Status": ".result",
+    "solve": ".solve", "solve_many": ".solve", "methods": ".solvers",
+    "reach": ".motion", "ReachResult": ".motion", "rest_blend": ".motion",
+    "solve_with_rest": ".motion", "RestResult": ".motion", "RestPoseWarning": ".motion",
+    "joint_torques": ".motion",
+    "Tracker": ".tracking", "TrackStep": ".tracking",
+    "refine_in_nullspace": ".nullspace",
+    "manipulability": ".diagnostics", "condition_number": ".diagnostics",
+    "distance_to_limits": ".diagnostics",
+}
 
 __all__ = [
     "__version__",
     "spatial",
     "InvkinError", "ModelError", "ConfigurationError", "FrameError", "GoalError", "SolverError",
-    "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "bundled_names",
+    "ModelWarning",
+    "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "load_srdf", "bundled_names",
     "chain_from_steps", "chain_from_dh",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture", "CenterOfMass", "Relative",
-    "read_bvh", "write_bvh", "Clip", "two_bone_2d", "two_bone_3d",
+    "read_bvh", "write_bvh", "Clip", "read_gltf", "write_gltf", "GltfClip", "two_bone_2d", "two_bone_3d",
+    "two_bone_lengths",
     "correct_clip", "detect_contacts", "detect_up_axis", "foot_sliding", "FootPlant", "Reach", "Contact",
     "ClipReport",
     "Result", "BatchResult", "Status", "solve", "solve_many", "methods",
@@ -43,3 +66,24 @@ __all__ = [
     "joint_torques", "Tracker", "TrackStep", "nullspace", "refine_in_nullspace",
     "manipulability", "condition_number", "distance_to_limits",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+
+
+class _Package(types.ModuleType):
+    """This package's module type: keeps ``invkin.solve`` the function.
+
+    Importing the submodule ``invkin.solve`` (which any solver call does) makes the import
+    system set the package attribute ``solve`` to that module; with lazy names nothing would
+    set it back to the function, so that one assignment is ignored (the module stays in
+    ``sys.modules["invkin.solve"]``).
+    """
+
+    def __setattr__(self, name, value):
+        if name == "solve" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

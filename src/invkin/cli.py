@@ -13,10 +13,12 @@ import importlib
 import json
 import math
 import sys
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .errors import InvkinError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _COMMAND_MODULES = (
     "invkin.cli",            # info, fk, solve, methods, demo
@@ -24,6 +26,7 @@ _COMMAND_MODULES = (
     "invkin.bench.cli",      # bench ...  (method comparisons)
     "invkin.jobs.cli",       # batch, reachability
     "invkin.viewer.cli",     # view
+    "invkin.cache",          # warmup
 )
 
 EXIT_OK = 0
@@ -36,6 +39,8 @@ class UsageError(InvkinError):
 
 
 def _fmt(a, digits=6) -> str:
+    import numpy as np  # here, not at the top: `invkin --help` stays light (docs/architecture.md)
+
     return np.array2string(np.asarray(a), precision=digits, suppress_small=True, max_line_width=120)
 
 
@@ -46,6 +51,8 @@ def _load(name):
 
 
 def _q_arg(robot, values) -> np.ndarray:
+    import numpy as np
+
     if values is None:
         return robot.neutral()
     if len(values) != robot.dof:
@@ -96,6 +103,8 @@ def cmd_fk(args) -> int:
 
 
 def cmd_solve(args) -> int:
+    import numpy as np
+
     from . import goals as G
     from .solve import solve
     from .spatial import make_transform, quat_wxyz_to_matrix, rpy_to_matrix
@@ -197,8 +206,7 @@ def register(sub) -> None:
     p = sub.add_parser("methods", help="list the registered IK methods")
     p.set_defaults(func=lambda a: (print("\n".join(__import__("invkin").methods())), EXIT_OK)[1])
 
-    from .viewer.app import DEMOS
-    from .viewer.cli import add_server_arguments
+    from .viewer.cli import DEMOS, add_server_arguments
 
     p = sub.add_parser("demo", help="the main demo: the browser viewer (or --tour in the terminal)",
                        description="Start the browser viewer with a demo and print its URL "

@@ -14,6 +14,7 @@ __all__ = [
     "FrameError",
     "GoalError",
     "SolverError",
+    "ModelWarning",
     "closest_names",
 ]
 
@@ -43,6 +44,11 @@ class GoalError(InvkinError, ValueError):
 
 class SolverError(InvkinError, ValueError):
     """A solver was called with options it cannot honour (unknown method, unsupported joints)."""
+
+
+class ModelWarning(UserWarning):
+    """A model file was loaded with a repair that the message names (an ignored element, a mimic
+    follower fixed or set free); the loaded model is usable."""
 
 
 def closest_names(name: str, candidates, n: int = 3) -> str:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import GoalError
-from .spatial import as_rotation, as_transform
+from .spatial import as_rotation, as_transform, quat_to_matrix
 
 __all__ = ["Goal", "Position", "Orientation", "Pose", "Aim", "Posture", "CenterOfMass", "Relative", "KINDS",
            "KIND_POSITION", "KIND_ROTATION", "KIND_AXIS", "KIND_AIM", "KIND_COM", "KIND_REL_POSITION",
@@ -236,6 +236,20 @@ class Pose(Goal):
             R[1] = T[:3, :3]
             object.__setattr__(self, "_table", (_KIND_PR.copy(), vec, R, np.zeros((2, 3)),
                                                 np.array([self.weight, rw])))
+
+    @classmethod
+    def from_position_quaternion(cls, frame, p, *, quat_wxyz=None, quat_xyzw=None, **kwargs) -> "Pose":
+        """A Pose from a position ``p`` (3,) [m] and a unit quaternion in a named order: exactly one
+        of ``quat_wxyz`` (w, x, y, z) or ``quat_xyzw`` (x, y, z, w, as ROS and SciPy write it).
+        Other keyword arguments (weight, axes, ...) go to :class:`Pose`."""
+        R = quat_to_matrix(quat_wxyz=quat_wxyz, quat_xyzw=quat_xyzw)
+        if R.shape != (3, 3):
+            raise GoalError(f"Pose.from_position_quaternion({frame!r}): expected one quaternion (4,), "
+                            f"got shape {R.shape[:-2] + (4,)}")
+        T = np.eye(4)
+        T[:3, :3] = R
+        T[:3, 3] = _point(p, f"Pose.from_position_quaternion({frame!r}).p")
+        return cls(frame, T, **kwargs)
 
     def _make_rows(self):
         return [(KIND_POSITION, self.frame, self.T[:3, 3], np.eye(3), np.zeros(3), self.weight),

@@ -4,7 +4,11 @@ Conventions
 -----------
 * Rotation matrices act on column vectors; ``T_a_b`` maps points of frame b into frame a.
 * Roll-pitch-yaw follows URDF: ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)`` (fixed axes X, Y, Z).
-* Quaternions are scalar-first and say so in their names (``quat_wxyz``).
+* Quaternions say their order in their names: ``quat_wxyz`` (scalar first: Eigen's coefficients
+  constructor, MuJoCo, Blender) or ``quat_xyzw`` (scalar last: ROS messages, SciPy, Pinocchio's
+  SE3 vectors). :func:`quat_to_matrix` takes exactly one of them by keyword and refuses a
+  quaternion whose norm is off 1 by more than :data:`QUAT_NORM_TOL`, naming the norm (a swapped
+  order cannot be detected from the numbers, so nothing is guessed).
 * ``so3_exp(r)`` is Rodrigues' formula for the rotation vector ``r`` (axis * angle, |r| in [0, pi]
   for ``so3_log``'s output).
 
@@ -25,8 +29,11 @@ __all__ = [
     "so3_log",
     "rpy_to_matrix",
     "matrix_to_rpy",
+    "quat_to_matrix",
+    "matrix_to_quat",
     "quat_wxyz_to_matrix",
     "matrix_to_quat_wxyz",
+    "QUAT_NORM_TOL",
     "make_transform",
     "transform_inverse",
     "rotation_angle",
@@ -214,7 +221,8 @@ def matrix_to_rpy(R) -> np.ndarray:
 
 
 def quat_wxyz_to_matrix(quat_wxyz) -> np.ndarray:
-    """Unit quaternion (w, x, y, z) to a rotation matrix. Non-unit input is normalised."""
+    """Quaternion (w, x, y, z) to a rotation matrix; any non-zero norm is normalised (the strict,
+    order-naming form is :func:`quat_to_matrix`)."""
     q = _vec(quat_wxyz, 4, "quat_wxyz")
     n = np.linalg.norm(q)
     if n < 1e-9:
@@ -248,6 +256,70 @@ def matrix_to_quat_wxyz(R) -> np.ndarray:
     q = np.array(q)
     q /= np.linalg.norm(q)
     return -q if q[0] < 0 else q
+
+
+#: Largest accepted | |q| - 1 | of a quaternion given to :func:`quat_to_matrix`.
+QUAT_NORM_TOL = 1e-6
+
+_QUAT_ORDERS = ("wxyz", "xyzw")
+
+
+def quat_to_matrix(*, quat_wxyz=None, quat_xyzw=None) -> np.ndarray:
+    """Rotation matrix (3, 3) (or (..., 3, 3)) of a unit quaternion given in a named order.
+
+    Exactly one of ``quat_wxyz`` (w, x, y, z) and ``quat_xyzw`` (x, y, z, w), shape (4,) or
+    (..., 4). A quaternion whose norm differs from 1 by more than :data:`QUAT_NORM_TOL` is a
+    :class:`GoalError` naming the norm; within it, it is normalised.
+    """
+    if (quat_wxyz is None) == (quat_xyzw is None):
+        raise GoalError("quat_to_matrix: give exactly one of quat_wxyz=(w, x, y, z) or "
+                        "quat_xyzw=(x, y, z, w)")
+    name = "quat_wxyz" if quat_xyzw is None else "quat_xyzw"
+    q = _quat(quat_wxyz if quat_xyzw is None else quat_xyzw, name)
+    if name == "quat_xyzw":
+        q = q[..., [3, 0, 1, 2]]
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    R = np.empty(q.shape[:-1] + (3, 3))
+    R[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    R[..., 0, 1] = 2 * (x * y - w * z)
+    R[..., 0, 2] = 2 * (x * z + w * y)
+    R[..., 1, 0] = 2 * (x * y + w * z)
+    R[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    R[..., 1, 2] = 2 * (y * z - w * x)
+    R[..., 2, 0] = 2 * (x * z - w * y)
+    R[..., 2, 1] = 2 * (y * z + w * x)
+    R[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return R
+
+
+def _quat(x, what: str) -> np.ndarray:
+    """A finite unit quaternion array (..., 4), normalised; GoalError naming the shape or norm."""
+    try:
+        q = np.array(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise GoalError(f"{what}: expected 4 numbers, got {x!r:.200}") from None
+    if q.ndim == 0 or q.shape[-1] != 4:
+        raise GoalError(f"{what}: expected shape (4,) or (..., 4), got {q.shape}")
+    if not np.all(np.isfinite(q)):
+        raise GoalError(f"{what}: expected finite values, got {q.tolist()}")
+    n = np.linalg.norm(q, axis=-1)
+    off = np.abs(n - 1.0)
+    if np.any(off > QUAT_NORM_TOL):
+        k = np.unravel_index(int(np.argmax(off)), n.shape) if n.ndim else ()
+        bad = q[k] if k else q
+        where = f" at index {tuple(int(i) for i in k)}" if k else ""
+        raise GoalError(f"{what}: expected a unit quaternion (| |q| - 1 | <= {QUAT_NORM_TOL:g}), got "
+                        f"{bad.tolist()}{where} with norm {float(n[k] if k else n):.9g}")
+    return q / n[..., None]
+
+
+def matrix_to_quat(R, order: str = "wxyz") -> np.ndarray:
+    """Unit quaternion of a rotation matrix (3, 3), scalar part >= 0, in ``order`` "wxyz" or "xyzw"."""
+    if order not in _QUAT_ORDERS:
+        raise GoalError(f"matrix_to_quat: order must be one of {', '.join(map(repr, _QUAT_ORDERS))}, "
+                        f"got {order!r}")
+    q = matrix_to_quat_wxyz(R)
+    return q if order == "wxyz" else q[[1, 2, 3, 0]]
 
 
 def make_transform(R=None, p=None) -> np.ndarray:

@@ -8,7 +8,9 @@
 """
 from __future__ import annotations
 
-from .accuracy import run_accuracy, welman_chain
-from .suite import run_peers, run_suite
+from ..lazy import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "run_accuracy": ".accuracy", "welman_chain": ".accuracy", "run_suite": ".suite", "run_peers": ".suite"})
 
 __all__ = ["run_accuracy", "welman_chain", "run_suite", "run_peers"]

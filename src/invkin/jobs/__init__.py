@@ -11,12 +11,12 @@ they are imported only when a job needs them. See docs/scaling.md.
 """
 from __future__ import annotations
 
-from .chunks import connect
-from .dataset import JobSummary, solve_dataset
-from .errors import JobError
-from .parts import read_results
-from .targets import Targets, load_targets
-from .reachability import ReachabilityMap, reachability_map
+from ..lazy import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "connect": ".chunks", "JobSummary": ".dataset", "solve_dataset": ".dataset", "JobError": ".errors",
+    "read_results": ".parts", "Targets": ".targets", "load_targets": ".targets",
+    "ReachabilityMap": ".reachability", "reachability_map": ".reachability"})
 
 __all__ = ["solve_dataset", "read_results", "load_targets", "Targets", "JobSummary", "JobError", "connect",
            "reachability_map", "ReachabilityMap"]

@@ -8,17 +8,33 @@ from ..errors import ModelError
 from .build import RobotBuilder, Step, chain_from_dh, chain_from_steps
 from .catalog import bundled_names, load_bundled, planar2, seed8dof, tentacle
 from .robot import JOINT_TYPES, Robot
+from .srdf import load_srdf
 
-__all__ = ["Robot", "RobotBuilder", "Step", "chain_from_steps", "chain_from_dh", "load_robot",
+__all__ = ["Robot", "RobotBuilder", "Step", "chain_from_steps", "chain_from_dh", "load_robot", "load_srdf",
            "bundled_names", "seed8dof", "planar2", "tentacle", "JOINT_TYPES"]
 
 
-def load_robot(name_or_path, base: str | None = None, tip: str | None = None, **kwargs) -> Robot:
-    """Load a bundled model by name, or a ``.urdf`` / ``.bvh`` file.
+def load_robot(name_or_path, base: str | None = None, tip: str | None = None, srdf=None,
+               srdf_strict: bool = True, **kwargs) -> Robot:
+    """Load a bundled model by name, or a ``.urdf`` / ``.bvh`` file, or MJCF (``.xml`` with a
+    ``<mujoco>`` root, through the optional ``mujoco`` package).
 
-    base/tip cut the chain from ``base`` to ``tip`` out of the tree. Extra keyword arguments go
-    to parameterised bundled models (``tentacle(n=12, joint="ball")``).
+    base/tip cut the chain from ``base`` to ``tip`` out of the tree. ``srdf``: an SRDF file whose
+    named configurations and disabled collision pairs the robot keeps (:func:`load_srdf`; checked
+    against the whole model, before base/tip; ``srdf_strict=False`` drops names the model lacks
+    with a warning). Extra keyword arguments go to parameterised
+    bundled models (``tentacle(n=12, joint="ball")``).
     """
+    if srdf is not None:
+        from .srdf import load_srdf
+
+        robot = _load_robot(name_or_path, base, tip, **kwargs)
+        whole = _load_robot(name_or_path, None, None, **kwargs) if base is not None or tip is not None else None
+        return load_srdf(robot, srdf, strict=srdf_strict, check=whole)
+    return _load_robot(name_or_path, base, tip, **kwargs)
+
+
+def _load_robot(name_or_path, base: str | None = None, tip: str | None = None, **kwargs) -> Robot:
     if isinstance(name_or_path, Robot):
         robot = name_or_path
     else:
@@ -26,21 +42,40 @@ def load_robot(name_or_path, base: str | None = None, tip: str | None = None, **
         if not isinstance(s, str):
             raise ModelError(f"load_robot: expected a model name or a file path, got {name_or_path!r}")
         suffix = Path(s).suffix.lower()
-        if suffix in (".urdf", ".xml"):
+        if suffix == ".xml" and _is_mjcf(s):
+            from .mjcf import load_mjcf
+
+            robot = load_mjcf(s)
+        elif suffix in (".urdf", ".xml"):
             from .urdf import load_urdf
 
             return load_urdf(s, base=base, tip=tip)
-        if suffix == ".bvh":
+        elif suffix == ".bvh":
             from .bvh import read_bvh
 
             robot = read_bvh(s)[0]
         elif os.sep in s or "/" in s:
             if not os.path.exists(s):
                 raise ModelError(f"load_robot: no such file {s!r}")
-            raise ModelError(f"load_robot: unsupported file type {suffix!r} for {s!r}; expected .urdf or .bvh")
+            raise ModelError(f"load_robot: unsupported file type {suffix!r} for {s!r}; expected .urdf, .xml "
+                             f"(URDF or MJCF) or .bvh")
         else:
             robot = load_bundled(s, **kwargs)
     if base is not None or tip is not None:
         robot = robot.subchain(base if base is not None else robot.root,
                                tip if tip is not None else robot.node_names[-1])
     return robot
+
+
+def _is_mjcf(path: str) -> bool:
+    """True when the file's first element is <mujoco> (read from its first 64 kB)."""
+    import re
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except OSError:
+        return False  # the URDF reader reports the missing or unreadable file
+    head = re.sub(rb"<!--.*?-->|<\?.*?\?>", b"", head, flags=re.S)
+    m = re.search(rb"<\s*([A-Za-z_][\w:.-]*)", head)
+    return bool(m) and m.group(1) == b"mujoco"

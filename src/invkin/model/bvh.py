@@ -391,14 +391,27 @@ def _read_text(path) -> tuple[str, str]:
     return src, text
 
 
-def read_bvh(path) -> tuple[Robot, Clip]:
+def read_bvh(path, *, scale: float = 1.0, up=None, file_up="y") -> tuple[Robot, Clip]:
     """Read a BVH file: the skeleton as a :class:`Robot` and the motion as a :class:`Clip`.
 
     ``robot.fk(clip.frames[i], "LeftFoot")`` is the pose of ``LeftFoot`` in frame ``i``, in the
     file's length units (see the module docstring for the exact mapping). Line endings (CR, LF,
     CRLF, mixed), tabs, indentation and exponent styles are all accepted. Malformed files raise
     :class:`~invkin.ModelError` naming the file and the line.
+
+    ``scale`` multiplies lengths (e.g. 0.01 for a centimetre file read in metres); ``up`` turns the
+    file's up axis ``file_up`` (BVH is Y-up by convention) onto ``up`` ("z" for a Z-up world). Both
+    are exact (:func:`invkin.model.axes.convert_clip`: channels relabelled, columns scaled).
     """
+    robot, clip = _read_bvh(path)
+    if scale == 1.0 and up is None:
+        return robot, clip
+    from .axes import convert_clip
+    clip = convert_clip(clip, scale=scale, up_from=file_up, up_to=file_up if up is None else up)
+    return skeleton_robot(clip, name=robot.name), clip
+
+
+def _read_bvh(path) -> tuple[Robot, Clip]:
     src, text = _read_text(path)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     motion = next((k for k, line in enumerate(lines) if line.strip().upper() == "MOTION"), None)
@@ -484,12 +497,15 @@ def _fmt(x: float) -> str:
     return s[:-2] if s.endswith(".0") else s
 
 
-def write_bvh(path, robot: Robot | None, clip: Clip) -> None:
+def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=None, file_up="y") -> None:
     """Write ``clip`` as a BVH file (atomically: a temporary file, then ``os.replace``).
 
     The hierarchy (names, offsets, channel orders) comes from the clip; ``robot``, if given, must be
     the clip's skeleton (its ``joint_names`` equal ``clip.channel_names``). Rotations are written in
     degrees with 15 significant digits, so read → write → read reproduces the frames to ~1e-13 deg.
+
+    ``scale`` multiplies lengths on the way out; ``up`` names the clip's up axis, turned onto
+    ``file_up`` in the file (the inverse of :func:`read_bvh`'s options).
     """
     if not isinstance(clip, Clip):
         raise ModelError(f"write_bvh: expected a Clip, got {type(clip).__name__}")
@@ -497,6 +513,9 @@ def write_bvh(path, robot: Robot | None, clip: Clip) -> None:
         raise ModelError(f"write_bvh: robot {robot.name!r} does not match the clip: its joints "
                          f"{list(robot.joint_names)[:4]}... differ from the clip's channels "
                          f"{list(clip.channel_names)[:4]}...")
+    if scale != 1.0 or up is not None:
+        from .axes import convert_clip
+        clip = convert_clip(clip, scale=scale, up_from=file_up if up is None else up, up_to=file_up)
     out = ["HIERARCHY"]
     kids = [[] for _ in clip.names]
     for i, p in enumerate(clip.parents):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 from numba import njit
@@ -139,9 +140,11 @@ class Robot:
     lower: np.ndarray
     upper: np.ndarray
     mimic_leader: tuple = ()  # per node: name of the mimic leader joint ('' if none)
-    link_mass: np.ndarray | None = None  # (n,) [kg] per node (URDF/MJCF <inertial>); None: zeros
-    link_com: np.ndarray | None = None   # (n, 3) [m] centre of mass of each node, in its own frame
-    velocity_limit: np.ndarray | None = None  # (dof,) [rad/s or m/s] (URDF <limit velocity>); None: inf
+    #: Name-keyed data read from model files, carried through subchain/add_frame (see
+    #: :meth:`with_extras`): "named_configurations" {name: {q entry name: value}} (SRDF group
+    #: states), "disabled_collision_pairs" ((link, link), ...) (SRDF), "geoms" {link: (Geom, ...)}
+    #: and "inertials" {link: (mass [kg], com (3,) [m] in the link frame)} (MJCF).
+    extras: dict = field(default_factory=dict, repr=False)
     _frame_index: dict = field(init=False, repr=False)
     _ni: np.ndarray = field(init=False, repr=False)
     _nf: np.ndarray = field(init=False, repr=False)
@@ -184,14 +187,7 @@ class Robot:
             raise ModelError(f"Robot {self.name!r}: a q index is out of range for dof {dof}")
         if not self.mimic_leader:
             object.__setattr__(self, "mimic_leader", ("",) * n)
-        for nm, shape, fill in (("link_mass", (n,), 0.0), ("link_com", (n, 3), 0.0),
-                                ("velocity_limit", (dof,), math.inf)):
-            v = getattr(self, nm)
-            v = np.full(shape, fill) if v is None else np.array(v, dtype=np.float64)
-            if v.shape != shape or np.any(np.isnan(v)) or (nm != "link_com" and np.any(v < 0)):
-                raise ModelError(f"Robot {self.name!r}: {nm} must be {shape} numbers"
-                                 f"{'' if nm == 'link_com' else ' >= 0'}, got shape {v.shape}")
-            object.__setattr__(self, nm, _readonly(v))
+        object.__setattr__(self, "extras", MappingProxyType(dict(self.extras)))
         ni = np.stack([parent, jtype, qidx], axis=1)
         nf = np.concatenate([axis, mult[:, None], off[:, None]], axis=1)
         for nm, arr in (("parent", parent), ("joint_type", jtype), ("axis", axis), ("origin", origin),
@@ -215,15 +211,95 @@ class Robot:
 
     #: Per-instance caches (derived from the arrays, rebuilt on demand): left out of pickles, so a
     #: pickled Robot does not depend on which calls were made before.
-    _CACHES = ("_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables")
+    _CACHES = ("_inertial_cache", "_velocity_limit", "_core_model", "_lims_cache",
+               "_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables")
 
     def __getstate__(self):
         state = dict(self.__dict__)
+        state["extras"] = dict(self.extras)  # a mappingproxy does not pickle
         for k in self._CACHES:
             state.pop(k, None)
         state["_chains"] = {}
         state["_node_chains"] = {}
         return state
+
+    def __setstate__(self, state):
+        state["extras"] = MappingProxyType(state.get("extras", {}))
+        self.__dict__.update(state)
+
+    # ------------------------------------------------------------------ data from model files
+    @property
+    def link_mass(self) -> np.ndarray:
+        """(n,) [kg] mass of each node (URDF/MJCF ``<inertial>``; 0 where the model has none)."""
+        return self._inertial_arrays()[0]
+
+    @property
+    def link_com(self) -> np.ndarray:
+        """(n, 3) [m] centre of mass of each node, in the node's own frame."""
+        return self._inertial_arrays()[1]
+
+    @property
+    def velocity_limit(self) -> np.ndarray:
+        """(dof,) [rad/s or m/s] joint velocity limits (URDF ``<limit velocity>``; inf where none)."""
+        v = self.__dict__.get("_velocity_limit")
+        if v is None:
+            lim = self.extras.get("velocity_limits", {})
+            v = _readonly(np.array([lim.get(nm, math.inf) for nm in self.joint_names], dtype=np.float64))
+            object.__setattr__(self, "_velocity_limit", v)
+        return v
+
+    def _inertial_arrays(self):
+        t = self.__dict__.get("_inertial_cache")
+        if t is None:
+            inertials = self.extras.get("inertials", {})
+            mass = np.zeros(self.n_nodes)
+            com = np.zeros((self.n_nodes, 3))
+            for i, nm in enumerate(self.node_names):
+                if nm in inertials:
+                    mass[i] = float(inertials[nm][0])
+                    com[i] = np.asarray(inertials[nm][1], dtype=np.float64).reshape(3)
+            t = (_readonly(mass), _readonly(com))
+            object.__setattr__(self, "_inertial_cache", t)
+        return t
+
+    def with_extras(self, **kw) -> "Robot":
+        """A copy of this Robot with entries of :attr:`extras` replaced (same arrays)."""
+        return self._replace_nodes(extras={**self.extras, **kw})
+
+    @property
+    def named_configurations(self) -> tuple:
+        """Names of the configurations that :meth:`named_configuration` returns (SRDF group states)."""
+        return tuple(self.extras.get("named_configurations", {}))
+
+    def named_configuration(self, name: str) -> np.ndarray:
+        """A full q (dof,) of a named configuration (e.g. Talos' SRDF ``half_sitting``): the
+        joints it names, :meth:`neutral` for the others (and for those this model lacks or holds
+        fixed, such as joints cut off by ``base``/``tip``)."""
+        states = self.extras.get("named_configurations", {})
+        if name not in states:
+            have = ", ".join(map(repr, states)) or "none (load an SRDF: ik.load_srdf(robot, path))"
+            raise FrameError(f"unknown named configuration {name!r} on robot {self.name!r}; "
+                             f"closest: {closest_names(str(name), states) if states else '-'}; "
+                             f"named configurations: {have}")
+        q = self.neutral()
+        index = {nm: i for i, nm in enumerate(self.joint_names)}
+        for entry, v in states[name].items():
+            i = index.get(entry)
+            if i is not None:
+                q[i] = v
+        return q
+
+    @property
+    def disabled_collision_pairs(self) -> tuple:
+        """Link pairs ((link1, link2), ...) never checked for self-collision (SRDF
+        ``<disable_collisions>``), restricted to links of this model."""
+        pairs = self.extras.get("disabled_collision_pairs", ())
+        return tuple(pr for pr in pairs if pr[0] in self._frame_index and pr[1] in self._frame_index)
+
+    @property
+    def geoms(self) -> dict:
+        """Collision shapes per link: {link: (Geom, ...)} (MJCF geoms; see :mod:`invkin.model.mjcf`)."""
+        return {k: v for k, v in self.extras.get("geoms", {}).items() if k in self._frame_index}
 
     def _chain(self, frame) -> np.ndarray:
         """The chain program of ``frame`` (kinematics.kernels.chain_program), cached; ``frame`` is
@@ -569,8 +645,6 @@ class Robot:
             node_joint_names=self.node_joint_names + (f"{name}_joint",),
             is_frame=np.append(self.is_frame, True),
             mimic_leader=self.mimic_leader + ("",),
-            link_mass=np.append(self.link_mass, 0.0),
-            link_com=np.vstack([self.link_com, np.zeros((1, 3))]),
         )
 
     def _replace_nodes(self, **kw) -> "Robot":
@@ -578,17 +652,18 @@ class Robot:
             name=self.name, parent=self.parent, joint_type=self.joint_type, axis=self.axis, origin=self.origin,
             qidx=self.qidx, multiplier=self.multiplier, offset=self.offset, node_names=self.node_names,
             node_joint_names=self.node_joint_names, is_frame=self.is_frame, joint_names=self.joint_names,
-            lower=self.lower, upper=self.upper, mimic_leader=self.mimic_leader, link_mass=self.link_mass,
-            link_com=self.link_com, velocity_limit=self.velocity_limit,
+            lower=self.lower, upper=self.upper, mimic_leader=self.mimic_leader, extras=self.extras,
         )
         args.update(kw)
         return Robot(**args)
 
-    def subchain(self, base, tip) -> "Robot":
+    def subchain(self, base, tip, reference=None) -> "Robot":
         """The chain from ``base`` to ``tip`` as a new Robot rooted at ``base`` (other branches dropped).
 
         The base frame becomes the world frame. A mimic follower whose leader is not on the chain
-        is an error.
+        (``tip="panda_rightfinger"``: its leader moves the other finger) becomes a fixed joint at
+        its mimic value of the leader's value in ``reference`` (dof,) (default :meth:`neutral`),
+        with a :class:`~invkin.errors.ModelWarning`.
         """
         b = self.frame_index(base)
         t = self.frame_index(tip)
@@ -597,21 +672,15 @@ class Robot:
             raise ModelError(f"subchain: {self.node_names[b]!r} is not an ancestor of "
                              f"{self.node_names[t]!r} on robot {self.name!r}")
         nodes = list(reversed(path[: path.index(b) + 1]))
-        return self._select(nodes)
+        return self._select(nodes, reference)
 
-    def _select(self, nodes: list) -> "Robot":
+    def _select(self, nodes: list, reference=None) -> "Robot":
         """A new Robot of the given nodes (parents first); the first one becomes a fixed root."""
         used = set()
         for i in nodes[1:]:  # the root's own joint is above the selection: it moves nothing
             c = int(self.qidx[i])
-            if c >= 0:
+            if c >= 0 and not self.mimic_leader[i]:  # a follower's entry is its leader's
                 used.update(range(c, c + (3 if self.joint_type[i] == K.BALL else 1)))
-        for i in nodes[1:]:
-            if self.mimic_leader[i]:
-                c = int(self.qidx[i])
-                if not any(int(self.qidx[j]) == c and not self.mimic_leader[j] for j in nodes[1:]):
-                    raise ModelError(f"subchain: mimic joint {self.node_joint_names[i]!r} follows "
-                                     f"{self.mimic_leader[i]!r}, which is not on the chain")
         used_dofs = sorted(used)
         remap = {old: new for new, old in enumerate(used_dofs)}
         nidx = {old: new for new, old in enumerate(nodes)}
@@ -622,13 +691,38 @@ class Robot:
         jtype[0] = K.FIXED
         qidx = np.array([-1] + [remap.get(int(self.qidx[i]), -1) for i in nodes[1:]], dtype=np.int64)
         jn = [""] + [self.node_joint_names[i] for i in nodes[1:]]
+        mult, off = self.multiplier[nodes].copy(), self.offset[nodes].copy()
+        leaders = ("",) + tuple(self.mimic_leader[i] for i in nodes[1:])
+        for k, i in enumerate(nodes[1:], 1):
+            if leaders[k] and qidx[k] < 0:  # a follower whose leader is cut off: fixed at its value
+                origin[k] = self._fixed_follower(i, reference)
+                jtype[k], mult[k], off[k] = K.FIXED, 1.0, 0.0
+                leaders = leaders[:k] + ("",) + leaders[k + 1:]
         return Robot(
             name=self.name, parent=parent, joint_type=jtype, axis=self.axis[nodes], origin=origin,
-            qidx=qidx, multiplier=self.multiplier[nodes], offset=self.offset[nodes],
+            qidx=qidx, multiplier=mult, offset=off,
             node_names=tuple(self.node_names[i] for i in nodes), node_joint_names=tuple(jn),
             is_frame=self.is_frame[nodes], joint_names=tuple(self.joint_names[d] for d in used_dofs),
             lower=self.lower[used_dofs], upper=self.upper[used_dofs],
-            mimic_leader=("",) + tuple(self.mimic_leader[i] for i in nodes[1:]),
-            link_mass=self.link_mass[nodes], link_com=self.link_com[nodes],
-            velocity_limit=self.velocity_limit[used_dofs],
+            mimic_leader=leaders, extras=self.extras,
         )
+
+    def _fixed_follower(self, i: int, reference) -> np.ndarray:
+        """origin @ M(theta) of mimic follower node ``i`` at its leader's value in ``reference``."""
+        import warnings
+
+        from ..errors import ModelWarning
+        from ..spatial import so3_exp
+
+        q = self.neutral() if reference is None else self.check_q(reference, "reference")
+        theta = float(self.multiplier[i] * q[int(self.qidx[i])] + self.offset[i])
+        M = np.eye(4)
+        if self.joint_type[i] == K.PRISMATIC:
+            M[:3, 3] = self.axis[i] * theta
+        else:
+            M[:3, :3] = so3_exp(self.axis[i] * theta)
+        warnings.warn(f"robot {self.name!r}: mimic joint {self.node_joint_names[i]!r} follows "
+                      f"{self.mimic_leader[i]!r}, which is not on the chain; it is kept fixed at "
+                      f"{theta:g} (its mimic value at {self.mimic_leader[i]} = "
+                      f"{q[int(self.qidx[i])]:g})", ModelWarning, stacklevel=4)
+        return self.origin[i] @ M

@@ -2,12 +2,17 @@
 
 What is read
 ------------
-Only the kinematics: every top-level ``<link name>`` and every top-level ``<joint>`` with its
+The kinematics: every top-level ``<link name>`` and every top-level ``<joint>`` with its
 ``<parent link>``, ``<child link>``, ``<origin xyz rpy>``, ``<axis xyz>``, ``<limit lower upper>``
-and ``<mimic joint multiplier offset>``. Everything else (``<visual>``, ``<collision>``,
-``<inertial>``, ``<material>``, ``<gazebo>``, ``<transmission>``, ...) is skipped; so is anything
-nested inside those, such as the ``<joint>`` of a ``<transmission>`` or an ``<inertial>``'s
-``<origin>``.
+and ``<mimic joint multiplier offset>``. And the shapes of each link: its ``<visual>`` and
+``<collision>`` elements (``<origin>``, ``<geometry>`` with one ``<box size>``, ``<cylinder radius
+length>``, ``<sphere radius>``, ``<capsule radius length>`` or ``<mesh filename scale>``, and for
+visuals ``<material name>`` with ``<color rgba>``, inline or named at the top level), stored as
+:class:`~invkin.model.geometry.Geometry` tuples in ``robot.visuals`` and ``robot.collisions``
+(mesh files are located, not read; see that module for ``package://``). A shape whose
+``<geometry>`` is missing or holds no known shape is skipped. Everything else (``<inertial>``,
+``<gazebo>``, ``<transmission>``, ...) is skipped; so is anything nested inside those, such as the
+``<joint>`` of a ``<transmission>`` or an ``<inertial>``'s ``<origin>``.
 
 Conventions (as in the URDF specification)
 ------------------------------------------
@@ -19,7 +24,11 @@ Conventions (as in the URDF specification)
   attributes are 0. ``continuous`` joints are unbounded (their ``<limit>`` position bounds are
   ignored). ``fixed`` joints have no degree of freedom.
 * ``<mimic joint="leader" multiplier="1" offset="0">``: the follower's value is
-  ``multiplier * q[leader] + offset`` and it has no entry in ``q``.
+  ``multiplier * q[leader] + offset`` and it has no entry in ``q``. A mimic of a mimic resolves to
+  the first leader. Files that Pinocchio loads load here too, with a
+  :class:`~invkin.errors.ModelWarning` naming the repair: a ``<mimic>`` on a ``fixed`` joint is
+  ignored (Talos' grippers); a follower whose leader is missing ("no joint 'index_q1'; closest:
+  'Left_index_q1'") or does not move is loaded as an independent joint.
 * ``floating`` and ``planar`` joints are not supported. Without ``base`` / ``tip`` they are an
   error; with them, they may appear anywhere except on the selected chain (a floating joint
   ``world -> pelvis`` is fine with ``base="pelvis"``).
@@ -43,15 +52,17 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
 
 import numpy as np
 
-from ..errors import FrameError, ModelError, closest_names
+from ..errors import FrameError, ModelError, ModelWarning, closest_names
 from ..spatial import rpy_to_matrix
 from .build import RobotBuilder
+from .geometry import Geometry, resolve_mesh_path
 from .robot import Robot
 
 __all__ = ["load_urdf", "parse_urdf", "DEFAULT_MAX_BYTES"]
@@ -81,6 +92,21 @@ class _Joint:
     parts: dict = field(default_factory=dict)  # child tag -> _Elem (first and only)
 
 
+_SHAPE_PARTS = ("origin", "geometry", "material")
+_SHAPE_KINDS = ("box", "cylinder", "sphere", "capsule", "mesh")
+
+
+@dataclass
+class _Shape:
+    """A link's <visual> or <collision> as read: its parts, its shape element, its inline colour."""
+
+    link: _Elem
+    elem: _Elem
+    parts: dict = field(default_factory=dict)  # origin / geometry / material -> _Elem (first)
+    shape: _Elem | None = None                  # <box>, <mesh>, ... inside <geometry> (first)
+    color: _Elem | None = None                  # <color> inside the inline <material>
+
+
 def _q(s: str) -> str:
     """A name quoted for messages, as it would be written in the XML."""
     return repr(str(s))
@@ -103,6 +129,8 @@ def _where(e: _Elem) -> str:
 class _Reader:
     """Collects the robot's links and joints from expat events; raises ModelError on bad input."""
 
+    kind = "URDF"
+
     def __init__(self, source: str):
         self.source = source
         self.depth = 0
@@ -110,9 +138,14 @@ class _Reader:
         self.links: list[_Elem] = []
         self.joints: list[_Joint] = []
         self._joint: _Joint | None = None  # the top-level <joint> being read
-        self._top: _Elem | None = None  # the top-level element being read
-        self._inertial: _Elem | None = None  # the <link> whose <inertial> is being read
-        self.inertials: dict = {}  # id(<link> element) -> {"mass": _Elem, "origin": _Elem}
+        self._link: _Elem | None = None    # the top-level <link> being read
+        self._inertial = False             # inside its <inertial>
+        self.inertials: dict = {}          # link name -> {"mass": _Elem, "origin": _Elem}
+        self._shape: _Shape | None = None  # its <visual> / <collision> being read
+        self._part: str | None = None      # the tag of the shape's part being read
+        self._material: str | None = None  # the top-level <material name> being read
+        self.shapes: list[_Shape] = []
+        self.materials: dict[str, _Elem] = {}  # top-level material name -> its <color>
 
     def err(self, msg: str, where: str | None = None) -> ModelError:
         return ModelError(f"{self.source}: {where}: {msg}" if where else f"{self.source}: {msg}")
@@ -137,13 +170,13 @@ class _Reader:
         ext = f" SYSTEM {system_id!r}" if system_id else ""
         sub = " with an internal subset [...]" if has_internal_subset else ""
         raise self.err(
-            f"<!DOCTYPE {name}{ext}>{sub} refused: a URDF needs no DTD, and DOCTYPE/ENTITY "
+            f"<!DOCTYPE {name}{ext}>{sub} refused: a {self.kind} needs no DTD, and DOCTYPE/ENTITY "
             f"declarations are refused so that entity expansion (billion laughs) and external "
             f"entities cannot be used; remove the DOCTYPE", f"line {self._line()}")
 
     def _entity(self, name, is_parameter_entity, value, base, system_id, public_id, notation):
         ext = f" SYSTEM {system_id!r}" if system_id else ""
-        raise self.err(f"<!ENTITY {name}{ext}> refused: entity declarations are not allowed in URDF",
+        raise self.err(f"<!ENTITY {name}{ext}> refused: entity declarations are not allowed in {self.kind}",
                        f"line {self._line()}")
 
     def _unparsed_entity(self, name, base, system_id, public_id, notation):
@@ -162,21 +195,17 @@ class _Reader:
             return
         if d == 2:
             e = _Elem(tag, attrs, self._line())
-            self._top = e
             if tag == "link":
                 self.links.append(e)
+                self._link = e
+            elif tag == "material":
+                self._material = attrs.get("name")
             elif tag == "joint":
                 self._joint = _Joint(e)
                 self.joints.append(self._joint)
             elif tag.startswith("xacro:"):
                 raise self.err(f"<{tag}> is a xacro macro: this file has not been expanded; run "
                                f"`xacro file.urdf.xacro > file.urdf` first", _where(e))
-            return
-        if d == 3 and tag == "inertial" and self._top is not None and self._top.tag == "link":
-            self._inertial = self._top
-            return
-        if d == 4 and self._inertial is not None and tag in ("mass", "origin"):
-            self.inertials.setdefault(id(self._inertial), {})[tag] = _Elem(tag, attrs, self._line())
             return
         if d == 3 and self._joint is not None and tag in _JOINT_CHILDREN:
             e = _Elem(tag, attrs, self._line())
@@ -185,12 +214,38 @@ class _Reader:
                 raise self.err(f"<{tag}> appears twice in {_desc(j.elem)} (lines {j.parts[tag].line} "
                                f"and {e.line}); expected at most one", _where(j.elem))
             j.parts[tag] = e
+        if d == 3 and self._link is not None and tag == "inertial":
+            self._inertial = True
+        elif d == 4 and self._inertial and tag in ("mass", "origin"):
+            self.inertials.setdefault(self._link.attrs.get("name"), {})[tag] = _Elem(tag, attrs, self._line())
+        self._start_shape(d, tag, attrs)
+
+    def _start_shape(self, d, tag, attrs):
+        """<visual>/<collision> of a top-level link, and top-level <material><color>."""
+        if d == 3 and self._material and tag == "color":
+            self.materials.setdefault(self._material, _Elem(tag, attrs, self._line()))
+        elif d == 3 and self._link is not None and tag in ("visual", "collision"):
+            self._shape = _Shape(self._link, _Elem(tag, attrs, self._line()))
+            self.shapes.append(self._shape)
+        elif d == 4 and self._shape is not None and tag in _SHAPE_PARTS:
+            self._part = tag
+            self._shape.parts.setdefault(tag, _Elem(tag, attrs, self._line()))
+        elif d == 5 and self._shape is not None:
+            if self._part == "geometry" and tag in _SHAPE_KINDS and self._shape.shape is None:
+                self._shape.shape = _Elem(tag, attrs, self._line())
+            elif self._part == "material" and tag == "color" and self._shape.color is None:
+                self._shape.color = _Elem(tag, attrs, self._line())
 
     def _end(self, tag):
         if self.depth == 2 and tag == "joint":
             self._joint = None
-        if self.depth == 3 and tag == "inertial":
-            self._inertial = None
+        if self.depth == 2:
+            self._link = self._material = None
+        elif self.depth == 3:
+            self._shape = None
+            self._inertial = False
+        elif self.depth == 4:
+            self._part = None
         self.depth -= 1
 
 
@@ -249,17 +304,8 @@ def parse_urdf(text_or_bytes, source: str = "<string>", base: str | None = None,
     ``source`` names the document in error messages. See the module docstring for the
     conventions, the meaning of ``base`` / ``tip`` and what is refused.
     """
-    if isinstance(text_or_bytes, (bytearray, memoryview)):
-        text_or_bytes = bytes(text_or_bytes)
-    if not isinstance(text_or_bytes, (str, bytes)):
-        raise ModelError(f"{source}: parse_urdf expects str or bytes, got {type(text_or_bytes).__name__}")
     rd = _Reader(str(source))
-    p = rd.make_parser()
-    try:
-        p.Parse(text_or_bytes, True)
-    except expat.ExpatError as e:
-        raise rd.err(f"malformed XML: {expat.ErrorString(e.code)}",
-                     f"line {e.lineno}, column {e.offset + 1}") from None
+    parse_hardened(rd, text_or_bytes, "parse_urdf")
     if rd.robot is None:  # pragma: no cover - expat reports an empty document itself
         raise rd.err("no <robot> element")
     cut = base is not None or tip is not None
@@ -270,7 +316,85 @@ def parse_urdf(text_or_bytes, source: str = "<string>", base: str | None = None,
         for nm in robot.node_names[1:]:  # the root's own joint is above the chain and dropped
             if nm in unsupported:
                 raise unsupported[nm]
+    _attach_shapes(rd, robot)
     return robot
+
+
+def _with_inertials(rd: _Reader, robot: Robot) -> Robot:
+    """robot with extras "inertials" {link: (mass [kg], com (3,) [m] in the link frame)} from each
+    link's ``<inertial>`` (``<mass value>``, ``<origin xyz>``; kinematics needs no inertia tensor)
+    and "velocity_limits" {joint: [rad/s or m/s]} from each joint's ``<limit velocity>``."""
+    inertials = {}
+    for link, parts in rd.inertials.items():
+        e = parts.get("mass") or parts.get("origin")
+        m = _scalar(rd, e, parts["mass"], "value", 0.0) if "mass" in parts else 0.0
+        if m < 0:
+            raise rd.err(f"link {link!r}: <mass value={m}> is negative; expected >= 0 [kg]", _where(e))
+        c = _floats(rd, e, parts["origin"], "xyz", 3, (0.0, 0.0, 0.0)) if "origin" in parts else np.zeros(3)
+        inertials[link] = (m, c)
+    vel = {}
+    for j in rd.joints:
+        lim = j.parts.get("limit")
+        if lim is not None and "velocity" in lim.attrs:
+            v = _scalar(rd, j.elem, lim, "velocity", math.inf)
+            if v > 0:
+                vel[j.elem.attrs.get("name")] = v
+    if not inertials and not vel:
+        return robot
+    return robot.with_extras(inertials=inertials, velocity_limits=vel)
+
+
+def _attach_shapes(rd: _Reader, robot: Robot) -> None:
+    """Set ``robot.visuals`` and ``robot.collisions`` (the links' shapes that ``robot`` keeps)."""
+    base_dir = None if rd.source.startswith("<") else os.path.dirname(os.path.abspath(rd.source))
+    kept = set(robot.node_names)
+    out = {"visual": [], "collision": []}
+    for sh in rd.shapes:
+        link = sh.link.attrs.get("name")
+        if link in kept:
+            g = _geometry(rd, sh, link, base_dir)
+            if g is not None:
+                out[sh.elem.tag].append(g)
+    # Robot is frozen; these two read-only tuples ride along as plain attributes
+    object.__setattr__(robot, "visuals", tuple(out["visual"]))
+    object.__setattr__(robot, "collisions", tuple(out["collision"]))
+
+
+def _geometry(rd: _Reader, sh: _Shape, link: str, base_dir: str | None) -> Geometry | None:
+    """One <visual>/<collision> as a Geometry; None when it has no known shape."""
+    e, owner = sh.shape, sh.link
+    if e is None:
+        return None
+    T = np.eye(4)
+    o = sh.parts.get("origin")
+    if o is not None:
+        T[:3, 3] = _floats(rd, owner, o, "xyz", 3, (0.0, 0.0, 0.0))
+        T[:3, :3] = rpy_to_matrix(_floats(rd, owner, o, "rpy", 3, (0.0, 0.0, 0.0)))
+    filename = path = None
+    if e.tag == "box":
+        size = _floats(rd, owner, e, "size", 3, (0.0, 0.0, 0.0))
+    elif e.tag in ("cylinder", "capsule"):
+        size = (_scalar(rd, owner, e, "radius", 0.0), _scalar(rd, owner, e, "length", 0.0))
+    elif e.tag == "sphere":
+        size = (_scalar(rd, owner, e, "radius", 0.0),)
+    else:
+        filename = e.attrs.get("filename")
+        if not filename or not filename.strip():
+            raise rd.err(f"<mesh> (line {e.line}) has no filename=\"...\"; expected the mesh file's "
+                         f"name", _where(owner))
+        size = _floats(rd, owner, e, "scale", 3, (1.0, 1.0, 1.0))
+        path = resolve_mesh_path(filename, base_dir)
+    if any(x < 0 for x in size) and e.tag != "mesh":
+        raise rd.err(f"<{e.tag}> (line {e.line}): negative size {tuple(size)}; expected sizes >= 0 [m]",
+                     _where(owner))
+    mat = sh.parts.get("material")
+    mname = mat.attrs.get("name") if mat is not None else None
+    color = sh.color if sh.color is not None else rd.materials.get(mname) if mname else None
+    rgba = None
+    if color is not None and "rgba" in color.attrs:
+        rgba = tuple(float(x) for x in np.clip(_floats(rd, owner, color, "rgba", 4, (1, 1, 1, 1)), 0.0, 1.0))
+    return Geometry(link, e.tag, tuple(size), T, filename, path, rgba, mname or None,
+                    sh.elem.attrs.get("name"))
 
 
 def load_urdf(path, base: str | None = None, tip: str | None = None,
@@ -280,10 +404,17 @@ def load_urdf(path, base: str | None = None, tip: str | None = None,
     Files larger than ``max_bytes`` [bytes] are refused without being read whole. A missing or
     unreadable file is a :class:`ModelError`.
     """
+    p, data = read_bounded(path, max_bytes, "URDF", "load_urdf")
+    return parse_urdf(data, source=p, base=base, tip=tip)
+
+
+def read_bounded(path, max_bytes: int, kind: str, caller: str) -> tuple:
+    """(path as str, bytes) of a model file of at most ``max_bytes`` [bytes], refused from its size
+    without being read whole; a missing or unreadable file is a ModelError naming ``kind``."""
     try:
         p = os.fspath(path)
     except TypeError:
-        raise ModelError(f"load_urdf: expected a file path, got {path!r:.200}") from None
+        raise ModelError(f"{caller}: expected a file path, got {path!r:.200}") from None
     if isinstance(p, bytes):
         p = os.fsdecode(p)
     try:
@@ -294,14 +425,29 @@ def load_urdf(path, base: str | None = None, tip: str | None = None,
         with open(p, "rb") as f:
             data = f.read(max_bytes + 1)  # bounded even if the size lied (special files)
     except FileNotFoundError:
-        raise ModelError(f"{p}: no such URDF file") from None
+        raise ModelError(f"{p}: no such {kind} file") from None
     except IsADirectoryError:
-        raise ModelError(f"{p}: is a directory; expected a URDF file") from None
+        raise ModelError(f"{p}: is a directory; expected a {kind} file") from None
     except OSError as e:
-        raise ModelError(f"{p}: cannot read the URDF file: {e.strerror or e}") from None
+        raise ModelError(f"{p}: cannot read the {kind} file: {e.strerror or e}") from None
     if len(data) > max_bytes:
         raise ModelError(f"{p}: file holds more than max_bytes={max_bytes} bytes; refused")
-    return parse_urdf(data, source=p, base=base, tip=tip)
+    return p, data
+
+
+def parse_hardened(rd: "_Reader", text_or_bytes, caller: str) -> None:
+    """Feed a document to ``rd``'s hardened expat parser (no DOCTYPE/entities); ModelError with the
+    line and column of malformed XML."""
+    if isinstance(text_or_bytes, (bytearray, memoryview)):
+        text_or_bytes = bytes(text_or_bytes)
+    if not isinstance(text_or_bytes, (str, bytes)):
+        raise ModelError(f"{rd.source}: {caller} expects str or bytes, got {type(text_or_bytes).__name__}")
+    p = rd.make_parser()
+    try:
+        p.Parse(text_or_bytes, True)
+    except expat.ExpatError as e:
+        raise rd.err(f"malformed XML: {expat.ErrorString(e.code)}",
+                     f"line {e.lineno}, column {e.offset + 1}") from None
 
 
 def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
@@ -364,6 +510,10 @@ def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
     if m is not None:
         leader = _name(rd, m, "joint", owner=e)
         mimic = (leader, _scalar(rd, e, m, "multiplier", 1.0), _scalar(rd, e, m, "offset", 0.0))
+        if jtype not in _MOVING:  # Talos' grippers: Pinocchio and urdfdom ignore it too
+            _warn(f"{rd.source}: {w}: <mimic joint={_q(leader)}> (line {m.line}) on a {jtype} joint is "
+                  f"ignored: only revolute, continuous and prismatic joints move")
+            mimic = None
     return dict(name=name, parent=ends["parent"], child=ends["child"], type=jtype, origin=T,
                 axis=axis, lower=lower, upper=upper, mimic=mimic, where=w), deferred
 
@@ -406,6 +556,7 @@ def _build(rd: _Reader, defer_unsupported: bool = False):
         lines[jn] = j.elem.line
         child_of[f["child"]] = jn
     _check_tree(rd, links, joints, lines, child_of)
+    _check_mimic_leaders(rd, joints)
     b = RobotBuilder(name=name, source=rd.source)
     for nm, e in links.items():
         b.add_frame(nm, where=_where(e))
@@ -414,34 +565,37 @@ def _build(rd: _Reader, defer_unsupported: bool = False):
     return b.build(), unsupported
 
 
-def _with_inertials(rd: _Reader, robot: Robot) -> Robot:
-    """robot with link_mass / link_com from each link's ``<inertial>`` (``<mass value>`` [kg],
-    ``<origin xyz>`` [m] in the link frame; the inertia tensor is not needed by kinematics) and
-    velocity_limit from each joint's ``<limit velocity>`` [rad/s or m/s] (inf where absent)."""
-    mass = np.zeros(robot.n_nodes)
-    com = np.zeros((robot.n_nodes, 3))
-    for e in rd.links:
-        parts = rd.inertials.get(id(e))
-        if not parts or e.attrs.get("name") not in robot._frame_index:
+def _warn(msg: str) -> None:
+    warnings.warn(msg, ModelWarning, stacklevel=4)
+
+
+def _check_mimic_leaders(rd: _Reader, joints: dict) -> None:
+    """A follower whose leader is missing or does not move becomes an independent joint, with a
+    warning naming the closest joints (what Pinocchio and urdfdom load); chains of mimics resolve
+    to the first leader (multipliers and offsets composed)."""
+    for jn, f in joints.items():
+        if f["mimic"] is None:
             continue
-        i = robot._frame_index[e.attrs["name"]]
-        if "mass" in parts:
-            mass[i] = _scalar(rd, e, parts["mass"], "value", 0.0)
-            if mass[i] < 0:
-                raise rd.err(f"link {e.attrs['name']!r}: <mass value={mass[i]}> is negative", _where(e))
-        if "origin" in parts:
-            com[i] = _floats(rd, e, parts["origin"], "xyz", 3, (0.0, 0.0, 0.0))
-    vel = np.full(robot.dof, math.inf)
-    for j in rd.joints:
-        lim = j.parts.get("limit")
-        name = j.elem.attrs.get("name")
-        if lim is not None and "velocity" in lim.attrs and name in robot.joint_names:
-            v = _scalar(rd, j.elem, lim, "velocity", math.inf)
-            if v > 0:
-                vel[robot.joint_names.index(name)] = v
-    if not mass.any() and not np.isfinite(vel).any():
-        return robot
-    return robot._replace_nodes(link_mass=mass, link_com=com, velocity_limit=vel)
+        leader, mult, off = f["mimic"]
+        seen = {jn}
+        lf = joints.get(leader)
+        while lf is not None and lf["mimic"] is not None and leader not in seen:
+            seen.add(leader)
+            nxt, m2, o2 = lf["mimic"]
+            leader, mult, off = nxt, mult * m2, mult * o2 + off
+            lf = joints.get(leader)
+        if lf is not None and lf["type"] in _MOVING and lf["mimic"] is None:
+            f["mimic"] = (leader, mult, off)
+            continue
+        if lf is None:
+            why = f"no joint {leader!r}; closest: {closest_names(leader, joints)}"
+        elif leader in seen:
+            why = f"the mimic joints {sorted(seen)} follow each other in a cycle"
+        else:
+            why = f"joint {leader!r} is {lf['type']!r}, not a moving joint"
+        _warn(f"{rd.source}: {f['where']}: joint {jn!r} mimics {f['mimic'][0]!r}: {why}; {jn!r} "
+              f"is loaded as an independent joint")
+        f["mimic"] = None
 
 
 def _check_tree(rd, links, joints, lines, child_of) -> None:

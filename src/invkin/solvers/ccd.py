@@ -29,9 +29,14 @@ summed over the vector pairs (e current, t desired) of every goal whose frame th
 (gw² because g is, up to a constant, minus half the squared error that ``lm`` minimises with
 weights gw.) Φ = atan(k3/(k2 − k1)) or Φ ± π — the candidate in (−π, π] with g'' < 0 and the
 largest g (:func:`welman_angle`); with limits, the best angle inside the joint's range
-(:func:`best_arc_angle`). Stiffness: q_i ← q_i + s_i Φ with s_i = min_j(jw_j) / jw_i ∈ (0, 1]
-(``joint_weights`` are stiffnesses as in the weighted least-norm methods: the loosest joint gets
-s = 1, a joint twice as heavy half the step; default all 1). Then clamp into [lower, upper].
+(:func:`best_arc_angle`). A joint whose g is flat — amplitude |(k2 − k1, k3)| ≤ 1e-12 Σ w s (|e| + |t|),
+s = W for points and 1 for unit axes — cannot move the goal (its axis passes through the goal
+point, or the goal axis lies along it) and is not moved: otherwise rounding noise in k2 − k1 and
+k3 would choose an arbitrary angle every sweep. Stiffness: q_i ← q_i + w_i Φ, then clamp into
+[lower, upper]. The option ``stiffness`` gives Welman's w_i ∈ [0, 1] directly (one number for every
+joint, or one per q entry; 0 freezes a joint); without it w_i = min_j(jw_j) / jw_i from
+``joint_weights`` (stiffnesses as in the weighted least-norm methods: the loosest joint moves
+fully, a joint twice as heavy half as far; default all 1).
 
 * Prismatic joint (eq. 4.24): λ = Σ w (P_d − P_c)·a / Σ w over position goals, weighted by s_i,
   clamped.
@@ -43,9 +48,10 @@ s = 1, a joint twice as heavy half the step; default all 1). Then clamp into [lo
 ``variant="simple"`` (SEEDS.md §4, position goals only): per goal the rotation vector
 θ unit(e × t), θ = acos(ê·t̂), averaged with weights gw² over the goals the joint moves; skipped
 when |θ| < ``threshold``; a revolute joint takes its projection onto the axis, Φ = θ·a, a ball
-joint the whole rotation, a prismatic joint λ as above. ``threshold=None`` (default) means
-min(0.001 rad, 0.1 · position_tolerance / W): the source's 0.001 rad unless the requested
-tolerance needs finer rotations.
+joint the whole rotation, a prismatic joint λ as above. ``threshold="article"`` is the article's
+0.001 rad; ``threshold=None`` (default) means min(0.001 rad, 0.1 · position_tolerance / W): the
+article's value unless the requested tolerance needs finer rotations (with 0.001 rad a chain of
+reach W stops moving once the tip is within about 0.001 W of the target).
 
 Mimic followers are not visited themselves; their leader's update moves them (full FK then).
 Posture goals are ignored. STALLED when the weighted squared residual has not dropped by
@@ -75,7 +81,11 @@ VARIANTS = ("welman", "simple")
 
 STALL_REL = 1e-4    # relative drop of the squared residual that counts as progress
 STALL_SWEEPS = 10   # sweeps without such progress -> STALLED
-SIMPLE_THRESHOLD = 1e-3  # [rad] SEEDS.md §4
+SIMPLE_THRESHOLD = 1e-3  # [rad] SEEDS.md §4: the article's skip threshold, threshold="article"
+# A revolute joint whose objective g(Φ) varies by at most FLAT_REL · Σ w s (|e| + |t|) (s: W for
+# points, 1 for unit axes) cannot move the goal: its amplitude |(k2 − k1, k3)| = Σ w |e⊥||t⊥| is then
+# rounding noise (a goal point on the axis gives |e⊥| ~ 1e-16 W) and the joint is left alone.
+FLAT_REL = 1e-12
 
 
 # --------------------------------------------------------------------------- helpers
@@ -96,22 +106,41 @@ def goal_ancestry(ni, gnode):
 
 
 @njit(cache=True)
-def stiffness_factors(ni, jw):
-    """s (n,): the CCD stiffness factor min(jw) / jw of each node's joint (ball: mean of its 3)."""
+def stiffness_factors(ni, colfac):
+    """s (n,): each node's CCD stiffness factor w_i ∈ [0, 1] from the per-column factors ``colfac``
+    (dof,) (ball joint: the mean of its 3)."""
     n = ni.shape[0]
     s = np.ones(n)
-    if jw.shape[0] == 0:
-        return s
-    wmin = jw.min()
     for i in range(n):
         c = ni[i, 2]
         if c < 0:
             continue
-        w = jw[c]
+        w = colfac[c]
         if ni[i, 1] == BALL:
-            w = (jw[c] + jw[c + 1] + jw[c + 2]) / 3.0
-        s[i] = wmin / w
+            w = (colfac[c] + colfac[c + 1] + colfac[c + 2]) / 3.0
+        s[i] = w
     return s
+
+
+def column_factors(problem, stiffness) -> np.ndarray:
+    """(dof,) Welman's stiffness w_i ∈ [0, 1] per q entry: ``stiffness`` as given (absolute, his
+    ``q_i ← q_i + w_i Φ``; a scalar applies to every joint), else relative to ``joint_weights``,
+    min(jw) / jw (the loosest joint moves fully, a joint twice as heavy half as far)."""
+    dof = problem.dof
+    if stiffness is None:
+        jw = problem.joint_weights
+        return jw.min() / jw if dof else np.ones(0)
+    if problem.joint_weights is not problem.robot._ones:
+        raise SolverError("ccd: give either joint_weights (relative stiffness) or the option stiffness "
+                          "(Welman's absolute w_i in [0, 1]), not both")
+    try:
+        w = np.array(np.broadcast_to(np.asarray(stiffness, dtype=np.float64), (dof,)))
+    except (TypeError, ValueError):
+        raise SolverError(f"ccd: stiffness must be one number or {dof} numbers in [0, 1], got {stiffness!r:.200}") \
+            from None
+    if not np.all((w >= 0.0) & (w <= 1.0)):  # also rejects NaN
+        raise SolverError(f"ccd: stiffness must be in [0, 1] (Welman's w_i; 0 freezes a joint), got {w.tolist()}")
+    return w
 
 
 @njit(cache=True)
@@ -214,14 +243,14 @@ def _axis_rotation(ax, ay, az, th, Q):
 
 @njit(cache=True)
 def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
-                tol_p, tol_r, q, max_iter, state, simple, k_pos, threshold, gscale, visit):
+                tol_p, tol_r, q, max_iter, state, simple, k_pos, threshold, gscale, visit, colfac):
     """Run up to ``max_iter`` CCD sweeps on q (in place), joints from the tip to the root.
 
     Welman (1993 §4.2.1, SEEDS.md §5), at a revolute joint with world axis a at j: over the goal
     vector pairs (e, t) it moves (position: P_ic, P_id with w_p = gw² (k/W)(1 + ρ); rotation:
     the frame's world axes with w_o = gw²), k1 = Σ w (t·a)(e·a), k2 = Σ w t·e,
     k3 = a·Σ w e × t; Φ maximises g(Φ) = k1(1 − cosΦ) + k2 cosΦ + k3 sinΦ inside the limits;
-    q ← clamp(q + s Φ). Prismatic: λ = Σ w (P_d − P_c)·a / Σ w. Ball: Q = argmax Σ w t·(Q e)
+    q ← clamp(q + w_i Φ), no move when g is flat (|(k2 − k1, k3)| ≤ FLAT_REL Σ w s (|e| + |t|)). Prismatic: λ = Σ w (P_d − P_c)·a / Σ w. Ball: Q = argmax Σ w t·(Q e)
     (Horn; one position pair: the smallest rotation e → t), R ← R exp(s Wᵀ log Q).
     ``simple`` (SEEDS.md §4): per position goal θ unit(e × t), θ = acos(ê·t̂), weighted mean;
     skipped below ``threshold``; revolute Φ = θ·a. The goal frames move with each joint at once.
@@ -229,6 +258,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     state (8,): [best squared residual (0: fresh), sweeps done, position error, rotation error,
     sweeps without progress, ...]. gscale (G,): world scale W of each goal [m]. visit (n,):
     0 skip the node, 1 visit its joint, 2 visit it and refresh the whole FK after (mimic leader).
+    colfac (dof,): Welman's stiffness w_i ∈ [0, 1] per q entry (:func:`column_factors`).
     Returns RUNNING, CONVERGED or STALLED.
     """
     dof = q.shape[0]
@@ -241,7 +271,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     J = np.empty((3 * G, dof))
     errs = np.empty(20)  # task_eval uses the tail as scratch
     anc = goal_ancestry(ni, gnode)
-    sfac = stiffness_factors(ni, jw)
+    sfac = stiffness_factors(ni, colfac)
     Q = np.empty((3, 3))
     S = np.empty((3, 3))
     rv = np.empty(3)
@@ -263,8 +293,8 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
         for g in range(G):
             Tg[g, :, :] = Tall[gnode[g]]
         for i in range(n - 1, -1, -1):
-            if visit[i] == 0:
-                continue
+            if visit[i] == 0 or sfac[i] == 0.0:
+                continue  # a fixed joint, a mimic follower or a frozen joint (w_i = 0)
             jt = ni[i, 1]
             c = ni[i, 2]
             m = nf[i, 3]
@@ -306,6 +336,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                 npairs = 0
                 pos_only = True
                 wsum = 0.0
+                kscale = 0.0
                 rg[:] = 0.0
                 for g in range(G):
                     if not anc[i, g] or gw[g] <= 0.0:
@@ -313,6 +344,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                     kind = gkind[g]
                     w2 = gw[g] * gw[g]
                     T = Tg[g]
+                    sc = 1.0  # length scale of the pair's vectors: W for points, 1 for unit axes
                     nrows = 1
                     if kind == 1:
                         nrows = 3
@@ -332,6 +364,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                             mx = max(ne, nt)
                             rho = 1.0 if mx == 0.0 else min(ne, nt) / mx
                             w = w2 * (k_pos / gscale[g]) * (1.0 + rho)
+                            sc = gscale[g]
                         elif kind == 1:
                             pos_only = False
                             for k in range(3):
@@ -357,7 +390,10 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                                 ev[k] = T[k, 3] + s * a_k - Ti[k, 3]
                                 tv[k] = gvec[g, k] - Ti[k, 3]
                             w = w2 / (s * s)
+                            sc = gscale[g]
                         npairs += 1
+                        kscale += w * sc * (math.sqrt(ev[0] * ev[0] + ev[1] * ev[1] + ev[2] * ev[2])
+                                            + math.sqrt(tv[0] * tv[0] + tv[1] * tv[1] + tv[2] * tv[2]))
                         # k1, k2, k3 (eqs. 4.20-4.22) and Horn's S = Σ w e tᵀ
                         d1, d2, d3 = welman_terms(ev, tv, ax, ay, az, w, S)
                         k1 += d1
@@ -386,9 +422,15 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                     if npairs == 0:
                         continue
                     if jt == REVOLUTE:
-                        # the joint's feasible rotation interval, in θ = m q + offset
-                        lo = m * (lower[c] - q[c])
-                        hi = m * (upper[c] - q[c])
+                        if math.sqrt((k2 - k1) * (k2 - k1) + k3 * k3) <= FLAT_REL * kscale:
+                            # g(Φ) is flat: the axis passes through the goal points (or the goal
+                            # axes lie along it), so the joint cannot move the goal and rounding
+                            # noise would pick an arbitrary angle; it stays where it is
+                            continue
+                        # the joint's feasible rotation interval, in θ = m q + offset, for Φ:
+                        # the step is w_i Φ, so Φ may range over the interval divided by w_i
+                        lo = m * (lower[c] - q[c]) / sfac[i]
+                        hi = m * (upper[c] - q[c]) / sfac[i]
                         if lo > hi:
                             lo, hi = hi, lo
                         phi = best_arc_angle(k1, k2, k3, min(lo, 0.0), max(hi, 0.0))
@@ -496,21 +538,27 @@ def _options(problem, options):
         raise SolverError(f"ccd: position_gain must be a finite number > 0, got {k_pos!r}")
     scales = goal_scales(problem)
     thr = options.get("threshold", None)
-    if thr is None:
+    if isinstance(thr, str):
+        if thr != "article":
+            raise SolverError(f"ccd: threshold must be a number >= 0 [rad], None or 'article' (the article's "
+                              f"{SIMPLE_THRESHOLD} rad), got {thr!r}")
+        thr = SIMPLE_THRESHOLD
+    elif thr is None:
         thr = SIMPLE_THRESHOLD
         pos = problem.gkind == KIND_POSITION
         if np.any(pos):
             thr = min(thr, 0.1 * problem.tol_p / float(np.max(scales[pos])))
     elif isinstance(thr, bool) or not isinstance(thr, (int, float, np.integer, np.floating)) \
             or not (thr >= 0 and math.isfinite(thr)):
-        raise SolverError(f"ccd: threshold must be a finite number >= 0 [rad] or None, got {thr!r}")
-    return simple, float(k_pos), float(thr), scales
+        raise SolverError(f"ccd: threshold must be a finite number >= 0 [rad], None or 'article', got {thr!r}")
+    colfac = column_factors(problem, options.get("stiffness", None))
+    return simple, float(k_pos), float(thr), scales, colfac
 
 
 def _iterate(problem, q, max_iter, state, options):
-    simple, k_pos, thr, scales = _options(problem, options)
+    simple, k_pos, thr, scales, colfac = _options(problem, options)
     return ccd_iterate(*problem.args, q, max_iter, state, simple, k_pos, thr, scales,
-                       visit_flags(problem.robot))
+                       visit_flags(problem.robot), colfac)
 
 
 def _register():
@@ -518,7 +566,7 @@ def _register():
 
     register(Method(NAME, _iterate,
                     "cyclic coordinate descent (Welman: position + orientation, limits, stiffness; or simple)",
-                    JOINT_TYPES, defaults=dict(variant="welman", threshold=None, position_gain=1.0)))
+                    JOINT_TYPES, defaults=dict(variant="welman", threshold=None, position_gain=1.0, stiffness=None)))
 
 
 _register()

@@ -6,7 +6,8 @@ weighted, see :mod:`invkin.goals`), apply ``q ← clamp(q ⊕ δq)`` (ball joint
 joint limits by projection, :func:`step_and_clamp`) and repeat. They differ only in δq:
 
 * ``transpose`` (Welman 1993 §4.1.1, SEEDS.md §5): ``δq = α W⁻¹ Jᵀ e`` with Buss & Kim's step
-  ``α = ⟨e, J d⟩ / ⟨J d, J d⟩``, ``d = W⁻¹Jᵀe`` (for W = I: ``⟨e, JJᵀe⟩ / ⟨JJᵀe, JJᵀe⟩``).
+  ``α = ⟨e, J d⟩ / ⟨J d, J d⟩``, ``d = W⁻¹Jᵀe`` (for W = I: ``⟨e, JJᵀe⟩ / ⟨JJᵀe, JJᵀe⟩``), or
+  Welman's fixed α (option ``alpha``; every step taken, as in the document).
 * ``pinv`` (SEEDS.md §1): ``δq = J⁺_W e + (I − J⁺_W J) η`` with
   ``J⁺_W = W⁻¹Jᵀ(J W⁻¹ Jᵀ + εI)⁻¹`` (ε a tiny regularisation: near a singularity the plain
   method takes huge steps, only the step cap limits them — that behaviour is what is compared).
@@ -15,7 +16,9 @@ joint limits by projection, :func:`step_and_clamp`) and repeat. They differ only
   ``λ² = λ_max² (1 − (σ_min / σ_0)²)`` when ``σ_min < σ_0``, else 0 (Chiaverini's rule on the
   smallest singular value σ_min of ``J W^-1/2``, computed exactly by Jacobi's eigenvalue method).
 
-W = diag(joint_weights). Since ``W⁻¹Jᵀ(JW⁻¹Jᵀ + λ²I)⁻¹ = (JᵀJ + λ²W)⁻¹Jᵀ``, the kernels solve
+W = diag(joint_weights), or for pinv/dls a full symmetric positive definite W (option
+``weight_matrix``, SEEDS.md §1: ``J⁺_W`` minimises ``δqᵀ W δq``), applied through its Cholesky
+factor W = L Lᵀ: ``J⁺_W = L⁻ᵀ (J L⁻ᵀ)⁺`` (:func:`weighted_solve`). Since ``W⁻¹Jᵀ(JW⁻¹Jᵀ + λ²I)⁻¹ = (JᵀJ + λ²W)⁻¹Jᵀ``, the kernels solve
 whichever of the two systems is smaller (m×m or dof×dof). With the null-space term the step is
 evaluated as ``δq = η + J⁺(e − J η)``, algebraically equal to ``J⁺e + (I − J⁺J)η``.
 
@@ -53,10 +56,13 @@ transpose) a zero gradient — the pull points along a singular direction (Welma
 
 Options (``ik.solve(..., method=..., **options)``):
 
-* transpose: ``max_step=0.5`` [rad or m].
+* transpose: ``max_step=0.5`` [rad or m]; ``alpha=None`` (Buss–Kim's adaptive step) or Welman's
+  fixed α [rad/m² for position rows]: ``δq = α W⁻¹Jᵀe`` capped at max_step, taken even when the
+  cost grows (too large an α oscillates, too small a one crawls: the document's trade-off).
 * pinv: ``nullspace=None`` (None, "joint_limits", "posture", "manipulability" or a callable),
   ``nullspace_gain=0.1`` (≥ 0), ``max_step=0.5``, ``regularization=1e-10`` (ε, in the units of
-  ``JJᵀ``).
+  ``JJᵀ``), ``weight_matrix=None`` (a full (dof, dof) W instead of ``joint_weights``; the
+  manipulability objective then uses W = I).
 * dls: ``nullspace``, ``nullspace_gain``, ``max_step`` as pinv; ``damping=0.1`` (λ_max) and
   ``singular_threshold=0.1`` (σ0), both in the units of J's singular values (m/rad for position
   rows, 1 for rotation rows): larger values make the boundary of the workspace calmer and a
@@ -130,14 +136,16 @@ def joint_limit_eta(q, lower, upper, gain, eta):
 
 @njit(cache=True)
 def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
-                      tol_p, tol_r, q, max_iter, state, max_step):
-    """Jacobian transpose (Welman 1993 §4.1.1; SEEDS.md §5), step size of Buss & Kim (2005).
+                      tol_p, tol_r, q, max_iter, state, max_step, alpha_fixed):
+    """Jacobian transpose (Welman 1993 §4.1.1; SEEDS.md §5), step size of Buss & Kim (2005) or
+    Welman's fixed α.
 
     Update: ``g = Jᵀe + w_p² (q_rest ⊖ q)`` (the negative cost gradient), ``d = W⁻¹ g`` with the
     components pushing into an active joint limit removed, ``α = ⟨g, d⟩ / (|J d|² + w_p² |d|²)``
     (for W = I, no posture: ``⟨e, JJᵀe⟩/⟨JJᵀe, JJᵀe⟩``, the minimiser of the linearised cost
     along d), ``δq = α d`` capped at ``cap`` (≤ max_step); ``q ← clamp(q ⊕ δq)`` if the cost fell,
-    else the cap halves.
+    else the cap halves. ``alpha_fixed > 0``: Welman's ``δq = α W⁻¹ Jᵀ e`` with α = alpha_fixed,
+    capped at max_step and taken whether or not the cost fell (the document's iteration).
 
     state: [cap, iterations, position error, rotation error, (driver's), iterations since
     progress, attempt started, reference cost]. Returns RUNNING, CONVERGED or STALLED.
@@ -200,16 +208,16 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
         if not (num > 0.0 and den > 0.0):
             code = STALLED  # Jᵀe = 0: the pull points along a singular direction
             break
-        alpha = num / den
+        alpha = num / den if alpha_fixed <= 0.0 else alpha_fixed
         for c in range(dof):
             d[c] *= alpha
-        cap_step(d, cap)
+        cap_step(d, cap if alpha_fixed <= 0.0 else max_step)
         step_and_clamp(q, d, lower, upper, balls, qn)
         task_eval(ni, nf, origin, qn, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e2, J2, errs2, True)
         if w_post > 0.0:
             posture_residual(qn, q_rest, balls, pr2)
         cost2 = 0.5 * (sqnorm(e2) + w2 * sqnorm(pr2))
-        if cost2 < cost:
+        if cost2 < cost or alpha_fixed > 0.0:
             for c in range(dof):
                 q[c] = qn[c]
                 pr[c] = pr2[c]
@@ -315,9 +323,40 @@ def restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Ta
 
 
 @njit(cache=True)
+def weighted_solve(J, r, jw, Lt, lam2, dq, Jt, dy, ones, Jh, A, y, b):
+    """dq = W⁻¹Jᵀ(J W⁻¹ Jᵀ + λ²I)⁻¹ r for W = diag(jw) or, when ``Lt`` (dof, dof) is not empty, the
+    full W = L Lᵀ with ``Lt = L⁻ᵀ``: with J̃ = J L⁻ᵀ, ``W⁻¹Jᵀ = L⁻ᵀ J̃ᵀ`` and ``J W⁻¹ Jᵀ = J̃ J̃ᵀ``,
+    so dq = L⁻ᵀ J̃⁺ r (:func:`damped_solve` on J̃ with unit weights). Returns False when the system
+    could not be factorised."""
+    if Lt.shape[0] == 0:
+        return damped_solve(J, r, jw, lam2, dq, Jh, A, y, b)
+    dof = J.shape[1]
+    mat_mul(J, Lt, Jt)
+    if not damped_solve(Jt, r, ones, lam2, dy, Jh, A, y, b):
+        return False
+    for i in range(dof):
+        s = 0.0
+        for k in range(dof):
+            s += Lt[i, k] * dy[k]
+        dq[i] = s
+    return True
+
+
+@njit(cache=True)
+def mat_mul(A, B, out):
+    """out = A @ B for small dense matrices."""
+    for i in range(A.shape[0]):
+        for j in range(B.shape[1]):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[k, j]
+            out[i, j] = s
+
+
+@njit(cache=True)
 def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
                 tol_p, tol_r, q, max_iter, state, qbest, eta_ext, mode, ns_kind, ns_gain, posture_on, reg, lam_max,
-                sigma0, max_step):
+                sigma0, max_step, Lt):
     """Weighted pseudo-inverse (mode 0, SEEDS.md §1) or damped least squares (mode 1, Wampler 1986
     with Chiaverini's singularity-robust damping) with a null-space term.
 
@@ -325,7 +364,8 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     ``max_step``; ``q ← clamp(q ⊕ δq)``. pinv: ``λ² = reg``; dls: ``λ² = reg + λ_max² (1 −
     (σ_min/σ0)²)`` when ``σ_min < σ0`` (σ_min of ``J W^-1/2``), else ``reg``. η: see the module
     docstring (``ns_kind``; ``posture_on`` adds ``ns_gain (q_rest ⊖ q)``; NS_EXTERNAL reads
-    ``eta_ext``, already scaled).
+    ``eta_ext``, already scaled). ``Lt`` (dof, dof): L⁻ᵀ of a full weight matrix W = L Lᵀ (then
+    ``jw`` is all ones), or empty (0, 0) for W = diag(jw) (:func:`weighted_solve`).
 
     state: [η scale (halved whenever the residual grows), iterations, position error, rotation
     error, (driver's), iterations since progress, best cost, reference cost]; ``qbest`` (dof,)
@@ -353,6 +393,10 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     pr = np.empty(dof)
     dq = np.empty(dof)
     qn = np.empty(dof)
+    full_w = Lt.shape[0] > 0
+    Jt = np.empty((m if full_w else 0, dof if full_w else 0))
+    dy = np.empty(dof)
+    ones = np.ones(dof)
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
     cost = 0.5 * sqnorm(e)
     if start_attempt(q, qbest, cost, state):
@@ -368,7 +412,11 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
         it += 1
         lam2 = reg
         if mode == MODE_DLS:
-            scale_columns(J, jw, Jh)
+            if full_w:
+                mat_mul(J, Lt, Jt)
+                scale_columns(Jt, ones, Jh)  # J̃ = J L⁻ᵀ has the singular values of J W^-1/2
+            else:
+                scale_columns(J, jw, Jh)
             smin = sigma_min_and_w(Jh, m, dof, A, ev)[0]
             if smin < sigma0:
                 rho = smin / sigma0
@@ -397,7 +445,7 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
             for c in range(dof):
                 s -= J[k, c] * eta[c]
             r[k] = s
-        if not damped_solve(J, r, jw, lam2, dq, Jh, A, y, b):
+        if not weighted_solve(J, r, jw, Lt, lam2, dq, Jt, dy, ones, Jh, A, y, b):
             code = STALLED
             restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
             break
@@ -468,6 +516,34 @@ def _eta_from_callable(fn, q, dof, gain, out):
     out[:] = gain * v
 
 
+NO_MATRIX = np.empty((0, 0))
+
+
+def weight_factor(W, dof, joint_weights_given=False) -> np.ndarray:
+    """L⁻ᵀ (dof, dof) of a full joint weight matrix W = L Lᵀ (symmetric positive definite), checked;
+    ``W is None`` gives the empty matrix that means "diagonal W from joint_weights"."""
+    if W is None:
+        return NO_MATRIX
+    if joint_weights_given:
+        raise SolverError("option weight_matrix: give either joint_weights (a diagonal W) or weight_matrix "
+                          "(a full W), not both")
+    try:
+        W = np.array(W, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise SolverError(f"option weight_matrix: expected a ({dof}, {dof}) matrix, got {W!r:.200}") from None
+    if W.shape != (dof, dof) or not np.all(np.isfinite(W)):
+        raise SolverError(f"option weight_matrix: expected a finite ({dof}, {dof}) matrix, got shape {W.shape}")
+    if not np.allclose(W, W.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(W).max()))):
+        raise SolverError("option weight_matrix: W must be symmetric (SEEDS.md §1: n×n symmetric positive "
+                          "definite)")
+    try:
+        L = np.linalg.cholesky(W)
+    except np.linalg.LinAlgError:
+        raise SolverError(f"option weight_matrix: W must be positive definite; its smallest eigenvalue is "
+                          f"{np.linalg.eigvalsh(W)[0]:.3g}") from None
+    return np.ascontiguousarray(np.linalg.inv(L).T)
+
+
 def _run_dls(problem, q, max_iter, state, options, mode):
     ns = options["nullspace"]
     kind = _nullspace_kind(ns)
@@ -486,15 +562,17 @@ def _run_dls(problem, q, max_iter, state, options, mode):
     dof = problem.dof
     qbest = problem_scratch(problem, "qbest", lambda: np.empty(dof))
     eta_ext = problem_scratch(problem, "eta_ext", lambda: np.zeros(dof))
+    Lt = problem_scratch(problem, "weight_factor", lambda: weight_factor(
+        options["weight_matrix"], dof, problem.joint_weights is not problem.robot._ones))
     args = problem.args
     if kind != NS_EXTERNAL:
         return dls_iterate(*args, q, max_iter, state, qbest, eta_ext, mode, kind, gain, posture_on, reg, lam_max,
-                           sigma0, max_step)
+                           sigma0, max_step, Lt)
     code = RUNNING
     for _ in range(max_iter):
         _eta_from_callable(ns, q, dof, gain, eta_ext)
         code = dls_iterate(*args, q, 1, state, qbest, eta_ext, mode, kind, gain, posture_on, reg, lam_max, sigma0,
-                           max_step)
+                           max_step, Lt)
         if code != RUNNING:
             break
     return code
@@ -502,7 +580,9 @@ def _run_dls(problem, q, max_iter, state, options, mode):
 
 def _iterate_transpose(problem, q, max_iter, state, options):
     max_step = _positive("max_step", options["max_step"])
-    return transpose_iterate(*problem.args, q, max_iter, state, max_step)
+    alpha = options["alpha"]
+    alpha = 0.0 if alpha is None else _positive("alpha", alpha)
+    return transpose_iterate(*problem.args, q, max_iter, state, max_step, alpha)
 
 
 def _iterate_pinv(problem, q, max_iter, state, options):
@@ -517,9 +597,10 @@ def pinv_step(J, e, eta=None, joint_weights=None, damping: float = 0.0, regulari
     """The step of ``pinv`` (``damping = 0``) or ``dls`` for a given Jacobian, split in two parts.
 
     J: (m, dof) task Jacobian; e: (m,) residual; eta: (dof,) null-space vector (default 0);
-    joint_weights: (dof,) > 0. Returns ``(dq_task, dq_null)`` with ``dq_task = J⁺e`` and
-    ``dq_null = (I − J⁺J) η`` (so ``J @ dq_null ≈ 0`` wherever J has full row rank), computed by the
-    same kernel the solvers run.
+    joint_weights: (dof,) > 0 (W = diag) or a full (dof, dof) symmetric positive definite W.
+    Returns ``(dq_task, dq_null)`` with ``dq_task = J⁺_W e``, ``J⁺_W = W⁻¹Jᵀ(J W⁻¹ Jᵀ + λ²I)⁻¹``, and
+    ``dq_null = (I − J⁺_W J) η`` (so ``J @ dq_null ≈ 0`` wherever J has full row rank), computed by
+    the same kernel the solvers run.
     """
     J = np.ascontiguousarray(J, dtype=np.float64)
     if J.ndim != 2:
@@ -527,14 +608,20 @@ def pinv_step(J, e, eta=None, joint_weights=None, damping: float = 0.0, regulari
     m, dof = J.shape
     e = np.ascontiguousarray(e, dtype=np.float64).reshape(m)
     eta = np.zeros(dof) if eta is None else np.ascontiguousarray(eta, dtype=np.float64).reshape(dof)
-    jw = np.ones(dof) if joint_weights is None else np.ascontiguousarray(joint_weights, dtype=np.float64)
+    ones = np.ones(dof)
+    if joint_weights is not None and np.ndim(joint_weights) == 2:
+        jw, Lt = ones, weight_factor(joint_weights, dof)
+    else:
+        jw = ones if joint_weights is None else np.ascontiguousarray(joint_weights, dtype=np.float64)
+        Lt = NO_MATRIX
     k = min(m, dof)
     lam2 = regularization + damping * damping
-    scratch = (np.empty((m, dof)), np.empty((k, k)), np.empty(k), np.empty(k))
+    scratch = (np.empty((m, dof)), np.empty(dof), ones, np.empty((m, dof)), np.empty((k, k)), np.empty(k),
+               np.empty(k))
     dq_task = np.empty(dof)
     dq_all = np.empty(dof)
-    ok = damped_solve(J, e, jw, lam2, dq_task, *scratch)
-    ok &= damped_solve(J, e - J @ eta, jw, lam2, dq_all, *scratch)
+    ok = weighted_solve(J, e, jw, Lt, lam2, dq_task, *scratch)
+    ok &= weighted_solve(J, e - J @ eta, jw, Lt, lam2, dq_all, *scratch)
     if not ok:
         raise SolverError("pinv_step: the system could not be factorised")
     return dq_task, dq_all + eta - dq_task
@@ -545,8 +632,8 @@ def _register():
 
     register(Method("transpose", _iterate_transpose,
                     "Jacobian transpose with Buss–Kim step size (Welman 4.1.1): slow at tight tolerances",
-                    JOINT_TYPES, defaults=dict(max_step=0.5)))
-    ns_defaults = dict(nullspace=None, nullspace_gain=0.1, max_step=0.5)
+                    JOINT_TYPES, defaults=dict(max_step=0.5, alpha=None)))
+    ns_defaults = dict(nullspace=None, nullspace_gain=0.1, max_step=0.5, weight_matrix=None)
     register(Method("pinv", _iterate_pinv,
                     "Weighted pseudo-inverse with a null-space objective (SEEDS §1); plain near singularities",
                     JOINT_TYPES, defaults=dict(ns_defaults, regularization=1e-10)))

@@ -11,6 +11,9 @@ viser is imported only when a viewer starts, so ``import invkin.viewer`` works w
 """
 from __future__ import annotations
 
-from .app import DEMOS, SCENES, PortInUseError, ViewerApp, ViewerError, demo_app
+from ..lazy import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    name: ".app" for name in ("DEMOS", "SCENES", "PortInUseError", "ViewerApp", "ViewerError", "demo_app")})
 
 __all__ = ["ViewerApp", "ViewerError", "PortInUseError", "demo_app", "DEMOS", "SCENES"]

@@ -37,21 +37,23 @@ from .. import goals as G
 from ..errors import InvkinError
 from ..model import load_robot
 from ..model.robot import Robot
+from .character import CharacterMixin, clip_up_axis, up_rotation
 from .draw import DrawMixin
+from .cli import DEMOS
 from .errors import PortInUseError, ViewerError, _check_port_free, _import_viser
 from .gui import GuiMixin
+from .pose import start_pose
 from .scenes import ScenesMixin
 from .targets import TargetsMixin
 
 __all__ = ["ViewerApp", "ViewerError", "PortInUseError", "demo_app", "SCENES", "DEMOS"]
 
 SCENES = ("ik", "tentacle", "two-bone", "reach")
-DEMOS = ("panda", "tentacle", "two-bone", "reach")
 
 TICK_HZ = 30.0           # animation rate of the background ticker [Hz]
 
 
-class ViewerApp(TargetsMixin, ScenesMixin, DrawMixin, GuiMixin):
+class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
     """A viser server showing one robot (or BVH skeleton) and solving IK for dragged targets.
 
     Args:
@@ -64,7 +66,14 @@ class ViewerApp(TargetsMixin, ScenesMixin, DrawMixin, GuiMixin):
         targets: frames that get a draggable target (default: the last frame; none for a BVH).
         timeout: time budget of one interactive solve [s].
         title: the panel's title.
-        q0: (dof,) start configuration (default: neutral, or the clip's first frame).
+        q0: (dof,) start configuration (default: :func:`start_pose`, or the clip's first frame).
+        method_options: ``{method: {option: value}}`` passed to that method's solves (e.g.
+            ``{"ccd": {"variant": "simple", "threshold": "article"}}``, the article's CCD).
+        sticks: draw the kinematic stick figure even when the robot has visual shapes.
+        up: a clip's up axis (one of :data:`~invkin.viewer.character.UP_AXES`; default: detected).
+        max_faces: triangles kept per mesh file (default
+            :data:`~invkin.viewer.meshes.DEFAULT_MAX_FACES`; larger files are decimated once and
+            cached).
 
     In-process API (used by the tests): :meth:`start`, :meth:`stop`, :attr:`url`,
     :attr:`current_q`, :meth:`set_target`, :meth:`move_target`, :meth:`target_position`,
@@ -73,7 +82,8 @@ class ViewerApp(TargetsMixin, ScenesMixin, DrawMixin, GuiMixin):
 
     def __init__(self, robot="panda", host: str = "127.0.0.1", port: int = 8080, *, scene: str = "ik",
                  clip=None, method: str | None = None, targets=None, timeout: float = 0.02,
-                 title: str | None = None, q0=None):
+                 title: str | None = None, q0=None, method_options: dict | None = None,
+                 sticks: bool = False, max_faces: int | None = None, up: str | None = None):
         from ..solvers import get_method
 
         if scene not in SCENES:
@@ -97,6 +107,26 @@ class ViewerApp(TargetsMixin, ScenesMixin, DrawMixin, GuiMixin):
                 raise ViewerError(f"clip has {clip.dof} channels but robot {robot.name!r} has {robot.dof} DOF")
         self.robot = robot
         self.clip = clip
+        self.sticks = bool(sticks)
+        if max_faces is None:
+            from .meshes import DEFAULT_MAX_FACES as max_faces
+        if isinstance(max_faces, bool) or not isinstance(max_faces, (int, np.integer)) or max_faces < 16:
+            raise ViewerError(f"max_faces must be an integer >= 16, got {max_faces!r}")
+        self.max_faces = int(max_faces)
+        self._shapes = self._collision_shapes = None
+        self.mesh_note = ""
+        self.up_axis, self.up_note = "z", ""
+        if self.bvh:
+            if up is not None:
+                up_rotation(up)  # unknown names fail here, listing the valid ones
+                self.up_axis, self.up_note = up, "given (--up)"
+            else:
+                self.up_axis, self.up_note = clip_up_axis(robot, clip)
+        self.clip_overlay = True     # the corrected clip over the ghost of the clip as read
+        self.onion_skin = False
+        self.show_trails = True
+        self.follow_root = False
+        self._clip_report = None
         self.scene = scene
         self.host = host
         self.requested_port = int(port)
@@ -105,6 +135,7 @@ class ViewerApp(TargetsMixin, ScenesMixin, DrawMixin, GuiMixin):
             method = "ccd" if scene == "tentacle" else "lm"
         get_method(method)  # unknown names fail here, listing the valid ones
         self.method = method
+        self.method_options = dict(method_options or {})
         if not (isinstance(timeout, (int, float)) and timeout > 0 and math.isfinite(timeout)):
             raise ViewerError(f"timeout must be > 0 [s], got {timeout!r}")
         self.timeout = float(timeout)
@@ -137,9 +168,10 @@ class ViewerApp(TargetsMixin, ScenesMixin, DrawMixin, GuiMixin):
         self._sliders = []
         self._gizmo_count = 0
 
-        self.q = clip.frames[0].copy() if clip is not None else robot.neutral()
+        self.q = clip.frames[0].copy() if clip is not None else start_pose(robot)
         if q0 is not None:
             self.q = robot.clamp(robot.check_q(q0, "q0"))
+        self.q_start = self.q.copy()  # "reset pose" returns here
         if scene == "two-bone":
             self._init_two_bone()
         if scene == "reach":
@@ -328,6 +360,7 @@ class ViewerApp(TargetsMixin, ScenesMixin, DrawMixin, GuiMixin):
             self._show_status()
             self._warm_up(self.method)
         opts = {"damping": self.damping} if "damping" in m.defaults else {}
+        opts.update(self.method_options.get(self.method, {}))
         try:
             res = solve(self.robot, self._goals(m), q0=self.q, method=self.method,
                         position_tolerance=self.position_tolerance, rotation_tolerance=self.rotation_tolerance,
@@ -382,14 +415,17 @@ class ViewerApp(TargetsMixin, ScenesMixin, DrawMixin, GuiMixin):
                 self._show_status()
 
 
-def demo_app(name: str = "panda", host: str = "127.0.0.1", port: int = 8080) -> ViewerApp:
-    """The viewer for one of :data:`DEMOS` (not started)."""
+def demo_app(name: str = "panda", host: str = "127.0.0.1", port: int = 8080, *,
+             article_ccd: bool = False) -> ViewerApp:
+    """The viewer for one of :data:`DEMOS` (not started). ``article_ccd``: the tentacle follows its
+    target with the article's CCD (SEEDS.md §4: simple variant, 0.001 rad skip threshold)."""
     if name == "panda":
         ready = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]  # the panda's usual "ready" pose [rad]
         return ViewerApp("panda", host, port, targets=["panda_hand"], title="invkin demo · panda", q0=ready)
     if name == "tentacle":
+        article = {"ccd": {"variant": "simple", "threshold": "article"}} if article_ccd else None
         return ViewerApp(load_robot("tentacle", n=12), host, port, scene="tentacle", method="ccd",
-                         targets=["tip"], title="invkin demo · tentacle")
+                         targets=["tip"], title="invkin demo · tentacle", method_options=article)
     if name == "two-bone":
         return ViewerApp("planar2", host, port, scene="two-bone", targets=["hand"], title="invkin demo · two-bone")
     if name == "reach":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal
 import sys
 
+DEMOS = ("panda", "tentacle", "two-bone", "reach")  # `invkin demo NAME`; here so the parser stays light
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 
@@ -63,9 +64,20 @@ def serve(app, out=None) -> int:
 
 def cmd_view(args) -> int:
     from .app import ViewerApp
+    from .pose import named_pose, parse_q
 
-    app = ViewerApp(args.robot, host=args.host, port=args.port, method=args.method,
-                    targets=args.frame or None)
+    robot = args.robot
+    if not robot.lower().endswith(".bvh"):
+        from ..model import load_robot
+
+        robot = load_robot(robot, **({"srdf": args.srdf} if args.srdf else {}))
+    q0 = None
+    if args.q is not None:
+        q0 = parse_q(robot, args.q)
+    elif args.state is not None:
+        q0 = named_pose(robot, args.state)
+    app = ViewerApp(robot, host=args.host, port=args.port, method=args.method,
+                    targets=args.frame or None, q0=q0, sticks=args.sticks, up=args.up)
     return serve(app)
 
 
@@ -88,4 +100,14 @@ def register(sub) -> None:
     p.add_argument("--method", default=None, help="solver to start with (default lm; see `invkin methods`)")
     p.add_argument("--frame", action="append", metavar="FRAME",
                    help="put a target on this frame (repeatable; default: the last frame, none for BVH)")
+    p.add_argument("--sticks", action="store_true",
+                   help="draw the kinematic stick figure, not the robot's visual meshes")
+    p.add_argument("--q", default=None, metavar="'Q1 Q2 ...'",
+                   help="start configuration, one value per DOF [rad or m] (default: 0 where the limits "
+                        "allow it, else mid-range)")
+    p.add_argument("--state", default=None, metavar="NAME",
+                   help="start in this SRDF group state (e.g. half_sitting; needs --srdf or a bundled SRDF)")
+    p.add_argument("--srdf", default=None, metavar="FILE.srdf", help="SRDF file with the group states")
+    p.add_argument("--up", default=None, choices=("x", "y", "z", "-x", "-y", "-z"),
+                   help="up axis of a BVH clip (default: found from the clip: head above the feet)")
     p.set_defaults(func=cmd_view)

@@ -1,9 +1,11 @@
-"""Drawing: skeletons as batched meshes (cylinder links, sphere joints, frame axes), and the scene.
+"""Drawing: skeletons as batched meshes (cylinder links, sphere joints, frame axes), link shapes,
+and the scene.
 
 :class:`_Bones` draws points joined by cylinders with one batched mesh per kind; :class:`_Skeleton`
-draws a robot kinematically (each frame linked to its nearest frame ancestor). :class:`DrawMixin`
-gives :class:`~invkin.viewer.ViewerApp` its scene (grid, camera, the skeletons of each scene) and
-the redraw.
+draws a robot kinematically (each frame linked to its nearest frame ancestor); :class:`_LinkShapes`
+draws the robot's own visual (or collision) shapes, one scene frame per link with its meshes as
+children, moved by FK. :class:`DrawMixin` gives :class:`~invkin.viewer.ViewerApp` its scene (grid,
+camera, the skeletons and shapes of each scene) and the redraw.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import math
 import numpy as np
 
 from ..model.robot import Robot
+from .character import GHOST_OPACITY, up_rotation
 
 _LINK_COLOR = (90, 160, 230)
 _JOINT_COLOR = (250, 170, 60)
@@ -93,16 +96,11 @@ def _quats_z_to(d: np.ndarray) -> np.ndarray:
     return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
-def _rot_x(angle: float) -> np.ndarray:
-    c, s = math.cos(angle), math.sin(angle)
-    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
-
-
 class _Bones:
     """Cylinders between points, spheres on the points, optional axes: one batched mesh each."""
 
     def __init__(self, scene, name: str, n_points: int, segments, size: float, link_color, joint_color,
-                 axes: bool = True):
+                 axes: bool = True, opacity: float | None = None):
         self.segments = np.asarray(segments, dtype=np.int64).reshape(-1, 2)
         self.r_link = 0.018 * size
         self.r_joint = 0.032 * size
@@ -114,14 +112,24 @@ class _Bones:
             self._links = scene.add_batched_meshes_simple(
                 f"{name}/links", V, F, batched_wxyzs=ident[:m], batched_positions=np.zeros((m, 3)),
                 batched_scales=np.ones((m, 3)), batched_colors=link_color, side="double", lod="off",
-                cast_shadow=False, receive_shadow=False)
+                cast_shadow=False, receive_shadow=False, opacity=opacity)
         V, F = _unit_sphere()
         self._joints = scene.add_batched_meshes_simple(
             f"{name}/joints", V, F, batched_wxyzs=ident[:n], batched_positions=np.zeros((n, 3)),
             batched_scales=np.full(n, self.r_joint), batched_colors=joint_color, side="double", lod="off",
-            cast_shadow=False, receive_shadow=False)
+            cast_shadow=False, receive_shadow=False, opacity=opacity)
         self._axes = scene.add_batched_axes(f"{name}/axes", ident[:n], np.zeros((n, 3)),
                                             axes_length=0.07 * size, axes_radius=0.004 * size, visible=axes)
+
+    @property
+    def visible(self) -> bool:
+        return bool(self._joints.visible)
+
+    @visible.setter
+    def visible(self, v: bool) -> None:
+        for h in (self._links, self._joints):
+            if h is not None:
+                h.visible = bool(v)
 
     @property
     def show_axes(self) -> bool:
@@ -152,7 +160,7 @@ class _Skeleton:
     """A robot drawn kinematically: each frame linked to its nearest frame ancestor."""
 
     def __init__(self, scene, name: str, robot: Robot, size: float, link_color=_LINK_COLOR,
-                 joint_color=_JOINT_COLOR, axes: bool = True):
+                 joint_color=_JOINT_COLOR, axes: bool = True, opacity: float | None = None):
         self.robot = robot
         self.nodes = np.flatnonzero(robot.is_frame)
         index = {int(i): k for k, i in enumerate(self.nodes)}
@@ -163,12 +171,66 @@ class _Skeleton:
                 p = int(robot.parent[p])
             if p >= 0:
                 segs.append((index[p], k))
-        self.bones = _Bones(scene, name, len(self.nodes), segs, size, link_color, joint_color, axes)
+        self.bones = _Bones(scene, name, len(self.nodes), segs, size, link_color, joint_color, axes, opacity)
 
     def update(self, q) -> np.ndarray:
         Ts = self.robot.fk_all_array(q)[self.nodes]
         self.bones.update(Ts[:, :3, 3], Ts[:, :3, :3])
         return Ts
+
+
+class _LinkShapes:
+    """A robot's link shapes (:class:`~invkin.model.geometry.Geometry`), each link a scene frame
+    moved by FK with its meshes below it. ``errors`` lists the shapes that could not be drawn."""
+
+    def __init__(self, scene, name: str, robot: Robot, geoms, max_faces: int, visible: bool = True,
+                 opacity: float | None = None):
+        from .meshes import MeshLoadError, geometry_parts
+
+        self.robot = robot
+        self.errors = []
+        self.n_faces = 0
+        by_link = {}
+        for g in geoms:
+            by_link.setdefault(g.link, []).append(g)
+        self.nodes = np.array([robot.node_names.index(link) for link in by_link], dtype=np.int64)
+        self.root = scene.add_frame(name, show_axes=False, visible=visible)
+        self._frames = []
+        for k, (link, gs) in enumerate(by_link.items()):
+            self._frames.append(scene.add_frame(f"{name}/{k}", show_axes=False))
+            for j, g in enumerate(gs):
+                try:
+                    parts = geometry_parts(g, max_faces)
+                except MeshLoadError as exc:
+                    self.errors.append(str(exc))
+                    continue
+                T = g.T_link_geom
+                for m, part in enumerate(parts):
+                    self.n_faces += len(part.faces)
+                    alpha = part.opacity if opacity is None else opacity * part.opacity
+                    scene.add_mesh_simple(
+                        f"{name}/{k}/{j}_{m}", part.vertices, part.faces,
+                        color=tuple(int(round(255 * c)) for c in part.rgb),
+                        opacity=None if alpha >= 1.0 else alpha, side="double",
+                        position=tuple(T[:3, 3]), wxyz=tuple(quats_wxyz(T[:3, :3])),
+                        cast_shadow=False, receive_shadow=False)
+
+    @property
+    def visible(self) -> bool:
+        return bool(self.root.visible)
+
+    @visible.setter
+    def visible(self, v: bool) -> None:
+        self.root.visible = bool(v)
+
+    def update(self, q) -> None:
+        if not len(self.nodes):
+            return
+        Ts = self.robot.fk_all_array(q)[self.nodes]
+        W = quats_wxyz(Ts[:, :3, :3])
+        for h, T, w in zip(self._frames, Ts, W):
+            h.position = T[:3, 3]
+            h.wxyz = w
 
 
 class DrawMixin:
@@ -181,8 +243,8 @@ class DrawMixin:
 
     def _build_scene(self) -> None:
         sc = self.server.scene
-        # BVH files are y-up; the viewer is z-up
-        self._R_display = _rot_x(math.pi / 2) if self.bvh else np.eye(3)
+        # the viewer is z-up; a clip is turned from its own up axis (character.py)
+        self._R_display = up_rotation(self.up_axis) if self.bvh else np.eye(3)
         wxyz = quats_wxyz(self._R_display)
         P = self._display_points(self.q)
         size = float(np.max(P.max(axis=0) - P.min(axis=0)))  # the figure: sets radii and gizmo sizes
@@ -202,9 +264,13 @@ class DrawMixin:
         width = 4.0 * (view + size)
         sc.add_grid("/grid", width=width, height=width, cell_size=cell, section_size=10 * cell,
                     fade_distance=30.0 * view, position=(center[0], center[1], ground))
-        sc.add_frame("/robot", show_axes=False, wxyz=wxyz)
+        self._robot_frame = sc.add_frame("/robot", show_axes=False, wxyz=wxyz)
         show_axes = self.robot.n_nodes <= 24 and self.scene in ("ik", "reach") and not self.bvh
-        self._skel = _Skeleton(sc, "/robot/skeleton", self.robot, size, axes=show_axes)
+        if self.clip is not None:
+            self._correct_clip()
+        ghost = GHOST_OPACITY if self.corrected_frames is not None and self.clip_overlay else None
+        self._skel = _Skeleton(sc, "/robot/skeleton", self.robot, size, axes=show_axes, opacity=ghost)
+        self._build_shapes(sc)
         for t in self._targets:
             self._add_gizmo(t)
         cam = self.server.initial_camera
@@ -221,11 +287,7 @@ class DrawMixin:
         else:
             cam.position = tuple(center + np.array([0.95, -1.25, 0.65]) * 0.5 * (view + size))
         if self.clip is not None:
-            self._correct_clip()
-            if self.corrected_frames is not None:
-                sc.add_frame("/corrected", show_axes=False, wxyz=wxyz, position=(0.9 * size, 0.0, 0.0))
-                self._corr_skel = _Skeleton(sc, "/corrected/skeleton", self.robot, size,
-                                            link_color=_ALT_LINK_COLOR, joint_color=_ALT_JOINT_COLOR, axes=False)
+            self._build_character(sc, size, wxyz)
         if self.scene == "tentacle":
             sc.add_frame("/sway", show_axes=False, position=(-1.0 * size, 0.0, 0.0))
             self._sway_skel = _Skeleton(sc, "/sway/skeleton", self.sway_robot, size,
@@ -253,13 +315,54 @@ class DrawMixin:
             sc.add_icosphere("/reach_center", radius=0.02 * size, color=(150, 150, 150),
                              position=tuple(self.reach_center))
 
+    def _build_shapes(self, sc) -> None:
+        """The robot's visual meshes (unless ``sticks``); its skeleton becomes a Display toggle."""
+        from ..model.geometry import visuals_of
+
+        self._shapes = self._collision_shapes = None
+        self.mesh_note = ""
+        vis = visuals_of(self.robot)
+        if self.sticks or not vis:
+            self.mesh_note = "stick figure (--sticks)" if vis else "stick figure (the model has no visual shapes)"
+            return
+        self._shapes = _LinkShapes(sc, "/robot/visual", self.robot, vis, self.max_faces)
+        self._skel.bones.visible = False
+        self.mesh_note = f"{len(vis)} visual shapes, {self._shapes.n_faces} triangles"
+        if self._shapes.errors:
+            self.mesh_note += f"; {len(self._shapes.errors)} not drawn: " + "; ".join(self._shapes.errors[:3])
+
+    def show_collisions(self, on: bool = True) -> None:
+        """Draw the robot's collision shapes (half transparent), built on first use; a robot without
+        any (``robot.collisions`` empty) raises ViewerError."""
+        from ..model.geometry import collisions_of
+        from .errors import ViewerError
+
+        col = collisions_of(self.robot)
+        if not col:
+            raise ViewerError(f"robot {self.robot.name!r} has no collision shapes")
+        with self._lock:
+            if self._collision_shapes is None and on and self.server is not None:
+                self._collision_shapes = _LinkShapes(self.server.scene, "/robot/collision", self.robot, col,
+                                                     self.max_faces, opacity=0.5)
+            if self._collision_shapes is not None:
+                self._collision_shapes.visible = on
+            self._redraw()
+
+    def set_robot_visible(self, on: bool) -> None:
+        """Show or hide everything drawn for the robot (its skeleton, shapes and targets)."""
+        with self._lock:
+            self._robot_frame.visible = bool(on)
+
     def _redraw(self) -> None:
         if self.server is None:
             return
         with self.server.atomic():
             self._skel.update(self.q)
-            if getattr(self, "_corr_skel", None) is not None and self.corrected_frames is not None:
-                self._corr_skel.update(self.corrected_frames[self.clip_frame % len(self.corrected_frames)])
+            for sh in (self._shapes, self._collision_shapes):
+                if sh is not None and sh.visible:
+                    sh.update(self.q)
+            if self.clip is not None:
+                self._redraw_character()
             if self.scene == "two-bone":
                 self._arm3d.update(self.arm3d_points)
             if self.scene == "reach" and self._targets:

@@ -12,7 +12,17 @@ import numpy as np
 from .errors import ViewerError
 
 ARROW_STEP = 0.05        # [m] target move per arrow key press (tentacle demo)
-MAX_SLIDERS = 64         # FK mode shows at most this many joint sliders
+
+# viser's camera turns while an arrow key is held (its CameraControls read ``event.code``); the
+# demos bind the arrows to commands instead. This page script hides ``code`` from the camera for
+# the four arrow keys (the command hotkeys match ``event.key``, which it leaves alone), so a press
+# moves the target and never the camera. It runs once, from an <img> error handler (HTML inserted
+# by React does not run <script> tags).
+_ARROWS_ONLY_FOR_COMMANDS = (
+    "if(!window.__invkinArrows){window.__invkinArrows=1;"
+    "const f=e=>{if(e.key&&e.key.startsWith('Arrow')&&e.code&&e.code.startsWith('Arrow'))"
+    "Object.defineProperty(e,'code',{value:'invkin'+e.code})};"
+    "window.addEventListener('keydown',f,true);window.addEventListener('keyup',f,true);}")
 
 
 class GuiMixin:
@@ -38,6 +48,9 @@ class GuiMixin:
         head = {"ik": "drag a target; the server solves", "tentacle": "arrow keys move the target",
                 "two-bone": "closed-form two-bone IK", "reach": "straight-line reach (SEEDS §1)"}[self.scene]
         gui.add_markdown(f"**invkin** · `{r.name}` · {r.dof} DOF · {head}")
+        if self.scene == "tentacle":
+            gui.add_html(f'<img src="invkin:arrows" alt="" style="display:none" onerror="{_ARROWS_ONLY_FOR_COMMANDS}">')
+        unit = "clip units" if self.bvh else "m"
         self._gui["status"] = gui.add_markdown("")
         self._show_status()
 
@@ -49,7 +62,7 @@ class GuiMixin:
                 self._gui["method"] = h
 
                 h.on_update(guarded(self._apply_method))
-                h = gui.add_number("position tol [m]", self.position_tolerance, min=1e-9, max=1.0, step=1e-5)
+                h = gui.add_number(f"position tol [{unit}]", self.position_tolerance, min=1e-9, max=1.0, step=1e-5)
                 h.on_update(guarded(lambda v: (setattr(self, "position_tolerance", max(float(v), 1e-9)),
                                                self._wake.set())))
                 h = gui.add_number("rotation tol [rad]", self.rotation_tolerance, min=1e-9, max=1.0, step=1e-4)
@@ -166,14 +179,35 @@ class GuiMixin:
                 h.on_update(guarded(seek))
                 h = gui.add_slider("speed", 0.1, 3.0, 0.1, 1.0)
                 h.on_update(guarded(lambda v: setattr(self, "clip_speed", float(v))))
+                gui.add_markdown(f"Up axis: {self.up_axis} ({self.up_note}); lengths in the file's units.")
+                if self.corrected_frames is not None:
+                    h = gui.add_checkbox("overlay (else side by side)", self.clip_overlay)
+                    h.on_update(guarded(lambda v: self.set_clip_display(overlay=v)))
+                for label, key in (("onion skin", "onion_skin"), ("foot trails and contacts", "trails"),
+                                   ("camera follows the root", "follow")):
+                    attr = {"trails": "show_trails", "follow": "follow_root"}.get(key, key)
+                    h = gui.add_checkbox(label, getattr(self, attr))
+                    h.on_update(guarded(lambda v, key=key: self.set_clip_display(**{key: v})))
         with gui.add_folder("Display", expand_by_default=False):
+            if self.mesh_note:
+                gui.add_markdown(f"Robot: {self.mesh_note}.")
             h = gui.add_checkbox("frame axes", self._skel.bones.show_axes)
             h.on_update(guarded(lambda v: setattr(self._skel.bones, "show_axes", bool(v))))
+            if self._shapes is not None:
+                h = gui.add_checkbox("meshes", True)
+                h.on_update(guarded(lambda v: (setattr(self._shapes, "visible", bool(v)), self._redraw())))
+                h = gui.add_checkbox("skeleton", False)
+                h.on_update(guarded(lambda v: setattr(self._skel.bones, "visible", bool(v))))
+            from ..model.geometry import collisions_of
+
+            if collisions_of(r):  # robot.collisions (URDF <collision>); none: no toggle
+                h = gui.add_checkbox("collision shapes", False)
+                h.on_update(guarded(self.show_collisions))
             b = gui.add_button("reset pose")
 
             def reset(_e):
                 with self._lock:
-                    self.q = self.robot.neutral() if self.clip is None else self.clip.frames[0].copy()
+                    self.q = self.q_start.copy() if self.clip is None else self.clip.frames[0].copy()
                     self._sync_sliders()
                     self._redraw()
                 self._wake.set()
@@ -203,9 +237,7 @@ class GuiMixin:
 
             h.on_update(self._guarded(set_fk))
             self._gui["fk"] = h
-            n = min(r.dof, MAX_SLIDERS)
-            if r.dof > n:
-                gui.add_markdown(f"(first {n} of {r.dof} joints)")
+            n = r.dof  # every joint, a ball (or floating base) joint as its three (six) entries
             types = r.joint_types_per_dof
             span = self.size if self.bvh else 1.0
             for i in range(n):

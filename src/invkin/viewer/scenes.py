@@ -256,14 +256,15 @@ class ScenesMixin:
                                     f"{exc}); the clip plays alone.")
             return
         report = out[1] if isinstance(out, tuple) and len(out) > 1 else None
+        self._clip_report = report
         before = getattr(report, "sliding_before", None)
         after = getattr(report, "sliding_after", None)
         sliding = ""
         if isinstance(before, dict) and isinstance(after, dict):
             sliding = " Foot sliding: " + ", ".join(
                 f"{k} {before[k]:.3g} → {after.get(k, float('nan')):.3g}" for k in before) + " (units/s)."
-        self.correction_note = (f"**Blue:** the clip as read. **Green, beside it:** `invkin.correct_clip` "
-                                f"with {', '.join(feet) or 'no'} planted.{sliding}")
+        self.correction_note = (f"**Green:** `invkin.correct_clip` with {', '.join(feet) or 'no'} planted; "
+                                f"**faint blue:** the clip as read (its ghost).{sliding}")
 
     def _tick_clip(self, dt: float) -> None:
         n = self.clip.n_frames

@@ -1,0 +1,87 @@
+"""Units and up axis of a :class:`~invkin.model.bvh.Clip`: exact conversions by relabelling channels.
+
+A change of up axis is a proper signed permutation ``P`` of the world axes (det P = +1), applied
+to every node by conjugation, ``T' = P · T · Pᵀ``. With the clip's mapping
+``T_J = T_P · Trans(o) · Trans(p) · R_c1 · R_c2 · …`` this gives
+
+    T'_J = T'_P · Trans(P o) · Trans(P p) · R_{P a1}(θ1) · R_{P a2}(θ2) · …
+
+and ``P a`` of a unit axis ``a`` is again a unit axis up to its sign, so the conversion renames each
+channel (``Zrotation`` becomes ``Yrotation``…) and negates the columns whose axis flips sign. Nothing is
+re-sampled: the converted clip is exact, and converting back restores the original bits. A length
+unit change multiplies offsets and position columns by ``scale``.
+
+Up axes are named ``"x"``, ``"y"``, ``"z"`` (optionally signed: ``"-z"``); BVH and glTF files are
+Y-up by convention.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import ModelError
+
+__all__ = ["up_rotation", "convert_clip", "UP_AXES"]
+
+UP_AXES = ("x", "y", "z", "-x", "-y", "-z")
+
+
+def _axis_vector(up, what: str) -> np.ndarray:
+    s = str(up).strip().lower() if isinstance(up, str) else None
+    if s not in UP_AXES:
+        raise ModelError(f"{what}: up axis must be one of {', '.join(UP_AXES)}, got {up!r}")
+    v = np.zeros(3)
+    v["xyz".index(s[-1])] = -1.0 if s.startswith("-") else 1.0
+    return v
+
+
+def up_rotation(up_from, up_to) -> np.ndarray:
+    """(3, 3) signed permutation with det +1 taking the ``up_from`` axis onto ``up_to``.
+
+    Between Y-up and Z-up it is the quarter turn about x, ``y → z`` and ``z → -y`` (what Blender's BVH
+    and glTF importers do: a Y-up file's forward ``+z`` becomes ``-y``).
+    """
+    a = _axis_vector(up_from, "up_from")
+    b = _axis_vector(up_to, "up_to")
+    if np.array_equal(a, b):
+        return np.eye(3)
+    if np.array_equal(a, -b):  # half turn about an axis perpendicular to both
+        e = np.zeros(3)
+        e[int(np.flatnonzero(a == 0.0)[0])] = 1.0
+        return 2.0 * np.outer(e, e) - np.eye(3)
+    axis = np.cross(a, b)  # quarter turn about a ⨯ b takes a onto b
+    K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.rint(np.eye(3) + K + K @ K)
+
+
+def convert_clip(clip, *, scale: float = 1.0, up_from="y", up_to="y"):
+    """``clip`` in other length units (× ``scale``) and with ``up_from`` turned onto ``up_to``.
+
+    Returns a new clip of the same class (other fields kept, through ``dataclasses.replace``); the
+    input clip is unchanged. Exact: channels are relabelled and columns negated or multiplied.
+    """
+    scale = float(scale)
+    if not (math.isfinite(scale) and scale > 0.0):
+        raise ModelError(f"convert_clip: scale must be a finite number > 0, got {scale!r}")
+    P = up_rotation(up_from, up_to)
+    if scale == 1.0 and np.array_equal(P, np.eye(3)):
+        return clip
+    frames = np.array(clip.frames)
+    channels = []
+    col = 0
+    for chs in clip.channels:
+        new = []
+        for c in chs:
+            k = "XYZ".index(c[0])
+            img = P[:, k]
+            m = int(np.flatnonzero(img)[0])
+            frames[:, col] *= img[m]
+            if c.endswith("position"):
+                frames[:, col] *= scale
+            new.append("XYZ"[m] + c[1:])
+            col += 1
+        channels.append(tuple(new))
+    offsets = (np.asarray(clip.offsets) @ P.T) * scale
+    return dataclasses.replace(clip, frames=frames, offsets=offsets, channels=tuple(channels))

@@ -1,0 +1,660 @@
+"""glTF 2.0 skins and animations ⇄ a skeleton :class:`Robot` plus a motion :class:`GltfClip`.
+
+Needs the optional ``pygltflib`` (``pip install "invkin[gltf]"``) for the file structure; accessors
+are read and written here with NumPy.
+
+Mapping (glTF node ``n`` with local transform ``T_n = Trans(t) · R(q) · S(s)``, spec §3.5.3):
+
+* the clip's nodes are the skin's joints and all their ancestors (so a Z-up → Y-up root matrix or
+  an armature node is kept), parents first; each becomes a clip node of the BVH mapping
+  (:mod:`invkin.model.bvh`): ``OFFSET`` = the rest translation ``t``; three ``Xposition Yposition
+  Zposition`` channels when ``t`` is animated; three rotation channels on every node. The Euler order is picked per node so that the middle angle stays farthest from
+  ±90° over the clip (no gimbal lock in the data), e.g. ``R(q) = Rz(a) · Rx(b) · Ry(c)`` for "ZXY".
+* samplers are evaluated at the clip's frame times: LINEAR (lerp, slerp for rotations), STEP and
+  CUBICSPLINE (Hermite with the stored tangents, spec Appendix C). When every animated channel
+  shares one uniformly spaced key array the frames *are* the keys (nothing is re-sampled);
+  otherwise the union of keys is used if uniform, else a ``fps`` grid from the first to the last key.
+* scale is not a joint of :class:`Robot`: a non-unit scale on a clip node is kept for writing
+  but ignored by FK (a warning says so).
+
+:func:`write_gltf` writes a corrected clip back into the structure it was read from (same nodes,
+meshes, skins; only the samplers of nodes whose motion changed are replaced, so an unchanged clip
+round-trips bit for bit and a changed one to float32 precision), or builds a new skeleton-only glTF
+(nodes, one skin, one animation) for a clip from another source such as BVH.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import math
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ModelError
+from .axes import convert_clip
+from .bvh import Clip, skeleton_robot
+from .robot import Robot
+
+__all__ = ["GltfClip", "read_gltf", "write_gltf", "ORDERS"]
+
+#: Euler orders tried per node (Tait–Bryan, rotation channels in this order).
+ORDERS = ("ZXY", "ZYX", "YXZ", "YZX", "XYZ", "XZY")
+_CYCLIC = ("XYZ", "YZX", "ZXY")
+_COMPONENTS = {5126: np.float32, 5120: np.int8, 5121: np.uint8, 5122: np.int16, 5123: np.uint16,
+               5125: np.uint32}
+_NORM = {np.int8: 127.0, np.uint8: 255.0, np.int16: 32767.0, np.uint16: 65535.0}
+_WIDTH = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT4": 16}
+
+
+def _pygltflib():
+    try:
+        import pygltflib
+    except ImportError:
+        raise ModelError('reading or writing glTF needs pygltflib: pip install "invkin[gltf]"') from None
+    return pygltflib
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class GltfClip(Clip):
+    """A :class:`Clip` read from glTF, with what :func:`write_gltf` needs to write it back.
+
+    Extra attributes:
+        gltf_nodes: glTF node index of each clip node.
+        times: (F,) float64, read-only: the time of each frame [s] (the first key need not be 0).
+        rest: (dof,) float64, read-only: the nodes' static transforms (the file's rest pose) as a q.
+        inverse_bind: (J, 4, 4) float64: the skin's inverse bind matrices, in ``skin_joints`` order.
+        skin_joints: clip node index of each skin joint.
+        source: path of the file read; skin, animation: indices read (animation None: rest only).
+        scale, up: the conversion applied on reading (undone on writing).
+        source_frames: the frames as read (after the conversion): nodes whose columns still equal
+            them keep their original samplers on writing.
+    """
+
+    gltf_nodes: tuple = ()
+    times: np.ndarray = None
+    rest: np.ndarray = None
+    inverse_bind: np.ndarray = None
+    skin_joints: tuple = ()
+    source: str = None
+    skin: int = 0
+    animation: int = None
+    scale: float = 1.0
+    up: str = "y"
+    source_frames: np.ndarray = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        n = self.n_frames
+        t = np.arange(n) * self.frame_time if self.times is None else np.asarray(self.times, float)
+        if t.shape != (n,):
+            raise ModelError(f"GltfClip: times must have shape ({n},) like frames, got {t.shape}")
+        t = np.array(t, dtype=float)
+        t.setflags(write=False)
+        object.__setattr__(self, "times", t)
+        if len(self.gltf_nodes) != len(self.names):
+            raise ModelError(f"GltfClip: gltf_nodes needs one entry per node ({len(self.names)}), "
+                             f"got {len(self.gltf_nodes)}")
+
+
+# ------------------------------------------------------------------------------- rotation maths
+def _axis_rot(axis: int, angle: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) rotations about x/y/z by ``angle`` [rad]."""
+    c, s = np.cos(angle), np.sin(angle)
+    R = np.zeros(np.shape(angle) + (3, 3))
+    i, j = (axis + 1) % 3, (axis + 2) % 3
+    R[..., axis, axis] = 1.0
+    R[..., i, i] = c
+    R[..., j, j] = c
+    R[..., i, j] = -s
+    R[..., j, i] = s
+    return R
+
+
+def euler_from_matrix(R: np.ndarray, order: str) -> np.ndarray:
+    """(..., 3) angles ``(a, b, c)`` [rad] with ``R = R_i(a) · R_j(b) · R_k(c)`` for ``order = "IJK"``.
+
+    ``b = atan2(σ R_ik, √(R_ii² + R_ij²))`` (σ = +1 for cyclic orders, -1 otherwise) stays accurate
+    near ±90°; at exact gimbal lock ``c = 0`` and ``a`` carries the whole remaining turn.
+    """
+    i, j, k = ("XYZ".index(ch) for ch in order)
+    sg = 1.0 if order in _CYCLIC else -1.0
+    R = np.asarray(R, float)
+    cb = np.hypot(R[..., i, i], R[..., i, j])
+    b = np.arctan2(sg * R[..., i, k], cb)
+    a = np.arctan2(-sg * R[..., j, k], R[..., k, k])
+    c = np.arctan2(-sg * R[..., i, j], R[..., i, i])
+    lock = cb < 1e-9
+    if np.any(lock):  # R = R_i(a ± c) R_j(±90°): put everything in a
+        a = np.where(lock, np.arctan2(sg * R[..., k, j], R[..., j, j]), a)
+        c = np.where(lock, 0.0, c)
+    return np.stack([a, b, c], axis=-1)
+
+
+def _channels_rotation(channels, values) -> np.ndarray:
+    """(F, 3, 3) product of a node's rotation channels (in channel order) from (F, n) values."""
+    F = values.shape[0]
+    R = np.broadcast_to(np.eye(3), (F, 3, 3)).copy()
+    for c, v in zip(channels, values.T):
+        if c.endswith("rotation"):
+            R = R @ _axis_rot("XYZ".index(c[0]), v)
+    return R
+
+
+def _quat_to_matrix(q_xyzw: np.ndarray) -> np.ndarray:
+    q = np.asarray(q_xyzw, float)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    x, y, z, w = np.moveaxis(q, -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
+
+
+def _matrix_to_quat(R: np.ndarray) -> np.ndarray:
+    """(..., 4) unit quaternions x y z w of rotation matrices (Shepperd's branch on the largest term)."""
+    R = np.asarray(R, float)
+    tr = R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2]
+    cand = np.stack([tr, R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]], -1)
+    k = np.argmax(cand, axis=-1)
+    q = np.empty(R.shape[:-2] + (4,))
+    for br in range(4):
+        m = k == br
+        if not np.any(m):
+            continue
+        Rm = R[m]
+        if br == 0:
+            s = 2.0 * np.sqrt(1.0 + tr[m])
+            q[m] = np.stack([(Rm[:, 2, 1] - Rm[:, 1, 2]) / s, (Rm[:, 0, 2] - Rm[:, 2, 0]) / s,
+                             (Rm[:, 1, 0] - Rm[:, 0, 1]) / s, 0.25 * s], -1)
+        else:
+            i = br - 1
+            j, l = (i + 1) % 3, (i + 2) % 3
+            s = 2.0 * np.sqrt(1.0 + Rm[:, i, i] - Rm[:, j, j] - Rm[:, l, l])
+            v = np.empty((len(s), 4))
+            v[:, i] = 0.25 * s
+            v[:, j] = (Rm[:, j, i] + Rm[:, i, j]) / s
+            v[:, l] = (Rm[:, l, i] + Rm[:, i, l]) / s
+            v[:, 3] = (Rm[:, l, j] - Rm[:, j, l]) / s
+            q[m] = v
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def _slerp(q0, q1, u):
+    d = np.sum(q0 * q1, axis=-1, keepdims=True)
+    q1 = np.where(d < 0, -q1, q1)
+    d = np.abs(d)
+    th = np.arccos(np.clip(d, -1.0, 1.0))
+    sth = np.sin(th)
+    small = sth < 1e-9
+    w0 = np.where(small, 1.0 - u, np.sin((1.0 - u) * th) / np.where(small, 1.0, sth))
+    w1 = np.where(small, u, np.sin(u * th) / np.where(small, 1.0, sth))
+    q = w0 * q0 + w1 * q1
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+# ---------------------------------------------------------------------------------- file access
+def _buffers(doc, path) -> list:
+    out = []
+    for i, b in enumerate(doc.buffers):
+        uri = b.uri
+        if uri is None:
+            blob = doc.binary_blob()
+            if blob is None:
+                raise ModelError(f"{path}: buffer {i} has no uri and the file has no binary chunk")
+            out.append(bytes(blob))
+        elif uri.startswith("data:"):
+            out.append(base64.b64decode(uri.split(",", 1)[1]))
+        else:
+            f = os.path.join(os.path.dirname(os.path.abspath(path)), uri)
+            try:
+                with open(f, "rb") as fh:
+                    out.append(fh.read())
+            except OSError as e:
+                raise ModelError(f"{path}: buffer {i}: cannot read {uri!r}: {e.strerror or e}") from None
+    return out
+
+
+def _accessor(doc, bufs, idx: int, path) -> np.ndarray:
+    """(count, width) float64 (or integer) values of accessor ``idx`` (normalised integers scaled)."""
+    if idx is None or not 0 <= idx < len(doc.accessors):
+        raise ModelError(f"{path}: accessor index {idx!r} is out of range (0..{len(doc.accessors) - 1})")
+    a = doc.accessors[idx]
+    if a.sparse is not None:
+        raise ModelError(f"{path}: accessor {idx}: sparse accessors are not supported")
+    dt = _COMPONENTS.get(a.componentType)
+    width = _WIDTH.get(a.type)
+    if dt is None or width is None:
+        raise ModelError(f"{path}: accessor {idx}: unsupported componentType {a.componentType} / type {a.type}")
+    if a.bufferView is None:
+        return np.zeros((a.count, width))
+    bv = doc.bufferViews[a.bufferView]
+    data = bufs[bv.buffer]
+    item = np.dtype(dt).itemsize * width
+    stride = bv.byteStride or item
+    start = (bv.byteOffset or 0) + (a.byteOffset or 0)
+    need = start + stride * (a.count - 1) + item if a.count else start
+    if need > len(data) or need > (bv.byteOffset or 0) + bv.byteLength:
+        raise ModelError(f"{path}: accessor {idx} reads past the end of its buffer view")
+    raw = np.ndarray((a.count, width), dtype=np.dtype(dt).newbyteorder("<"), buffer=data, offset=start,
+                     strides=(stride, np.dtype(dt).itemsize))
+    out = np.array(raw)
+    if a.normalized and dt in _NORM:
+        out = np.maximum(out / _NORM[dt], -1.0)
+    return out
+
+
+def _local_trs(node):
+    if node.matrix is not None and any(v != m for v, m in zip(node.matrix, np.eye(4).T.ravel())):
+        M = np.array(node.matrix, float).reshape(4, 4).T  # column-major in the file
+        t = M[:3, 3].copy()
+        s = np.linalg.norm(M[:3, :3], axis=0)
+        R = M[:3, :3] / s
+        if np.linalg.det(R) < 0:
+            s[0], R[:, 0] = -s[0], -R[:, 0]
+        return t, _matrix_to_quat(R), s
+    t = np.array(node.translation if node.translation is not None else (0.0, 0.0, 0.0), float)
+    q = np.array(node.rotation if node.rotation is not None else (0.0, 0.0, 0.0, 1.0), float)
+    s = np.array(node.scale if node.scale is not None else (1.0, 1.0, 1.0), float)
+    return t, q, s
+
+
+def _sample(times, values, interp, ts, rotation: bool) -> np.ndarray:
+    """Evaluate a sampler at ``ts`` (clamped to its key range); exact at the keys."""
+    K = len(times)
+    if interp == "CUBICSPLINE":
+        v3 = values.reshape(K, 3, -1)
+        a_in, p, b_out = v3[:, 0], v3[:, 1], v3[:, 2]
+    else:
+        p = values
+    if K == 1:
+        out = np.repeat(p[:1], len(ts), axis=0)
+        return out
+    i = np.clip(np.searchsorted(times, ts, side="right") - 1, 0, K - 2)
+    t0, t1 = times[i], times[i + 1]
+    dt = t1 - t0
+    u = np.clip((ts - t0) / np.where(dt > 0, dt, 1.0), 0.0, 1.0)[:, None]
+    if interp == "STEP":
+        out = np.where(u >= 1.0, p[i + 1], p[i])
+    elif interp == "CUBICSPLINE":
+        u2, u3 = u * u, u * u * u
+        out = ((2 * u3 - 3 * u2 + 1) * p[i] + dt[:, None] * (u3 - 2 * u2 + u) * b_out[i]
+               + (-2 * u3 + 3 * u2) * p[i + 1] + dt[:, None] * (u3 - u2) * a_in[i + 1])
+        if rotation:
+            out = out / np.linalg.norm(out, axis=-1, keepdims=True)
+    elif rotation:
+        out = _slerp(p[i], p[i + 1], u)
+    else:
+        out = p[i] + u * (p[i + 1] - p[i])
+    at0, at1 = u[:, 0] == 0.0, u[:, 0] == 1.0
+    out[at0] = p[i[at0]]
+    out[at1] = p[i[at1] + 1]
+    return out
+
+
+def _frame_times(keys: list, fps):
+    if not keys:
+        return np.zeros(1)
+    first = keys[0]
+    if all(k.shape == first.shape and np.array_equal(k, first) for k in keys):
+        cand = first
+    else:
+        cand = np.unique(np.concatenate(keys))
+    if len(cand) == 1:
+        return cand
+    d = np.diff(cand)
+    if fps is None and np.all(np.abs(d - d.mean()) <= 1e-3 * d.mean()):
+        return cand
+    rate = 30.0 if fps is None else float(fps)
+    if not (math.isfinite(rate) and rate > 0):
+        raise ModelError(f"read_gltf: fps must be a number > 0, got {fps!r}")
+    n = int(math.floor((cand[-1] - cand[0]) * rate + 1e-6)) + 1
+    return cand[0] + np.arange(n) / rate
+
+
+def _pick_order(R: np.ndarray) -> str:
+    best, best_v = ORDERS[0], math.inf
+    for order in ORDERS:
+        i, _, k = ("XYZ".index(ch) for ch in order)
+        v = float(np.max(np.abs(R[:, i, k])))
+        if v < best_v - 1e-9:
+            best, best_v = order, v
+    return best
+
+
+def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale: float = 1.0,
+              up="y") -> tuple[Robot, GltfClip]:
+    """Read a glTF 2.0 file (``.gltf`` or ``.glb``): a skin's skeleton and one of its animations.
+
+    Args:
+        path: the file.
+        skin: index of the skin whose joints make the skeleton.
+        animation: index of the animation to read; ``None`` (or a file without animations) gives one
+            frame, the rest pose.
+        fps: frame rate of the clip [1/s] when the keys must be re-sampled (default: the keys
+            themselves when they are uniform, else 30).
+        scale: multiply lengths by this (e.g. 100 for centimetres).
+        up: the up axis of the result (glTF is Y-up; ``"z"`` turns the clip Z-up, exactly).
+
+    Returns:
+        ``(robot, clip)`` like :func:`~invkin.read_bvh`: ``robot.fk(clip.frames[i], joint_name)``.
+    """
+    pg = _pygltflib()
+    src = os.fspath(path)
+    try:
+        doc = pg.GLTF2().load(src)
+    except Exception as e:  # pygltflib raises assorted errors for damaged files
+        raise ModelError(f"{src}: cannot read the glTF file: {e}") from None
+    if doc is None:
+        raise ModelError(f"{src}: cannot read the glTF file")
+    if not doc.skins:
+        raise ModelError(f"{src}: the file has no skin (a skinned character is expected)")
+    if not 0 <= int(skin) < len(doc.skins):
+        raise ModelError(f"{src}: skin {skin!r} out of range; the file has {len(doc.skins)} skin(s)")
+    sk = doc.skins[int(skin)]
+    bufs = _buffers(doc, src)
+    parent = {}
+    for i, nd in enumerate(doc.nodes):
+        for c in nd.children or ():
+            parent[c] = i
+    keep = set()
+    for j in sk.joints:
+        n = j
+        while n is not None and n not in keep:
+            keep.add(n)
+            n = parent.get(n)
+    order = []
+
+    def visit(n):
+        order.append(n)
+        for c in doc.nodes[n].children or ():
+            if c in keep:
+                visit(c)
+
+    for n in sorted(keep):
+        if parent.get(n) is None:
+            visit(n)
+    index = {n: k for k, n in enumerate(order)}
+    names, seen = [], set()
+    for n in order:
+        nm = doc.nodes[n].name or f"node{n}"
+        base, k = nm, 1
+        while nm in seen:
+            k += 1
+            nm = f"{base}_{k}"
+        seen.add(nm)
+        names.append(nm)
+
+    # animated channels of the kept nodes
+    anims = {}
+    keys = []
+    if animation is not None and doc.animations:
+        if not 0 <= int(animation) < len(doc.animations):
+            raise ModelError(f"{src}: animation {animation!r} out of range; the file has "
+                             f"{len(doc.animations)} animation(s)")
+        an = doc.animations[int(animation)]
+        for ch in an.channels:
+            n = ch.target.node
+            if n not in index or ch.target.path not in ("translation", "rotation", "scale"):
+                continue
+            smp = an.samplers[ch.sampler]
+            interp = smp.interpolation or "LINEAR"
+            if interp not in ("LINEAR", "STEP", "CUBICSPLINE"):
+                raise ModelError(f"{src}: sampler {ch.sampler}: unknown interpolation {interp!r}")
+            t = _accessor(doc, bufs, smp.input, src)[:, 0].astype(float)
+            v = _accessor(doc, bufs, smp.output, src).astype(float)
+            if len(t) == 0 or np.any(np.diff(t) <= 0):
+                raise ModelError(f"{src}: sampler {ch.sampler}: key times must increase")
+            anims[(n, ch.target.path)] = (t, v, interp)
+            keys.append(t)
+    else:
+        animation = None
+    times = _frame_times(keys, fps)
+    F = len(times)
+
+    offsets, channels, cols, rest_cols, scaled = [], [], [], [], []
+    for n in order:
+        t, q, s = _local_trs(doc.nodes[n])
+        offsets.append(t)
+        chs, vals, rest = [], [], []
+        if (n, "translation") in anims:
+            tt, tv, ti = anims[(n, "translation")]
+            chs += ["Xposition", "Yposition", "Zposition"]
+            vals.append(_sample(tt, tv, ti, times, False))
+            rest += list(t)
+        if (n, "rotation") in anims:
+            tt, tv, ti = anims[(n, "rotation")]
+            Q = _sample(tt, tv, ti, times, True)
+        else:
+            Q = np.repeat(q[None], F, axis=0)
+        R = _quat_to_matrix(Q)
+        if True:  # every node turns (one skeleton whatever the animation; IK may turn any joint)
+            od = _pick_order(R)
+            ang = np.unwrap(euler_from_matrix(R, od), axis=0)
+            chs += [f"{c}rotation" for c in od]
+            vals.append(ang)
+            rest += list(euler_from_matrix(_quat_to_matrix(q), od))
+        sv = [s] + ([anims[(n, "scale")][1]] if (n, "scale") in anims else [])
+        if any(np.max(np.abs(np.asarray(x) - 1.0)) > 1e-4 for x in sv):
+            scaled.append(names[index[n]])
+        channels.append(tuple(chs))
+        cols.append(np.concatenate(vals, axis=1) if vals else np.zeros((F, 0)))
+        rest_cols += rest
+    if scaled:
+        warnings.warn(f"{src}: nodes {scaled[:4]} have a non-unit scale, which FK ignores "
+                      f"(positions below them are unscaled)", stacklevel=2)
+    frames = np.concatenate(cols, axis=1)
+    ibm = (_accessor(doc, bufs, sk.inverseBindMatrices, src).reshape(-1, 4, 4).transpose(0, 2, 1)
+           if sk.inverseBindMatrices is not None else np.broadcast_to(np.eye(4), (len(sk.joints), 4, 4)))
+    ft = float(np.mean(np.diff(times))) if F > 1 else 0.0
+    clip = GltfClip(frames=frames, frame_time=ft, names=tuple(names),
+                    parents=tuple(index.get(parent.get(n), -1) for n in order),
+                    offsets=np.array(offsets), channels=tuple(channels), end_site=(False,) * len(order),
+                    gltf_nodes=tuple(order), times=times, rest=np.array(rest_cols),
+                    inverse_bind=np.array(ibm), skin_joints=tuple(index[j] for j in sk.joints),
+                    source=os.path.abspath(src), skin=int(skin), animation=animation)
+    clip = convert_clip(clip, scale=scale, up_from="y", up_to=up)
+    clip = dataclasses.replace(clip, scale=float(scale), up=str(up).lower(),
+                               source_frames=np.array(clip.frames))
+    try:
+        robot = skeleton_robot(clip, name=os.path.splitext(os.path.basename(src))[0])
+    except ModelError as e:
+        raise ModelError(f"{src}: {e}") from None
+    return robot, clip
+
+
+# --------------------------------------------------------------------------------------- writing
+class _Blob:
+    """Appends float32 arrays to a binary buffer as new buffer views and accessors."""
+
+    def __init__(self, pg, doc, data: bytes):
+        self.pg, self.doc, self.data = pg, doc, bytearray(data)
+
+    def add(self, arr: np.ndarray, type_: str, minmax: bool = False) -> int:
+        pg, doc = self.pg, self.doc
+        a = np.ascontiguousarray(arr, dtype="<f4")
+        self.data += b"\0" * (-len(self.data) % 4)
+        off = len(self.data)
+        self.data += a.tobytes()
+        doc.bufferViews.append(pg.BufferView(buffer=0, byteOffset=off, byteLength=a.nbytes))
+        acc = pg.Accessor(bufferView=len(doc.bufferViews) - 1, componentType=5126, count=len(a), type=type_)
+        if minmax:
+            flat = a.reshape(len(a), -1)
+            acc.min = [float(x) for x in flat.min(axis=0)]
+            acc.max = [float(x) for x in flat.max(axis=0)]
+        doc.accessors.append(acc)
+        return len(doc.accessors) - 1
+
+
+def _node_motion(clip, node: int, col0: int):
+    """Local translation (F, 3) or None, and rotation (F, 3, 3) or None, of a clip node."""
+    chs = clip.channels[node]
+    vals = np.asarray(clip.frames[:, col0:col0 + len(chs)])
+    t = None
+    if any(c.endswith("position") for c in chs):
+        t = np.repeat(np.asarray(clip.offsets[node], float)[None], clip.n_frames, axis=0)
+        for c, v in zip(chs, vals.T):
+            if c.endswith("position"):
+                t[:, "XYZ".index(c[0])] = v
+    R = _channels_rotation(chs, vals) if any(c.endswith("rotation") for c in chs) else None
+    return t, R
+
+
+def _quats(R: np.ndarray, ref=None) -> np.ndarray:
+    """Quaternions (x y z w) of (F, 3, 3) rotations, signs continuous (frame 0 next to ``ref``)."""
+    Q = _matrix_to_quat(R)
+    prev = ref
+    for f in range(len(Q)):
+        if prev is not None and np.dot(Q[f], prev) < 0:
+            Q[f] = -Q[f]
+        prev = Q[f]
+    return Q
+
+
+def _save(pg, doc, blob: bytearray, dst: str):
+    doc.buffers = [pg.Buffer(byteLength=len(blob))]
+    binary = dst.lower().endswith(".glb")
+    if binary:
+        doc.set_binary_blob(bytes(blob))
+    else:
+        doc.buffers[0].uri = "data:application/octet-stream;base64," + base64.b64encode(bytes(blob)).decode()
+    d = os.path.dirname(os.path.abspath(dst))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".glb" if binary else ".gltf", dir=d)
+    os.close(fd)
+    try:
+        ok = doc.save_binary(tmp) if binary else doc.save_json(tmp)
+        if ok is False:
+            raise ModelError(f"{dst}: pygltflib could not write the file")
+        os.replace(tmp, dst)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: float | None = None,
+               up=None) -> None:
+    """Write ``clip`` as glTF (``.glb`` binary or ``.gltf`` with an embedded buffer), atomically.
+
+    A :class:`GltfClip` (or any clip with ``source=`` naming the glTF file it was read from) is written
+    into that file's structure: nodes, meshes, skins and other animations are kept; in the clip's
+    animation, every node whose frames differ from those read gets new translation/rotation samplers
+    at the clip's frame times (LINEAR); unchanged nodes keep their samplers bit for bit. The reading
+    conversion (``scale``, ``up``) is undone first.
+
+    Any other clip (e.g. from :func:`~invkin.read_bvh`) becomes a new skeleton-only file: one node per
+    clip node, one skin over them (inverse bind matrices of the zero pose) and one animation.
+    ``scale`` multiplies lengths (e.g. 0.01 for a centimetre BVH) and ``up`` names the clip's up axis
+    (turned onto glTF's +Y).
+    """
+    pg = _pygltflib()
+    if not isinstance(clip, Clip):
+        raise ModelError(f"write_gltf: expected a Clip, got {type(clip).__name__}")
+    if robot is not None and tuple(robot.joint_names) != clip.channel_names:
+        raise ModelError(f"write_gltf: robot {robot.name!r} does not match the clip: its joints "
+                         f"{list(robot.joint_names)[:4]}... differ from the clip's channels "
+                         f"{list(clip.channel_names)[:4]}...")
+    dst = os.fspath(path)
+    src = source if source is not None else getattr(clip, "source", None)
+    if src is not None and isinstance(clip, GltfClip):
+        _write_into(pg, dst, clip, os.fspath(src))
+    elif src is not None:
+        raise ModelError(f"write_gltf: source={src!r} needs a clip read by read_gltf (a GltfClip), "
+                         f"got a {type(clip).__name__}")
+    else:
+        _write_new(pg, dst, clip, 1.0 if scale is None else scale, "y" if up is None else up)
+
+
+def _write_into(pg, dst: str, clip: GltfClip, src: str):
+    try:
+        doc = pg.GLTF2().load(src)
+    except Exception as e:
+        raise ModelError(f"{src}: cannot read the glTF file to write into: {e}") from None
+    bufs = _buffers(doc, src)
+    # one buffer: the old buffers back to back, views shifted
+    blob, base = bytearray(), []
+    for b in bufs:
+        blob += b"\0" * (-len(blob) % 8)
+        base.append(len(blob))
+        blob += b
+    for bv in doc.bufferViews:
+        bv.byteOffset = (bv.byteOffset or 0) + base[bv.buffer]
+        bv.buffer = 0
+    store = _Blob(pg, doc, bytes(blob))
+    changed = np.any(clip.frames != clip.source_frames, axis=0) if (
+        clip.source_frames is not None and clip.source_frames.shape == clip.frames.shape) else \
+        np.ones(clip.dof, dtype=bool)
+    undo = convert_clip(clip, scale=1.0 / clip.scale, up_from=clip.up, up_to="y")
+    if clip.animation is None:
+        doc.animations.append(pg.Animation(channels=[], samplers=[], name="invkin"))
+        an = doc.animations[-1]
+    else:
+        an = doc.animations[clip.animation]
+    t_acc = None
+    col = 0
+    for i, n in enumerate(clip.gltf_nodes):
+        k = len(clip.channels[i])
+        if k and np.any(changed[col:col + k]):
+            if t_acc is None:
+                t_acc = store.add(clip.times[:, None], "SCALAR", minmax=True)
+            t, R = _node_motion(undo, i, col)
+            old = {c.target.path: c for c in an.channels if c.target.node == n}
+            ref = _local_trs(doc.nodes[n])[1]
+            out = []
+            if t is not None:
+                out.append(("translation", store.add(t, "VEC3")))
+            if R is not None:
+                out.append(("rotation", store.add(_quats(R, ref), "VEC4")))
+            for p, acc in out:
+                an.samplers.append(pg.AnimationSampler(input=t_acc, output=acc, interpolation="LINEAR"))
+                if p in old:
+                    old[p].sampler = len(an.samplers) - 1
+                else:
+                    an.channels.append(pg.AnimationChannel(
+                        sampler=len(an.samplers) - 1, target=pg.AnimationChannelTarget(node=n, path=p)))
+        col += k
+    _save(pg, doc, store.data, dst)
+
+
+def _write_new(pg, dst: str, clip: Clip, scale: float, up):
+    c = convert_clip(clip, scale=scale, up_from=up, up_to="y")
+    doc = pg.GLTF2(asset=pg.Asset(version="2.0", generator="invkin"))
+    store = _Blob(pg, doc, b"")
+    kids = [[] for _ in c.names]
+    for i, p in enumerate(c.parents):
+        if p >= 0:
+            kids[p].append(i)
+    rob = skeleton_robot(c)
+    Ts = rob.fk_all(np.zeros(rob.dof))
+    for i, nm in enumerate(c.names):
+        doc.nodes.append(pg.Node(name=nm, children=kids[i] or None,
+                                 translation=[float(v) for v in c.offsets[i]]))
+    doc.scenes = [pg.Scene(nodes=[i for i, p in enumerate(c.parents) if p < 0])]
+    doc.scene = 0
+    ibm = np.empty((len(c.names), 4, 4))
+    for i, nm in enumerate(c.names):
+        ibm[i] = np.linalg.inv(Ts[nm])
+    acc = store.add(ibm.transpose(0, 2, 1).reshape(-1, 16), "MAT4")
+    doc.skins = [pg.Skin(joints=list(range(len(c.names))), inverseBindMatrices=acc, name=rob.name)]
+    an = pg.Animation(channels=[], samplers=[], name="invkin")
+    t_acc = store.add((np.arange(c.n_frames) * c.frame_time)[:, None], "SCALAR", minmax=True)
+    col = 0
+    for i in range(len(c.names)):
+        k = len(c.channels[i])
+        if k:
+            t, R = _node_motion(c, i, col)
+            for p, arr, ty in (("translation", t, "VEC3"), ("rotation", None if R is None else _quats(R), "VEC4")):
+                if arr is None:
+                    continue
+                an.samplers.append(pg.AnimationSampler(input=t_acc, output=store.add(arr, ty),
+                                                       interpolation="LINEAR"))
+                an.channels.append(pg.AnimationChannel(sampler=len(an.samplers) - 1,
+                                                       target=pg.AnimationChannelTarget(node=i, path=p)))
+        col += k
+    doc.animations = [an]
+    _save(pg, doc, store.data, dst)

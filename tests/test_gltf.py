@@ -1,0 +1,206 @@
+"""glTF 2.0 reader/writer (invkin.read_gltf / write_gltf), checked against an independent evaluation.
+
+The reference here reads the files with pygltflib and NumPy alone: accessors straight from the
+buffer, node matrices composed as T·R·S, sampler keys taken as they are (no invkin code).
+"""
+import base64
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import invkin as ik
+from invkin.model.gltf import GltfClip, euler_from_matrix, ORDERS, _axis_rot
+
+pg = pytest.importorskip("pygltflib")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+DATA = Path(__file__).parent / "data" / "gltf"
+RIGGED = DATA / "rigged_simple.gltf"
+WALKER = DATA / "walker.glb"
+
+
+def _ref_buffer(doc, path):
+    b = doc.buffers[0]
+    if b.uri is None:
+        return doc.binary_blob()
+    return base64.b64decode(b.uri.split(",", 1)[1])
+
+
+def _ref_accessor(doc, data, i):
+    a = doc.accessors[i]
+    bv = doc.bufferViews[a.bufferView]
+    n = {"SCALAR": 1, "VEC3": 3, "VEC4": 4, "MAT4": 16}[a.type]
+    off = (bv.byteOffset or 0) + (a.byteOffset or 0)
+    return np.frombuffer(data, "<f4", count=a.count * n, offset=off).reshape(a.count, n).astype(float)
+
+
+def _ref_world(path, key: int):
+    """World matrices of every node at key ``key`` of animation 0 (keys shared by all samplers)."""
+    doc = pg.GLTF2().load(str(path))
+    data = _ref_buffer(doc, path)
+    trs = {}
+    for i, nd in enumerate(doc.nodes):
+        if nd.matrix is not None:
+            trs[i] = np.array(nd.matrix).reshape(4, 4).T
+            continue
+        trs[i] = [np.array(nd.translation or [0, 0, 0], float), np.array(nd.rotation or [0, 0, 0, 1], float),
+                  np.array(nd.scale or [1, 1, 1], float)]
+    an = doc.animations[0]
+    for ch in an.channels:
+        s = an.samplers[ch.sampler]
+        v = _ref_accessor(doc, data, s.output)
+        if s.interpolation == "CUBICSPLINE":
+            v = v.reshape(-1, 3, v.shape[1])[:, 1]
+        trs[ch.target.node][{"translation": 0, "rotation": 1, "scale": 2}[ch.target.path]] = v[key]
+
+    def local(i):
+        m = trs[i]
+        if isinstance(m, np.ndarray):
+            return m
+        t, q, s = m
+        x, y, z, w = q / np.linalg.norm(q)
+        R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+        T = np.eye(4)
+        T[:3, :3] = R * s
+        T[:3, 3] = t
+        return T
+
+    world = {}
+
+    def walk(i, Tp):
+        world[i] = Tp @ local(i)
+        for c in doc.nodes[i].children or ():
+            walk(c, world[i])
+
+    for r in doc.scenes[doc.scene or 0].nodes:
+        walk(r, np.eye(4))
+    return doc, world
+
+
+def test_walker_positions_match_an_independent_evaluation_at_every_key():
+    robot, clip = ik.read_gltf(WALKER)
+    assert isinstance(clip, GltfClip) and clip.n_frames == 60
+    for key in (0, 17, 59):
+        doc, world = _ref_world(WALKER, key)
+        Ts = robot.fk_all(clip.frames[key])
+        for k, n in enumerate(clip.gltf_nodes):
+            np.testing.assert_allclose(Ts[clip.names[k]], world[n], atol=2e-6)
+
+
+def test_rigged_simple_keys_match_an_independent_evaluation_and_its_bind_pose():
+    robot, clip = ik.read_gltf(RIGGED, fps=1 / (1.041666626930237 - 0.04166661947965622))
+    assert clip.names[:2] == ("node0", "node4") and clip.n_frames == 3
+    for key in range(2):  # frames at the first two keys (the third frame falls before the last key)
+        doc, world = _ref_world(RIGGED, key)
+        Ts = robot.fk_all(clip.frames[key])
+        for k, n in enumerate(clip.gltf_nodes):
+            # scales of 0.99999988 are ignored by FK: positions agree to that factor
+            np.testing.assert_allclose(Ts[clip.names[k]][:3, 3], world[n][:3, 3], atol=5e-6)
+    # bound in its rest pose: joint (rest) x inverse bind = the skinned mesh node's world matrix,
+    # which is the root's (the mesh hangs from node0)
+    Ts = robot.fk_all(clip.rest)
+    for k, j in enumerate(clip.skin_joints):
+        np.testing.assert_allclose(Ts[clip.names[j]] @ clip.inverse_bind[k], Ts["node0"], atol=5e-3)
+
+
+def test_step_animation_and_resampling_hold_keys():
+    robot, step = ik.read_gltf(WALKER, animation=1, fps=30)
+    rl, lin = ik.read_gltf(WALKER)
+    # STEP keys every other frame: frame 2k+1 holds frame 2k of the full walk (the root does not move)
+    def local(r, q, nm):
+        return np.linalg.inv(r.fk(q, "Hips")) @ r.fk(q, nm)
+    for a, b in ((1, 0), (4, 4), (5, 4)):
+        np.testing.assert_allclose(local(robot, step.frames[a], "LeftFoot"), local(rl, lin.frames[b], "LeftFoot"),
+                                   atol=1e-6)
+
+
+def test_unchanged_clip_round_trips_bit_for_bit(tmp_path):
+    robot, clip = ik.read_gltf(WALKER)
+    for name in ("a.glb", "a.gltf"):
+        ik.write_gltf(tmp_path / name, robot, clip)
+        r2, c2 = ik.read_gltf(tmp_path / name)
+        assert np.array_equal(c2.frames, clip.frames) and c2.channels == clip.channels
+
+
+def test_corrected_clip_written_back_reads_to_float32_precision(tmp_path):
+    robot, clip = ik.read_gltf(WALKER)
+    f = np.array(clip.frames)
+    rng = np.random.default_rng(0)
+    f += rng.normal(0, 0.2, f.shape)
+    new = dataclasses.replace(clip, frames=f)
+    ik.write_gltf(tmp_path / "b.glb", robot, new)
+    r2, c2 = ik.read_gltf(tmp_path / "b.glb")
+    T1, T2 = robot.fk_all(new.frames), r2.fk_all(c2.frames)
+    for nm in clip.names:
+        np.testing.assert_allclose(T2[nm], T1[nm], atol=3e-6)
+    # meshes, skins and the other animation are kept
+    d1, d2 = pg.GLTF2().load(str(WALKER)), pg.GLTF2().load(str(tmp_path / "b.glb"))
+    assert len(d2.meshes) == len(d1.meshes) and len(d2.animations) == len(d1.animations)
+    assert d2.skins[0].joints == d1.skins[0].joints
+    _, s1 = ik.read_gltf(WALKER, animation=1)
+    _, s2 = ik.read_gltf(tmp_path / "b.glb", animation=1)
+    assert np.array_equal(s1.frames, s2.frames)
+
+
+def test_z_up_and_units_are_exact_relabellings():
+    robot, clip = ik.read_gltf(WALKER)
+    rz, cz = ik.read_gltf(WALKER, up="z", scale=100.0)
+    P = np.array([[1, 0, 0], [0, 0, -1], [0, 1, 0]], float)
+    for f in (0, 30):
+        a, b = robot.fk(clip.frames[f], "Head"), rz.fk(cz.frames[f], "Head")
+        np.testing.assert_allclose(b[:3, 3], 100 * P @ a[:3, 3], atol=1e-9)
+        np.testing.assert_allclose(b[:3, :3], P @ a[:3, :3] @ P.T, atol=1e-12)
+
+
+def test_bvh_clip_becomes_a_new_skeleton_gltf(tmp_path):
+    rb, cb = ik.read_bvh(ik.model.bvh.__file__.replace("model/bvh.py", "data/mocap/cmu_02_01_walk.bvh"))
+    ik.write_gltf(tmp_path / "w.glb", rb, cb, scale=0.01)
+    r2, c2 = ik.read_gltf(tmp_path / "w.glb")
+    assert c2.n_frames == cb.n_frames
+    Ta, Tb = rb.fk_all(cb.frames[::50]), r2.fk_all(c2.frames[::50])
+    for nm in cb.names:
+        np.testing.assert_allclose(Tb[nm][..., :3, 3], 0.01 * Ta[nm][..., :3, 3], atol=2e-6)
+    doc, world = _ref_world(tmp_path / "w.glb", 100)
+    Ts = r2.fk_all(c2.frames[100])
+    for k, n in enumerate(c2.gltf_nodes):
+        np.testing.assert_allclose(Ts[c2.names[k]], world[n], atol=2e-6)
+
+
+def test_bad_files_raise_model_errors_naming_the_problem(tmp_path):
+    p = tmp_path / "x.glb"
+    p.write_bytes(b"not a gltf")
+    with pytest.raises(ik.ModelError, match="x.glb"):
+        ik.read_gltf(p)
+    with pytest.raises(ik.ModelError, match="skin 3 out of range"):
+        ik.read_gltf(WALKER, skin=3)
+    with pytest.raises(ik.ModelError, match="animation 7 out of range"):
+        ik.read_gltf(WALKER, animation=7)
+    with pytest.raises(ik.ModelError, match="up axis"):
+        ik.read_gltf(WALKER, up="w")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(ORDERS), st.floats(-3.1, 3.1), st.floats(-1.5707963, 1.5707963), st.floats(-3.1, 3.1))
+def test_euler_decomposition_recomposes_every_rotation(order, a, b, c):
+    R = _axis_rot("XYZ".index(order[0]), a) @ _axis_rot("XYZ".index(order[1]), b) @ _axis_rot("XYZ".index(order[2]), c)
+    x, y, z = euler_from_matrix(R, order)
+    R2 = _axis_rot("XYZ".index(order[0]), x) @ _axis_rot("XYZ".index(order[1]), y) @ _axis_rot("XYZ".index(order[2]), z)
+    np.testing.assert_allclose(R2, R, atol=1e-9)
+
+
+def test_bvh_units_and_up_axis_options_are_exact_and_invert(tmp_path):
+    path = ik.model.bvh.__file__.replace("model/bvh.py", "data/mocap/cmu_02_01_walk.bvh")
+    r, c = ik.read_bvh(path)
+    rz, cz = ik.read_bvh(path, scale=0.0254, up="z")
+    P = np.array([[1, 0, 0], [0, 0, -1], [0, 1, 0]], float)
+    a, b = r.fk(c.frames[10], "LeftFoot"), rz.fk(cz.frames[10], "LeftFoot")
+    np.testing.assert_allclose(b[:3, 3], 0.0254 * P @ a[:3, 3], atol=1e-12)
+    np.testing.assert_allclose(b[:3, :3], P @ a[:3, :3] @ P.T, atol=1e-12)
+    ik.write_bvh(tmp_path / "back.bvh", rz, cz, scale=1 / 0.0254, up="z")
+    r2, c2 = ik.read_bvh(tmp_path / "back.bvh")
+    assert c2.channels == c.channels
+    np.testing.assert_allclose(c2.frames, c.frames, atol=1e-9)

@@ -1,0 +1,117 @@
+"""The package surface: ``__all__``, lazy imports, the kernel cache folder and ``warmup``."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import invkin as ik
+from invkin import cache
+
+
+def _python(code: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, **env}, check=True)
+
+
+def test_every_name_in_all_resolves_to_a_public_object():
+    for name in ik.__all__:
+        assert getattr(ik, name) is not None, name
+    assert sorted(set(ik.__all__)) == sorted(ik.__all__)  # no duplicates
+    assert set(ik.__all__) <= set(dir(ik))
+
+
+def test_star_import_gives_exactly_all():
+    ns: dict = {}
+    exec("from invkin import *", ns)
+    assert set(ns) - {"__builtins__"} == set(ik.__all__)
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'sovle'"):
+        ik.sovle  # noqa: B018 - the lookup is the test
+
+
+def test_solve_stays_the_function_after_its_module_is_imported():
+    import invkin.solve  # noqa: F401 - importing the submodule must not rebind ik.solve
+
+    assert callable(ik.solve) and ik.solve.__module__ == "invkin.solve"
+
+
+def test_import_loads_neither_numpy_nor_numba():
+    out = _python("import sys, invkin; print(sorted(m for m in ('numba', 'numpy', 'scipy', "
+                  "'matplotlib', 'viser', 'dask', 'pyarrow') if m in sys.modules))")
+    assert out.stdout.strip() == "[]"
+
+
+def test_cli_help_does_not_load_numba():
+    out = _python("import sys; sys.argv = ['invkin', '--help']\n"
+                  "from invkin import cli\n"
+                  "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+                  "print('numba' in sys.modules)")
+    assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("INVKIN_CACHE_DIR", str(tmp_path / "a"))
+    assert cache.cache_dir() == tmp_path / "a"
+    monkeypatch.delenv("INVKIN_CACHE_DIR")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "n"))
+    assert cache.cache_dir() == tmp_path / "n" / "invkin"
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert cache.cache_dir() == tmp_path / "x" / "invkin" / "numba"
+
+
+def test_source_digest_covers_the_modules_a_kernel_imports():
+    pkg = Path(ik.__file__).parent
+    ccd = pkg / "solvers" / "ccd.py"
+    closure = cache._imports(ccd, ccd.read_text())
+    assert pkg / "kinematics" / "kernels.py" in closure
+    assert pkg / "solvers" / "_common.py" in closure
+    # a module that imports nothing of invkin has a digest of itself only, and digests differ
+    assert cache.source_digest(pkg / "kinematics" / "kernels.py") != cache.source_digest(ccd)
+
+
+def test_kernels_are_cached_in_the_user_folder_and_reused_from_a_second_install(tmp_path):
+    """A copy of the package in another folder (a reinstall) loads the first copy's kernels."""
+    import shutil
+
+    code = ("import invkin as ik, numpy as np\n"
+            "from invkin.spatial import so3_exp_nb\n"
+            "R = np.empty((3, 3))\n"
+            "so3_exp_nb(0.1, 0.2, 0.3, R)\n"
+            "print(so3_exp_nb.stats.cache_hits.get(so3_exp_nb.signatures[0], 0), repr(R.tobytes()))")
+    env = {"INVKIN_CACHE_DIR": str(tmp_path / "cache"), "INVKIN_QUIET": "1"}
+    src = Path(ik.__file__).parents[1]
+    first = _python(code, PYTHONPATH=str(src), **env)
+    assert first.stdout.split()[0] == "0"  # compiled
+    assert any((tmp_path / "cache").rglob("spatial.so3_exp_nb-*.nbi"))
+    shutil.copytree(src / "invkin", tmp_path / "copy" / "invkin",
+                    ignore=shutil.ignore_patterns("__pycache__", "data"))
+    second = _python(code, PYTHONPATH=str(tmp_path / "copy"), **env)
+    assert second.stdout.split()[0] == "1"  # loaded from the cache
+    assert second.stdout.split(maxsplit=1)[1] == first.stdout.split(maxsplit=1)[1]  # same bits
+    # an edited source gets its own entry: compiled again, never the stale code
+    spatial = tmp_path / "copy" / "invkin" / "spatial.py"
+    spatial.write_text(spatial.read_text() + "\n# edited\n")
+    third = _python(code, PYTHONPATH=str(tmp_path / "copy"), **env)
+    assert third.stdout.split()[0] == "0"
+
+
+def test_first_compile_prints_one_line_on_stderr(tmp_path):
+    code = ("import invkin, numpy as np\nfrom invkin.spatial import so3_exp_nb\n"
+            "so3_exp_nb(0.1, 0.2, 0.3, np.empty((3, 3)))")
+    env = {"INVKIN_CACHE_DIR": str(tmp_path / "c"), "INVKIN_QUIET": ""}
+    cold = _python(code, **env)
+    assert cold.stderr.count("invkin: compiling the solver kernels once") == 1
+    warm = _python(code, **env)
+    assert "compiling" not in warm.stderr
+
+
+def test_warmup_rejects_an_unknown_step_with_the_valid_ones():
+    with pytest.raises(ik.InvkinError, match="'dls'.*choose from: lm, dls"):
+        cache.warmup(["dsl"])

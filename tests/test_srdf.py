@@ -1,0 +1,193 @@
+"""SRDF: named configurations, disabled collision pairs, names checked, hostile input refused."""
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import invkin as ik
+from invkin.errors import FrameError, ModelError, ModelWarning
+from invkin.model.build import RobotBuilder
+from invkin.model.srdf import load_srdf, parse_srdf
+
+ERD = Path(__file__).resolve().parent / "data" / "erd"
+
+HALF_SITTING = {  # Talos' SRDF, copied by hand from tests/data/erd/talos.srdf
+    "arm_left_1_joint": 0.25847, "arm_left_2_joint": 0.173046, "arm_left_3_joint": -0.0002,
+    "arm_left_4_joint": -0.525366, "arm_left_7_joint": 0.1, "arm_right_1_joint": -0.25847,
+    "arm_right_2_joint": -0.173046, "arm_right_3_joint": 0.0002, "arm_right_4_joint": -0.525366,
+    "arm_right_7_joint": 0.1, "leg_left_3_joint": -0.411354, "leg_left_4_joint": 0.859395,
+    "leg_left_5_joint": -0.448041, "leg_left_6_joint": -0.001708, "leg_right_3_joint": -0.411354,
+    "leg_right_4_joint": 0.859395, "leg_right_5_joint": -0.448041, "leg_right_6_joint": -0.001708,
+    "torso_2_joint": 0.006761,
+}
+
+
+def _talos(**kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ModelWarning)  # the gripper mimics on fixed joints
+        return ik.load_robot(ERD / "talos_reduced.urdf", srdf=ERD / "talos.srdf", **kw)
+
+
+def test_talos_half_sitting_is_a_full_q_with_the_file_values_and_neutral_elsewhere():
+    talos = _talos()
+    assert talos.named_configurations == ("half_sitting",)
+    q = talos.named_configuration("half_sitting")
+    assert q.shape == (talos.dof,)
+    named = {"arm_left_5_joint", "arm_left_6_joint", "arm_right_5_joint", "arm_right_6_joint", "head_1_joint",
+             "head_2_joint", "leg_left_1_joint", "leg_left_2_joint", "leg_right_1_joint", "leg_right_2_joint",
+             "torso_1_joint"} | set(HALF_SITTING)
+    for i, nm in enumerate(talos.joint_names):
+        expected = HALF_SITTING.get(nm, 0.0) if nm in named else talos.neutral()[i]
+        assert q[i] == expected, nm
+    assert talos.within_limits(q)
+    assert q[talos.joint_index("gripper_left_joint")] == talos.neutral()[talos.joint_index("gripper_left_joint")]
+
+
+def test_talos_disabled_collision_pairs_are_kept_in_file_order():
+    talos = _talos()
+    pairs = talos.disabled_collision_pairs
+    assert len(pairs) == 459  # every <disable_collisions> of the file
+    text = (ERD / "talos.srdf").read_text()
+    first = re.search(r'<disable_collisions link1="([^"]+)" link2="([^"]+)"', text).groups()
+    assert pairs[0] == first
+    assert all(a in talos.frame_names and b in talos.frame_names for a, b in pairs)
+
+
+def test_a_cut_chain_keeps_what_applies_to_it_and_is_checked_against_the_whole_robot():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ModelWarning)
+        arm = ik.load_robot(ERD / "talos_reduced.urdf", base="torso_2_link", tip="arm_left_7_link",
+                            srdf=ERD / "talos.srdf")
+    q = arm.named_configuration("half_sitting")
+    assert q.tolist() == [0.25847, 0.173046, -0.0002, -0.525366, 0.0, 0.0, 0.1]
+    assert all(a in arm.frame_names and b in arm.frame_names for a, b in arm.disabled_collision_pairs)
+    assert 0 < len(arm.disabled_collision_pairs) < 459
+
+
+def test_named_configurations_survive_pickling_and_derived_models():
+    import pickle
+
+    talos = _talos()
+    again = pickle.loads(pickle.dumps(talos))
+    assert np.array_equal(again.named_configuration("half_sitting"), talos.named_configuration("half_sitting"))
+    assert again.disabled_collision_pairs == talos.disabled_collision_pairs
+    tool = talos.add_frame("tool", "arm_left_7_link")
+    assert tool.named_configurations == ("half_sitting",)
+
+
+def test_load_srdf_on_a_loaded_robot_equals_load_robot_with_srdf():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ModelWarning)
+        panda = ik.load_robot(ERD / "panda_fingers.urdf")
+    a = ik.load_srdf(panda, ERD / "panda.srdf")
+    q = a.named_configuration("default")
+    assert q[panda.joint_index("panda_joint2")] == -0.785398
+    assert q[panda.joint_index("panda_finger_joint1")] == 0.001
+    assert ("panda_hand", "panda_leftfinger") in a.disabled_collision_pairs
+    assert panda.named_configurations == ()  # the input robot is unchanged
+
+
+def test_unknown_named_configuration_lists_the_names():
+    with pytest.raises(FrameError, match=r"unknown named configuration 'half_sitings'.*closest: 'half_sitting'"):
+        _talos().named_configuration("half_sitings")
+    with pytest.raises(FrameError, match=r"named configurations: none \(load an SRDF"):
+        ik.load_robot("panda").named_configuration("home")
+
+
+def _arm():
+    b = RobotBuilder("arm")
+    b.add_root("base")
+    b.add_joint("shoulder", "base", "upper", "revolute", None, (0, 0, 1), -2, 2)
+    b.add_joint("elbow", "upper", "fore", "revolute", None, (0, 1, 0), -2, 2)
+    b.add_joint("wrist", "fore", "hand", "ball")
+    return b.build()
+
+
+def _srdf(body: str) -> str:
+    return f'<?xml version="1.0"?>\n<robot name="arm">\n{body}\n</robot>\n'
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "arm.srdf"
+    p.write_bytes(text.encode() if isinstance(text, str) else text)
+    return p
+
+
+def test_ball_joint_values_as_rotation_vector_or_xyzw_quaternion(tmp_path):
+    s = 0.5 ** 0.5
+    p = _write(tmp_path, _srdf(f'''<group_state name="a" group="all"><joint name="wrist" value="0 0 0.5"/></group_state>
+<group_state name="b" group="all"><joint name="wrist" value="0 0 {s} {s}"/>
+<joint name="shoulder" value="1.5"/></group_state>'''))
+    arm = load_srdf(_arm(), p)
+    assert arm.named_configuration("a")[2:].tolist() == [0.0, 0.0, 0.5]
+    qb = arm.named_configuration("b")
+    assert qb[0] == 1.5 and np.allclose(qb[2:], [0, 0, np.pi / 2], atol=1e-12)
+
+
+def test_the_pinocchio_free_flyer_value_is_dropped_on_a_fixed_base_model(tmp_path):
+    p = _write(tmp_path, _srdf('<group_state name="a" group="all"><joint name="root_joint" value="0 0 1 0 0 0 1"/>'
+                               '<joint name="elbow" value="0.3"/></group_state>'))
+    assert load_srdf(_arm(), p).named_configuration("a").tolist() == [0.0, 0.3, 0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("body, pattern", [
+    ('<group_state name="a" group="g"><joint name="elbw" value="1"/></group_state>',
+     r"<joint name='elbw'> line 3: group_state 'a': no joint 'elbw' in robot 'arm'; closest: 'elbow'"),
+    ('<disable_collisions link1="uper" link2="fore" reason="Adjacent"/>',
+     r"<disable_collisions link1='uper' link2='fore' reason='Adjacent'> line 3: no link 'uper'.*closest: 'upper'"),
+    ('<group_state name="a" group="g"><joint name="elbow" value="1 2"/></group_state>',
+     r"joint 'elbow' takes 1 value, got 2"),
+    ('<group_state name="a" group="g"><joint name="wrist" value="1 2"/></group_state>',
+     r"ball joint 'wrist' takes 3 values \(rotation vector\) or 4"),
+    ('<group_state name="a" group="g"><joint name="wrist" value="0 0 0 2"/></group_state>',
+     r"expected a unit quaternion.*norm 2"),
+    ('<group_state name="a" group="g"><joint name="elbow" value="nan"/></group_state>', r"not finite"),
+    ('<group_state name="a" group="g"><joint name="elbow"/></group_state>', r"no value="),
+    ('<group_state name="a" group="g"/><group_state name="a" group="g"/>', r"duplicate group_state 'a'"),
+])
+def test_bad_srdf_content_is_refused_naming_the_value_and_line(tmp_path, body, pattern):
+    p = _write(tmp_path, _srdf(body))
+    with pytest.raises(ModelError, match=re.escape(str(p))) as ei:
+        load_srdf(_arm(), p)
+    assert re.search(pattern, str(ei.value)), str(ei.value)
+
+
+def test_strict_false_drops_unknown_names_with_a_warning(tmp_path):
+    p = _write(tmp_path, _srdf('<group_state name="a" group="g"><joint name="elbw" value="1"/>'
+                               '<joint name="elbow" value="0.5"/></group_state>'
+                               '<disable_collisions link1="uper" link2="fore"/><disable_collisions link1="upper" link2="fore"/>'))
+    with pytest.warns(ModelWarning, match=r"no joint 'elbw'.*dropped"):
+        arm = load_srdf(_arm(), p, strict=False)
+    assert arm.named_configuration("a")[1] == 0.5 and arm.disabled_collision_pairs == (("upper", "fore"),)
+
+
+def test_doctype_and_entities_are_refused_before_expansion(tmp_path):
+    lol = ('<?xml version="1.0"?>\n<!DOCTYPE robot [<!ENTITY a "aaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>\n'
+           '<robot name="arm"><group_state name="&b;" group="g"/></robot>')
+    with pytest.raises(ModelError, match=r"line 2: <!DOCTYPE robot> with an internal subset \[...\] refused: a SRDF"):
+        load_srdf(_arm(), _write(tmp_path, lol))
+
+
+def test_size_cap_wrong_root_malformed_xml_and_missing_file_are_refused(tmp_path):
+    p = _write(tmp_path, _srdf("<disable_collisions link1='upper' link2='fore'/>" * 50))
+    with pytest.raises(ModelError, match=r"larger than max_bytes=100"):
+        load_srdf(_arm(), p, max_bytes=100)
+    with pytest.raises(ModelError, match=r"root element is <mujoco>; expected <robot>"):
+        load_srdf(_arm(), _write(tmp_path, "<mujoco/>"))
+    with pytest.raises(ModelError, match=r"line 4, column 3: malformed XML: mismatched tag"):
+        load_srdf(_arm(), _write(tmp_path, _srdf("<group_state name='a'>")))
+    with pytest.raises(ModelError, match=r"no such SRDF file"):
+        load_srdf(_arm(), tmp_path / "missing.srdf")
+    with pytest.raises(ModelError, match=r"load_srdf: expected a Robot"):
+        load_srdf("arm", p)
+
+
+def test_parse_srdf_reads_group_states_in_file_order():
+    s = parse_srdf(_srdf('<group_state name="z" group="g"><joint name="elbow" value="1"/></group_state>'
+                         '<group_state name="a" group="g"/><virtual_joint name="world_joint" type="floating" '
+                         'parent_frame="world" child_link="base"/>'))
+    assert list(s.group_states) == ["z", "a"] and s.virtual_joints == ("world_joint",)
