@@ -764,6 +764,7 @@ NEAR_STEP = 0.08      # radius of near restart k: k x NEAR_STEP x the sampling s
 FREE_RADIUS = 0.05    # [m or rad] per near attempt, for DOFs without limits (a floating base)
 SETTLE_ITERATIONS = 100
 CORE_PROGRESS_WINDOW = 8
+SOC_PASSES = 3        # second-order corrections of a trial point that bent the hard goals
 UNREACHABLE = 3       # core_attempts: three attempts agree on the same closest, non-converged answer
 # core state slots after the chain kernel's (CHAIN_STATE of them)
 S_BEST_HARD, S_AGREE, S_DISTANCE, S_BEST_DIST, S_HARD = range(13, 18)
@@ -974,7 +975,7 @@ def _step_into(q, dq, lims, lo, hi, out):
 
 class _Core:  # documentation only: the scratch tuple of core_workspace, in order
     """Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam, y, col, dq, qn,
-    hold, bias, zero"""
+    hold, bias, zero, dqc, qc"""
 
 
 @njit(cache=True)
@@ -987,7 +988,7 @@ def core_workspace(n, dof, gvec, gR, nhard):
             np.zeros((m, dof)), np.empty(m), np.zeros((m, dof)), np.zeros(4), np.zeros(4), gvec.copy(), gR.copy(),
             np.empty((dof, dof)), np.empty(dof), np.empty((mh, dof)), np.empty((mh, mh)), np.empty(m),
             np.empty(mh), np.empty(dof), np.empty(max(dof, mh)), np.empty(dof), np.empty(dof), np.empty(dof),
-            np.empty(dof), np.zeros(dof))
+            np.empty(dof), np.zeros(dof), np.empty(dof), np.empty(dof))
 
 
 @njit(cache=True)
@@ -1001,10 +1002,13 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     return codes of lm_chain_iterate_ws (RUNNING, CONVERGED, STALLED)."""
     ni, nf, origin, mass, com = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
-    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam_h, y, col, dq, qn, hold, bias, zero = ws
+    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam_h, y, col, dq, qn, hold, bias, zero, \
+        dqc, qc = ws
     dof = q.shape[0]
     lam = state[S_LAMBDA] if state[S_LAMBDA] > 0.0 else CHAIN_LAMBDA_INIT
-    progress_test = not (state[S_MINIMIZE] > 0.5)
+    # with hard goals an attempt minimises the soft goals to the end (they may be out of reach)
+    progress_test = not (state[S_MINIMIZE] > 0.5) and hard.shape[0] == 0
+    none = soft[:0]
     core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf, Jr,
               sub, e, J, errs, True)
     cs, ch = _costs(e, soft, hard)
@@ -1029,13 +1033,26 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
         _step_into(q, dq, lims, lo, hi, qn)
         core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
                   Jf, Jr, sub, e2, J2, errs2, True)
+        hk = _hard_key(errs, tol_p, tol_r)
+        for _ in range(SOC_PASSES):
+            # second-order correction: a long soft step bends the hard goals off by its square;
+            # project the trial back onto them (hard rows only, least norm) before judging it
+            if hk > HARD_HOLD or _hard_key(errs2, tol_p, tol_r) <= HARD_HOLD:
+                break
+            if not core_active_step(J2, e2, none, hard, lims, lo, hi, qn, 1.0, 1e-12, zero, hold, H, g, X, S, r,
+                                    lam_h, y, col, dqc):
+                break
+            for i in range(dof):
+                qc[i] = qn[i]
+            _step_into(qc, dqc, lims, lo, hi, qn)
+            core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
+                      Jf, Jr, sub, e2, J2, errs2, True)
         cs2, ch2 = _costs(e2, soft, hard)
         if it % CORE_PROGRESS_WINDOW == 0 and progress_test:
             if cs + ch > PROGRESS_FACTOR * window and (errs[0] > NEAR * tol_p or errs[1] > NEAR * tol_r):
                 code = STALLED
                 break
             window = cs + ch
-        hk = _hard_key(errs, tol_p, tol_r)
         if hk > HARD_HOLD:
             ok = ch2 < ch
             before = ch + cs
@@ -1084,7 +1101,8 @@ def settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, max_iter, ws):
     to q_rest falls; the gain halves after a refused step. Returns the iterations used."""
     ni, nf, origin, mass, com = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
-    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam_h, y, col, dq, qn, hold, bias, zero = ws
+    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam_h, y, col, dq, qn, hold, bias, zero, \
+        dqc, qc = ws
     dof = q.shape[0]
     allrows = np.arange(e.shape[0])
     none = allrows[:0]
@@ -1185,8 +1203,8 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
     into lo, hi by the driver), later ones from _restart_near. A converged attempt settles the
     posture (w_post > 0). The best attempt is kept in best_q: lexicographically, hard goals met
     first, then the largest error over tolerance. Returns CONVERGED, RUNNING (budget spent),
-    STALLED (max_attempts done) or UNREACHABLE (three attempts stalled, hard goals met, at the
-    same closest answer: the soft goals cannot be met together)."""
+    STALLED (max_attempts done) or UNREACHABLE (with hard goals: three attempts stalled, the hard
+    goals met, at the same closest answer: the soft goals cannot be met with them)."""
     ni, nf, origin, mass, com = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     dof = q.shape[0]
@@ -1232,7 +1250,7 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
             if c != CONVERGED and state[S_BEST_DIST] == np.inf:
                 hk = state[S_HARD]
                 key = max(state[S_PERR] / tol_p, state[S_RERR] / tol_r)
-                if hk <= 1.0 and c == STALLED and state[S_BEST] < np.inf \
+                if hard.shape[0] > 0 and hk <= 1.0 and c == STALLED and state[S_BEST] < np.inf \
                         and abs(key - state[S_BEST]) <= 1e-3 * state[S_BEST]:
                     state[S_AGREE] += 1.0
                 rank_new = key + (1e12 * hk if hk > 1.0 else 0.0)
