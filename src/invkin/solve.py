@@ -624,9 +624,9 @@ def _joint_step(robot, max_joint_step, dt):
     return s
 
 
-def _goals_met(problem, model, table, q) -> tuple:
-    """One bool per goal (Posture left out): every row of that goal within its tolerance."""
-    err = _lm.row_errors(model, table, q)
+def _goals_met(problem, err) -> tuple:
+    """One bool per goal (Posture left out): every row of that goal within its tolerance, from the
+    rows' errors err (G,) [m or rad]."""
     pos = np.isin(problem.gkind, (0, 4, 5))
     ok = np.where(pos, err <= problem.tol_p, err <= problem.tol_r) | (problem.gw == 0)
     out = []
@@ -669,6 +669,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         model, table, lims, lo, hi = core_args(problem, q_start, step)
         q = np.minimum(np.maximum(q_start, lo), hi)
         st = _lm.new_core_state(1.0 if mode == "distance" else 0.0)
+        rowerr = np.empty(problem.gnode.shape[0])
     max_attempts = 2**62 if restarts else 1
     budget = _FIRST_CHUNK if max_iterations is None else min(_FIRST_CHUNK, max_iterations)
     deadline = None if timeout is None else t_start + timeout
@@ -684,7 +685,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         else:
             code = _lm.core_attempts(model, table, lims, lo, hi, problem.q_rest, problem.w_posture, problem.tol_p,
                                      problem.tol_r, q_start, q, best_q, st, int(budget), attempt_iters, max_attempts,
-                                     seed_i)
+                                     seed_i, rowerr)
         if code == CONVERGED:
             status = Status.CONVERGED
             break
@@ -728,9 +729,9 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     if chain:
         met = ()
         if len(problem.goals if isinstance(problem.goals, (list, tuple)) else [1]) > 1 or status != Status.CONVERGED:
-            met = _goals_met(problem, *core_args(problem)[:2], best_q)
+            met = _goals_met(problem, _lm.row_errors(*core_args(problem)[:2], best_q))
     else:
-        met = _goals_met(problem, model, table, best_q)
+        met = _goals_met(problem, rowerr)
     res = Result(best_q, status == Status.CONVERGED, status, float(st[S_BEST_PERR]), float(st[S_BEST_RERR]),
                  int(st[S_ITERS]), int(st[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
     object.__setattr__(res, "goals_met", met)

@@ -765,7 +765,9 @@ FREE_RADIUS = 0.05    # [m or rad] per near attempt, for DOFs without limits (a 
 SETTLE_ITERATIONS = 100
 CORE_PROGRESS_WINDOW = 8
 SOC_PASSES = 3        # second-order corrections of a trial point that bent the hard goals
-UNREACHABLE = 3       # core_attempts: three attempts agree on the same closest, non-converged answer
+SOFT_PROGRESS = 1e-3  # with hard goals, an attempt ends when its soft cost falls less over a window
+AGREE = 1e-2          # two attempts agree when their largest errors differ by less than this fraction
+UNREACHABLE = 3       # core_attempts: two attempts agree on the same closest, non-converged answer
 # core state slots after the chain kernel's (CHAIN_STATE of them)
 S_BEST_HARD, S_AGREE, S_DISTANCE, S_BEST_DIST, S_HARD = range(13, 18)
 CORE_STATE = 18
@@ -883,9 +885,14 @@ def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, g, X, S, r, lam, y,
             H[a, c] = s
             H[c, a] = s
         H[a, a] = 1.0 if held_a else H[a, a] + mu * jw[a]
-    if not _ldl_factor(H, dof):
-        return False
-    _ldl_apply(H, dof, g, y)
+    diagonal = soft.shape[0] == 0  # H = mu W (settle, second-order corrections): no factorisation
+    if diagonal:
+        for k in range(dof):
+            y[k] = g[k] / H[k, k]
+    else:
+        if not _ldl_factor(H, dof):
+            return False
+        _ldl_apply(H, dof, g, y)
     mh = hard.shape[0]
     if mh == 0:
         for k in range(dof):
@@ -894,7 +901,11 @@ def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, g, X, S, r, lam, y,
     for i in range(mh):
         for k in range(dof):
             col[k] = 0.0 if hold[k] == hold[k] else J[hard[i], k]
-        _ldl_apply(H, dof, col, X[i])
+        if diagonal:
+            for k in range(dof):
+                X[i, k] = col[k] / H[k, k]
+        else:
+            _ldl_apply(H, dof, col, X[i])
     for i in range(mh):
         t = -r[hard[i]]
         for k in range(dof):
@@ -1015,7 +1026,7 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     code = RUNNING
     it = 0
     small = 0
-    window = cs + ch
+    window = cs + ch if progress_test else cs
     while it < max_iter:
         if errs[0] <= tol_p and errs[1] <= tol_r:
             code = CONVERGED
@@ -1048,11 +1059,17 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
             core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
                       Jf, Jr, sub, e2, J2, errs2, True)
         cs2, ch2 = _costs(e2, soft, hard)
-        if it % CORE_PROGRESS_WINDOW == 0 and progress_test:
-            if cs + ch > PROGRESS_FACTOR * window and (errs[0] > NEAR * tol_p or errs[1] > NEAR * tol_r):
+        if it % CORE_PROGRESS_WINDOW == 0:
+            # no attempt: cut when it does not halve its cost (restart); with hard goals: end the
+            # minimisation when the soft cost no longer falls by SOFT_PROGRESS over the window
+            if progress_test and cs + ch > PROGRESS_FACTOR * window and (errs[0] > NEAR * tol_p
+                                                                         or errs[1] > NEAR * tol_r):
                 code = STALLED
                 break
-            window = cs + ch
+            if not progress_test and hard.shape[0] > 0 and cs > (1.0 - SOFT_PROGRESS) * window:
+                code = STALLED
+                break
+            window = cs + ch if progress_test else cs
         if hk > HARD_HOLD:
             ok = ch2 < ch
             before = ch + cs
@@ -1197,14 +1214,29 @@ def new_core_state(distance):
 
 @njit(cache=True)
 def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
-                  attempt_iters, max_attempts, seed):
+                  attempt_iters, max_attempts, seed, rowerr):
     """Attempts of the general core, with restarts, for up to ``budget`` iterations (the driver
     calls again with the state until its clock runs out). Attempt 0 starts from q (q0 clamped
     into lo, hi by the driver), later ones from _restart_near. A converged attempt settles the
     posture (w_post > 0). The best attempt is kept in best_q: lexicographically, hard goals met
     first, then the largest error over tolerance. Returns CONVERGED, RUNNING (budget spent),
-    STALLED (max_attempts done) or UNREACHABLE (with hard goals: three attempts stalled, the hard
-    goals met, at the same closest answer: the soft goals cannot be met with them)."""
+    STALLED (max_attempts done) or UNREACHABLE (with hard goals: two attempts stalled, the hard
+    goals met, at the same closest answer: the soft goals cannot be met with them). rowerr (G,)
+    receives each goal row's error at best_q (Result.goals_met)."""
+    code = _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                          attempt_iters, max_attempts, seed)
+    ni, nf, origin, mass, com = model
+    gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
+    ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, 0)
+    core_eval_rows(ni, nf, origin, mass, com, best_q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
+                   ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], False, rowerr)
+    return code
+
+
+@njit(cache=True)
+def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                   attempt_iters, max_attempts, seed):
+    """core_attempts without the final row errors."""
     ni, nf, origin, mass, com = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     dof = q.shape[0]
@@ -1251,7 +1283,7 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
                 hk = state[S_HARD]
                 key = max(state[S_PERR] / tol_p, state[S_RERR] / tol_r)
                 if hard.shape[0] > 0 and hk <= 1.0 and c == STALLED and state[S_BEST] < np.inf \
-                        and abs(key - state[S_BEST]) <= 1e-3 * state[S_BEST]:
+                        and abs(key - state[S_BEST]) <= AGREE * state[S_BEST]:
                     state[S_AGREE] += 1.0
                 rank_new = key + (1e12 * hk if hk > 1.0 else 0.0)
                 rank_old = state[S_BEST] + (1e12 * state[S_BEST_HARD] if state[S_BEST_HARD] > 1.0 else 0.0)
@@ -1262,7 +1294,7 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
                     state[S_BEST_RERR] = state[S_RERR]
                     for i in range(dof):
                         best_q[i] = q[i]
-                if state[S_AGREE] >= 2.0:
+                if state[S_AGREE] >= 1.0:
                     return UNREACHABLE
             attempt = int(state[S_ATTEMPT]) + 1
             state[S_ATTEMPT] = attempt
