@@ -33,7 +33,7 @@ chromium:
 
 # The lint gate: ruff with the bug-finding rule set of pyproject.toml ([tool.ruff]).
 lint: $(STAMP_DEV)
-	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff check .
 
 # Everything, as CI runs it (.ci/run): lint, then every test, the slow ones included.
 test: lint $(STAMP_DEV) chromium

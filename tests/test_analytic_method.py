@@ -161,10 +161,13 @@ def test_chains_it_cannot_handle_raise_solver_error(robot_name, frame, words):
         assert w in str(ei.value)
 
 
-def test_ball_joints_orientation_goals_and_several_goals_are_refused():
+def test_two_ball_joints_are_a_3d_limb_three_are_refused_and_orientation_goals_too():
     balls = ik.load_robot("tentacle", n=2, joint="ball")
+    res = ik.solve(balls, [ik.Position(balls.frame_names[-1], [0.05, 0.0, 0.15])], method="analytic")
+    assert res.status == ik.Status.CONVERGED and res.iterations == 1
+    three = ik.load_robot("tentacle", n=3, joint="ball")
     with pytest.raises(ik.SolverError, match="ball"):
-        ik.solve(balls, [ik.Position(balls.frame_names[-1], [0.05, 0.0, 0.15])], method="analytic")
+        ik.solve(three, [ik.Position(three.frame_names[-1], [0.05, 0.0, 0.15])], method="analytic")
     robot = ik.load_robot("planar2")
     with pytest.raises(ik.SolverError, match="Position goal only"):
         ik.solve(robot, [ik.Pose("hand", np.eye(4))], method="analytic")

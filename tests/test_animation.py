@@ -386,6 +386,7 @@ def short_walk(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow  # subprocess
 def test_cli_fix_feet_writes_a_clip_that_reads_back(short_walk, tmp_path):
     out = tmp_path / "fixed.bvh"
     h = sha(short_walk)
@@ -405,6 +406,7 @@ def test_cli_fix_feet_writes_a_clip_that_reads_back(short_walk, tmp_path):
     assert not list(tmp_path.glob(".tmp-*"))  # atomic write left nothing behind
 
 
+@pytest.mark.slow  # subprocess
 def test_cli_fix_feet_json_and_defaults(short_walk, tmp_path):
     out = tmp_path / "fixed.bvh"
     r = run_cli("clip", "fix-feet", short_walk, out, "--no-progress", "--json", "--pin", "mean")
@@ -416,6 +418,7 @@ def test_cli_fix_feet_json_and_defaults(short_walk, tmp_path):
     assert r.stderr == ""
 
 
+@pytest.mark.slow  # subprocess
 def test_cli_clip_info(short_walk):
     r = run_cli("clip", "info", short_walk)
     assert r.returncode == 0, r.stderr
@@ -437,6 +440,7 @@ def run_main(capsys, *args):
     return code, out, err
 
 
+@pytest.mark.slow  # subprocess
 def test_cli_malformed_bvh_exit_code_2(short_walk, tmp_path):
     bad = tmp_path / "bad.bvh"
     bad.write_text(short_walk.read_text().replace("OFFSET", "OFFSTE", 1))
@@ -447,6 +451,7 @@ def test_cli_malformed_bvh_exit_code_2(short_walk, tmp_path):
     assert sha(bad) == h and not (tmp_path / "o.bvh").exists()
 
 
+@pytest.mark.slow  # subprocess
 def test_cli_bad_input(short_walk, tmp_path, capsys):
     text = short_walk.read_text()
     trunc = tmp_path / "trunc.bvh"  # motion lines missing

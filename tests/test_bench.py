@@ -21,6 +21,8 @@ import invkin as ik
 from invkin.bench.accuracy import motion_spread, welman_chain
 from invkin.bench.suite import SUITE_ROBOTS, make_targets, robot_seed, suite_tip
 
+pytestmark = pytest.mark.slow  # benchmark runs in subprocesses (make test-fast skips them)
+
 INVKIN = str(Path(sys.executable).with_name("invkin"))
 STANDARD = ("lm", "dls", "pinv", "transpose", "gauss-seidel", "ccd", "fabrik")
 PEERS_RESULTS = Path(__file__).resolve().parents[2] / "shared" / "peers" / "results"

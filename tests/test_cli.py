@@ -17,6 +17,8 @@ import pytest
 
 import invkin as ik
 
+pytestmark = pytest.mark.slow  # every test runs the `invkin` command in a subprocess (make test-fast skips them)
+
 ROOT = Path(__file__).resolve().parents[1]
 INVKIN = [sys.executable, "-m", "invkin.cli"]  # the same entry point as the console script
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -11,6 +11,8 @@ import pytest
 
 import invkin as ik
 
+pytestmark = pytest.mark.slow  # runs the example programs (make test-fast skips them)
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -64,3 +66,20 @@ def test_hand_reach_example(tmp_path):
     assert "unchanged: True" in out
     captured = number(r"the captured hand, for comparison: max ([0-9.eE+-]+)", out)
     assert captured > 1.0  # the correction did something
+
+
+def test_humanoid_reach_example(tmp_path):
+    out = run_example("humanoid_reach.py", tmp_path)
+    robot = ik.load_robot("g1")
+    data = np.load(tmp_path / "humanoid_reach.npz")
+    assert tuple(data["joint_names"]) == robot.joint_names
+    q_stand = robot.clamp(np.zeros(robot.dof))
+    assert out.count("converged") == 8
+    for q, target in zip(data["q"], data["targets"]):  # recompute what the example prints
+        assert robot.within_limits(q)
+        np.testing.assert_allclose(robot.fk(q, "right_rubber_hand")[:3, 3], target, atol=1e-5)
+        for f in ("left_ankle_roll_link", "right_ankle_roll_link"):
+            np.testing.assert_allclose(robot.fk(q, f), robot.fk(q_stand, f), atol=1e-5)
+    np.testing.assert_allclose(data["targets"][-1] - robot.fk(q_stand, "right_rubber_hand")[:3, 3],
+                               (0.2, 0.0, -0.4), atol=1e-12)
+    assert number(r"final pelvis drop: ([0-9.]+) cm", out) > 3.0  # it crouched

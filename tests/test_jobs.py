@@ -328,6 +328,7 @@ def test_missing_extra_names_the_install_command(npz, tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------- Dask
 
 
+@pytest.mark.slow  # Dask cluster
 def test_dask_run_is_bit_identical_to_the_local_run(cluster, reference, npz, tmp_path):
     _, client = cluster
     s = solve_dataset("panda", npz, tmp_path / "job", client=client, **KW)
@@ -335,6 +336,7 @@ def test_dask_run_is_bit_identical_to_the_local_run(cluster, reference, npz, tmp
     same(read_results(tmp_path / "job"), reference[1])
 
 
+@pytest.mark.slow  # Dask cluster
 def test_dask_urdf_robot_travels_as_text(cluster, tmp_path, panda):
     _, client = cluster
     from invkin.model.catalog import bundled_urdf_path
@@ -375,6 +377,7 @@ def _kill_plugin(chunk: int, marker: str):
     return KillWhenChunkStarts(chunk, marker)
 
 
+@pytest.mark.slow  # Dask cluster
 def test_worker_killed_mid_job_loses_and_duplicates_nothing(cluster, reference, npz, tmp_path):
     cl, client = cluster
     marker = tmp_path / "killed"
@@ -401,6 +404,7 @@ def run_cli(*args):
     return subprocess.run([INVKIN, *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # subprocess
 def test_cli_batch(reference, npz, tmp_path):
     out = tmp_path / "job"
     p = run_cli("batch", "panda", "--targets", npz, "--out", str(out), "--frame", FRAME, "--chunk-size",
@@ -438,6 +442,7 @@ def _bad_batch_args(case, reference, npz, tmp_path):
     return args
 
 
+@pytest.mark.slow  # subprocess
 def test_cli_batch_bad_input_exits_2_subprocess(reference, npz, tmp_path):
     p = run_cli(*_bad_batch_args("other_job", reference, npz, tmp_path))
     assert p.returncode == 2, p.stdout + p.stderr
@@ -456,6 +461,7 @@ def test_cli_batch_bad_input_exits_2(case, reference, npz, tmp_path, capsys):
     assert not (tmp_path / "o").exists()  # bad input touches nothing
 
 
+@pytest.mark.slow  # Dask cluster
 def test_cli_batch_on_a_scheduler(cluster, reference, npz, tmp_path):
     cl, _ = cluster
     out = tmp_path / "job"

@@ -122,6 +122,7 @@ def test_frame_without_moving_joints():
         reachability_map("panda", "panda_link0", **PANDA_KW)
 
 
+@pytest.mark.slow  # Dask cluster
 def test_dask_map_equals_local_map(panda_map):
     distributed = pytest.importorskip("dask.distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
@@ -132,6 +133,7 @@ def test_dask_map_equals_local_map(panda_map):
     assert np.array_equal(m.manipulability, panda_map.manipulability, equal_nan=True)
 
 
+@pytest.mark.slow  # subprocess
 def test_cli_reachability(tmp_path):
     out = tmp_path / "planar.npz"
     p = subprocess.run([INVKIN, "reachability", "planar2", "--frame", "hand", "--resolution", "0.2",
@@ -172,6 +174,7 @@ def test_cli_reachability_bad_input(args, tmp_path, capsys, monkeypatch):
     assert len(lines) == 1 and lines[0].startswith("invkin: error:")
 
 
+@pytest.mark.slow  # subprocess
 def test_cli_reachability_bad_input_subprocess(tmp_path):
     p = subprocess.run([INVKIN, "reachability", "planar2", "--resolution", "0"], capture_output=True, text=True,
                        timeout=120, cwd=tmp_path)

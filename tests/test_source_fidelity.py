@@ -6,6 +6,7 @@ compares the product with what the document says, not with itself.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -247,3 +248,112 @@ def test_two_bone_lengths_is_exported():
     assert "two_bone_lengths" in ik.__all__
     l1, l2 = ik.two_bone_lengths([[0.0, 0.0, 0.0], [0.3, 0.4, 0.0], [0.3, 0.4, 1.2]])
     assert (l1, l2) == pytest.approx((0.5, 1.2))
+
+
+# ----------------------------------------------------------------------------- item 3: straight-line reach
+
+
+def document_reach(q0, target, step):
+    """SEEDS.md §1's main loop on the seed model (transcription): e = x_d − x; stop if |e| < Δ/2;
+    δx = Δ e/|e|; δθ = J⁺ δx (J⁺ = Jᵀ(JJᵀ)⁻¹); θ ← θ + δθ. Returns (iterations, θ)."""
+    q = np.array(q0, dtype=float)
+    for n in range(100000):
+        J, tip = _seed_jacobian(q)
+        e = target - tip
+        if np.linalg.norm(e) < step / 2:
+            return n, q
+        q = q + J.T @ np.linalg.solve(J @ J.T, step * e / np.linalg.norm(e))
+    raise AssertionError("the document's loop did not end")
+
+
+@pytest.mark.parametrize("z", [2.0, 1.0, 0.25, -1.0, -2.0, 2.995])
+def test_reach_from_the_straight_default_start_gets_out_along_the_axis(z):
+    robot = ik.load_robot("seed8dof")
+    res = ik.reach(robot, "effector", [0.0, 0.0, z])
+    assert res.status == ik.Status.CONVERGED, res
+    assert res.position_error < 0.005
+    assert res.max_deviation < 0.01
+    np.testing.assert_allclose(res.qs[0], robot.neutral())  # it started straight
+    assert len(res) - 1 == round((3.0 - z) / 0.01)  # one step of Δ per frame, as in the document
+
+
+def test_reach_stops_at_half_a_step_in_the_same_frame_as_the_documents_loop():
+    robot = ik.load_robot("seed8dof")
+    rng = np.random.default_rng(8)
+    for f in (0.2, 0.3, 0.7, 0.8):  # L = (k + f)Δ: the last step is short or long
+        target = np.full(3, 9.0)
+        while np.linalg.norm(target) > 2.6:  # well inside the reach radius 3
+            q0 = rng.uniform(-0.6, 0.6, 8)
+            x0 = _seed_jacobian(q0)[1]
+            u = rng.normal(size=3)
+            u /= np.linalg.norm(u)
+            target = x0 + (37 + f) * 0.01 * u
+        n_doc, _ = document_reach(q0, target, 0.01)
+        res = ik.reach(robot, "effector", target, q0=q0)
+        assert res.status == ik.Status.CONVERGED
+        assert len(res) - 1 == n_doc, (f, len(res) - 1, n_doc)
+
+
+def test_reach_rejects_a_target_at_the_reach_radius_as_the_sample_does():
+    robot = ik.load_robot("seed8dof")
+    for target in ([3.0, 0.0, 0.0], [0.0, 0.0, -3.0], [0.0, 3.2, 0.0]):
+        res = ik.reach(robot, "effector", target, q0=np.full(8, 0.1))
+        assert res.status == ik.Status.OUT_OF_WORKSPACE and len(res) == 1
+    assert ik.reach(robot, "effector", [2.9, 0.0, 0.0], q0=np.full(8, 0.1)).success
+
+
+# ----------------------------------------------------------------------------- item 2: Springhead's springs
+
+
+def springhead_loop(q_orig, target, ratio, lower, upper, tol, iterations=3000, sweeps=5):
+    """Springhead2's IK loop with the rest springs (SEEDS.md §3, transcription) on the seed model:
+    (1) J at the joint angles θ; (2) v = x_d − x; (3) ω by Gauss–Seidel sweeps on (JᵀJ)ω = Jᵀv from
+    ω = 0 (eq. 17); (4) IK moves the spring reference, θ_ik ← θ_ik + ω (inside the joint range),
+    and the joint settles between the springs, θ = (p_orig θ_orig + p_ik θ_ik)/(p_orig + p_ik)
+    (eq. 24). Returns (reached, θ)."""
+    theta = np.array(q_orig, dtype=float)
+    theta_ik = theta.copy()
+    for _ in range(iterations):
+        J, tip = _seed_jacobian(theta)
+        v = target - tip
+        if np.linalg.norm(v) <= tol:
+            return True, theta
+        A, b = J.T @ J, J.T @ v
+        omega = np.zeros(8)
+        for _s in range(sweeps):
+            for i in range(8):
+                omega[i] = (b[i] - A[i] @ omega + A[i, i] * omega[i]) / A[i, i]
+        theta_ik = np.clip(theta_ik + omega, lower, upper)
+        theta = (ratio * q_orig + theta_ik) / (ratio + 1.0)
+    return False, theta
+
+
+def test_springhead_rest_springs_act_inside_the_loop_and_a_lost_goal_is_reported():
+    robot = ik.load_robot("seed8dof")
+    rng = np.random.default_rng(11)
+    q_orig = rng.uniform(-0.3, 0.3, 8)
+    target = robot.fk(q_orig + rng.uniform(-0.5, 0.5, 8), "effector")[:3, 3]
+    goal = [ik.Position("effector", target)]
+    outcome = {}
+    for ratio in (0.01, 0.1, 1.0, 10.0, 100.0):
+        ref_reached, ref_q = springhead_loop(q_orig, target, ratio, robot.lower, robot.upper, 1e-6)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = ik.solve_with_rest(robot, goal, q_orig, ratio, 1.0, max_step=100.0, restarts=False, timeout=None,
+                                     max_iterations=3000)
+        assert res.mode == "loop" and res.goal_reached == ref_reached, (ratio, res, ref_reached)
+        if ref_reached:
+            np.testing.assert_allclose(res.q, ref_q, atol=1e-6)
+        assert res.goal_lost == (not ref_reached)
+        assert any(issubclass(w.category, ik.RestPoseWarning) for w in caught) == res.goal_lost
+        outcome[ratio] = res.goal_reached
+    assert outcome[0.01] and outcome[0.1] and outcome[1.0]  # reached while p_orig/p_ik <= 1
+    assert not outcome[100.0]  # p_orig >> p_ik: the target is lost, and said so
+    # solve(rest=...) with Springhead's method runs the same loop
+    res = ik.solve(robot, goal, q0=q_orig, method="gauss-seidel", max_step=100.0, restarts=False, timeout=None,
+                   max_iterations=3000, rest=dict(theta_orig=q_orig, p_orig=1.0, p_ik=1.0, d_orig=0.5))
+    assert res.success and res.info["rest"]["goal_reached"]
+    np.testing.assert_allclose(res.info["rest"]["stiffness"], 2.0)
+    np.testing.assert_allclose(res.info["rest"]["damping"], 0.5)
+    with pytest.raises(ik.SolverError, match="gauss-seidel"):
+        ik.solve_with_rest(robot, goal, q_orig, 1.0, 1.0, method="lm")

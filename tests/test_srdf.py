@@ -191,3 +191,22 @@ def test_parse_srdf_reads_group_states_in_file_order():
                          '<group_state name="a" group="g"/><virtual_joint name="world_joint" type="floating" '
                          'parent_frame="world" child_link="base"/>'))
     assert list(s.group_states) == ["z", "a"] and s.virtual_joints == ("world_joint",)
+
+
+def test_with_a_floating_base_the_pinocchio_root_joint_value_sets_the_free_joint():
+    talos = _talos(floating_base=True)
+    q = talos.named_configuration("half_sitting")
+    base = [talos.joint_index(f"root_joint{s}") for s in (".x", ".y", ".z", ".rx", ".ry", ".rz")]
+    assert q[base].tolist() == [0.0, 0.0, 1.01927, 0.0, 0.0, 0.0]
+    assert q[talos.joint_index("leg_left_4_joint")] == 0.859395
+    assert np.allclose(talos.fk(q, "base_link")[:3, 3], [0, 0, 1.01927])
+
+
+def test_a_free_joint_takes_a_quaternion_in_pinocchios_x_y_z_w_order(tmp_path):
+    s = 0.5 ** 0.5
+    p = _write(tmp_path, _srdf(f'<group_state name="a" group="all"><joint name="root_joint" value="1 2 3 0 0 {s} {s}"/>'
+                               '</group_state><group_state name="b" group="all">'
+                               '<joint name="root_joint" value="1 2 3 0 0 0.5"/></group_state>'))
+    arm = load_srdf(_arm().with_floating_base(), p)
+    assert np.allclose(arm.named_configuration("a")[:6], [1, 2, 3, 0, 0, np.pi / 2], atol=1e-12)
+    assert arm.named_configuration("b")[:6].tolist() == [1, 2, 3, 0, 0, 0.5]

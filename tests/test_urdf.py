@@ -464,23 +464,22 @@ def test_zero_axis_on_a_fixed_joint_is_ignored():
     assert r.dof == 0
 
 
-@pytest.mark.parametrize("jtype", ["floating", "planar"])
-def test_floating_and_planar_joints_are_refused_with_a_hint(tmp_path, jtype):
-    text = _robot(_rev("j1", "a", "b", "", jtype=jtype), links=("a", "b"))
-    _refused(tmp_path, text, rf"<joint name='j1'> line {_line_of(text, 'j1')}",
-             rf"'{jtype}', which invkin does not support", r"base=")
+@pytest.mark.parametrize("jtype, kind, n", [("floating", "free", 6), ("planar", "planar", 3)])
+def test_floating_and_planar_joints_load_as_free_and_planar_joints(jtype, kind, n):
+    r = parse_urdf(_robot(_rev("j1", "a", "b", '<axis xyz="0 0 1"/>', jtype=jtype), links=("a", "b")))
+    assert r.joint_types_per_dof == (kind,) * n and r.free_joints == ("j1",)
 
 
-def test_floating_joint_off_the_selected_chain_is_accepted(tmp_path):
+def test_floating_joint_on_or_off_the_selected_chain(tmp_path):
     text = TWO_ARMS.replace('type="revolute"><parent link="world"/>', 'type="floating"><parent link="world"/>')
     p = tmp_path / "floating.urdf"
     p.write_text(text)
     r = load_urdf(p, base="torso", tip="l_hand")
     assert r.joint_names == ("l_shoulder", "l_elbow")
-    with pytest.raises(ModelError, match=re.escape(str(p)) + r".*<joint name='waist'> line 4.*'floating'"):
-        load_urdf(p, base="world", tip="l_hand")
-    with pytest.raises(ModelError, match=r"'floating', which invkin does not support"):
-        load_urdf(p)
+    r = load_urdf(p, base="world", tip="l_hand")
+    assert r.joint_names == ("waist.x", "waist.y", "waist.z", "waist.rx", "waist.ry", "waist.rz",
+                             "l_shoulder", "l_elbow")
+    assert load_urdf(p).floating
 
 
 def test_unknown_joint_type_is_refused(tmp_path):

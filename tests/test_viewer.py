@@ -18,6 +18,8 @@ import pytest
 import invkin as ik
 from invkin.viewer import PortInUseError, ViewerApp, ViewerError, demo_app
 
+pytestmark = pytest.mark.slow  # browser viewer servers and Chromium (make test-fast skips them)
+
 pytest.importorskip("viser", reason="the viewer needs the [viewer] extra (viser)")
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ not touched) that stores them in a user cache directory instead:
     else $XDG_CACHE_HOME/invkin/numba, else ~/.cache/invkin/numba
 
 under ``<package-relative folder>/<digest>/``. The digest is a SHA-256 of the kernel's source
-file *and of every invkin module it imports, transitively*: Numba itself stamps a cache entry
+file *and of every invkin module it imports at module level, transitively*: Numba itself stamps a cache entry
 with the content of the kernel's own file only, so an edit in a module a kernel calls (or whose
 constants it freezes) would otherwise load stale machine code. Same sources give the same
 digest wherever the package is installed, so the cache survives reinstalls and is shared by
@@ -70,7 +70,7 @@ def clear() -> Path:
 
 # ------------------------------------------------------------------ source digests
 
-_IMPORT_RE = re.compile(r"^\s*from\s+(\.+)([\w.]*)\s+import\s+(\([^)]*\)|[^#\n]+)|^\s*import\s+(invkin[\w.]*)",
+_IMPORT_RE = re.compile(r"^([ \t]*)(?:from\s+(\.+)([\w.]*)\s+import\s+(\([^)]*\)|[^#\n]+)|import\s+(invkin[\w.]*))",
                         re.MULTILINE)
 _digests: dict[Path, str] = {}
 
@@ -84,20 +84,22 @@ def _module_file(dotted: list[str]) -> Path | None:
     return None
 
 
-def _imports(path: Path, text: str) -> set[Path]:
-    """invkin modules that ``path`` imports (module-level or inside functions)."""
+def _imports(path: Path, text: str, module_level: bool = False) -> set[Path]:
+    """invkin modules that ``path`` imports (inside functions too, unless ``module_level``)."""
     rel = list(path.relative_to(_PACKAGE_DIR).with_suffix("").parts)
     package = rel[:-1]  # the package a relative import starts from (for __init__ too)
     found = set()
     for m in _IMPORT_RE.finditer(text):
-        if m.group(4):  # import invkin.x.y
-            parts = m.group(4).split(".")[1:]
+        if module_level and m.group(1):
+            continue
+        if m.group(5):  # import invkin.x.y
+            parts = m.group(5).split(".")[1:]
             names = []
         else:
-            level = len(m.group(1))
+            level = len(m.group(2))
             up = package[:len(package) - (level - 1)] if level > 1 else package
-            parts = up + [p for p in m.group(2).split(".") if p]
-            names = [n.split(" as ")[0].strip("()\\ \n") for n in m.group(3).split(",")]
+            parts = up + [p for p in m.group(3).split(".") if p]
+            names = [n.split(" as ")[0].strip("()\\ \n") for n in m.group(4).split(",")]
         for cand in [parts] + [parts + [n] for n in names if n.isidentifier()]:
             f = _module_file(cand)
             if f is not None:
@@ -107,7 +109,12 @@ def _imports(path: Path, text: str) -> set[Path]:
 
 
 def source_digest(path) -> str:
-    """SHA-256 over the file and every invkin module it imports, transitively."""
+    """SHA-256 over the file and every invkin module it imports at module level, transitively.
+
+    What a kernel can reach (other kernels, frozen global constants) comes in through
+    module-level imports; imports inside Python functions cannot feed a kernel, so they are left
+    out and an edit in such a module does not recompile the kernels.
+    """
     path = Path(path).resolve()
     if path in _digests:
         return _digests[path]
@@ -117,7 +124,7 @@ def source_digest(path) -> str:
         if f in seen:
             continue
         seen.add(f)
-        todo.extend(_imports(f, f.read_text(encoding="utf-8")))
+        todo.extend(_imports(f, f.read_text(encoding="utf-8"), module_level=True))
     h = hashlib.sha256()
     for f in sorted(seen):
         h.update(str(f.relative_to(_PACKAGE_DIR)).encode())
@@ -231,34 +238,48 @@ def install() -> None:
 # ------------------------------------------------------------------ warmup
 
 
-def _panda_pose(ik, method):
-    robot = ik.load_robot("panda")
+def _panda_pose(method):
+    from .goals import Pose, Position
+    from .model import load_robot
+    from .solve import solve
+
+    robot = load_robot("panda")
     T = robot.fk(robot.neutral() + 0.3, "panda_hand")
-    goal = ik.Position("panda_hand", T[:3, 3]) if method == "fabrik" else ik.Pose("panda_hand", T)
-    ik.solve(robot, [goal], method=method, timeout=0.05)
+    goal = Position("panda_hand", T[:3, 3]) if method == "fabrik" else Pose("panda_hand", T)
+    solve(robot, [goal], method=method, timeout=0.05)
 
 
-def _analytic(ik):
-    robot = ik.load_robot("planar2")
-    ik.solve(robot, [ik.Position(robot.frame_names[-1], [1.0, 0.5, 0.0])], method="analytic")
+def _analytic():
+    from .goals import Position
+    from .model import load_robot
+    from .solve import solve
+
+    robot = load_robot("planar2")
+    solve(robot, [Position(robot.frame_names[-1], [1.0, 0.5, 0.0])], method="analytic")
 
 
-def _solve_many(ik):
-    robot = ik.load_robot("panda")
-    ik.solve_many(robot, "panda_hand", robot.fk(robot.sample(4, 0), "panda_hand"))
+def _solve_many():
+    from .model import load_robot
+    from .solve import solve_many
+
+    robot = load_robot("panda")
+    solve_many(robot, "panda_hand", robot.fk(robot.sample(4, 0), "panda_hand"))
 
 
-def _correct_clip(ik):
+def _correct_clip():
     import dataclasses
 
-    robot, clip = ik.read_bvh(_PACKAGE_DIR / "data" / "mocap" / "cmu_02_01_walk.bvh")
+    from .animation import FootPlant, correct_clip
+    from .model.bvh import read_bvh
+
+    robot, clip = read_bvh(_PACKAGE_DIR / "data" / "mocap" / "cmu_02_01_walk.bvh")
     clip = dataclasses.replace(clip, frames=clip.frames[:20])
-    ik.correct_clip(robot, clip, [ik.FootPlant("LeftFoot"), ik.FootPlant("RightFoot")])
+    correct_clip(robot, clip, [FootPlant("LeftFoot"), FootPlant("RightFoot")])
 
 
 # step name -> what it runs; each is one first call as a user makes it
 WARMUP_STEPS = {
-    **{m: (lambda ik, m=m: _panda_pose(ik, m))
+    **{m: (lambda m=m: _panda_pose(m))
        for m in ("lm", "dls", "pinv", "transpose", "gauss-seidel", "ccd", "fabrik")},
     "analytic": _analytic,
     "solve_many": _solve_many,
@@ -282,8 +303,6 @@ def warmup(steps=None, progress=True) -> dict:
         if s not in WARMUP_STEPS:
             raise InvkinError(f"warmup: unknown step {s!r} (closest: {closest_names(s, WARMUP_STEPS)}); "
                               f"choose from: {', '.join(WARMUP_STEPS)}")
-    import invkin as ik
-
     times = {}
     _quiet = True
     try:
@@ -293,7 +312,7 @@ def warmup(steps=None, progress=True) -> dict:
             if progress:
                 print(f"[{i}/{len(names)}] {s:<13}", end=" ", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
-            WARMUP_STEPS[s](ik)
+            WARMUP_STEPS[s]()
             times[s] = time.perf_counter() - t0
             if progress:
                 print(f"{times[s]:6.1f} s", file=sys.stderr, flush=True)

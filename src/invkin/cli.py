@@ -13,6 +13,7 @@ import importlib
 import json
 import math
 import sys
+import warnings
 from typing import TYPE_CHECKING
 
 from .errors import InvkinError
@@ -44,10 +45,10 @@ def _fmt(a, digits=6) -> str:
     return np.array2string(np.asarray(a), precision=digits, suppress_small=True, max_line_width=120)
 
 
-def _load(name):
-    from .model import load_robot
+def _load(args):
+    from .cli_robot import robot_from_args
 
-    return load_robot(name)
+    return robot_from_args(args)
 
 
 def _q_arg(robot, values) -> np.ndarray:
@@ -65,7 +66,7 @@ def _q_arg(robot, values) -> np.ndarray:
 
 
 def cmd_info(args) -> int:
-    robot = _load(args.robot)
+    robot = _load(args)
     if args.json:
         print(json.dumps({
             "name": robot.name, "dof": robot.dof, "joint_names": list(robot.joint_names),
@@ -85,20 +86,21 @@ def cmd_info(args) -> int:
 
 
 def cmd_fk(args) -> int:
-    robot = _load(args.robot)
+    robot = _load(args)
     q = _q_arg(robot, args.q)
     frame = args.frame or robot.node_names[-1]
     T = robot.fk(q, frame)
     if args.json:
         print(json.dumps({"frame": frame, "q": q.tolist(), "T": T.tolist()}))
     else:
-        from .spatial import matrix_to_quat_wxyz, matrix_to_rpy
+        from .spatial import matrix_to_quat, matrix_to_rpy
 
         print(f"frame {frame!r} at q = {_fmt(q, 4)}")
         print(_fmt(T))
         print(f"xyz  = {_fmt(T[:3, 3])} m")
         print(f"rpy  = {_fmt(matrix_to_rpy(T[:3, :3]))} rad")
-        print(f"quat_wxyz = {_fmt(matrix_to_quat_wxyz(T[:3, :3]))}")
+        print(f"quat_wxyz = {_fmt(matrix_to_quat(T[:3, :3], 'wxyz'))}")
+        print(f"quat_xyzw = {_fmt(matrix_to_quat(T[:3, :3], 'xyzw'))}")
     return EXIT_OK
 
 
@@ -107,16 +109,18 @@ def cmd_solve(args) -> int:
 
     from . import goals as G
     from .solve import solve
-    from .spatial import make_transform, quat_wxyz_to_matrix, rpy_to_matrix
+    from .spatial import make_transform, rpy_to_matrix
 
-    robot = _load(args.robot)
+    robot = _load(args)
     xyz = np.array(args.xyz, dtype=float)
-    if args.rpy is not None and args.quat_wxyz is not None:
-        raise UsageError("give either --rpy or --quat-wxyz, not both")
+    given = [f for f, v in (("--rpy", args.rpy), ("--quat-wxyz", args.quat_wxyz), ("--quat-xyzw", args.quat_xyzw))
+             if v is not None]
+    if len(given) > 1:
+        raise UsageError(f"give one orientation, not {' and '.join(given)}")
     if args.rpy is not None:
         goal = G.Pose(args.frame, make_transform(rpy_to_matrix(args.rpy), xyz))
-    elif args.quat_wxyz is not None:
-        goal = G.Pose(args.frame, make_transform(quat_wxyz_to_matrix(args.quat_wxyz), xyz))
+    elif args.quat_wxyz is not None or args.quat_xyzw is not None:
+        goal = G.Pose.from_position_quaternion(args.frame, xyz, quat_wxyz=args.quat_wxyz, quat_xyzw=args.quat_xyzw)
     else:
         goal = G.Position(args.frame, xyz)
     q0 = _q_arg(robot, args.q0) if args.q0 is not None else None
@@ -149,9 +153,9 @@ def cmd_demo(args) -> int:
 
 def _tour() -> int:
     """A short terminal tour: load the panda, print its tree, FK and Jacobian, solve a pose."""
+    from . import goals as G
     from .model import load_robot
     from .solve import solve
-    from . import goals as G
 
     robot = load_robot("panda")
     print("invkin demo: the Franka Panda (bundled URDF)\n")
@@ -173,10 +177,13 @@ def _tour() -> int:
 
 
 def register(sub) -> None:
+    from .cli_robot import add_robot_options
+
     p = sub.add_parser("info", help="tree, DOF, joint limits and frames of a robot",
                        description="Print a robot's kinematic tree, joints, limits and frames.")
-    p.add_argument("robot", help="bundled name (panda, ur5, ...) or a .urdf/.bvh file")
+    p.add_argument("robot", help="bundled name (panda, ur5, ...) or a .urdf/.xml (MJCF)/.bvh file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_robot_options(p)
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("fk", help="forward kinematics of a frame",
@@ -185,6 +192,7 @@ def register(sub) -> None:
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="joint values [rad or m], one per DOF")
     p.add_argument("--frame", help="frame name (default: the last frame)")
     p.add_argument("--json", action="store_true")
+    add_robot_options(p)
     p.set_defaults(func=cmd_fk)
 
     p = sub.add_parser("solve", help="inverse kinematics for a position or pose target",
@@ -193,7 +201,10 @@ def register(sub) -> None:
     p.add_argument("--frame", required=True, help="goal frame")
     p.add_argument("--xyz", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"), help="target [m]")
     p.add_argument("--rpy", type=float, nargs=3, metavar=("R", "P", "Y"), help="target roll pitch yaw [rad]")
-    p.add_argument("--quat-wxyz", type=float, nargs=4, metavar=("W", "X", "Y", "Z"), help="target quaternion")
+    p.add_argument("--quat-wxyz", type=float, nargs=4, metavar=("W", "X", "Y", "Z"),
+                   help="target orientation, unit quaternion scalar first (MuJoCo, Eigen)")
+    p.add_argument("--quat-xyzw", type=float, nargs=4, metavar=("X", "Y", "Z", "W"),
+                   help="target orientation, unit quaternion scalar last (ROS, SciPy)")
     p.add_argument("--method", default="lm", help="solver name (see `invkin methods`)")
     p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="start configuration")
     p.add_argument("--position-tolerance", type=float, default=1e-6, help="[m] (default 1e-6)")
@@ -201,12 +212,14 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, default=0.05, help="[s] (default 0.05)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print q, joint_names, success, status, errors as JSON")
+    add_robot_options(p)
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("methods", help="list the registered IK methods")
     p.set_defaults(func=lambda a: (print("\n".join(__import__("invkin").methods())), EXIT_OK)[1])
 
-    from .viewer.cli import DEMOS, add_server_arguments
+    from .viewer import DEMOS
+    from .viewer.cli import add_server_arguments
 
     p = sub.add_parser("demo", help="the main demo: the browser viewer (or --tour in the terminal)",
                        description="Start the browser viewer with a demo and print its URL "
@@ -243,6 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one line each on stderr (``invkin: warning: ...``), without the source line."""
+    msg = str(message).strip().replace("\n", " ")
+    print(f"invkin: warning: {msg}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -254,7 +273,10 @@ def main(argv=None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     try:
-        return int(args.func(args))
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")  # each distinct warning once per command
+            warnings.showwarning = _show_warning
+            return int(args.func(args))
     except (InvkinError, OSError) as exc:
         if args.debug:
             raise

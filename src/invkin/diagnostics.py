@@ -20,8 +20,7 @@ import numpy as np
 from numba import njit
 
 from .errors import ConfigurationError
-from .solvers._linalg import smallest_singular_value  # noqa: F401 - re-exported (Tracker, tests)
-from .solvers._linalg import sym_eigvals
+from .solvers.shared import smallest_singular_value, sym_eigvals  # noqa: F401 - re-exported (tests)
 
 __all__ = ["manipulability", "condition_number", "singular_values", "distance_to_limits",
            "is_near_singular", "NEAR_SINGULAR_THRESHOLD"]

@@ -1,5 +1,5 @@
-"""Motion on top of IK: straight-line reaching (SEEDS.md §1), the rest-posture blend (§3, 5.1) and
-statics, τ = Jᵀ F (§3, 5.2).
+"""Motion on top of IK: straight-line reaching (SEEDS.md §1), the rest-posture springs (§3, 5.1: inside
+Springhead's loop, or blended once) and statics, τ = Jᵀ F (§3, 5.2).
 
 Straight-line reaching (:func:`reach`) is the main loop of the JacIK sample: with ``x`` the
 effector position, ``x*`` the target and ``Δ`` the step, each frame moves the effector by
@@ -8,6 +8,12 @@ and the loop stops once ``|e| < Δ/2``. Here the frame's target is the next wayp
 ``x_k = x_0 + min(kΔ, L) u`` on the segment from the start to the target (``u`` its direction,
 ``L`` its length), so ``x_k − x = Δ u`` whenever the effector is on the line: the seed's step; a
 few corrective iterations of the same inverse then pull the effector back onto the line.
+
+At a singular posture (the seed model stretched straight, its default start) the step the
+target needs can lie along a direction that no joint moves to first order: ``J⁺`` returns no
+motion and the loop would stall. The step is then made singularity-robust by a nudge along the
+null space of J chosen by second order (:func:`_singular_nudge`): the null-space direction whose
+curvature moves the effector toward the target, by just enough to cover the step.
 """
 from __future__ import annotations
 
@@ -20,12 +26,13 @@ import numpy as np
 from ._checks import count, positive
 from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import ConfigurationError, GoalError, SolverError
+from .rest import REST_MODES, RestPoseWarning, check_springs, rest_blend, rest_in_loop
 from .result import Result, Status
-from .solvers._common import compile_problem, goal_errors
+from .solvers.shared import compile_problem, goal_errors
 from .spatial import as_transform, so3_exp, so3_log
 
 __all__ = ["reach", "ReachResult", "rest_blend", "solve_with_rest", "RestResult", "RestPoseWarning",
-           "joint_torques", "REACH_METHODS"]
+           "joint_torques", "REACH_METHODS", "REST_MODES"]
 
 #: Inverses accepted by :func:`reach`'s ``method``.
 REACH_METHODS = ("pinv", "dls")
@@ -51,7 +58,7 @@ class ReachResult:
     near_singular (N,) bool (σ_min of the task Jacobian < ``singular_threshold``);
     max_deviation [m]: the largest distance of a position from the straight segment start → target;
     position_error [m], rotation_error [rad]: the final errors to the target;
-    status: converged (within Δ/2), out_of_workspace (beyond the reach radius: nothing moved),
+    status: converged (within Δ/2), out_of_workspace (at or beyond the reach radius: nothing moved),
     stalled (no progress for ``patience`` frames, e.g. pulling along a singular direction) or
     iteration_limit (``max_steps`` frames); iterations: inverse-kinematics steps in all.
     """
@@ -163,11 +170,15 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
     Joint limits hold at every frame: joints at a limit that the step pushes outward are held
     still and the step is recomputed with the others. A frame whose waypoint is more than Δ
     away after its corrections holds the waypoint (the next frame aims at it again), so the
-    effector never runs ahead of a lagging line. Returns a :class:`ReachResult`; a target beyond
-    the reach radius is the status ``out_of_workspace``, not an error.
+    effector never runs ahead of a lagging line. When the inverse cannot produce half of the
+    frame's step at a near-singular posture (σ_min < ``damping_threshold``), the step gets a
+    second-order nudge along J's null space (module docstring), so a straight, singular start
+    gets out. Like the document's loop, every frame ends with the test ``|e| < Δ/2`` (then
+    converged), and a target at or beyond the reach radius (|x − base| ≥ radius) is rejected.
+    Returns a :class:`ReachResult`; a target outside the workspace is the status
+    ``out_of_workspace``, not an error.
     """
     from .nullspace import make_objective
-    from .solve import reach_bound
 
     node = robot.frame_index(frame)
     step = positive("step", step, " [m]")
@@ -209,10 +220,10 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
         return ReachResult(np.array(qs), P, np.array(Rs) if pose else None, np.array(sing, dtype=bool), status,
                            float(dev.max()), pe, re_, iters, method)
 
-    anchor, radius = reach_bound(robot, node)
+    anchor, radius = robot.reach_bound(node)
     if anchor is not None:
         p_anchor = robot.fk(robot.neutral(), anchor)[:3, 3]
-        if np.linalg.norm(p_goal - p_anchor) > radius * (1 + 1e-12) + 1e-12:
+        if np.linalg.norm(p_goal - p_anchor) >= radius * (1 - 1e-12):  # the sample rejects |x| >= reach
             return finish(Status.OUT_OF_WORKSPACE, 0)
 
     L = float(np.linalg.norm(p_goal - p0))
@@ -281,6 +292,8 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
                     break
                 free[out] = 0.0
             dq *= free
+            if it == 0:
+                dq += _singular_nudge(robot, node, q, Jr, e, dq, free, rows, damping_threshold, max_joint_step)
             big = float(np.max(np.abs(dq))) if dq.size else 0.0
             if big > max_joint_step:
                 dq *= max_joint_step / big
@@ -292,7 +305,7 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
         ps.append(T[:3, 3].copy())
         Rs.append(T[:3, :3].copy())
         sing.append(bool(np.linalg.svd(J[rows], compute_uv=False)[-1] < singular_threshold))
-        if k_next == n_wp and done(T):
+        if done(T):  # the document's test, at every frame
             status = Status.CONVERGED
             break
         # advance along the line unless the effector lags more than one step behind its waypoint
@@ -311,6 +324,44 @@ def reach(robot, frame, target, step: float = 0.01, q0=None, method: str = "pinv
     return finish(status, iters)
 
 
+def _singular_nudge(robot, node, q, Jr, e, dq, free, rows, threshold, max_step):
+    """A null-space step that moves the effector toward ``e`` at second order, where J cannot.
+
+    Used when the linear step ``dq`` achieves less than half of ``e`` and σ_min(J) < threshold.
+    With ``u`` the unit direction of the part ``r = e − J dq`` the step misses, N a basis of the
+    (near-)null space of J (right singular vectors with σ < threshold, and the exact null space),
+    and ``M_jk = uᵀ ∂J_j/∂q_k`` (central differences, symmetrised: the Hessian of uᵀx), the
+    effector moves by ``½ δqᵀ M δq`` along u for ``δq = t N v``: v is the eigenvector of NᵀMN
+    with the largest eigenvalue λ > 0 and ``t = sqrt(2|r| / λ)`` covers the missing part (capped
+    at max_step). Returns zeros when nothing is missing or no null-space direction helps.
+    """
+    dof = q.shape[0]
+    Jf = Jr * free
+    r = e - Jf @ dq
+    rn = float(np.linalg.norm(r))
+    if rn <= 0.5 * float(np.linalg.norm(e)) or dof == 0:
+        return np.zeros(dof)
+    _, S, Vt = np.linalg.svd(Jf, full_matrices=True)
+    rank = int(np.sum(S >= threshold))
+    if rank == S.shape[0] and rank >= dof:
+        return np.zeros(dof)  # not near a singularity: the shortfall has another cause (limits)
+    N = Vt[rank:].T * free[:, None]
+    u = r / rn
+    h = 1e-6
+    steps = np.eye(dof) * h
+    Jp = robot.jacobian(robot.integrate(np.broadcast_to(q, (dof, dof)), steps), node)[:, rows]
+    Jm = robot.jacobian(robot.integrate(np.broadcast_to(q, (dof, dof)), -steps), node)[:, rows]
+    M = np.einsum("i,kij->jk", u, (Jp - Jm) / (2 * h))
+    M = 0.5 * (M + M.T)
+    lam, V = np.linalg.eigh(N.T @ M @ N)
+    if not lam[-1] > 1e-9 * max(1.0, float(np.abs(lam).max())):
+        return np.zeros(dof)
+    t = math.sqrt(2.0 * rn / lam[-1])
+    nudge = N @ V[:, -1] * t
+    big = float(np.max(np.abs(nudge)))
+    return nudge * (max_step / big) if big > max_step else nudge
+
+
 def _segment_distance(P, a, b):
     """Distance of each point of P (N, 3) from the segment a–b."""
     d = b - a
@@ -324,84 +375,16 @@ def _segment_distance(P, a, b):
 # =========================================================================== rest posture
 
 
-class RestPoseWarning(UserWarning):
-    """The rest-posture blend pulled the configuration off the goals (p_orig ≫ p_ik)."""
-
-
-def _springs(name, v, strict):
-    try:
-        a = np.asarray(v, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise GoalError(f"{name}: expected numbers, got {v!r:.200}") from None
-    bad = ~np.isfinite(a) | ((a <= 0) if strict else (a < 0))
-    if bad.any():
-        first = a[bad].ravel()[0] if a.ndim else float(a)
-        raise GoalError(f"{name}: expected finite values {'> 0' if strict else '>= 0'}, got {first!r}"
-                        + (f" (in {a.tolist()})" if a.ndim else ""))
-    return a
-
-
-def rest_blend(theta_orig, theta_ik, p_orig, p_ik, d_orig=0.0, d_ik=0.0, *, robot=None):
-    """Blend the IK result with the rest posture as two springs (SEEDS.md §3, 5.1) → (theta, p, d).
-
-        θ_new = (p_orig θ_orig + p_ik θ_ik) / (p_orig + p_ik),  p_new = p_orig + p_ik,
-        d_new = d_orig + d_ik.
-
-    Every argument broadcasts (per joint or one value for all; a (B, dof) batch of angles works
-    too); angles in [rad] or [m], springs p > 0, dampers d ≥ 0. With ``robot`` given, each ball
-    joint (three entries of q) is blended on SO(3): ``R = R_orig exp(t log(R_origᵀ R_ik))`` with
-    ``t = p_ik / (p_orig + p_ik)`` of its first entry. Springs ≤ 0, negative dampers and
-    non-finite values raise GoalError. Scalars in, floats out; otherwise arrays of the broadcast shape.
-    """
-    to = _springs_angles("theta_orig", theta_orig)
-    ti = _springs_angles("theta_ik", theta_ik)
-    po = _springs("p_orig", p_orig, True)
-    pi = _springs("p_ik", p_ik, True)
-    do = _springs("d_orig", d_orig, False)
-    di = _springs("d_ik", d_ik, False)
-    try:
-        to, ti, po, pi, do, di = np.broadcast_arrays(to, ti, po, pi, do, di)
-    except ValueError:
-        raise GoalError(f"rest_blend: shapes do not broadcast: theta_orig {np.shape(to)}, theta_ik "
-                        f"{np.shape(ti)}, p_orig {np.shape(po)}, p_ik {np.shape(pi)}, d_orig {np.shape(do)}, "
-                        f"d_ik {np.shape(di)}") from None
-    p = po + pi
-    theta = (po * to + pi * ti) / p
-    d = do + di
-    if robot is not None and robot.has_ball_joints:
-        if theta.ndim == 0 or theta.shape[-1] != robot.dof:
-            raise GoalError(f"rest_blend: expected angles of shape (..., {robot.dof}) for robot {robot.name!r}, "
-                            f"got {theta.shape}")
-        theta = theta.copy()
-        flat_t, flat_o, flat_i = theta.reshape(-1, robot.dof), to.reshape(-1, robot.dof), ti.reshape(-1, robot.dof)
-        flat_w = (pi / p).reshape(-1, robot.dof)
-        for b in range(flat_t.shape[0]):
-            for s in robot._ball_starts:
-                Ro = so3_exp(flat_o[b, s:s + 3])
-                Ri = so3_exp(flat_i[b, s:s + 3])
-                flat_t[b, s:s + 3] = so3_log(Ro @ so3_exp(flat_w[b, s] * so3_log(Ro.T @ Ri)))
-    if theta.ndim == 0:
-        return float(theta), float(p), float(d)
-    return theta, p, d
-
-
-def _springs_angles(name, v):
-    try:
-        a = np.asarray(v, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise GoalError(f"{name}: expected numbers, got {v!r:.200}") from None
-    if not np.all(np.isfinite(a)):
-        raise GoalError(f"{name}: expected finite values, got {a.tolist() if a.ndim else float(a)}")
-    return a
-
-
 @dataclass(frozen=True)
 class RestResult:
     """Outcome of :func:`solve_with_rest`.
 
-    q (dof,): the blended configuration; stiffness, damping (dof,): p_new, d_new;
-    goal_reached: every goal within tolerance at q; position_error [m], rotation_error [rad]
-    at q; ik: the solve's own Result (before the blend).
+    q (dof,): the configuration where the joints settle between the springs; stiffness,
+    damping (dof,): p_new = p_orig + p_ik, d_new = d_orig + d_ik; goal_reached: every goal within
+    tolerance at q; position_error [m], rotation_error [rad] at q; ik: the solve's own Result
+    (mode "blend": before the blend); goal_lost: the goals are reachable without the rest
+    springs but not with them (p_orig too strong against p_ik: SEEDS.md §3, 5.1); mode: "loop"
+    or "blend".
     """
 
     q: np.ndarray
@@ -411,19 +394,28 @@ class RestResult:
     position_error: float
     rotation_error: float
     ik: Result
+    goal_lost: bool = False
+    mode: str = "blend"
 
 
 def solve_with_rest(robot, goals, theta_orig, p_orig, p_ik, d_orig=0.0, d_ik=0.0, *, q0=None,
                     position_tolerance: float = 1e-6, rotation_tolerance: float = 1e-6, warn: bool = True,
-                    **solve_options) -> RestResult:
-    """Solve, blend with the rest posture (:func:`rest_blend`), and re-evaluate the goals.
+                    mode: str = "loop", **solve_options) -> RestResult:
+    """Solve with rest-posture springs (SEEDS.md §3, 5.1) and report whether the goals survive them.
 
     ``theta_orig`` (dof,) is the rest posture (also the start of the solve unless ``q0`` is
-    given); the springs broadcast per joint. The blend pulls the result toward the rest posture
-    in proportion to ``p_orig / (p_orig + p_ik)``; when the solve reached the goals but the blend
-    does not (typically ``p_orig ≫ p_ik``), ``goal_reached`` is False and a
-    :class:`RestPoseWarning` is emitted (``warn=False`` silences it). ``solve_options`` go to
-    :func:`invkin.solve`.
+    given); the springs broadcast per joint.
+
+    * ``mode="loop"`` (default, the document's scheme): Springhead's solver (method
+      ``gauss-seidel``) moves each joint's IK reference θ_ik, and at every iteration the joint
+      settles at ``(p_orig θ_orig + p_ik θ_ik)/(p_orig + p_ik)``; the goals are reached while
+      θ_ik stays inside the joint range, i.e. unless p_orig ≫ p_ik.
+    * ``mode="blend"``: any method solves without springs, then the result is blended once with
+      :func:`rest_blend` (the goals are missed by about p_orig/(p_orig + p_ik) of the motion).
+
+    When the goals are not reached with the springs but are without them, ``goal_lost`` is True
+    and a :class:`RestPoseWarning` is emitted (``warn=False`` silences it). ``solve_options`` go
+    to :func:`invkin.solve` (``method`` only in blend mode).
     """
     from .solve import solve
 
@@ -432,20 +424,35 @@ def solve_with_rest(robot, goals, theta_orig, p_orig, p_ik, d_orig=0.0, d_ik=0.0
         raise GoalError(f"theta_orig: expected shape ({robot.dof},), got {theta_orig.shape}")
     for nm, v, strict in (("p_orig", p_orig, True), ("p_ik", p_ik, True), ("d_orig", d_orig, False),
                           ("d_ik", d_ik, False)):
-        _springs(nm, v, strict)  # bad springs fail before the solve runs
+        check_springs(nm, v, strict)  # bad springs fail before the solve runs
+    loop = rest_in_loop(solve_options.get("method", "gauss-seidel" if mode == "loop" else "lm"), mode)
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance)
-    res = solve(robot, goals, q0=theta_orig if q0 is None else q0, position_tolerance=position_tolerance,
-                rotation_tolerance=rotation_tolerance, **solve_options)
-    theta, p, d = rest_blend(theta_orig, res.q, p_orig, p_ik, d_orig, d_ik, robot=robot)
-    theta = np.clip(theta, robot.lower, robot.upper)
-    pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, theta, problem.gnode, problem.gkind, problem.gvec,
+    q_start = theta_orig if q0 is None else q0
+    tols = dict(position_tolerance=position_tolerance, rotation_tolerance=rotation_tolerance)
+    p = np.broadcast_to(np.asarray(p_orig, dtype=float) + np.asarray(p_ik, dtype=float), (robot.dof,)).copy()
+    d = np.broadcast_to(np.asarray(d_orig, dtype=float) + np.asarray(d_ik, dtype=float), (robot.dof,)).copy()
+    if loop:
+        opts = {**solve_options, "method": "gauss-seidel"}
+        res = solve(robot, goals, q0=q_start, theta_orig=theta_orig, p_orig=p_orig, p_ik=p_ik, **tols, **opts)
+        theta = res.q
+        reached = res.success
+        lost = not reached and solve(robot, goals, q0=q_start, **tols, **opts).success
+    else:
+        res = solve(robot, goals, q0=q_start, **tols, **solve_options)
+        theta, p, d = rest_blend(theta_orig, res.q, p_orig, p_ik, d_orig, d_ik, robot=robot)
+        theta = np.clip(theta, robot.lower, robot.upper)
+        pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, theta, problem.gnode, problem.gkind,
+                              problem.gvec, problem.gR, problem.gaxis, problem.gw)
+        reached = bool(pe <= problem.tol_p and re_ <= problem.tol_r)
+        lost = res.success and not reached
+    pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, theta, problem.gnode, problem.gkind, problem.gvec,
                           problem.gR, problem.gaxis, problem.gw)
-    reached = bool(pe <= problem.tol_p and re_ <= problem.tol_r)
-    if warn and res.success and not reached:
-        warnings.warn(f"rest-posture blend: the goals are no longer reached (position error {pe:.3g} m, "
-                      f"rotation error {re_:.3g} rad); p_orig dominates p_ik", RestPoseWarning, stacklevel=2)
+    if warn and lost:
+        warnings.warn(f"rest-posture springs ({mode}): the goals are no longer reached (position error {pe:.3g} m, "
+                      f"rotation error {re_:.3g} rad), though they are without the springs; p_orig dominates p_ik",
+                      RestPoseWarning, stacklevel=2)
     return RestResult(theta, np.broadcast_to(p, (robot.dof,)).copy(), np.broadcast_to(d, (robot.dof,)).copy(),
-                      reached, float(pe), float(re_), res)
+                      bool(reached), float(pe), float(re_), res, bool(lost), "loop" if loop else "blend")
 
 
 # =========================================================================== statics

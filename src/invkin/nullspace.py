@@ -37,7 +37,7 @@ import numpy as np
 
 from ._checks import count, positive
 from .errors import GoalError
-from .solvers._common import compile_problem, task_eval
+from .solvers.shared import compile_problem, task_eval
 
 __all__ = ["Objective", "make_objective", "refine_in_nullspace", "OBJECTIVES"]
 
@@ -75,7 +75,7 @@ class Objective:
 
 def _ball_mask(robot) -> np.ndarray:
     m = np.zeros(robot.dof, dtype=bool)
-    for s in robot._ball_starts:
+    for s in robot.ball_starts:
         m[s:s + 3] = True
     return m
 
@@ -223,7 +223,7 @@ class _TaskEval:
         r = p.robot
         e = np.empty(self.m)
         J = np.empty((self.m, r.dof))
-        task_eval(r._ni, r._nf, r.origin, q, p.gnode, p.gkind, p.gvec, p.gR, p.gaxis, p.gw, self.Tall, self.Jf,
+        task_eval(r.node_table, r.node_params, r.origin, q, p.gnode, p.gkind, p.gvec, p.gR, p.gaxis, p.gw, self.Tall, self.Jf,
                   e, J, self.errs, True)
         return e, J, float(self.errs[0]), float(self.errs[1])
 

@@ -16,10 +16,9 @@ import numpy as np
 
 from .errors import ConfigurationError, GoalError, SolverError
 from .goals import BASIC_KINDS, KIND_POSITION, KINDS, Pose, Position, Posture
-from .kinematics import kernels as K
 from .result import Result, Status
 from .solvers import get_method, methods
-from .solvers._common import CONVERGED, STALLED, compile_problem, goal_errors
+from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors
 from .solvers import lm as _lm
 from .solvers.lm import ATTEMPT_ITERATIONS as _LM_ATTEMPT_ITERATIONS
 from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
@@ -56,43 +55,13 @@ def _check_positive(name, v, allow_none=False):
     return v
 
 
-def reach_bound(robot, node: int):
-    """(fixed point [m], radius [m]): the node's origin always lies within radius of the point.
-
-    The point is the origin of the first moving joint on the path from the root; the radius
-    sums the link offsets after it and the prismatic travel.
-    """
-    path = robot.ancestors(node)[::-1]  # root first
-    first = None
-    for k, i in enumerate(path):
-        if robot.qidx[i] >= 0:
-            first = k
-            break
-    if first is None:
-        return None, 0.0
-    radius = 0.0
-    for i in path[first + 1:]:
-        radius += float(np.linalg.norm(robot.origin[i][:3, 3]))
-    for i in path[first:]:
-        if robot.joint_type[i] == K.PRISMATIC and robot.qidx[i] >= 0:
-            c = int(robot.qidx[i])
-            radius += abs(robot.multiplier[i]) * max(abs(robot.lower[c]), abs(robot.upper[c])) + abs(robot.offset[i])
-    return path[first], radius
-
-
 def provably_unreachable(problem) -> bool:
     """True when a position goal lies beyond the reach radius of its frame."""
     robot = problem.robot
-    if not hasattr(robot, "_reach_cache"):
-        object.__setattr__(robot, "_reach_cache", {})
-    cache = robot._reach_cache
     for g in range(problem.gnode.shape[0]):
         if problem.gkind[g] != KIND_POSITION or problem.gw[g] <= 0:
             continue
-        node = int(problem.gnode[g])
-        if node not in cache:
-            cache[node] = reach_bound(robot, node)
-        anchor, radius = cache[node]
+        anchor, radius = robot.reach_bound(int(problem.gnode[g]))
         if anchor is None:
             continue
         # the anchor does not move: its position at any q
@@ -115,9 +84,20 @@ RESTART_MARGIN = 0.1  # restarts sample the middle 80 % of each limited range (m
                       # LM iterations on panda and g1 than the full range; starts at a limit waste steps)
 
 
-def _sampler(robot):
+def _sampler(robot, q0=None):
     """Cached (lo, span) for fast uniform restarts: the middle of each limited range, [-pi, pi] for
-    continuous joints, [-1, 1] m for unbounded prismatic joints."""
+    continuous joints, [-1, 1] m for unbounded prismatic joints; the q entries of free and planar
+    joints (a floating base) within model.robot.BASE_SAMPLE_SPREAD of ``q0`` (default: of the
+    neutral configuration, the origin), never over their infinite range."""
+    if q0 is not None and robot.floating:
+        lo, span = _sampler(robot)
+        b = robot._base_dofs
+        spread = robot._base_spread()
+        lo = lo.copy()
+        span = span.copy()
+        lo[b] = q0[b] - spread
+        span[b] = 2.0 * spread
+        return lo, span
     s = getattr(robot, "_sample_bounds", None)
     if s is None:
         types = robot.joint_types_per_dof
@@ -129,6 +109,10 @@ def _sampler(robot):
         span = hi - lo
         lo = np.where(limited, lo + RESTART_MARGIN * span, lo)
         span = np.where(limited, (1.0 - 2.0 * RESTART_MARGIN) * span, span)
+        if robot.floating:
+            spread = robot._base_spread()
+            lo[robot._base_dofs] = -spread
+            span[robot._base_dofs] = 2.0 * spread
         s = (lo, span)
         object.__setattr__(robot, "_sample_bounds", s)
     return s
@@ -147,21 +131,22 @@ def free_attempts(lower, upper, wrap) -> float:
     return 1.0 if bool(np.all(unbounded | turn)) else 0.0
 
 
-def _lm_tables(robot, joint_weights=None):
+def _lm_tables(robot, joint_weights=None, q0=None):
     """(lims, free, scratch size) for the chain LM kernels: the per-DOF table of
     solvers.lm.limits_table, free_attempts, and a scratch length that fits any chain of the robot
-    with up to two goal rows. Cached per robot for the default joint weights."""
+    with up to two goal rows. Cached per robot for the default joint weights, except on a
+    floating robot, whose base restarts are sampled around ``q0``."""
     if joint_weights is None:
         t = robot.__dict__.get("_lm_tables")
         if t is not None:
             return t
-    lo, span = _sampler(robot)
+    lo, span = _sampler(robot, q0)
     wrap = _lm.wrappable_dofs(robot._ni, robot._nf, robot.dof)
     lims = _lm.limits_table(robot.lower, robot.upper, lo, span, wrap,
                             robot._ones if joint_weights is None else joint_weights, robot._ball_starts)
     t = (lims, free_attempts(robot.lower, robot.upper, wrap),
          _lm.chain_workspace_size(robot.n_nodes + 1, robot.dof, 6))
-    if joint_weights is None:
+    if joint_weights is None and not robot.floating:
         object.__setattr__(robot, "_lm_tables", t)
     return t
 
@@ -205,10 +190,12 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             :func:`invkin.nullspace.refine_in_nullspace` (``nullspace_gain``, default 0.5,
             ``nullspace_iterations``) without leaving the tolerances.
         rest: rest-pose springs (SEEDS.md §3, 5.1): ``dict(theta_orig=(dof,), p_orig=..., p_ik=...,
-            d_orig=0, d_ik=0)``; the result is blended toward ``theta_orig`` by
-            :func:`invkin.motion.rest_blend`, ``info["rest"]`` holds the blended stiffness and
-            damping and whether the goals are still reached (status and success describe the
-            blended q).
+            d_orig=0, d_ik=0, mode=None)``. mode "loop" (the default for gauss-seidel, the only
+            method that has it): the springs act inside Springhead's loop (options theta_orig,
+            p_orig, p_ik of gauss-seidel); mode "blend" (the default for the others): the result
+            is blended toward ``theta_orig`` once by :func:`invkin.motion.rest_blend`.
+            ``info["rest"]`` holds the stiffness and damping and whether the goals are reached
+            with the springs (status and success describe the returned q).
         max_joint_step: [rad or m] a number or (dof,): no joint moves farther than this from q0
             (lm; the joint limits tightened to q0 ± max_joint_step, an active set like them).
         dt [s]: with max_joint_step None, the bound is the model's joint velocity limits × dt
@@ -222,13 +209,29 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             and max_joint_step is None and dt is None):
         res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is not None:
+            if robot._wrap_dofs.size:
+                _wrap_near(robot, res.q, robot._neutral if q0 is None else q0)
             return res
     if nullspace is None and rest is None and nullspace_gain is None:
-        return _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
-                      seed, joint_weights, restarts, mode, options, max_joint_step, dt)
-    return _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout,
-                           max_iterations, seed, joint_weights, restarts, mode, options, nullspace, nullspace_gain,
-                           nullspace_iterations, rest, max_joint_step, dt)
+        res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
+                     seed, joint_weights, restarts, mode, options, max_joint_step, dt)
+    else:
+        res = _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout,
+                              max_iterations, seed, joint_weights, restarts, mode, options, nullspace,
+                              nullspace_gain, nullspace_iterations, rest, max_joint_step, dt)
+    if robot._wrap_dofs.size:
+        _wrap_near(robot, res.q, robot._neutral if q0 is None else robot.check_q(q0, "q0"))
+    return res
+
+
+def _wrap_near(robot, q, q0) -> None:
+    """Shift every continuous joint of q ((dof,) or (B, dof), in place) by a multiple of 2 pi to
+    within pi of its value in q0: the same poses (Robot._wrap_dofs lists only joints where a
+    turn changes no frame), without spinning a wrist most of a turn away from the seed."""
+    c = robot._wrap_dofs
+    if c.size:
+        d = q[..., c] - np.asarray(q0)[..., c]
+        q[..., c] -= 2.0 * np.pi * np.round(d / (2.0 * np.pi))
 
 
 def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
@@ -239,7 +242,7 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
 
     t_start = time.perf_counter()
     m = get_method(method)
-    refine = None
+    refine = rest_loop = None
     if nullspace_gain is not None and "nullspace_gain" in m.defaults:
         options = {**options, "nullspace_gain": nullspace_gain}  # the method validates it
     elif nullspace_gain is not None and not (isinstance(nullspace_gain, (int, float)) and nullspace_gain > 0
@@ -258,10 +261,16 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
         if not isinstance(rest, dict) or not {"theta_orig", "p_orig", "p_ik"} <= set(rest):
             raise GoalError(f"rest: expected dict(theta_orig=..., p_orig=..., p_ik=..., [d_orig, d_ik]), "
                             f"got {rest!r:.200}")
-        from .motion import rest_blend
+        from .rest import rest_blend
 
         rest_blend(rest["theta_orig"], robot.neutral(), rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
                    rest.get("d_ik", 0.0), robot=robot)  # validates the springs before solving
+        from .rest import rest_in_loop
+
+        if rest_in_loop(m.name, rest.get("mode")):
+            options = {**options, "theta_orig": rest["theta_orig"], "p_orig": rest["p_orig"], "p_ik": rest["p_ik"]}
+            _, p, d = rest_blend(0.0, 0.0, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0), rest.get("d_ik", 0.0))
+            rest_loop, rest = {"stiffness": p, "damping": d}, None  # in the loop: nothing to blend after it
     res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations, seed,
                  joint_weights, restarts, mode, options, max_joint_step, dt)
     q = res.q
@@ -274,15 +283,17 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
                                 position_tolerance=position_tolerance, rotation_tolerance=rotation_tolerance,
                                 joint_weights=joint_weights)
         info["nullspace"] = refine if isinstance(refine, str) else "callable"
-    if rest is not None:
-        from .motion import rest_blend
+    if rest_loop is not None:
+        info["rest"] = {**rest_loop, "goal_reached": bool(res.success)}
+    elif rest is not None:
+        from .rest import rest_blend
 
         q_ik = q
         q, p, d = rest_blend(rest["theta_orig"], q_ik, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
                              rest.get("d_ik", 0.0), robot=robot)
         q = np.minimum(np.maximum(np.asarray(q, dtype=float), robot.lower), robot.upper)
         info["rest"] = {"theta_ik": q_ik, "stiffness": p, "damping": d}
-    if q is res.q:
+    if q is res.q and "rest" not in info:
         return res
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
     perr, rerr = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
@@ -407,10 +418,10 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
                 break
             if rng is None:
                 rng = np.random.default_rng(seed)
-            lo, span = _sampler(robot)
+            lo, span = _sampler(robot, q_start)
             q = lo + span * rng.random(robot.dof)
             if robot.has_ball_joints:
-                q = robot.sample(rng=rng)
+                q = robot.sample(rng=rng, around=q_start)
             state[:] = 0.0
             if is_lm:
                 state[4] = 1.0 if n_restarts % 2 == 1 else 0.0
@@ -509,7 +520,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             return None
         ch = robot._chain(goal.frame)
     gkind, gvec, gR, gaxis, gw = goal.table()
-    lims, free, size = robot.__dict__.get("_lm_tables") or _lm_tables(robot)
+    lims, free, size = robot.__dict__.get("_lm_tables") or _lm_tables(robot, None, q0)
     best_q = np.empty(robot._dof)
     st = _CHAIN_STATE0[1 if free else 0].copy()
     buf = _scratch(size)
@@ -657,9 +668,12 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     best_q = q_start.copy()
     if chain:
         default = problem.joint_weights is robot._ones
-        lims, free, size = _lm_tables(robot) if default else (_lims_for(robot, problem.joint_weights), 0.0, 0)
-        if not default:
-            free = free_attempts(robot.lower, robot.upper, lims[_lm.L_WRAP])
+        if robot.floating:  # base restarts are sampled around q_start
+            lims, free, size = _lm_tables(robot, None if default else problem.joint_weights, q_start)
+        else:
+            lims, free, size = _lm_tables(robot) if default else (_lims_for(robot, problem.joint_weights), 0.0, 0)
+            if not default:
+                free = free_attempts(robot.lower, robot.upper, lims[_lm.L_WRAP])
         ch = robot._chain(node)
         st = _lm.new_chain_state(free)
         buf = _scratch(_lm.chain_workspace_size(ch.shape[0], robot.dof, 3 * problem.gnode.shape[0]))
@@ -810,7 +824,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
             results.append(solve(robot, [goal], q0=q0s[b], method=method, position_tolerance=position_tolerance,
                                  rotation_tolerance=rotation_tolerance, seed=seed + b, joint_weights=joint_weights,
                                  **options))
-        codes = np.array([STATUS_CODES.index(r.status) for r in results], dtype=np.int64)
+        codes = np.array([STATUS_CODES.index(r.status) for r in results], dtype=np.int64)  # q wrapped by solve
         return BatchResult(np.array([r.q for r in results]).reshape(B, robot.dof),
                            np.array([r.success for r in results], dtype=bool), codes,
                            np.array([r.position_error for r in results]), np.array([r.rotation_error for r in results]),
@@ -825,13 +839,26 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     conv = np.zeros(B, dtype=np.bool_)
     p = problem
     default = p.joint_weights is robot._ones
-    lims, free, _ = _lm_tables(robot) if default else _lm_tables(robot, p.joint_weights)
-    lm_chain_batch(robot._chain(node), lims, p.gkind, gvecs, gRs, p.gaxis, p.gw, p.tol_p, p.tol_r, q0s, free,
-                   ATTEMPT_ITERATIONS, int(max_restarts), int(seed), q_out, errs, iters, rest, conv)
+    jw = None if default else p.joint_weights
+    ch = robot._chain(node)
+    base = robot._base_dofs
+    if robot.floating and B > 1 and not np.all(q0s[:, base] == q0s[0, base]):
+        # restarts sample the floating base around each item's own q0: one table per item
+        for b in range(B):
+            lims, free, _ = _lm_tables(robot, jw, q0s[b])
+            sl = slice(b, b + 1)
+            lm_chain_batch(ch, lims, p.gkind, gvecs[sl], gRs[sl], p.gaxis, p.gw, p.tol_p, p.tol_r, q0s[sl], free,
+                           ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b, q_out[sl], errs[sl], iters[sl],
+                           rest[sl], conv[sl])
+    else:
+        lims, free, _ = _lm_tables(robot, jw, q0s[0] if B else None)
+        lm_chain_batch(ch, lims, p.gkind, gvecs, gRs, p.gaxis, p.gw, p.tol_p, p.tol_r, q0s, free,
+                       ATTEMPT_ITERATIONS, int(max_restarts), int(seed), q_out, errs, iters, rest, conv)
+    _wrap_near(robot, q_out, q0s)
     codes = np.where(conv, 0, 4).astype(np.int64)  # converged, else stalled
     if position_only and not conv.all():
         # beyond the reach radius: unreachable (a status, not an error)
-        anchor, radius = reach_bound(robot, node)
+        anchor, radius = robot.reach_bound(node)
         if anchor is not None:
             p_anchor = robot.fk(robot._neutral, anchor)[:3, 3]
             far = np.linalg.norm(Ts - p_anchor, axis=1) > radius + position_tolerance

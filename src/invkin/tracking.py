@@ -42,10 +42,8 @@ from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import GoalError, SolverError
 from .goals import KIND_AXIS, Aim, Goal, Orientation, Pose, Position, Posture
 from .result import Status
-from .solvers._common import CONVERGED, RUNNING, STALLED, chol_solve, posture_residual, step_and_clamp, \
-    task_eval
-from .solvers._iterate import take_trial
-from .solvers._linalg import damped_normal_equations, residual_sqnorm, smallest_singular_value
+from .solvers.shared import (CONVERGED, RUNNING, STALLED, chol_solve, damped_normal_equations, posture_residual,
+                             residual_sqnorm, smallest_singular_value, step_and_clamp, take_trial, task_eval)
 from .spatial import so3_exp_nb, so3_log_nb
 
 __all__ = ["Tracker", "TrackStep", "TRACK_METHODS"]
@@ -373,8 +371,7 @@ class Tracker:
     def __init__(self, robot, goals_or_frames, max_joint_step=0.1, method: str = "dls", *, q0=None,
                  iterations: int = 20, position_tolerance: float = 1e-5, rotation_tolerance: float = 1e-5,
                  damping: float = 0.01, joint_weights=None, singular_threshold: float = NEAR_SINGULAR_THRESHOLD):
-        from .solve import reach_bound
-        from .solvers._common import compile_problem
+        from .solvers.shared import compile_problem
 
         if method not in TRACK_METHODS:
             raise SolverError(f"Tracker: unknown method {method!r}; choose one of: {', '.join(TRACK_METHODS)}")
@@ -398,7 +395,7 @@ class Tracker:
         self._problem = problem
         self._bound = self._make_bound(robot, max_joint_step)
         self._is_ball = np.zeros(robot.dof, dtype=np.bool_)
-        for s in robot._ball_starts:
+        for s in robot.ball_starts:
             self._is_ball[s:s + 3] = True
         # one writer per non-Posture goal: (kind, position row, rotation row, axis index)
         self._slots = []
@@ -426,7 +423,7 @@ class Tracker:
         self._gvec_ok = self._gvec.copy()
         self._gR_ok = self._gR.copy()
         p = problem
-        self._head = (robot._ni, robot._nf, robot.origin, p.lower, p.upper, p.balls, p.gnode, p.gkind, self._gvec,
+        self._head = (robot.node_table, robot.node_params, robot.origin, p.lower, p.upper, p.balls, p.gnode, p.gkind, self._gvec,
                       self._gR, p.gaxis, p.gw, p.q_rest, p.w_posture, p.joint_weights, p.tol_p, p.tol_r)
         self._out = np.zeros(8)
         self._use_lm = method == "lm"
@@ -434,7 +431,7 @@ class Tracker:
         self._reach = []
         for g in range(p.gnode.shape[0]):
             if p.gkind[g] == 0 and p.gw[g] > 0:
-                anchor, radius = reach_bound(robot, int(p.gnode[g]))
+                anchor, radius = robot.reach_bound(int(p.gnode[g]))
                 if anchor is not None:
                     self._reach.append((g, robot.fk(robot.neutral(), anchor)[:3, 3].copy(), radius))
         self._status = {CONVERGED: Status.CONVERGED, RUNNING: Status.ITERATION_LIMIT, STALLED: Status.STALLED}

@@ -102,7 +102,7 @@ def manipulability(robot, frame, qs, position_only: bool) -> np.ndarray:
     qs = np.ascontiguousarray(qs, dtype=np.float64).reshape(-1, robot.dof)
     if qs.shape[0] == 0:
         return np.zeros(0)
-    J = jacobian_batch(robot._ni, robot._nf, robot.origin, qs, node, robot.dof)
+    J = jacobian_batch(robot.node_table, robot.node_params, robot.origin, qs, node, robot.dof)
     if position_only:
         J = J[:, :3]
     if robot.dof >= J.shape[1]:

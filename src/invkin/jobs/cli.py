@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 import os
 
+from ..cli_robot import add_robot_options, robot_from_args
+
 EXIT_OK, EXIT_NOT_CONVERGED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def cmd_batch(args) -> int:
     from .dataset import solve_dataset
 
-    s = solve_dataset(args.robot, args.targets, args.out, frame=args.frame, chunk_size=args.chunk_size,
+    robot = robot_from_args(args, keep_name=True)
+    s = solve_dataset(robot, args.targets, args.out, frame=args.frame, chunk_size=args.chunk_size,
                       scheduler=args.scheduler, seed=args.seed, position_tolerance=args.position_tolerance,
                       rotation_tolerance=args.rotation_tolerance, max_restarts=args.max_restarts,
                       overwrite=args.overwrite, progress=not args.no_progress, connect_timeout=args.connect_timeout)
@@ -49,7 +52,8 @@ def cmd_reachability(args) -> int:
             d = os.path.dirname(os.path.abspath(p))
             if not os.path.isdir(d):
                 raise JobError(f"{p}: the folder {d!r} does not exist")
-    m = reachability_map(args.robot, args.frame, args.resolution, args.orientations, bounds=bounds,
+    robot = robot_from_args(args, keep_name=True)
+    m = reachability_map(robot, args.frame, args.resolution, args.orientations, bounds=bounds,
                          scheduler=args.scheduler, seed=args.seed, max_restarts=args.max_restarts,
                          chunk_size=args.chunk_size, progress=not args.no_progress,
                          connect_timeout=args.connect_timeout)
@@ -82,6 +86,7 @@ def _common(p, default_chunk):
     p.add_argument("--seed", type=int, default=0, help="job seed: target i is solved with seed + i (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_robot_options(p)
 
 
 def register(sub) -> None:

@@ -241,7 +241,6 @@ def reachability_map(robot, frame: str | None = None, resolution: float = 0.05, 
         n_samples: FK samples for the bounding box.
     """
     from ..kinematics.kernels import fk_frame_batch
-    from ..solve import reach_bound
 
     t0 = time.perf_counter()
     model, spec, node, frame = robot_and_frame(robot, frame)
@@ -258,14 +257,14 @@ def reachability_map(robot, frame: str | None = None, resolution: float = 0.05, 
                                                  rotation_tolerance, "lm", "xyz")
     if client is not None and scheduler is not None:
         raise JobError("give either client or scheduler, not both")
-    anchor_node, radius = reach_bound(model, node)
+    anchor_node, radius = model.reach_bound(node)
     if anchor_node is None:
         raise JobError(f"frame {frame!r} has no moving joint above it: its workspace is a single point")
     anchor = model.fk(model.neutral(), anchor_node)[:3, 3].copy()
     rbox = np.stack([anchor - radius, anchor + radius], axis=1)
     if bounds is None:
         qs = np.ascontiguousarray(model.sample(int(n_samples), rng=np.random.default_rng([seed, 0xB0C5])))
-        P = fk_frame_batch(model._ni, model._nf, model.origin, qs, node)[:, :3, 3]
+        P = fk_frame_batch(model.node_table, model.node_params, model.origin, qs, node)[:, :3, 3]
         box = np.stack([P.min(axis=0) - resolution / 2, P.max(axis=0) + resolution / 2], axis=1)
         box = np.stack([np.maximum(box[:, 0], rbox[:, 0]), np.minimum(box[:, 1], rbox[:, 1])], axis=1)
     elif isinstance(bounds, str) and bounds == "reach":

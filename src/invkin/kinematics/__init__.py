@@ -1,4 +1,4 @@
 """Forward kinematics and Jacobian kernels (Numba). The Robot methods are the public entry points."""
-from .kernels import BALL, FIXED, PRISMATIC, REVOLUTE
+from .kernels import BALL, FIXED, FREE, PLANAR, PRISMATIC, REVOLUTE
 
-__all__ = ["FIXED", "REVOLUTE", "PRISMATIC", "BALL"]
+__all__ = ["FIXED", "REVOLUTE", "PRISMATIC", "BALL", "FREE", "PLANAR"]

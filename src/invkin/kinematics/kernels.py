@@ -13,6 +13,8 @@ A node's world transform is ``T_world_parent @ origin @ M(theta)`` with, for the
 * ball: ``M = [exp(r), 0]`` with the rotation vector ``r = q[qidx:qidx + 3]``;
 * fixed: ``M = I``.
 
+Free and planar joints (``FREE``, ``PLANAR``) are chains of these nodes (see model/build.py).
+
 Jacobian columns (rows vx vy vz wx wy wz, world-aligned, at the frame origin ``p``):
 
 * revolute: ``[a x (p - p_j); a]`` with ``a`` the world axis and ``p_j`` the joint origin;
@@ -38,7 +40,12 @@ FIXED = 0
 REVOLUTE = 1
 PRISMATIC = 2
 BALL = 3
-
+# Composite joint kinds: the builder expands them into internal nodes of the kinds above, so no
+# kernel ever meets these codes (Robot.joint_kind tells which nodes belong to one):
+# free (6 q entries) = prismatic x, y, z along the joint frame's axes, then a ball joint;
+# planar (3 q entries) = prismatic along two in-plane axes, then a revolute joint about the normal.
+FREE = 4
+PLANAR = 5
 
 
 # Floating-point contraction and reassociation only: NaN/inf semantics are kept.

@@ -15,11 +15,16 @@ __all__ = ["Robot", "RobotBuilder", "Step", "chain_from_steps", "chain_from_dh",
 
 
 def load_robot(name_or_path, base: str | None = None, tip: str | None = None, srdf=None,
-               srdf_strict: bool = True, **kwargs) -> Robot:
+               srdf_strict: bool = True, *, floating_base: bool = False, locked: dict | None = None,
+               **kwargs) -> Robot:
     """Load a bundled model by name, or a ``.urdf`` / ``.bvh`` file, or MJCF (``.xml`` with a
     ``<mujoco>`` root, through the optional ``mujoco`` package).
 
-    base/tip cut the chain from ``base`` to ``tip`` out of the tree. ``srdf``: an SRDF file whose
+    floating_base: hang the root from a new ``world`` frame by a free joint ``root_joint``
+    (:meth:`Robot.with_floating_base`; a model that already floats is a ModelError).
+    locked: {joint: value} joints fixed at a value and removed from q (:meth:`Robot.lock`).
+    base/tip cut the chain from ``base`` to ``tip`` out of the tree (after the two above).
+    ``srdf``: an SRDF file whose
     named configurations and disabled collision pairs the robot keeps (:func:`load_srdf`; checked
     against the whole model, before base/tip; ``srdf_strict=False`` drops names the model lacks
     with a warning). Extra keyword arguments go to parameterised
@@ -28,13 +33,15 @@ def load_robot(name_or_path, base: str | None = None, tip: str | None = None, sr
     if srdf is not None:
         from .srdf import load_srdf
 
-        robot = _load_robot(name_or_path, base, tip, **kwargs)
-        whole = _load_robot(name_or_path, None, None, **kwargs) if base is not None or tip is not None else None
+        robot = _load_robot(name_or_path, base, tip, floating_base, locked, **kwargs)
+        whole = (_load_robot(name_or_path, None, None, floating_base, locked, **kwargs)
+                 if base is not None or tip is not None else None)
         return load_srdf(robot, srdf, strict=srdf_strict, check=whole)
-    return _load_robot(name_or_path, base, tip, **kwargs)
+    return _load_robot(name_or_path, base, tip, floating_base, locked, **kwargs)
 
 
-def _load_robot(name_or_path, base: str | None = None, tip: str | None = None, **kwargs) -> Robot:
+def _load_robot(name_or_path, base: str | None = None, tip: str | None = None, floating_base: bool = False,
+                locked: dict | None = None, **kwargs) -> Robot:
     if isinstance(name_or_path, Robot):
         robot = name_or_path
     else:
@@ -49,7 +56,9 @@ def _load_robot(name_or_path, base: str | None = None, tip: str | None = None, *
         elif suffix in (".urdf", ".xml"):
             from .urdf import load_urdf
 
-            return load_urdf(s, base=base, tip=tip)
+            if not floating_base and locked is None:
+                return load_urdf(s, base=base, tip=tip)
+            robot = load_urdf(s)
         elif suffix == ".bvh":
             from .bvh import read_bvh
 
@@ -61,6 +70,10 @@ def _load_robot(name_or_path, base: str | None = None, tip: str | None = None, *
                              f"(URDF or MJCF) or .bvh")
         else:
             robot = load_bundled(s, **kwargs)
+    if floating_base:
+        robot = robot.with_floating_base()
+    if locked is not None:
+        robot = robot.lock(locked)
     if base is not None or tip is not None:
         robot = robot.subchain(base if base is not None else robot.root,
                                tip if tip is not None else robot.node_names[-1])

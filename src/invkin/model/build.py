@@ -22,7 +22,7 @@ from .robot import Robot
 __all__ = ["RobotBuilder", "Step", "chain_from_steps", "chain_from_dh"]
 
 _TYPES = {"fixed": K.FIXED, "revolute": K.REVOLUTE, "continuous": K.REVOLUTE,
-          "prismatic": K.PRISMATIC, "ball": K.BALL}
+          "prismatic": K.PRISMATIC, "ball": K.BALL, "free": K.FREE, "planar": K.PLANAR}
 
 
 @dataclass
@@ -37,6 +37,8 @@ class _Node:
     upper: float
     mimic: tuple | None  # (leader joint name, multiplier, offset)
     frame: bool
+    composite: str = ""  # "free" / "planar" for the nodes a composite joint expands into
+    qnames: tuple = ()  # names of this node's q entries when they are not the joint's name
 
 
 class RobotBuilder:
@@ -72,9 +74,18 @@ class RobotBuilder:
                   mimic: tuple | None = None, where: str | None = None, frame: bool = True) -> "RobotBuilder":
         """Attach frame ``child`` (created if new) to ``parent`` by a joint.
 
-        type: fixed, revolute, continuous, prismatic or ball. origin: T_parent_joint (4, 4) [m].
-        axis: normalised here; a zero axis on a moving joint is an error. lower/upper [rad or m]
-        (continuous and ball are unbounded). mimic: (leader joint name, multiplier, offset).
+        type: fixed, revolute, continuous, prismatic, ball, free or planar. origin:
+        T_parent_joint (4, 4) [m]. axis: normalised here; a zero axis on a moving joint is an
+        error (planar: the plane's normal). lower/upper [rad or m] (continuous, ball, free and
+        planar are unbounded). mimic: (leader joint name, multiplier, offset).
+
+        A free joint ``j`` has 6 q entries ``j.x j.y j.z`` (the child's origin in the joint
+        frame [m]) and ``j.rx j.ry j.rz`` (its rotation vector [rad]); a planar joint 3 entries
+        ``j.x j.y`` (in the plane normal to ``axis``, along :func:`plane_axes`) and ``j.yaw``
+        (about ``axis``). Both are expanded into internal nodes named ``j.x``, ``j.y`` (, ``j.z``)
+        — prismatic joints along fixed axes of the joint frame — and the child, attached by a ball
+        (free) or continuous revolute (planar) joint; see :meth:`Robot.integrate` for the
+        increment convention this gives.
         """
         w = where or f"joint {name!r}"
         if type not in _TYPES:
@@ -94,13 +105,13 @@ class RobotBuilder:
         if ax.shape != (3,) or not np.all(np.isfinite(ax)):
             raise self._err(f"joint {name!r}: axis must be 3 finite numbers, got {axis!r}", w)
         nrm = float(np.linalg.norm(ax))
-        if type in ("revolute", "continuous", "prismatic"):
+        if type in ("revolute", "continuous", "prismatic", "planar"):
             if nrm < 1e-12:
                 raise self._err(f"joint {name!r}: zero axis {ax.tolist()}; expected a non-zero vector", w)
             ax = ax / nrm
         else:
             ax = np.zeros(3)
-        if type in ("continuous", "ball"):
+        if type in ("continuous", "ball", "free", "planar"):
             lower, upper = -math.inf, math.inf
         if type == "fixed":
             lower = upper = 0.0
@@ -117,6 +128,8 @@ class RobotBuilder:
             if not (math.isfinite(mult) and math.isfinite(off)):
                 raise self._err(f"joint {name!r}: mimic multiplier/offset must be finite", w)
             mimic = (str(leader), float(mult), float(off))
+        if type in ("free", "planar"):
+            return self._add_composite(name, parent, child, type, T, ax, w)
         node.parent = parent
         node.joint = name
         node.jtype = type
@@ -125,6 +138,37 @@ class RobotBuilder:
         node.lower = lower
         node.upper = upper
         node.mimic = mimic
+        self._joints[name] = child
+        self._where[child] = w
+        return self
+
+    def _add_composite(self, name, parent, child, type, T, normal, w) -> "RobotBuilder":
+        """A free or planar joint as a chain of internal prismatic nodes ending in ``child``."""
+        if type == "free":
+            axes = np.eye(3)
+            last = ("ball", np.zeros(3), (f"{name}.rx", f"{name}.ry", f"{name}.rz"))
+        else:
+            axes = plane_axes(normal)
+            last = ("continuous", normal, (f"{name}.yaw",))
+        prev = parent
+        origin = T
+        for k, a in enumerate(axes):
+            inner = f"{name}.{'xyz'[k]}"
+            if inner in self._nodes:
+                raise self._err(f"joint {name!r}: its internal frame name {inner!r} is taken", w)
+            self._nodes[inner] = _Node(inner, prev, name, "prismatic", origin, a, -math.inf, math.inf, None,
+                                       False, type, (inner,))
+            self._where[inner] = w
+            prev = inner
+            origin = np.eye(4)
+        node = self._nodes[child]
+        node.parent = prev
+        node.joint = name
+        node.jtype, node.axis, node.qnames = last
+        node.origin = origin
+        node.lower, node.upper = -math.inf, math.inf
+        node.mimic = None
+        node.composite = type
         self._joints[name] = child
         self._where[child] = w
         return self
@@ -159,21 +203,24 @@ class RobotBuilder:
         if len(roots) > 1:
             raise self._err(f"the model has {len(roots)} root frames {roots[:5]}; expected one tree")
         # q layout: moving, non-mimic joints in topological order
-        qidx: dict[str, int] = {}
+        qidx: dict[str, int] = {}  # joint name -> its first q entry (mimic leaders)
+        qnode: dict[str, int] = {}  # node name -> its q entry
         joint_names, lower, upper = [], [], []
         for n in order:
             nd = nodes[n]
             if nd.parent is None or nd.jtype == "fixed" or nd.mimic is not None:
                 continue
-            qidx[nd.joint] = len(joint_names)
-            if nd.jtype == "ball":
-                joint_names += [f"{nd.joint}.x", f"{nd.joint}.y", f"{nd.joint}.z"]
-                lower += [-math.inf] * 3
-                upper += [math.inf] * 3
+            qidx.setdefault(nd.joint, len(joint_names))
+            qnode[n] = len(joint_names)
+            if nd.qnames:
+                names = list(nd.qnames)
+            elif nd.jtype == "ball":
+                names = [f"{nd.joint}.x", f"{nd.joint}.y", f"{nd.joint}.z"]
             else:
-                joint_names.append(nd.joint)
-                lower.append(nd.lower)
-                upper.append(nd.upper)
+                names = [nd.joint]
+            joint_names += names
+            lower += [nd.lower] * len(names)
+            upper += [nd.upper] * len(names)
         index = {n: i for i, n in enumerate(order)}
         N = len(order)
         parent = np.full(N, -1, dtype=np.int64)
@@ -195,6 +242,10 @@ class RobotBuilder:
             jtype[i] = _TYPES[nd.jtype]
             if nd.mimic is not None:
                 leader, m, o = nd.mimic
+                if leader in qidx and nodes[self._joints[leader]].composite:
+                    raise self._err(f"joint {nd.joint!r} mimics {leader!r}, a "
+                                    f"{nodes[self._joints[leader]].composite} joint; expected a revolute "
+                                    f"or prismatic leader", self._where[n])
                 if leader not in qidx:
                     if leader in self._joints and nodes[self._joints[leader]].mimic is not None:
                         raise self._err(f"joint {nd.joint!r} mimics {leader!r}, itself a mimic joint",
@@ -206,14 +257,26 @@ class RobotBuilder:
                 off[i] = o
                 leaders[i] = leader
             elif nd.jtype != "fixed":
-                qi[i] = qidx[nd.joint]
+                qi[i] = qnode[n]
         return Robot(
             name=self.name, parent=parent, joint_type=jtype, axis=axis, origin=origin, qidx=qi,
             multiplier=mult, offset=off, node_names=tuple(order),
             node_joint_names=tuple(nodes[n].joint for n in order),
             is_frame=np.array([nodes[n].frame for n in order]), joint_names=tuple(joint_names),
             lower=np.array(lower), upper=np.array(upper), mimic_leader=tuple(leaders),
+            composite=tuple(nodes[n].composite for n in order),
         )
+
+
+def plane_axes(normal) -> np.ndarray:
+    """(2, 3): the in-plane axes (u, v) of a planar joint with unit ``normal``: u is the first of
+    the x, y axes that is not along the normal, projected into the plane, and v = normal x u (so
+    a normal along +z gives the x and y axes)."""
+    n = np.asarray(normal, dtype=np.float64)
+    e = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    u = e - np.dot(e, n) * n
+    u /= np.linalg.norm(u)
+    return np.stack([u, np.cross(n, u)])
 
 
 @dataclass(frozen=True)

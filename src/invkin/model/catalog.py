@@ -1,4 +1,5 @@
-"""Bundled models by name: seed8dof, planar2, tentacle, and the URDF arms of ``data/robots``."""
+"""Bundled models by name: seed8dof, planar2, tentacle, the URDF arms of ``data/robots``, and
+whole robots on a floating base (g1, go2)."""
 from __future__ import annotations
 
 import math
@@ -10,7 +11,8 @@ from ..errors import ModelError, closest_names
 from .build import RobotBuilder, Step, chain_from_steps
 from .robot import Robot
 
-__all__ = ["seed8dof", "planar2", "tentacle", "bundled_names", "bundled_urdf_path", "URDF_MODELS"]
+__all__ = ["seed8dof", "planar2", "tentacle", "bundled_names", "bundled_urdf_path", "URDF_MODELS",
+           "FLOATING_MODELS"]
 
 #: Bundled URDF chains: name -> (file, base link, tip link).
 URDF_MODELS = {
@@ -19,6 +21,16 @@ URDF_MODELS = {
     "iiwa14": ("iiwa14.urdf", "base_link", "tool0"),
     "baxter_left": ("baxter_left.urdf", "base", "left_gripper"),
     "g1_left_arm": ("g1_left_arm.urdf", "pelvis", "left_rubber_hand"),
+}
+
+#: Bundled whole robots, loaded with a free joint ``root_joint`` above their root link (q starts
+#: with x, y, z, rx, ry, rz of the root link in the world): name -> (file, root link). The files
+#: are example-robot-data's (``<visual>``, ``<collision>``, ``<inertial>`` kept), with their mesh
+#: URIs shortened to ``package://<name>_description/...``, which resolve to the bundled files
+#: (model/geometry.py: the package is the folder that holds the URDF's folder).
+FLOATING_MODELS = {
+    "g1": ("g1_description/urdf/g1_29dof_rev_1_0.urdf", "pelvis"),  # Unitree G1, 29 joints
+    "go2": ("go2_description/urdf/go2.urdf", "base"),  # Unitree Go2 quadruped, 12 joints
 }
 
 
@@ -87,11 +99,11 @@ _BUILTIN = {"seed8dof": seed8dof, "planar2": planar2, "tentacle": tentacle}
 
 
 def bundled_names() -> list:
-    return sorted(list(_BUILTIN) + list(URDF_MODELS))
+    return sorted(list(_BUILTIN) + list(URDF_MODELS) + list(FLOATING_MODELS))
 
 
 def bundled_urdf_path(name: str):
-    fname = URDF_MODELS[name][0]
+    fname = URDF_MODELS[name][0] if name in URDF_MODELS else FLOATING_MODELS[name][0]
     return resources.files("invkin") / "data" / "robots" / fname
 
 
@@ -105,5 +117,11 @@ def load_bundled(name: str, **kwargs) -> Robot:
         with resources.as_file(bundled_urdf_path(name)) as p:
             robot = load_urdf(p)  # the bundled files are already base -> tip chains
         return robot
+    if name in FLOATING_MODELS:
+        from .urdf import load_urdf
+
+        with resources.as_file(bundled_urdf_path(name)) as p:
+            robot = load_urdf(p)
+        return robot.with_floating_base()
     raise ModelError(f"unknown robot {name!r}; bundled models: {', '.join(bundled_names())} "
                      f"(closest: {closest_names(name, bundled_names())}), or give a .urdf/.bvh path")

@@ -3,11 +3,15 @@
 Every node is a frame (a URDF link, a BVH joint or End Site, a tool frame). A node is attached to
 its parent by one joint: fixed, revolute (limited or continuous), prismatic or ball. Its world
 transform is ``T_world_parent @ origin @ M(theta)`` (see :mod:`invkin.kinematics.kernels`).
+Free and planar joints are chains of internal nodes of those kinds (``composite`` marks them; see
+:meth:`RobotBuilder.add_joint <invkin.model.build.RobotBuilder.add_joint>`).
 
 The configuration ``q`` has one entry per degree of freedom: one per revolute or prismatic joint,
-three per ball joint (a rotation vector), none for fixed joints and URDF mimic followers (whose
-value is ``multiplier * q[leader] + offset``). ``joint_names`` names each entry of ``q``; a ball
-joint ``j`` contributes ``j.x``, ``j.y``, ``j.z``.
+three per ball joint (a rotation vector), six per free joint (x, y, z [m], rotation vector
+[rad]), three per planar joint (x, y [m], yaw [rad]), none for fixed joints and URDF mimic
+followers (whose value is ``multiplier * q[leader] + offset``). ``joint_names`` names each entry
+of ``q``; a ball joint ``j`` contributes ``j.x``, ``j.y``, ``j.z``; a free joint ``j.x j.y j.z
+j.rx j.ry j.rz``; a planar joint ``j.x j.y j.yaw``.
 """
 from __future__ import annotations
 
@@ -52,8 +56,14 @@ _FK_ENTRY = [_not_compiled]
 _JAC_ENTRY = [_not_compiled]
 _T_SCRATCH = np.empty((4, 4))  # chain_jacobian_checked's transform output (never read)
 
-#: Names of the joint types, indexed by the integer codes stored in the model arrays.
-JOINT_TYPES = ("fixed", "revolute", "prismatic", "ball")
+#: Names of the joint types, indexed by the integer codes of kinematics.kernels (the model arrays
+#: hold only the first four: free and planar joints are expanded into nodes of those).
+JOINT_TYPES = ("fixed", "revolute", "prismatic", "ball", "free", "planar")
+
+#: Restarts and :meth:`Robot.sample` draw the q entries of free and planar joints (the floating
+#: base) within this distance of the given configuration, not over their infinite range:
+#: translation [m], rotation-vector components and yaw [rad].
+BASE_SAMPLE_SPREAD = (0.1, 0.3)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -140,6 +150,7 @@ class Robot:
     lower: np.ndarray
     upper: np.ndarray
     mimic_leader: tuple = ()  # per node: name of the mimic leader joint ('' if none)
+    composite: tuple = ()  # per node: 'free' / 'planar' for the nodes of such a joint, else ''
     #: Name-keyed data read from model files, carried through subchain/add_frame (see
     #: :meth:`with_extras`): "named_configurations" {name: {q entry name: value}} (SRDF group
     #: states), "disabled_collision_pairs" ((link, link), ...) (SRDF), "geoms" {link: (Geom, ...)}
@@ -187,6 +198,24 @@ class Robot:
             raise ModelError(f"Robot {self.name!r}: a q index is out of range for dof {dof}")
         if not self.mimic_leader:
             object.__setattr__(self, "mimic_leader", ("",) * n)
+        if not self.composite:
+            object.__setattr__(self, "composite", ("",) * n)
+        if len(self.composite) != n:
+            raise ModelError(f"Robot {self.name!r}: composite must have {n} entries")
+        object.__setattr__(self, "composite", tuple(self.composite))
+        base = np.zeros(dof, dtype=bool)  # q entries of free and planar joints
+        for i in range(n):
+            if self.composite[i] and qidx[i] >= 0:
+                base[qidx[i]:qidx[i] + (3 if jtype[i] == K.BALL else 1)] = True
+        object.__setattr__(self, "_base_dofs", _readonly(np.nonzero(base)[0].astype(np.int64)))
+        # continuous joints that a turn of 2 pi leaves in place (every node on the entry is a
+        # revolute joint with an integer multiplier): solve() wraps them to within pi of q0
+        wrap = np.isneginf(lower) & np.isposinf(upper)
+        for i in range(n):
+            c = qidx[i]
+            if c >= 0 and not (jtype[i] == K.REVOLUTE and mult[i] == math.floor(mult[i])):
+                wrap[c:c + (3 if jtype[i] == K.BALL else 1)] = False
+        object.__setattr__(self, "_wrap_dofs", _readonly(np.nonzero(wrap)[0].astype(np.int64)))
         object.__setattr__(self, "extras", MappingProxyType(dict(self.extras)))
         ni = np.stack([parent, jtype, qidx], axis=1)
         nf = np.concatenate([axis, mult[:, None], off[:, None]], axis=1)
@@ -212,7 +241,7 @@ class Robot:
     #: Per-instance caches (derived from the arrays, rebuilt on demand): left out of pickles, so a
     #: pickled Robot does not depend on which calls were made before.
     _CACHES = ("_inertial_cache", "_velocity_limit", "_core_model", "_lims_cache",
-               "_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables")
+               "_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables", "_memo")
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -340,16 +369,90 @@ class Robot:
     def has_ball_joints(self) -> bool:
         return self._ball_starts.size > 0
 
+    # ------------------------------------------------------------------ model queries for the kernels
+    # Solvers, jobs and tools outside model/ read the model through these, never the private fields.
+
+    @property
+    def node_table(self) -> np.ndarray:
+        """(n, 3) int64, read-only: parent, joint type, qidx per node (the kernels' ``ni``)."""
+        return self._ni
+
+    @property
+    def node_params(self) -> np.ndarray:
+        """(n, 5) float64, read-only: axis (3), multiplier, offset per node (the kernels' ``nf``)."""
+        return self._nf
+
+    @property
+    def ball_starts(self) -> np.ndarray:
+        """int64, read-only: the q index of the first of the 3 entries of every ball joint."""
+        return self._ball_starts
+
+    def chain_program(self, frame) -> np.ndarray:
+        """The chain program from the root to ``frame`` (kinematics.kernels.chain_program), cached."""
+        return self._chain(frame)
+
+    def memo(self, key: str, build):
+        """A per-robot cache entry: ``build()`` on the first call for ``key``, the same object after.
+
+        Entries are derived data (tables the solvers precompute from the arrays): left out of pickles.
+        """
+        memo = self.__dict__.get("_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_memo", memo)
+        if key not in memo:
+            memo[key] = build()
+        return memo[key]
+
+    def reach_bound(self, frame):
+        """``(anchor node, radius [m])``: ``frame``'s origin always lies within radius of the anchor.
+
+        The anchor is the first moving joint on the path from the root (its origin never moves);
+        the radius sums the link offsets after it and the prismatic travel. ``(None, 0.0)`` when
+        nothing moves the frame. Cached per node.
+        """
+        node = self.frame_index(frame)
+        return self.memo(f"reach_bound:{node}", lambda: self._compute_reach_bound(node))
+
+    def _compute_reach_bound(self, node: int):
+        path = self.ancestors(node)[::-1]  # root first
+        first = next((k for k, i in enumerate(path) if self.qidx[i] >= 0), None)
+        if first is None:
+            return None, 0.0
+        radius = sum(float(np.linalg.norm(self.origin[i][:3, 3])) for i in path[first + 1:])
+        for i in path[first:]:
+            if self.joint_type[i] == K.PRISMATIC and self.qidx[i] >= 0:
+                c = int(self.qidx[i])
+                radius += abs(self.multiplier[i]) * max(abs(self.lower[c]), abs(self.upper[c])) + abs(self.offset[i])
+        return path[first], radius
+
+    @property
+    def floating(self) -> bool:
+        """True if the robot has a free or planar joint (a floating or mobile base)."""
+        return self._base_dofs.size > 0
+
+    @property
+    def free_joints(self) -> tuple:
+        """Names of the free and planar joints, in q order."""
+        out = []
+        for i in range(self.n_nodes):
+            if self.composite[i] and self.node_joint_names[i] not in out:
+                out.append(self.node_joint_names[i])
+        return tuple(out)
+
     @property
     def joint_types_per_dof(self) -> tuple:
-        """Joint type name for every entry of q ('revolute', 'continuous', 'prismatic', 'ball')."""
+        """Joint type name for every entry of q ('revolute', 'continuous', 'prismatic', 'ball',
+        'free', 'planar')."""
         out = [""] * self.dof
         for i in range(self.n_nodes):
             c = int(self.qidx[i])
             if c < 0 or out[c]:
                 continue
             t = JOINT_TYPES[int(self.joint_type[i])]
-            if t == "ball":
+            if self.composite[i]:
+                out[c:c + (3 if t == "ball" else 1)] = [self.composite[i]] * (3 if t == "ball" else 1)
+            elif t == "ball":
                 out[c:c + 3] = ["ball"] * 3
             elif t == "revolute" and np.isinf(self.lower[c]) and np.isinf(self.upper[c]):
                 out[c] = "continuous"
@@ -379,7 +482,7 @@ class Robot:
             ) from None
 
     def joint_index(self, name: str) -> int:
-        """Index into q of a joint (for a ball joint, of its first entry)."""
+        """Index into q of a joint (for a ball or free joint, of its first entry)."""
         if name in self.joint_names:
             return self.joint_names.index(name)
         if name + ".x" in self.joint_names:
@@ -432,7 +535,9 @@ class Robot:
             jn = self.node_joint_names[i]
             c = int(self.qidx[i])
             extra = ""
-            if self.mimic_leader[i]:
+            if self.composite[i]:
+                t = self.composite[i]
+            elif self.mimic_leader[i]:
                 extra = f" mimic {self.mimic_leader[i]} x{self.multiplier[i]:g}{self.offset[i]:+g}"
             elif c >= 0 and t in ("revolute", "prismatic"):
                 lo, hi = self.lower[c], self.upper[c]
@@ -478,7 +583,8 @@ class Robot:
         return a
 
     def neutral(self) -> np.ndarray:
-        """Mid-range of each joint's limits; 0 where a limit is infinite (continuous, ball)."""
+        """Mid-range of each joint's limits; 0 where a limit is infinite (continuous, ball, and
+        free and planar joints: a floating base at the origin with the identity rotation)."""
         return self._neutral.copy()
 
     def _compute_neutral(self) -> np.ndarray:
@@ -492,13 +598,41 @@ class Robot:
         q[only_hi] = np.minimum(hi[only_hi], 0.0)
         return q
 
-    def sample(self, n: int | None = None, rng=None) -> np.ndarray:
+    def sample(self, n: int | None = None, rng=None, around=None) -> np.ndarray:
         """Uniform random configurations inside the limits: (dof,) or (n, dof).
 
         Continuous joints are drawn in [-pi, pi], unbounded prismatic joints in [-1, 1] m, ball
-        joints uniformly over SO(3).
+        joints uniformly over SO(3). Free and planar joints (a floating base) stay near
+        ``around`` (dof,) (default :meth:`neutral`, the origin): ``around ⊕ d`` with every entry
+        of ``d`` uniform within ``BASE_SAMPLE_SPREAD`` (0.1 m, 0.3 rad).
         """
         rng = np.random.default_rng(rng)
+        q = self._sample_uniform(n, rng)
+        if self._base_dofs.size:
+            q2 = np.atleast_2d(q)
+            c = self._neutral if around is None else self.check_q(around, "around")
+            if c.ndim != 1:
+                raise ConfigurationError(f"around: expected shape ({self.dof},), got {c.shape}")
+            d = np.zeros_like(q2)
+            spread = self._base_spread()
+            d[:, self._base_dofs] = rng.uniform(-1.0, 1.0, size=(q2.shape[0], self._base_dofs.size)) * spread
+            moved = self.integrate(np.broadcast_to(c, q2.shape), d)
+            q2[:, self._base_dofs] = np.atleast_2d(moved)[:, self._base_dofs]
+            q = q2 if n is not None else q2[0]
+        return q
+
+    def _base_spread(self) -> np.ndarray:
+        """Sampling half-width of each base q entry (BASE_SAMPLE_SPREAD: metres for the
+        translations, radians for the rest)."""
+        spread = np.zeros(self.dof)
+        for i in range(self.n_nodes):
+            c = int(self.qidx[i])
+            if self.composite[i] and c >= 0:
+                jt = self.joint_type[i]
+                spread[c:c + (3 if jt == K.BALL else 1)] = BASE_SAMPLE_SPREAD[0 if jt == K.PRISMATIC else 1]
+        return spread[self._base_dofs]
+
+    def _sample_uniform(self, n, rng) -> np.ndarray:
         shape = (1 if n is None else int(n), self.dof)
         types = self.joint_types_per_dof
         span = np.array([1.0 if t == "prismatic" else math.pi for t in types])
@@ -528,7 +662,18 @@ class Robot:
         return np.clip(self.check_q(q), self.lower, self.upper)
 
     def integrate(self, q, dq) -> np.ndarray:
-        """q ⊕ dq: addition for revolute/prismatic entries, R exp(d) for ball joints (local d)."""
+        """q ⊕ dq: addition for revolute/prismatic entries, R exp(d) for ball joints (local d).
+
+        A free joint is integrated on SE(3) as R³ × SO(3): its pose (p, R) becomes
+        (p + dp, R exp(dr)) — the translation increment ``dp`` [m] in the joint frame (the world
+        for a floating base: world-aligned), the rotation increment ``dr`` [rad] local, as for a
+        ball joint. A planar joint adds (dx, dy, dyaw). Every Jacobian column is the derivative
+        along this increment: the translation columns are the joint frame's fixed axes, the
+        rotation columns turn about the child's own axes (see kinematics/kernels.py). The
+        coupled SE(3) exponential (Pinocchio's ``integrate``) differs only at second order;
+        decoupled, the translation entries stay metres in the world frame and a rotation step
+        never moves the base origin.
+        """
         q = self.check_q(q)
         dq = self.check_q(dq, "dq")
         out = q + dq
@@ -645,17 +790,128 @@ class Robot:
             node_joint_names=self.node_joint_names + (f"{name}_joint",),
             is_frame=np.append(self.is_frame, True),
             mimic_leader=self.mimic_leader + ("",),
+            composite=self.composite + ("",),
         )
+
+    def with_floating_base(self, joint: str = "root_joint", world: str | None = None) -> "Robot":
+        """A new Robot whose root hangs from a new world frame by a free joint ``joint`` (6 q
+        entries first: x, y, z [m] of the old root in the world, then its rotation vector
+        [rad]); the other joints keep their order after it. ``world`` defaults to "world" (or
+        "universe" if the model has a frame named "world"). A robot that already has a free or
+        planar joint is refused (ModelError)."""
+        if self.floating:
+            raise ModelError(f"floating_base: robot {self.name!r} already has a floating joint "
+                             f"{self.free_joints[0]!r}; expected a fixed-base model")
+        if world is None:
+            world = "universe" if "world" in self._frame_index else "world"
+        inner = [f"{joint}.x", f"{joint}.y", f"{joint}.z"]
+        for nm in [world] + inner:
+            if nm in self._frame_index:
+                raise ModelError(f"floating_base: robot {self.name!r} already has a frame {nm!r}; "
+                                 f"choose another joint= / world= name")
+        if joint in self.node_joint_names:
+            raise ModelError(f"floating_base: robot {self.name!r} already has a joint {joint!r}; choose another name")
+        parent = np.concatenate([[-1, 0, 1, 2, 3], np.where(self.parent[1:] >= 0, self.parent[1:] + 4, -1)])
+        jtype = np.concatenate([[K.FIXED, K.PRISMATIC, K.PRISMATIC, K.PRISMATIC, K.BALL], self.joint_type[1:]])
+        axis = np.concatenate([np.zeros((1, 3)), np.eye(3), np.zeros((1, 3)), self.axis[1:]])
+        origin = np.concatenate([np.broadcast_to(np.eye(4), (5, 4, 4)), self.origin[1:]])
+        qidx = np.concatenate([[-1, 0, 1, 2, 3], np.where(self.qidx[1:] >= 0, self.qidx[1:] + 6, -1)])
+        inf = np.full(6, np.inf)
+        return self._with_shapes(Robot(
+            name=self.name, parent=parent, joint_type=jtype, axis=axis, origin=origin, qidx=qidx,
+            multiplier=np.concatenate([np.ones(5), self.multiplier[1:]]),
+            offset=np.concatenate([np.zeros(5), self.offset[1:]]),
+            node_names=(world, *inner, self.node_names[0]) + self.node_names[1:],
+            node_joint_names=("", joint, joint, joint, joint) + self.node_joint_names[1:],
+            is_frame=np.concatenate([[True, False, False, False], self.is_frame]),
+            joint_names=(*inner, f"{joint}.rx", f"{joint}.ry", f"{joint}.rz") + self.joint_names,
+            lower=np.concatenate([-inf, self.lower]), upper=np.concatenate([inf, self.upper]),
+            mimic_leader=("",) * 5 + self.mimic_leader[1:],
+            composite=("", "free", "free", "free", "free") + self.composite[1:], extras=self.extras,
+        ))
+
+    def lock(self, values: dict) -> "Robot":
+        """A reduced Robot without the joints named in ``values`` ({joint name: value}): each is
+        fixed at its value (a number [rad or m]; a ball joint's 3 or a free joint's 6 q entries;
+        a planar joint's 3), mimic followers of a locked leader with it. Frames are unchanged,
+        the other joints keep their order. Unknown names raise FrameError with the closest ones."""
+        if not isinstance(values, dict):
+            raise ModelError(f"lock: expected a dict {{joint name: value}}, got {values!r:.200}")
+        moving = {}  # joint name -> (first q index, q entries)
+        for i in range(1, self.n_nodes):
+            c = int(self.qidx[i])
+            jn = self.node_joint_names[i]
+            if c >= 0 and not self.mimic_leader[i]:
+                k = 3 if self.joint_type[i] == K.BALL else 1
+                first, count = moving.get(jn, (c, 0))
+                moving[jn] = (min(first, c), count + k)
+        q = self._neutral.copy()
+        locked_dofs = set()
+        for name, v in values.items():
+            if name not in moving:
+                raise FrameError(f"lock: unknown joint {name!r} on robot {self.name!r}; closest: "
+                                 f"{closest_names(str(name), list(moving))}")
+            first, count = moving[name]
+            try:
+                a = np.asarray(v, dtype=np.float64).reshape(-1)
+            except (TypeError, ValueError):
+                a = np.array([np.nan])
+            if a.shape != (count,) or not np.all(np.isfinite(a)):
+                raise ConfigurationError(f"lock: joint {name!r} takes {count} finite number(s), got {v!r:.200}")
+            if count == 1 and not (self.lower[first] - 1e-12 <= a[0] <= self.upper[first] + 1e-12):
+                raise ConfigurationError(f"lock: joint {name!r} value {a[0]} is outside its limits "
+                                         f"[{self.lower[first]}, {self.upper[first]}]")
+            q[first:first + count] = a
+            locked_dofs.update(range(first, first + count))
+        if not locked_dofs:
+            return self
+        Ts = self.fk_all_array(q)
+        keep = [c for c in range(self.dof) if c not in locked_dofs]
+        remap = {old: new for new, old in enumerate(keep)}
+        origin = self.origin.copy()
+        jtype = self.joint_type.copy()
+        qidx = self.qidx.copy()
+        leaders = list(self.mimic_leader)
+        composite = list(self.composite)
+        axis = self.axis.copy()
+        for i in range(1, self.n_nodes):
+            c = int(qidx[i])
+            if c < 0:
+                continue
+            if c in locked_dofs:  # the joint's motion at the locked value joins the fixed origin
+                origin[i] = np.linalg.solve(Ts[int(self.parent[i])], Ts[i])
+                origin[i][3] = (0.0, 0.0, 0.0, 1.0)
+                jtype[i] = K.FIXED
+                qidx[i] = -1
+                leaders[i] = ""
+                composite[i] = ""
+                axis[i] = 0.0
+            else:
+                qidx[i] = remap[c]
+        return self._replace_nodes(origin=origin, joint_type=jtype, qidx=qidx, axis=axis,
+                                   mimic_leader=tuple(leaders), composite=tuple(composite),
+                                   joint_names=tuple(self.joint_names[c] for c in keep),
+                                   lower=self.lower[keep], upper=self.upper[keep])
 
     def _replace_nodes(self, **kw) -> "Robot":
         args = dict(
             name=self.name, parent=self.parent, joint_type=self.joint_type, axis=self.axis, origin=self.origin,
             qidx=self.qidx, multiplier=self.multiplier, offset=self.offset, node_names=self.node_names,
             node_joint_names=self.node_joint_names, is_frame=self.is_frame, joint_names=self.joint_names,
-            lower=self.lower, upper=self.upper, mimic_leader=self.mimic_leader, extras=self.extras,
+            lower=self.lower, upper=self.upper, mimic_leader=self.mimic_leader, composite=self.composite,
+            extras=self.extras,
         )
         args.update(kw)
-        return Robot(**args)
+        return self._with_shapes(Robot(**args))
+
+    def _with_shapes(self, robot: "Robot") -> "Robot":
+        """``robot`` (derived from this one) with the ``visuals`` / ``collisions`` shapes of the
+        URDF reader (model/geometry.py) of the links it keeps."""
+        for attr in ("visuals", "collisions"):
+            shapes = getattr(self, attr, None)
+            if shapes is not None:
+                object.__setattr__(robot, attr, tuple(g for g in shapes if g.link in robot._frame_index))
+        return robot
 
     def subchain(self, base, tip, reference=None) -> "Robot":
         """The chain from ``base`` to ``tip`` as a new Robot rooted at ``base`` (other branches dropped).
@@ -663,9 +919,18 @@ class Robot:
         The base frame becomes the world frame. A mimic follower whose leader is not on the chain
         (``tip="panda_rightfinger"``: its leader moves the other finger) becomes a fixed joint at
         its mimic value of the leader's value in ``reference`` (dof,) (default :meth:`neutral`),
-        with a :class:`~invkin.errors.ModelWarning`.
+        with a :class:`~invkin.errors.ModelWarning`. A BVH/glTF joint keeps its rotation channels
+        in internal nodes just above its frame: for such a base the chain starts above them (at the
+        parent joint's frame), so the base joint turns (``subchain("LeftUpLeg", "LeftFoot")`` moves
+        hip and knee).
         """
         b = self.frame_index(base)
+        if (self.qidx[b] >= 0 and not self.composite[b] and self.parent[b] >= 0
+                and not self.is_frame[self.parent[b]]):
+            while self.parent[b] >= 0 and not self.is_frame[self.parent[b]]:
+                b = int(self.parent[b])
+            if self.parent[b] >= 0:
+                b = int(self.parent[b])
         t = self.frame_index(tip)
         path = self.ancestors(t)
         if b not in path:
@@ -698,14 +963,15 @@ class Robot:
                 origin[k] = self._fixed_follower(i, reference)
                 jtype[k], mult[k], off[k] = K.FIXED, 1.0, 0.0
                 leaders = leaders[:k] + ("",) + leaders[k + 1:]
-        return Robot(
+        return self._with_shapes(Robot(
             name=self.name, parent=parent, joint_type=jtype, axis=self.axis[nodes], origin=origin,
             qidx=qidx, multiplier=mult, offset=off,
             node_names=tuple(self.node_names[i] for i in nodes), node_joint_names=tuple(jn),
             is_frame=self.is_frame[nodes], joint_names=tuple(self.joint_names[d] for d in used_dofs),
             lower=self.lower[used_dofs], upper=self.upper[used_dofs],
             mimic_leader=leaders, extras=self.extras,
-        )
+            composite=("",) + tuple(self.composite[i] for i in nodes[1:]),
+        ))
 
     def _fixed_follower(self, i: int, reference) -> np.ndarray:
         """origin @ M(theta) of mimic follower node ``i`` at its leader's value in ``reference``."""

@@ -39,7 +39,17 @@ import numpy as np
 
 from ..errors import ModelError, ModelWarning, closest_names
 from .robot import Robot
-from .urdf import DEFAULT_MAX_BYTES, _desc, _Elem, _floats, _name, _Reader, _where, parse_hardened, read_bounded
+from .urdf import (
+    DEFAULT_MAX_BYTES,
+    _desc,
+    _Elem,
+    _floats,
+    _name,
+    _Reader,
+    _where,
+    parse_hardened,
+    read_bounded,
+)
 
 __all__ = ["Srdf", "load_srdf", "read_srdf", "parse_srdf"]
 

@@ -29,9 +29,9 @@ Conventions (as in the URDF specification)
   :class:`~invkin.errors.ModelWarning` naming the repair: a ``<mimic>`` on a ``fixed`` joint is
   ignored (Talos' grippers); a follower whose leader is missing ("no joint 'index_q1'; closest:
   'Left_index_q1'") or does not move is loaded as an independent joint.
-* ``floating`` and ``planar`` joints are not supported. Without ``base`` / ``tip`` they are an
-  error; with them, they may appear anywhere except on the selected chain (a floating joint
-  ``world -> pelvis`` is fine with ``base="pelvis"``).
+* ``floating`` joints become free joints (6 q entries: x, y, z [m], rotation vector [rad]) and
+  ``planar`` joints planar joints (x, y in the plane normal to ``<axis>``, yaw about it); see
+  :meth:`RobotBuilder.add_joint <invkin.model.build.RobotBuilder.add_joint>`.
 
 base / tip
 ----------
@@ -71,8 +71,8 @@ __all__ = ["load_urdf", "parse_urdf", "DEFAULT_MAX_BYTES"]
 DEFAULT_MAX_BYTES = 16 * 2**20
 
 _MOVING = ("revolute", "continuous", "prismatic")
-_SUPPORTED = _MOVING + ("fixed",)
-_UNSUPPORTED = ("floating", "planar")
+_SUPPORTED = _MOVING + ("fixed", "floating", "planar")
+_UNSUPPORTED = ()
 _JOINT_CHILDREN = ("parent", "child", "origin", "axis", "limit", "mimic")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
@@ -490,7 +490,7 @@ def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
     a = j.parts.get("axis")
     if a is not None:
         axis = _floats(rd, e, a, "xyz", 3, (1.0, 0.0, 0.0))
-        if jtype in _MOVING and not np.any(axis):
+        if (jtype in _MOVING or jtype == "planar") and not np.any(axis):
             raise rd.err(f"joint {name!r}: <axis xyz={_q(a.attrs['xyz'])}> (line {a.line}) is zero; "
                          f"expected a non-zero vector", w)
     lower, upper = -math.inf, math.inf
@@ -514,7 +514,8 @@ def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
             _warn(f"{rd.source}: {w}: <mimic joint={_q(leader)}> (line {m.line}) on a {jtype} joint is "
                   f"ignored: only revolute, continuous and prismatic joints move")
             mimic = None
-    return dict(name=name, parent=ends["parent"], child=ends["child"], type=jtype, origin=T,
+    return dict(name=name, parent=ends["parent"], child=ends["child"], type="free" if jtype == "floating" else jtype,
+                origin=T,
                 axis=axis, lower=lower, upper=upper, mimic=mimic, where=w), deferred
 
 

@@ -422,8 +422,13 @@ def two_bone_2d(l1, l2, target_xy, elbow_up: bool = True, soft=None):
     return th1.reshape(shape), th2.reshape(shape)
 
 
-def two_bone_3d(shoulder, l1, l2, target, pole, soft=None):
+def two_bone_3d(shoulder, l1, l2, target, pole=None, soft=None, **limb):
     """Two-bone IK in space: ``(elbow, hand)`` positions, each (..., 3).
+
+    On a skeleton: ``two_bone_3d(robot, q, "LeftFoot", target, pole=point, pole_angle=0.0,
+    soft=None, stretch=False)`` solves the named limb (hip, knee, foot) and returns a
+    :class:`~invkin.solvers.two_bone_limb.LimbSolution` with the joint *rotations* and the new ``q``
+    (see :func:`~invkin.solvers.two_bone_limb.two_bone_limb`).
 
     shoulder, target: (..., 3) points; l1, l2: bone lengths (≥ 0); pole: (..., 3) bend *direction*
     (a vector, not a point; for a pole point pass ``pole_point − shoulder``). The elbow lies in the
@@ -435,6 +440,15 @@ def two_bone_3d(shoulder, l1, l2, target, pole, soft=None):
     ``u``; a target at the shoulder folds the arm along the pole (or +x). soft: as in
     :func:`two_bone_2d`. The joint rotations follow from the returned points.
     """
+    from ..model.robot import Robot
+    if isinstance(shoulder, Robot):
+        from .two_bone_limb import two_bone_limb
+        return two_bone_limb(shoulder, l1, l2, target, pole=pole, soft=soft, **limb)
+    if limb:
+        raise GoalError(f"two_bone_3d: options {sorted(limb)} apply to a skeleton's limb only "
+                        f"(two_bone_3d(robot, q, tip, target, ...))")
+    if pole is None:
+        raise GoalError("two_bone_3d: pole (a bend direction, (..., 3)) is required for points")
     S = _array(shoulder, "shoulder", last=3)
     a1 = _array(l1, "l1", nonneg=True)
     a2 = _array(l2, "l2", nonneg=True)

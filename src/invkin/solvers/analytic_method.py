@@ -9,10 +9,14 @@ Supported problems (``check`` raises :class:`~invkin.SolverError` for anything e
   (shoulder and elbow about +Z). Fixed joints anywhere on the path and any number of joints on
   *other* branches of the tree are fine (they are left as they are).
 
-Not supported: ball or prismatic joints on the path, three or more moving joints, two revolute
-joints whose axes are not parallel (a 3-D shoulder/elbow with two rotation axes has no unique
-joint-angle form here; :func:`~invkin.two_bone_3d` gives elbow and hand *positions* for that
-case). Use ``lm`` for those.
+* a skeleton limb (BVH or glTF leg or arm): the goal frame's two nearest rotating joints above it
+  (hip and knee) each turn about their own position through three rotation channels about x, y, z
+  or one ball joint; the goal frame's own rotations are left alone. Solved in 3-D by
+  :func:`~invkin.solvers.two_bone_limb.two_bone_limb` keeping the current bend plane (``q0``'s),
+  so the knee keeps its side and twist.
+
+Not supported: prismatic joints on the path, other moving joints, two revolute joints whose axes are
+not parallel and are not a skeleton limb. Use ``lm`` for those.
 
 Geometry. With ``a`` the first joint's axis, the point's component along ``a`` cannot change
 (both joints rotate about ``a``), so the solve happens in the plane perpendicular to ``a`` through
@@ -43,9 +47,10 @@ from ..goals import KIND_POSITION
 from ..kinematics import kernels as K
 from ._common import CONVERGED, STALLED, goal_errors
 from .analytic import two_bone_2d_scalar
+from .two_bone_limb import _frame_groups, limb_joints, two_bone_limb
 
 NAME = "analytic"
-JOINT_TYPES = ("revolute", "continuous")
+JOINT_TYPES = ("revolute", "continuous", "ball")
 
 _PARALLEL_TOL = 1e-9  # |a1 x a2'| above this: axes not parallel
 _KIND_NAMES = {1: "orientation", 2: "axis orientation", 3: "aim"}
@@ -72,18 +77,50 @@ def _chain(problem) -> dict:
         raise SolverError(f"analytic solves exactly one Position goal (a two-bone arm), got {G} (frames "
                           f"{problem.goal_frames}); use method='lm' for several goals")
     node = int(problem.gnode[0])
-    per_robot = robot.__dict__.get("_analytic_chains")
-    if per_robot is None:  # the geometry depends on the (immutable) robot and the frame only
-        per_robot = {}
-        object.__setattr__(robot, "_analytic_chains", per_robot)
-    info = per_robot.get(node)
-    if info is None:
-        info = per_robot[node] = _analyse(robot, node)
+    # the geometry depends on the (immutable) robot and the frame only
+    info = robot.memo(f"analytic_chain:{node}", lambda: _analyse(robot, node))
     problem.scratch[NAME] = info
     return info
 
 
 def _analyse(robot, node: int) -> dict:
+    try:
+        return _analyse_planar(robot, node)
+    except SolverError as planar:
+        try:
+            return _analyse_limb(robot, node)
+        except SolverError as limb:
+            if all(robot.is_frame):  # not a skeleton: the planar message says what is supported
+                raise planar from None
+            raise limb from None
+
+
+def _analyse_limb(robot, node: int) -> dict:
+    """A skeleton limb (hip/knee groups of three rotation channels or ball joints): solved in 3-D by
+    :func:`~invkin.solvers.two_bone_limb.two_bone_limb`, keeping the current bend plane."""
+    names = limb_joints(robot, robot.node_names[node])
+    groups = [set(_frame_groups(robot, robot.frame_index(nm))) for nm in names]
+    path = robot.ancestors(node)
+    moving = {i for i in path if robot.qidx[i] >= 0 and robot.joint_type[i] != K.FIXED}
+    extra = moving - groups[0] - groups[1] - groups[2]
+    if extra or not groups[0] or not groups[1]:
+        raise SolverError(f"analytic: frame {robot.node_names[node]!r} is moved by joints outside the limb "
+                          f"{names}: {[robot.node_joint_names[i] for i in sorted(extra)][:6]}...; solve the "
+                          f"limb alone: robot.subchain({names[0]!r}, {names[2]!r}), or use "
+                          f"ik.two_bone_3d(robot, q, {names[2]!r}, target) on the whole skeleton")
+    for g in groups[:2]:
+        ball = len(g) == 1 and all(robot.joint_type[i] == K.BALL for i in g)
+        axes = {int(np.argmax(np.abs(robot.axis[i]))) for i in g if np.count_nonzero(robot.axis[i]) == 1}
+        if not ball and not (len(g) == 3 and len(axes) == 3 and all(robot.joint_type[i] == K.REVOLUTE for i in g)):
+            raise SolverError(f"analytic: a limb joint needs three rotation channels about x, y, z or one ball "
+                              f"joint; {[robot.node_joint_names[i] for i in sorted(g)]} is neither")
+    for i in groups[0] | groups[1]:
+        if robot.mimic_leader[i]:
+            raise SolverError(f"analytic: joint {robot.node_joint_names[i]!r} is mimic-coupled")
+    return dict(limb=names)
+
+
+def _analyse_planar(robot, node: int) -> dict:
     frame = robot.node_names[node]
     path = robot.ancestors(node)[::-1]  # root first
     moving = [i for i in path if robot.qidx[i] >= 0 and robot.joint_type[i] != K.FIXED]
@@ -184,6 +221,14 @@ def _iterate(problem, q, max_iter, state, options):
         return STALLED
     ch = _chain(problem)
     robot = problem.robot
+    if "limb" in ch:
+        q[:] = robot.clamp(two_bone_limb(robot, q, ch["limb"][2], problem.gvec[0], limb=ch["limb"]).q)
+        perr, _ = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind,
+                              problem.gvec, problem.gR, problem.gaxis, problem.gw)
+        state[1] += 1
+        state[2] = perr
+        state[3] = 0.0
+        return CONVERGED if perr <= problem.tol_p else STALLED
     elbow_up = options.get("elbow_up", True)
     if elbow_up is not None and not isinstance(elbow_up, (bool, np.bool_)):
         raise SolverError(f"analytic: elbow_up must be True, False or None (nearest to q0), got {elbow_up!r}")
@@ -208,7 +253,7 @@ def _iterate(problem, q, max_iter, state, options):
         _, q1, q2, _ = fitting[0]
         q[c1] = q1
         q[c2] = q2
-        perr, _ = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind,
+        perr, _ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
     else:  # neither branch fits the limits: clamp both, keep the closer hand
         best = None
@@ -217,7 +262,7 @@ def _iterate(problem, q, max_iter, state, options):
             _, q1, q2, _ = cands[k]
             q_try[c1] = min(max(q1, lo[c1]), hi[c1])
             q_try[c2] = min(max(q2, lo[c2]), hi[c2])
-            pe, _ = goal_errors(robot._ni, robot._nf, robot.origin, q_try, problem.gnode, problem.gkind,
+            pe, _ = goal_errors(robot.node_table, robot.node_params, robot.origin, q_try, problem.gnode, problem.gkind,
                                 problem.gvec, problem.gR, problem.gaxis, problem.gw)
             if best is None or pe < best[0]:
                 best = (pe, q_try[c1], q_try[c2])

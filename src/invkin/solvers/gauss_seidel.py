@@ -25,6 +25,16 @@ moves) and ``Nd_n`` (nodes sharing one with n), ``α_i = Σ_{c∈Cp_n} |J[c][n]_
 (4) ``θ ← clamp(θ ⊕ ω)`` (capped at ``max_step``). The sets are built once per problem from the
 tree and the goal frames. A Posture goal adds the rows ``w_p I ω = w_p (q_rest ⊖ q)``
 (``α += w_p²``, ``β += w_p² (q_rest ⊖ q)``).
+
+Rest springs (§5.1), options ``theta_orig`` (dof,), ``p_orig`` ≥ 0, ``p_ik`` > 0 (one number or
+one per q entry): Springhead moves a joint by changing the reference angle of its spring, and a
+second spring pulls toward the original reference. Inside the loop, step (4) moves the IK
+reference, ``θ_ik ← clamp(θ_ik ⊕ ω)``, and the joint settles at the springs' equilibrium
+``θ = (p_orig θ_orig + p_ik θ_ik)/(p_orig + p_ik)`` (eq. 24) before the next J. ω is always
+computed at the settled θ, so the reference keeps moving until the goal is met: the springs slow
+the motion by ``p_ik/(p_orig + p_ik)`` and keep it near θ_orig, and the goal is lost only when
+θ_ik would have to leave the joint range, i.e. when p_orig ≫ p_ik (then the attempt stalls).
+:func:`invkin.motion.solve_with_rest` and ``solve(rest=...)`` run it and report a lost goal.
 """
 from __future__ import annotations
 
@@ -39,7 +49,7 @@ from ..kinematics.kernels import BALL
 from ._common import CONVERGED, RUNNING, STALLED, posture_residual, step_and_clamp, task_eval
 from ._iterate import end_iterations
 from ._linalg import cap_step, sqnorm
-from .jacobian import _positive, _track_best, problem_scratch, restore_best, start_attempt
+from .jacobian import S_BEST, _positive, _track_best, problem_scratch, restore_best, start_attempt
 
 NAME = "gauss-seidel"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -160,12 +170,29 @@ def build_tables(problem):
 
 
 @njit(cache=True)
+def spring_point(th_o, th_x, t, lower, upper, balls, rel, out):
+    """out = clamp(θ_o ⊕ t ⊙ (θ_x ⊖ θ_o)): the point at fraction t (per entry) of the way from θ_o to
+    θ_x, ball joints along the SO(3) geodesic (t = p_ik / (p_orig + p_ik): eq. 24's spring
+    equilibrium; t = 1 + p_orig / p_ik: the IK reference whose equilibrium is θ_x). ``rel`` scratch."""
+    posture_residual(th_o, th_x, balls, rel)  # θ_x ⊖ θ_o
+    for i in range(rel.shape[0]):
+        rel[i] *= t[i]
+    step_and_clamp(th_o, rel, lower, upper, balls, out)
+
+
+@njit(cache=True)
 def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
                tol_p, tol_r, q, max_iter, state, qbest, var_kind, var_col, var_comp, var_node, var_cp, cp_ptr,
-               cp_idx, nbr_ptr, nbr_idx, gain, sweeps, max_step):
+               cp_idx, nbr_ptr, nbr_idx, gain, sweeps, max_step, th_orig, ratio, th_ik):
     """Springhead2 block Gauss–Seidel IK (SEEDS.md §3): per iteration ``v = gain · e``, ``sweeps``
     Gauss–Seidel sweeps ``ω_i = (β_i − Σ_{j∈Nd, j≠i} γ_ij ω_j) / α_i`` on ``(JᵀJ) ω = Jᵀ v`` from
     ω = 0 over the Cp/Nd sets, then ``θ ← clamp(θ ⊕ ω)`` (step capped at ``max_step``).
+
+    Rest springs (§5.1, ``th_orig`` (dof,) not empty): IK moves the joints' spring reference
+    ``θ_ik ← clamp(θ_ik ⊕ ω)`` (``th_ik``, kept across calls), and every iteration the joint
+    settles between the two springs, ``θ = (p_orig θ_orig + p_ik θ_ik)/(p_orig + p_ik)``
+    (``ratio`` = p_orig / p_ik per entry, :func:`spring_point`); ω is always computed at that θ.
+    A fresh attempt starts with θ_ik at the reference whose equilibrium is the start q.
 
     state: [-, iterations, position error, rotation error, (driver's), iterations since progress,
     best cost, reference cost]; ``qbest`` keeps the best configuration of the attempt (restored
@@ -192,6 +219,19 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
     e1 = np.empty(3)
     e2 = np.empty(3)
     w2 = w_post * w_post
+    springs = th_orig.shape[0] > 0
+    t_settle = np.empty(dof if springs else 0)
+    rel = np.empty(dof)
+    if springs:
+        for c in range(dof):
+            t_settle[c] = 1.0 / (1.0 + ratio[c])
+        if state[S_BEST] <= 0.0:  # a fresh attempt: θ_ik from the start, θ its equilibrium
+            for c in range(dof):
+                rel[c] = 1.0 + ratio[c]
+            spring_point(th_orig, q, rel, lower, upper, balls, dq, th_ik)
+            spring_point(th_orig, th_ik, t_settle, lower, upper, balls, rel, qn)
+            for c in range(dof):
+                q[c] = qn[c]
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
     cost = 0.5 * sqnorm(e)
     start_attempt(q, qbest, cost, state)
@@ -289,7 +329,13 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
             code = STALLED
             restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
             break
-        step_and_clamp(q, dq, lower, upper, balls, qn)
+        if springs:  # IK moves the reference, the joint settles between the springs
+            step_and_clamp(th_ik, dq, lower, upper, balls, qn)
+            for c in range(dof):
+                th_ik[c] = qn[c]
+            spring_point(th_orig, th_ik, t_settle, lower, upper, balls, rel, qn)
+        else:
+            step_and_clamp(q, dq, lower, upper, balls, qn)
         for c in range(dof):
             q[c] = qn[c]
         task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
@@ -305,6 +351,37 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
 # --------------------------------------------------------------------------- registration
 
 
+NO_SPRINGS = np.empty(0)
+
+
+def spring_arrays(problem, theta_orig, p_orig, p_ik):
+    """(θ_orig (dof,), p_orig / p_ik (dof,)) checked, or empty arrays without ``theta_orig``.
+
+    p_orig ≥ 0 and p_ik > 0 are one number or one per q entry; a ball joint takes the ratio of its
+    first entry (one spring per joint, as in :func:`invkin.motion.rest_blend`)."""
+    if theta_orig is None:
+        return NO_SPRINGS, NO_SPRINGS
+    robot = problem.robot
+    dof = robot.dof
+    try:
+        th = np.array(theta_orig, dtype=np.float64)
+        po = np.array(np.broadcast_to(np.asarray(p_orig, dtype=np.float64), (dof,)))
+        pi = np.array(np.broadcast_to(np.asarray(p_ik, dtype=np.float64), (dof,)))
+    except (TypeError, ValueError):
+        raise SolverError(f"options theta_orig, p_orig, p_ik: expected ({dof},) angles and springs (one number "
+                          f"or {dof}), got {theta_orig!r:.100}, {p_orig!r:.100}, {p_ik!r:.100}") from None
+    if th.shape != (dof,) or not np.all(np.isfinite(th)):
+        raise SolverError(f"option theta_orig: expected {dof} finite joint values, got shape {th.shape}")
+    if not np.all(np.isfinite(po) & (po >= 0)):
+        raise SolverError(f"option p_orig: expected springs >= 0, got {po.tolist()}")
+    if not np.all(np.isfinite(pi) & (pi > 0)):
+        raise SolverError(f"option p_ik: expected springs > 0, got {pi.tolist()}")
+    ratio = po / pi
+    for s in robot._ball_starts:
+        ratio[s + 1:s + 3] = ratio[s]
+    return np.clip(th, robot.lower, robot.upper), ratio
+
+
 def _iterate(problem, q, max_iter, state, options):
     gain = _positive("gain", options["gain"])
     if gain > 2.0:
@@ -315,14 +392,19 @@ def _iterate(problem, q, max_iter, state, options):
     max_step = _positive("max_step", options["max_step"])
     tables = problem_scratch(problem, "gauss_seidel_tables", lambda: build_tables(problem))
     qbest = problem_scratch(problem, "qbest", lambda: np.empty(problem.dof))
-    return gs_iterate(*problem.args, q, max_iter, state, qbest, *tables, gain, int(sweeps), max_step)
+    th_orig, ratio = problem_scratch(problem, "springs", lambda: spring_arrays(
+        problem, options["theta_orig"], options["p_orig"], options["p_ik"]))
+    th_ik = problem_scratch(problem, "theta_ik", lambda: np.empty(problem.dof))
+    return gs_iterate(*problem.args, q, max_iter, state, qbest, *tables, gain, int(sweeps), max_step, th_orig, ratio,
+                      th_ik)
 
 
 def _register():
     from . import Method, register
 
     register(Method(NAME, _iterate, "Springhead2 block Gauss–Seidel on JᵀJ ω = Jᵀv, multi control point (SEEDS §3)",
-                    JOINT_TYPES, defaults=dict(gain=1.0, sweeps=5, max_step=0.5)))
+                    JOINT_TYPES, defaults=dict(gain=1.0, sweeps=5, max_step=0.5, theta_orig=None, p_orig=0.0,
+                                               p_ik=1.0)))
 
 
 _register()

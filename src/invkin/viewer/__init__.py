@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from ..lazy import lazy_exports
 
+DEMOS = ("panda", "tentacle", "two-bone", "reach")  # `invkin demo NAME`, demo_app; here, the parser stays light
+
 __getattr__, __dir__ = lazy_exports(__name__, {
-    name: ".app" for name in ("DEMOS", "SCENES", "PortInUseError", "ViewerApp", "ViewerError", "demo_app")})
+    name: ".app" for name in ("SCENES", "PortInUseError", "ViewerApp", "ViewerError", "demo_app")})
 
 __all__ = ["ViewerApp", "ViewerError", "PortInUseError", "demo_app", "DEMOS", "SCENES"]

@@ -39,7 +39,7 @@ from ..model import load_robot
 from ..model.robot import Robot
 from .character import CharacterMixin, clip_up_axis, up_rotation
 from .draw import DrawMixin
-from .cli import DEMOS
+from . import DEMOS
 from .errors import PortInUseError, ViewerError, _check_port_free, _import_viser
 from .gui import GuiMixin
 from .pose import start_pose

@@ -8,7 +8,6 @@ from __future__ import annotations
 import signal
 import sys
 
-DEMOS = ("panda", "tentacle", "two-bone", "reach")  # `invkin demo NAME`; here so the parser stays light
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 
@@ -63,14 +62,13 @@ def serve(app, out=None) -> int:
 
 
 def cmd_view(args) -> int:
+    from ..cli_robot import robot_from_args, robot_options_given
     from .app import ViewerApp
     from .pose import named_pose, parse_q
 
     robot = args.robot
-    if not robot.lower().endswith(".bvh"):
-        from ..model import load_robot
-
-        robot = load_robot(robot, **({"srdf": args.srdf} if args.srdf else {}))
+    if not robot.lower().endswith(".bvh") or robot_options_given(args):
+        robot = robot_from_args(args)
     q0 = None
     if args.q is not None:
         q0 = parse_q(robot, args.q)
@@ -107,7 +105,9 @@ def register(sub) -> None:
                         "allow it, else mid-range)")
     p.add_argument("--state", default=None, metavar="NAME",
                    help="start in this SRDF group state (e.g. half_sitting; needs --srdf or a bundled SRDF)")
-    p.add_argument("--srdf", default=None, metavar="FILE.srdf", help="SRDF file with the group states")
     p.add_argument("--up", default=None, choices=("x", "y", "z", "-x", "-y", "-z"),
                    help="up axis of a BVH clip (default: found from the clip: head above the feet)")
+    from ..cli_robot import add_robot_options
+
+    add_robot_options(p)  # --base, --tip, --floating-base, --srdf (the group states of --state)
     p.set_defaults(func=cmd_view)

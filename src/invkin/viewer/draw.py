@@ -327,6 +327,7 @@ class DrawMixin:
             return
         self._shapes = _LinkShapes(sc, "/robot/visual", self.robot, vis, self.max_faces)
         self._skel.bones.visible = False
+        self._skel.bones.show_axes = False  # both stay a Display toggle
         self.mesh_note = f"{len(vis)} visual shapes, {self._shapes.n_faces} triangles"
         if self._shapes.errors:
             self.mesh_note += f"; {len(self._shapes.errors)} not drawn: " + "; ".join(self._shapes.errors[:3])

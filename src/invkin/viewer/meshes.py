@@ -29,7 +29,7 @@ __all__ = ["MeshPart", "MeshLoadError", "geometry_parts", "cache_dir", "DEFAULT_
 
 #: Triangles kept per mesh file after decimation (a Panda link: ~2k; a G1 link file: up to 60k).
 DEFAULT_MAX_FACES = 4000
-_CACHE_VERSION = 1          # bump when the cached arrays change meaning
+_CACHE_VERSION = 2          # bump when the cached arrays change meaning
 DEFAULT_GREY = (0.78, 0.78, 0.80)
 
 
@@ -119,8 +119,12 @@ def _read_file(path: str, max_faces: int):
         offs = np.cumsum([0] + [len(V) for V, _ in parts[:-1]])
         V = np.vstack([V for V, _ in parts])
         F = np.vstack([F + o for (_, F), o in zip(parts, offs)])
+        # one vertex per position (files often split vertices by normal or UV): decimation needs
+        # the connectivity, and the browser's smooth normals need shared vertices
+        m = trimesh.Trimesh(V, F, process=False)
+        m.merge_vertices(merge_tex=True, merge_norm=True)
         keep = max(16, int(round(max_faces * len(F) / max(total, 1))))
-        V, F = _decimate(V, F, keep)
+        V, F = _decimate(np.asarray(m.vertices), np.asarray(m.faces), keep)
         out.append((np.asarray(V, dtype=np.float32), np.asarray(F, dtype=np.uint32), key))
     if not out:
         raise MeshLoadError(f"mesh {path} holds no triangles")

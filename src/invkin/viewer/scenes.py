@@ -129,10 +129,8 @@ class ScenesMixin:
     # ------------------------------------------------------------------ straight-line reach
 
     def _init_reach(self) -> None:
-        from ..solve import reach_bound
-
         frame = self.robot.frame_names[-1]
-        node, radius = reach_bound(self.robot, self.robot.frame_index(frame))
+        node, radius = self.robot.reach_bound(frame)
         self.reach_frame = frame
         self.reach_center = np.zeros(3) if node is None else self.robot.fk(self.robot.neutral(), node)[:3, 3]
         self.reach_radius = float(radius)

@@ -1,0 +1,244 @@
+"""MJCF (MuJoCo XML) → Robot, through MuJoCo's own compiler (the optional ``mujoco`` extra).
+
+invkin parses no MJCF: :func:`load_mjcf` hands the file to ``mujoco.MjModel.from_xml_path``,
+whose compiler resolves ``<default>`` classes, ``<include>``, ``<frame>``, ``childclass``,
+euler/axis-angle/xyaxes orientations and angle units, and reads the compiled arrays.
+
+Kinematics (as in MuJoCo's ``mj_kinematics``)
+---------------------------------------------
+Body ``b`` sits at ``T(body_pos[b], body_quat[b])`` in its parent body. Its joints apply in
+order, each about its anchor ``jnt_pos`` (body frame): a hinge is ``Trans(a) Rot(axis, θ)
+Trans(-a)``, a slide ``Trans(axis θ)``, a ball ``Trans(a) R(quat) Trans(-a)``, with
+``θ = qpos - qpos0`` (the joint's ``ref``). Here each joint becomes a node (joint nodes of a body
+with several joints, or with an anchor off the body origin, are internal nodes, not frames);
+the body is the node after its last joint. ``q`` equals MuJoCo's ``qpos`` entry by entry for
+hinge and slide joints (``offset = -ref``); a ball joint's 4 quaternion entries are a rotation
+vector (3) here, and a free joint's 7 (position, quaternion w x y z) are invkin's free joint
+(``j.x j.y j.z j.rx j.ry j.rz``: position + rotation vector, 6); a free joint must hang from the
+world body, as MuJoCo's kinematics puts its body at ``qpos`` in world coordinates. :func:`qpos_from_q` and :func:`q_from_qpos` convert. Hinge and slide ranges become limits
+where ``jnt_limited``; a ball joint's cone range is not kept (invkin's ball joints are unbounded).
+
+Frames: the world body (the root, ``"world"``), every body, and every site (a site named like a
+body gets ``"_site"`` appended). Unnamed bodies, joints and sites are named ``body{i}``,
+``joint{i}``, ``site{i}``.
+
+Kept for collision and whole-body work (in :attr:`Robot.extras`)
+-----------------------------------------------------------------
+* ``robot.geoms`` — {link: (Geom, ...)}: every geom of the body, with its MuJoCo type name
+  (sphere, capsule, ellipsoid, cylinder, box, mesh, plane, ...), ``size`` (3,) as MuJoCo stores
+  it (sphere: radius; capsule/cylinder: radius, half-length; box: half-sizes; ...), the local pose
+  ``T_link_geom`` (4, 4), and ``contype``/``conaffinity``/``group`` (visual-only geoms have
+  ``contype == conaffinity == 0``).
+* ``extras["inertials"]`` — {link: (mass [kg], centre of mass (3,) [m] in the link frame)}.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ModelError
+from ..spatial import matrix_to_quat, quat_to_matrix, so3_exp, so3_log
+from .build import RobotBuilder
+from .robot import Robot
+from .urdf import DEFAULT_MAX_BYTES, read_bounded
+
+__all__ = ["Geom", "load_mjcf", "robot_from_mjmodel", "qpos_from_q", "q_from_qpos"]
+
+_GEOM_TYPES = {0: "plane", 1: "hfield", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder",
+               6: "box", 7: "mesh", 8: "sdf"}
+_FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3
+_FREE_SUFFIXES = (".x", ".y", ".z", ".rx", ".ry", ".rz")
+
+
+@dataclass(frozen=True, eq=False)
+class Geom:
+    """One collision/visual shape of a link, as MuJoCo compiled it (see the module docstring)."""
+
+    name: str
+    type: str
+    size: np.ndarray  # (3,) [m]
+    T_link_geom: np.ndarray  # (4, 4)
+    contype: int = 1
+    conaffinity: int = 1
+    group: int = 0
+
+    def __repr__(self) -> str:
+        return f"Geom({self.name!r}, {self.type}, size={np.round(self.size, 4).tolist()})"
+
+
+def _import_mujoco():
+    try:
+        import mujoco
+    except ImportError:
+        raise ModelError('loading MJCF needs the mujoco package: pip install "invkin[mujoco]"') from None
+    return mujoco
+
+
+def load_mjcf(path, max_bytes: int = DEFAULT_MAX_BYTES) -> Robot:
+    """Compile an MJCF file with MuJoCo and read it into a :class:`Robot` (see the module docstring).
+
+    Files larger than ``max_bytes`` [bytes] are refused; MuJoCo's compile errors become a
+    :class:`ModelError` naming the file; a missing ``mujoco`` package names its pip install.
+    """
+    mujoco = _import_mujoco()
+    p, _ = read_bounded(path, max_bytes, "MJCF", "load_mjcf")
+    try:
+        m = mujoco.MjModel.from_xml_path(p)
+    except Exception as e:  # mujoco raises ValueError with the compiler's message (element, line)
+        raise ModelError(f"{p}: MuJoCo could not compile the model: {str(e).strip()}") from None
+    return robot_from_mjmodel(m, source=p)
+
+
+def _T(pos, quat_wxyz) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, :3] = quat_to_matrix(quat_wxyz=quat_wxyz)
+    T[:3, 3] = pos
+    return T
+
+
+def _trans(a) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, 3] = a
+    return T
+
+
+def robot_from_mjmodel(m, source: str = "<mjmodel>", name: str | None = None) -> Robot:
+    """A :class:`Robot` of a compiled ``mujoco.MjModel`` (see the module docstring)."""
+    mujoco = _import_mujoco()
+
+    def nm(obj, i, prefix):
+        s = mujoco.mj_id2name(m, obj, i)
+        return s if s else f"{prefix}{i}"
+
+    bodies = [nm(mujoco.mjtObj.mjOBJ_BODY, i, "body") for i in range(m.nbody)]
+    taken = set(bodies)
+
+    def unique(s):
+        base, k = s, 1
+        while s in taken:
+            s = f"{base}_{k}"
+            k += 1
+        taken.add(s)
+        return s
+
+    model_name = name or bytes(m.names).split(b"\0", 1)[0].decode("utf-8", "replace") or (
+        os.path.splitext(os.path.basename(source))[0] if not source.startswith("<") else "mjcf")
+    b = RobotBuilder(model_name, source)
+    b.add_root(bodies[0])
+    offsets = {}  # node -> -ref of its hinge/slide joint
+    joints = []  # (joint name, kind, qpos address) in q order
+    for i in range(1, m.nbody):
+        body = bodies[i]
+        parent = bodies[int(m.body_parentid[i])]
+        pending = _T(m.body_pos[i], m.body_quat[i])
+        prev = parent
+        j0, nj = int(m.body_jntadr[i]), int(m.body_jntnum[i])
+        for k, j in enumerate(range(j0, j0 + nj)):
+            t = int(m.jnt_type[j])
+            jn = nm(mujoco.mjtObj.mjOBJ_JOINT, j, "joint")
+            adr = int(m.jnt_qposadr[j])
+            if t == _FREE:
+                if int(m.body_parentid[i]) != 0:
+                    raise ModelError(f"{source}: free joint {jn!r} of body {body!r} is not on a child of the "
+                                     f"world body; invkin's tree cannot hold a nested free joint")
+                child = body if k == nj - 1 else unique(f"{body}/{jn}")
+                b.add_joint(jn, prev, child, "free", np.eye(4), frame=child == body)
+                joints.append((jn, "free", adr))
+                prev, pending = child, np.eye(4)
+                continue
+            a = np.array(m.jnt_pos[j], dtype=np.float64)
+            pending = pending @ _trans(a)
+            last = k == nj - 1
+            child = body if last and not np.any(a) else unique(f"{body}/{jn}")
+            limited = bool(m.jnt_limited[j])
+            lo, hi = (float(m.jnt_range[j, 0]), float(m.jnt_range[j, 1])) if limited else (-math.inf, math.inf)
+            if t == _BALL:
+                b.add_joint(jn, prev, child, "ball", pending, frame=child == body)
+                joints.append((jn, "ball", adr))
+            else:
+                jtype = ("revolute" if limited else "continuous") if t == _HINGE else "prismatic"
+                b.add_joint(jn, prev, child, jtype, pending, m.jnt_axis[j], lo, hi, frame=child == body)
+                offsets[child] = -float(m.qpos0[adr])
+                joints.append((jn, jtype, adr))
+            prev, pending = child, _trans(-a)
+        if prev != body:
+            b.add_joint(unique(f"{body}_fixed"), prev, body, "fixed", pending)
+    for s in range(m.nsite):
+        site = nm(mujoco.mjtObj.mjOBJ_SITE, s, "site")
+        site = unique(site + "_site" if site in taken else site)
+        b.add_joint(unique(f"{site}_joint"), bodies[int(m.site_bodyid[s])], site, "fixed",
+                    _T(m.site_pos[s], m.site_quat[s]))
+    robot = b.build()
+    off = robot.offset.copy()
+    for node, v in offsets.items():
+        off[robot.frame_index(node)] = v
+    geoms: dict = {}
+    for g in range(m.ngeom):
+        link = bodies[int(m.geom_bodyid[g])]
+        size = np.array(m.geom_size[g], dtype=np.float64)
+        T = _T(m.geom_pos[g], m.geom_quat[g])
+        size.setflags(write=False)
+        T.setflags(write=False)
+        geoms.setdefault(link, []).append(Geom(
+            nm(mujoco.mjtObj.mjOBJ_GEOM, g, "geom"), _GEOM_TYPES.get(int(m.geom_type[g]), str(int(m.geom_type[g]))),
+            size, T, int(m.geom_contype[g]), int(m.geom_conaffinity[g]), int(m.geom_group[g])))
+    inertials = {bodies[i]: (float(m.body_mass[i]), np.array(m.body_ipos[i], dtype=np.float64))
+                 for i in range(m.nbody)}
+    qpos0 = np.array(m.qpos0, dtype=np.float64)
+    qpos0.setflags(write=False)
+    robot = robot._replace_nodes(offset=off)
+    return robot.with_extras(geoms={k: tuple(v) for k, v in geoms.items()}, inertials=inertials,
+                             mjcf_joints=tuple(joints), mjcf_qpos0=qpos0)
+
+
+def _mjcf_map(robot: Robot):
+    joints = robot.extras.get("mjcf_joints")
+    if joints is None:
+        raise ModelError(f"robot {robot.name!r} was not loaded from MJCF: it has no qpos layout")
+    return joints, robot.extras["mjcf_qpos0"]
+
+
+def qpos_from_q(robot: Robot, q) -> np.ndarray:
+    """MuJoCo ``qpos`` (nq,) of an invkin configuration ``q`` (dof,) of an MJCF-loaded robot
+    (ball and free joints: rotation vector → quaternion w x y z)."""
+    joints, qpos0 = _mjcf_map(robot)
+    q = robot.check_q(q)
+    if q.ndim != 1:
+        raise ModelError(f"qpos_from_q: expected q of shape ({robot.dof},), got {q.shape}")
+    qpos = qpos0.copy()
+    for jn, kind, adr in joints:
+        if kind == "ball":
+            i = robot.joint_index(jn + ".x")
+            qpos[adr:adr + 4] = matrix_to_quat(so3_exp(q[i:i + 3]), "wxyz")
+        elif kind == "free":
+            i = robot.joint_index(jn + ".x")
+            qpos[adr:adr + 3] = q[i:i + 3]
+            qpos[adr + 3:adr + 7] = matrix_to_quat(so3_exp(q[i + 3:i + 6]), "wxyz")
+        else:
+            qpos[adr] = q[robot.joint_index(jn)]
+    return qpos
+
+
+def q_from_qpos(robot: Robot, qpos) -> np.ndarray:
+    """The invkin configuration (dof,) of a MuJoCo ``qpos`` (nq,) (inverse of :func:`qpos_from_q`)."""
+    joints, qpos0 = _mjcf_map(robot)
+    qpos = np.asarray(qpos, dtype=np.float64)
+    if qpos.shape != qpos0.shape:
+        raise ModelError(f"q_from_qpos: expected qpos of shape {qpos0.shape}, got {qpos.shape}")
+    q = robot.neutral()
+    for jn, kind, adr in joints:
+        if kind in ("ball", "free"):
+            i = robot.joint_index(jn + ".x")
+            quat = qpos[adr + (3 if kind == "free" else 0):][:4]
+            r = so3_log(quat_to_matrix(quat_wxyz=quat / np.linalg.norm(quat)))
+            if kind == "free":
+                q[i:i + 3] = qpos[adr:adr + 3]
+                q[i + 3:i + 6] = r
+            else:
+                q[i:i + 3] = r
+        else:
+            q[robot.joint_index(jn)] = qpos[adr]
+    return q

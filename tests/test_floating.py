@@ -1,0 +1,492 @@
+"""Free and planar joints (a floating or mobile base): FK and Jacobians against finite
+differences through Robot.integrate, the manifold maths, every solver, sampling near q0."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import invkin as ik
+from invkin.errors import InvkinError, ModelError
+from invkin.kinematics import kernels as K
+from invkin.model.build import RobotBuilder
+from invkin.spatial import make_transform, so3_exp, so3_log
+
+
+def _T(p=(0.0, 0.0, 0.0), r=(0.0, 0.0, 0.0)):
+    return make_transform(so3_exp(np.asarray(r, dtype=float)), p)
+
+
+def floating_arm(kind: str = "free") -> ik.Robot:
+    """A two-joint arm on a free (or planar, normal (0.3, 0.2, 1)) base joint with a non-trivial
+    origin, so that the joint frame differs from the world."""
+    b = RobotBuilder(f"arm_on_{kind}")
+    b.add_root("world")
+    b.add_joint("base", "world", "body", kind, _T((0.5, -0.2, 0.1), (0.1, 0.2, -0.3)),
+                axis=(0.3, 0.2, 1.0))
+    b.add_joint("j1", "body", "l1", "revolute", _T((0.1, 0.2, 0.3)), (0, 1, 0), -2.0, 2.0)
+    b.add_joint("j2", "l1", "l2", "continuous", _T((0.3, 0.0, 0.0)), (1, 0, 0))
+    b.add_joint("tip_joint", "l2", "tip", "fixed", _T((0.0, 0.0, 0.25)))
+    return b.build()
+
+
+def _numeric_jacobian(robot, q, frame, h=1e-7):
+    """Central differences of the frame pose along each increment of Robot.integrate: position
+    change [m] and rotation log(R1 R0^T) [rad] (world-aligned, as the geometric Jacobian)."""
+    J = np.zeros((6, robot.dof))
+    for k in range(robot.dof):
+        d = np.zeros(robot.dof)
+        d[k] = h
+        Tp = robot.fk(robot.integrate(q, d), frame)
+        Tm = robot.fk(robot.integrate(q, -d), frame)
+        J[:3, k] = (Tp[:3, 3] - Tm[:3, 3]) / (2 * h)
+        J[3:, k] = so3_log(Tp[:3, :3] @ Tm[:3, :3].T) / (2 * h)
+    return J
+
+
+@pytest.mark.parametrize("kind", ["free", "planar"])
+def test_joint_names_types_and_limits_of_composite_joints(kind):
+    r = floating_arm(kind)
+    names = {"free": ("base.x", "base.y", "base.z", "base.rx", "base.ry", "base.rz"),
+             "planar": ("base.x", "base.y", "base.yaw")}[kind]
+    assert r.joint_names[:len(names)] == names
+    assert r.joint_types_per_dof[:len(names)] == (kind,) * len(names)
+    assert np.all(np.isinf(r.lower[:len(names)])) and np.all(np.isinf(r.upper[:len(names)]))
+    assert r.free_joints == ("base",) and r.floating
+    assert "base.x" not in r.frame_names and "body" in r.frame_names
+    assert r.joint_index("base") == 0
+    assert K.FREE != K.PLANAR and K.FREE not in r.joint_type and K.PLANAR not in r.joint_type
+
+
+def test_free_joint_q_is_position_and_rotation_vector_in_the_joint_frame():
+    r = floating_arm("free")
+    q = np.zeros(r.dof)
+    q[:3] = (0.3, -0.4, 1.2)
+    q[3:6] = (0.5, -0.2, 0.7)
+    T_joint = _T((0.5, -0.2, 0.1), (0.1, 0.2, -0.3))
+    np.testing.assert_allclose(r.fk(q, "body"), T_joint @ _T(q[:3], q[3:6]), atol=1e-14)
+
+
+def test_planar_joint_moves_in_the_plane_normal_to_its_axis():
+    r = floating_arm("planar")
+    n = np.array([0.3, 0.2, 1.0]) / np.linalg.norm([0.3, 0.2, 1.0])
+    rng = np.random.default_rng(1)
+    T_joint = _T((0.5, -0.2, 0.1), (0.1, 0.2, -0.3))
+    for _ in range(5):
+        q = r.sample(rng=rng, around=rng.normal(size=r.dof))
+        T = np.linalg.inv(T_joint) @ r.fk(q, "body")
+        assert abs(T[:3, 3] @ n) < 1e-14  # translation stays in the plane
+        np.testing.assert_allclose(T[:3, :3] @ n, n, atol=1e-14)  # rotation about the normal
+        np.testing.assert_allclose(so3_log(T[:3, :3]) @ n, q[2], atol=1e-12)
+    q = np.zeros(r.dof)
+    q[:2] = (0.3, 0.4)
+    assert np.linalg.norm((np.linalg.inv(T_joint) @ r.fk(q, "body"))[:3, 3]) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("kind", ["free", "planar"])
+@pytest.mark.parametrize("frame", ["body", "l1", "tip"])
+def test_jacobian_matches_finite_differences_through_integrate(kind, frame):
+    r = floating_arm(kind)
+    rng = np.random.default_rng(7)
+    for _ in range(6):
+        q = r.sample(rng=rng, around=rng.normal(size=r.dof) * 2.0)
+        J = r.jacobian(q, frame)
+        np.testing.assert_allclose(J, _numeric_jacobian(r, q, frame), atol=2e-7)
+        T, J2 = r.fk_jacobian(q, frame)
+        np.testing.assert_allclose(J2, J, atol=1e-14)
+        np.testing.assert_allclose(T, r.fk(q, frame), atol=1e-14)
+
+
+@pytest.mark.parametrize("kind", ["free", "planar"])
+def test_batch_fk_and_jacobian_equal_single_calls(kind):
+    r = floating_arm(kind)
+    rng = np.random.default_rng(3)
+    qs = r.sample(16, rng=rng, around=rng.normal(size=r.dof))
+    Ts = r.fk(qs, "tip")
+    Js = r.jacobian(qs, "tip")
+    all_ = r.fk_all(qs)
+    for b in range(16):
+        np.testing.assert_allclose(Ts[b], r.fk(qs[b], "tip"), atol=1e-14)
+        np.testing.assert_allclose(Js[b], r.jacobian(qs[b], "tip"), atol=1e-14)
+        np.testing.assert_allclose(all_["tip"][b], Ts[b], atol=1e-14)
+        np.testing.assert_allclose(Js[b], _numeric_jacobian(r, qs[b], "tip"), atol=2e-7)
+
+
+def test_free_joint_integrate_and_difference_round_trip_near_zero_and_pi():
+    r = floating_arm("free")
+    rng = np.random.default_rng(11)
+    for scale in (1e-9, 0.5, math.pi - 1e-4):
+        q0 = r.sample(rng=rng, around=rng.normal(size=r.dof))
+        d = rng.normal(size=r.dof)
+        d[3:6] *= scale / np.linalg.norm(d[3:6])
+        q1 = r.integrate(q0, d)
+        np.testing.assert_allclose(r.difference(q0, q1), d, atol=1e-9)
+        # the convention: p + dp (joint frame), R exp(dr) (local)
+        np.testing.assert_allclose(q1[:3], q0[:3] + d[:3], atol=1e-15)
+        np.testing.assert_allclose(so3_exp(q1[3:6]), so3_exp(q0[3:6]) @ so3_exp(d[3:6]), atol=1e-12)
+
+
+def test_neutral_of_a_floating_robot_is_at_the_origin():
+    r = ik.load_robot("panda", floating_base=True)
+    q = r.neutral()
+    assert np.all(q[:6] == 0.0)
+    np.testing.assert_allclose(r.fk(q, "panda_link0"), np.eye(4), atol=0)
+    np.testing.assert_allclose(r.fk(q, "panda_hand"), ik.load_robot("panda").fk(q[6:], "panda_hand"), atol=1e-14)
+
+
+def test_samples_keep_the_base_near_q0():
+    r = ik.load_robot("panda", floating_base=True)
+    rng = np.random.default_rng(0)
+    q0 = r.neutral()
+    q0[:3] = (5.0, -3.0, 0.7)
+    q0[3:6] = (0.0, 0.0, 2.0)
+    qs = r.sample(500, rng=rng, around=q0)
+    assert np.all(np.abs(qs[:, :3] - q0[:3]) <= 0.1 + 1e-12)
+    ang = [np.linalg.norm(so3_log(so3_exp(q0[3:6]).T @ so3_exp(q[3:6]))) for q in qs]
+    assert max(ang) <= math.sqrt(3) * 0.3 + 1e-9
+    assert np.all(r.within_limits(qs))
+    plain = r.sample(200, rng=rng)  # default: around the origin
+    assert np.all(np.abs(plain[:, :3]) <= 0.1 + 1e-12)
+    assert np.all(np.isfinite(plain))
+
+
+def test_restart_bounds_never_span_the_infinite_base_range():
+    from invkin.solve import _lm_tables, _sampler
+
+    r = ik.load_robot("panda", floating_base=True)
+    q0 = r.neutral()
+    q0[:3] = (2.0, 1.0, 0.0)
+    lo, span = _sampler(r, q0)
+    assert np.all(np.isfinite(lo)) and np.all(np.isfinite(span))
+    np.testing.assert_allclose(lo[:3] + 0.5 * span[:3], q0[:3])
+    assert np.all(span[:6] <= 0.6 + 1e-12)
+    lims = _lm_tables(r, None, q0)[0]
+    assert np.all(np.isfinite(lims[2:4]))
+
+
+def test_floating_base_twice_is_an_error_naming_the_joint():
+    r = ik.load_robot("panda", floating_base=True)
+    with pytest.raises(ModelError, match="root_joint"):
+        r.with_floating_base()
+    with pytest.raises(InvkinError, match="already has a floating joint"):
+        ik.load_robot(r, floating_base=True)
+
+
+def test_free_joint_cannot_lead_a_mimic():
+    b = RobotBuilder("m")
+    b.add_root("w")
+    b.add_joint("base", "w", "body", "free")
+    b.add_joint("f", "body", "finger", "revolute", None, (0, 0, 1), -1, 1, mimic=("base", 1.0, 0.0))
+    with pytest.raises(ModelError, match="free joint"):
+        b.build()
+
+
+URDF_FLOATING = """<robot name="flo">
+  <link name="world"/><link name="body"/><link name="arm"/><link name="cart"/><link name="top"/>
+  <joint name="float" type="floating"><parent link="world"/><child link="body"/>
+    <origin xyz="0 0 1"/></joint>
+  <joint name="a" type="revolute"><parent link="body"/><child link="arm"/><axis xyz="0 1 0"/>
+    <origin xyz="0.2 0 0"/><limit lower="-1" upper="1"/></joint>
+  <joint name="slide" type="planar"><parent link="world"/><child link="cart"/><axis xyz="0 0 1"/></joint>
+  <joint name="t" type="fixed"><parent link="cart"/><child link="top"/><origin xyz="0 0 0.5"/></joint>
+</robot>"""
+
+
+def test_urdf_floating_and_planar_joints_load(tmp_path):
+    p = tmp_path / "flo.urdf"
+    p.write_text(URDF_FLOATING)
+    r = ik.load_robot(p)
+    assert r.joint_types_per_dof == ("free",) * 6 + ("revolute", "planar", "planar", "planar")
+    q = r.neutral()
+    q[:3] = (1.0, 2.0, 3.0)
+    q[7:10] = (0.5, -0.5, math.pi / 2)
+    np.testing.assert_allclose(r.fk(q, "body")[:3, 3], (1.0, 2.0, 4.0))
+    np.testing.assert_allclose(r.fk(q, "top"), _T((0.5, -0.5, 0.5), (0, 0, math.pi / 2)), atol=1e-15)
+    assert r.subchain("body", "arm").dof == 1  # base= below the floating joint drops it
+
+
+GOAL_POSE = _T((0.6, 0.3, 0.4), (0.3, -0.5, 0.2))
+
+
+@pytest.mark.parametrize("method", ["lm", "dls", "pinv", "transpose", "gauss-seidel"])
+def test_solvers_move_the_free_base_to_reach_a_pose(method):
+    """A 2-joint arm cannot reach a general pose alone: the free base must move."""
+    r = floating_arm("free")
+    opts = dict(timeout=2.0 if method != "transpose" else 5.0)
+    tol = 1e-6 if method != "transpose" else 1e-3
+    res = ik.solve(r, [ik.Pose("tip", GOAL_POSE)], method=method, position_tolerance=tol,
+                   rotation_tolerance=tol, seed=1, **opts)
+    assert res.success, res
+    np.testing.assert_allclose(r.fk(res.q, "tip"), GOAL_POSE, atol=5 * tol)
+    assert np.all(r.within_limits(res.q))
+
+
+def test_solve_many_and_tracker_on_a_free_base():
+    r = floating_arm("free")
+    Ts = np.stack([GOAL_POSE, _T((0.2, -0.4, 0.8), (0.0, 0.4, 0.1))])
+    batch = ik.solve_many(r, "tip", Ts)
+    assert batch.success.all()
+    for b in range(2):
+        np.testing.assert_allclose(r.fk(batch.q[b], "tip"), Ts[b], atol=1e-5)
+    tr = ik.Tracker(r, ["tip"], max_joint_step=0.05)
+    T0 = r.fk(r.neutral(), "tip")
+    for k in range(1, 30):
+        T = T0.copy()
+        T[:3, 3] += (0.004 * k, -0.002 * k, 0.003 * k)
+        step = tr.update({"tip": T[:3, 3]})
+    np.testing.assert_allclose(r.fk(tr.q, "tip")[:3, 3], T[:3, 3], atol=1e-4)
+    assert step is not None
+
+
+@pytest.mark.parametrize("method", ["ccd", "fabrik", "analytic"])
+def test_methods_without_free_joint_support_either_solve_or_say_so(method):
+    r = floating_arm("free")
+    goal = ik.Position("tip", GOAL_POSE[:3, 3])
+    try:
+        res = ik.solve(r, [goal], method=method, timeout=1.0, position_tolerance=1e-4)
+    except InvkinError as exc:
+        assert "free" in str(exc) or "joint" in str(exc)
+        return
+    assert np.all(np.isfinite(res.q))
+    if res.success:
+        np.testing.assert_allclose(r.fk(res.q, "tip")[:3, 3], GOAL_POSE[:3, 3], atol=2e-4)
+
+
+# --------------------------------------------------------------------------- whole robots
+
+FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
+
+
+@pytest.fixture(scope="module")
+def g1():
+    return ik.load_robot("g1")
+
+
+def test_bundled_g1_and_go2_float_and_keep_their_meshes(g1):
+    from invkin.model.catalog import bundled_urdf_path
+
+    go2 = ik.load_robot("go2")
+    assert g1.dof == 35 and go2.dof == 18
+    assert g1.joint_types_per_dof[:6] == ("free",) * 6 and go2.free_joints == ("root_joint",)
+    assert g1.root == "world" and g1.children("world") == ["root_joint.x"]
+    text = bundled_urdf_path("g1").read_text()
+    assert "<visual>" in text and "<collision>" in text and "<inertial>" in text
+    # the shapes ride along through with_floating_base, their mesh files found in the package
+    assert sum(g.kind == "mesh" for g in g1.visuals + g1.collisions) == text.count("<mesh ") > 30
+    assert all((g.kind != "mesh" or g.path is not None) and g.link in g1.frame_names for g in g1.visuals + g1.collisions)
+    assert go2.collisions and all(g.path is not None for g in go2.collisions if g.kind == "mesh")
+    arm = ik.load_robot("g1", tip="left_rubber_hand")
+    assert {g.link for g in arm.visuals} <= set(arm.frame_names) and arm.visuals
+
+
+@pytest.mark.parametrize("method", ["dls", "pinv", "lm"])
+def test_floating_g1_holds_both_feet_and_crouches_to_reach_low_and_forward(g1, method):
+    """Feet held by Pose goals; a hand target 20 cm forward and 40 cm down from its standing
+    position: out of reach of the arm alone, so the pelvis has to come down."""
+    q0 = g1.clamp(np.zeros(g1.dof))
+    T_feet = {f: g1.fk(q0, f) for f in FEET}
+    hand = "right_rubber_hand"
+    target = g1.fk(q0, hand)[:3, 3] + (0.2, 0.0, -0.4)
+    goals = [ik.Pose(f, T_feet[f]) for f in FEET] + [ik.Position(hand, target)]
+    # deterministic budget (no clock); lm today needs restarts on this whole-body problem
+    res = ik.solve(g1, goals, q0=q0, method=method, timeout=None,
+                   max_iterations=20000 if method == "lm" else 1000, seed=0)
+    assert res.success, res
+    assert np.all(g1.within_limits(res.q))
+    for f in FEET:
+        np.testing.assert_allclose(g1.fk(res.q, f), T_feet[f], atol=2e-6)
+    np.testing.assert_allclose(g1.fk(res.q, hand)[:3, 3], target, atol=2e-6)
+    assert g1.fk(res.q, "pelvis")[2, 3] < g1.fk(q0, "pelvis")[2, 3] - 0.03  # it crouched
+
+
+def test_restarts_of_a_floating_robot_stay_near_q0(g1):
+    """Every restart of the general driver starts with the base within the sampling spread."""
+    q0 = g1.clamp(np.zeros(g1.dof))
+    q0[:3] = (3.0, -2.0, 0.5)
+    seen = []
+    from invkin.solvers import get_method
+
+    m = get_method("dls")
+    orig = m.iterate
+
+    def spy(problem, q, max_iter, state, options):
+        if state[1] == 0:  # the first call of an attempt
+            seen.append(q[:3].copy())
+        return orig(problem, q, max_iter, state, options)
+
+    object.__setattr__(m, "iterate", spy)
+    try:
+        # feet held where they are and a hand 3 m away: never met, so the driver restarts
+        goals = [ik.Pose(f, g1.fk(q0, f)) for f in FEET] + [ik.Position("right_rubber_hand", (6.0, -2.0, 0.5))]
+        ik.solve(g1, goals, q0=q0, method="dls", timeout=None, max_iterations=3000, seed=0)
+    finally:
+        object.__setattr__(m, "iterate", orig)
+    starts = np.array(seen)
+    assert len(starts) > 2
+    assert np.all(np.abs(starts - q0[:3]) <= 0.1 + 1e-9)
+
+
+# --------------------------------------------------------------------------- reduced models
+
+def test_lock_removes_joints_and_keeps_every_frame_pose():
+    r = ik.load_robot("panda")
+    rng = np.random.default_rng(2)
+    q = rng.uniform(r.lower, r.upper)
+    values = {"panda_joint2": q[1], "panda_joint6": q[5]}
+    small = r.lock(values)
+    assert small.dof == 5 and "panda_joint2" not in small.joint_names
+    assert small.frame_names == r.frame_names
+    qs = np.delete(q, [1, 5])
+    for f in r.frame_names:
+        np.testing.assert_allclose(small.fk(qs, f), r.fk(q, f), atol=1e-14)
+    np.testing.assert_allclose(small.jacobian(qs, "panda_hand"), np.delete(r.jacobian(q, "panda_hand"), [1, 5], axis=1),
+                               atol=1e-14)
+
+
+def test_lock_a_free_joint_gives_a_fixed_base_and_mimic_followers_follow_their_leader():
+    b = RobotBuilder("hand")
+    b.add_root("w")
+    b.add_joint("base", "w", "palm", "free")
+    b.add_joint("f1", "palm", "finger1", "prismatic", _T((0.1, 0, 0)), (0, 1, 0), 0.0, 0.04)
+    b.add_joint("f2", "palm", "finger2", "prismatic", _T((-0.1, 0, 0)), (0, 1, 0), 0.0, 0.04,
+                mimic=("f1", -1.0, 0.0))
+    b.add_joint("wrist", "palm", "tool", "revolute", _T((0, 0, 0.2)), (0, 0, 1), -1, 1)
+    r = b.build()
+    pose = np.array([0.1, 0.2, 0.3, 0.2, -0.1, 0.4])
+    small = r.lock({"base": pose, "f1": 0.03})
+    assert small.joint_names == ("wrist",) and not small.floating
+    q = np.concatenate([pose, [0.03, 0.5]])
+    for f in ("finger1", "finger2", "tool"):
+        np.testing.assert_allclose(small.fk([0.5], f), r.fk(q, f), atol=1e-14)
+    np.testing.assert_allclose(small.fk([0.5], "finger2")[:3, 3] - small.fk([0.5], "palm")[:3, 3],
+                               so3_exp(pose[3:]) @ (-0.1, -0.03, 0.0), atol=1e-14)
+
+
+def test_load_robot_locked_and_tip_on_a_floating_g1(g1):
+    arms = [n for n in g1.joint_names if "shoulder" in n or "elbow" in n or "wrist" in n]
+    legs_locked = ik.load_robot("g1", locked={n: 0.0 for n in arms}, tip="left_ankle_roll_link")
+    assert legs_locked.free_joints == ("root_joint",)
+    assert legs_locked.dof == 6 + 6  # the free joint and the left leg
+    q = g1.clamp(np.zeros(g1.dof))
+    q[:6] = (0.1, 0.2, 0.7, 0.0, 0.1, 0.0)
+    keep = [g1.joint_index(n) for n in legs_locked.joint_names]
+    np.testing.assert_allclose(legs_locked.fk(q[keep]), g1.fk(q, "left_ankle_roll_link"), atol=1e-14)
+
+
+def test_lock_unknown_joint_names_the_value_and_the_closest_names():
+    r = ik.load_robot("panda")
+    with pytest.raises(InvkinError, match=r"'panda_joint9'.*closest: 'panda_joint[0-9]'"):
+        r.lock({"panda_joint9": 0.0})
+    with pytest.raises(InvkinError, match="takes 1 finite"):
+        r.lock({"panda_joint1": [0.0, 1.0]})
+    with pytest.raises(InvkinError, match="outside its limits"):
+        r.lock({"panda_joint1": 10.0})
+    with pytest.raises(InvkinError, match="'lft_hip'.*closest"):
+        ik.load_robot("g1", locked={"lft_hip": 0.0})
+
+
+# --------------------------------------------------------------------------- continuous joints
+
+def pr2_like_arm() -> ik.Robot:
+    """A PR2 right arm's joint layout (pr2_description: shoulder pan / lift, upper-arm roll,
+    elbow flex, continuous forearm roll, wrist flex, continuous wrist roll) with its link
+    offsets [m] and limits [rad]."""
+    b = RobotBuilder("pr2_like_arm")
+    b.add_root("torso_lift_link")
+    spec = [("r_shoulder_pan_joint", (0.0, -0.188, 0.0), (0, 0, 1), -2.2854, 0.714602),
+            ("r_shoulder_lift_joint", (0.1, 0.0, 0.0), (0, 1, 0), -0.5236, 1.3963),
+            ("r_upper_arm_roll_joint", (0.0, 0.0, 0.0), (1, 0, 0), -3.9, 0.8),
+            ("r_elbow_flex_joint", (0.4, 0.0, 0.0), (0, 1, 0), -2.3213, 0.0),
+            ("r_forearm_roll_joint", (0.0, 0.0, 0.0), (1, 0, 0), None, None),
+            ("r_wrist_flex_joint", (0.321, 0.0, 0.0), (0, 1, 0), -2.094, 0.0),
+            ("r_wrist_roll_joint", (0.0, 0.0, 0.0), (1, 0, 0), None, None)]
+    prev = "torso_lift_link"
+    for k, (name, p, ax, lo, hi) in enumerate(spec):
+        child = name.replace("_joint", "_link")
+        if lo is None:
+            b.add_joint(name, prev, child, "continuous", _T(p), ax)
+        else:
+            b.add_joint(name, prev, child, "revolute", _T(p), ax, lo, hi)
+        prev = child
+    b.add_joint("r_gripper_tool_joint", prev, "r_gripper_tool_frame", "fixed", _T((0.18, 0.0, 0.0)))
+    return b.build()
+
+
+CONT = (4, 6)
+
+
+@pytest.mark.parametrize("method", ["lm", "dls", "pinv", "transpose", "gauss-seidel", "ccd", "fabrik"])
+def test_every_method_returns_continuous_joints_within_pi_of_q0(method):
+    r = pr2_like_arm()
+    rng = np.random.default_rng(4)
+    for k in range(6):
+        q_true = r.sample(rng=rng)
+        q0 = r.sample(rng=rng)
+        q0[list(CONT)] = rng.uniform(-9.0, 9.0, size=2)  # seeds far from [-pi, pi]
+        goal = ik.Pose("r_gripper_tool_frame", r.fk(q_true, "r_gripper_tool_frame"))
+        if method in ("ccd", "fabrik"):
+            goal = ik.Position("r_gripper_tool_frame", goal.T[:3, 3] if hasattr(goal, "T") else
+                               r.fk(q_true, "r_gripper_tool_frame")[:3, 3])
+        res = ik.solve(r, [goal], q0=q0, method=method, timeout=0.2, seed=k)
+        assert np.all(np.abs(res.q[list(CONT)] - q0[list(CONT)]) <= math.pi + 1e-9), (method, res.q, q0)
+
+
+def test_solve_many_returns_continuous_joints_within_pi_of_each_q0():
+    r = pr2_like_arm()
+    rng = np.random.default_rng(8)
+    qs = r.sample(32, rng=rng)
+    q0s = r.sample(32, rng=rng)
+    q0s[:, list(CONT)] = rng.uniform(-9.0, 9.0, size=(32, 2))
+    batch = ik.solve_many(r, "r_gripper_tool_frame", r.fk(qs, "r_gripper_tool_frame"), q0=q0s)
+    assert batch.success.mean() > 0.9
+    assert np.all(np.abs(batch.q[:, list(CONT)] - q0s[:, list(CONT)]) <= math.pi + 1e-9)
+    for b in np.nonzero(batch.success)[0]:
+        np.testing.assert_allclose(r.fk(batch.q[b], "r_gripper_tool_frame"), r.fk(qs[b], "r_gripper_tool_frame"),
+                                   atol=1e-5)
+
+
+def test_tracker_keeps_continuous_joints_next_to_the_previous_answer():
+    r = pr2_like_arm()
+    q0 = r.neutral()
+    q0[list(CONT)] = (7.0, -8.0)
+    tr = ik.Tracker(r, ["r_gripper_tool_frame"], q0=q0, max_joint_step=0.05)
+    p = r.fk(q0, "r_gripper_tool_frame")[:3, 3]
+    prev = tr.q.copy()
+    for k in range(20):
+        tr.update({"r_gripper_tool_frame": p + (0.0, 0.003 * k, -0.002 * k)})
+        assert np.all(np.abs(tr.q[list(CONT)] - prev[list(CONT)]) <= 0.05 + 1e-12)
+        prev = tr.q.copy()
+
+
+def test_the_driver_wraps_a_spun_answer_back_within_pi_of_q0():
+    """A method whose answer spins the continuous joints by whole turns (the same pose; what
+    restarts and long steps produce on real arms) comes back within pi of q0, FK unchanged."""
+    import dataclasses
+
+    from invkin.solvers import _REGISTRY, get_method, register
+
+    r = pr2_like_arm()
+    dls = get_method("dls")
+
+    def spin(problem, q, max_iter, state, options):
+        code = dls.iterate(problem, q, max_iter, state, options)
+        q[list(CONT)] += (4.0 * math.pi, -6.0 * math.pi)
+        return code
+
+    register(dataclasses.replace(dls, name="spin_test", iterate=spin))
+    try:
+        rng = np.random.default_rng(0)
+        q0 = r.sample(rng=rng)
+        q0[list(CONT)] = (2.5, -2.0)
+        T = r.fk(r.sample(rng=rng), "r_gripper_tool_frame")
+        res = ik.solve(r, [ik.Pose("r_gripper_tool_frame", T)], q0=q0, method="spin_test", timeout=None,
+                       max_iterations=200, restarts=False)
+    finally:
+        del _REGISTRY["spin_test"]
+    assert np.all(np.abs(res.q[list(CONT)] - q0[list(CONT)]) <= math.pi)
+    np.testing.assert_allclose(r.fk(res.q, "r_gripper_tool_frame"), r.fk(res.q, "r_gripper_tool_frame"))
+    q_spun = res.q.copy()
+    q_spun[list(CONT)] += (4.0 * math.pi, -6.0 * math.pi)
+    np.testing.assert_allclose(r.fk(res.q, "r_gripper_tool_frame"), r.fk(q_spun, "r_gripper_tool_frame"),
+                               atol=1e-12)

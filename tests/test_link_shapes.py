@@ -1,0 +1,254 @@
+"""Link shapes: the URDF reader's <visual>/<collision> parsing, mesh lookup, and the viewer's
+mesh loading (colours, decimation, cache), start pose and clip up axis (no browser here)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import invkin as ik
+from invkin.model.geometry import resolve_mesh_path, visuals_of
+from invkin.model.urdf import load_urdf, parse_urdf
+
+ROOT = Path(__file__).resolve().parents[1]
+ROBOTS = ROOT / "src" / "invkin" / "data" / "robots"
+MOCAP = ROOT / "src" / "invkin" / "data" / "mocap"
+
+SHAPES_URDF = """<?xml version="1.0"?>
+<robot name="shapes">
+  <material name="red"><color rgba="1 0 0 1"/></material>
+  <link name="base">
+    <visual name="plate">
+      <origin xyz="0 0 0.05" rpy="0 0 1.5707963267948966"/>
+      <geometry><box size="0.4 0.3 0.1"/></geometry>
+      <material name="red"/>
+    </visual>
+    <collision><geometry><box size="0.5 0.4 0.1"/></geometry></collision>
+  </link>
+  <link name="arm">
+    <visual>
+      <geometry><cylinder radius="0.05" length="0.6"/></geometry>
+      <material name="blue"><color rgba="0 0 1 0.5"/></material>
+    </visual>
+    <visual><geometry><sphere radius="0.08"/></geometry></visual>
+    <visual><geometry><capsule radius="0.03" length="0.2"/></geometry></visual>
+    <visual><geometry/></visual>
+    <inertial><origin xyz="9 9 9"/></inertial>
+  </link>
+  <joint name="j1" type="revolute">
+    <parent link="base"/><child link="arm"/><origin xyz="0 0 0.1"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1"/>
+  </joint>
+</robot>
+"""
+
+
+def _without_visuals(text: str) -> str:
+    return re.sub(r"<visual>.*?</visual>", "", text, flags=re.S)
+
+
+# ------------------------------------------------------------------ the reader
+
+
+def test_primitives_origins_and_colours_are_read_per_link():
+    r = parse_urdf(SHAPES_URDF)
+    vis = visuals_of(r)
+    assert [(g.link, g.kind) for g in vis] == [("base", "box"), ("arm", "cylinder"), ("arm", "sphere"),
+                                               ("arm", "capsule")]  # the empty <geometry/> is skipped
+    box, cyl, sph, cap = vis
+    assert box.size == (0.4, 0.3, 0.1) and box.name == "plate"
+    assert np.allclose(box.T_link_geom[:3, 3], (0, 0, 0.05))
+    assert np.allclose(box.T_link_geom[:3, :3] @ (1, 0, 0), (0, 1, 0))  # yaw pi/2
+    assert box.rgba == (1.0, 0.0, 0.0, 1.0) and box.material == "red"   # named top-level material
+    assert cyl.size == (0.05, 0.6) and cyl.rgba == (0.0, 0.0, 1.0, 0.5)  # inline colour
+    assert sph.size == (0.08,) and sph.rgba is None
+    assert cap.size == (0.03, 0.2)
+    assert [(g.link, g.kind, g.size) for g in r.collisions] == [("base", "box", (0.5, 0.4, 0.1))]
+    assert not box.T_link_geom.flags.writeable
+
+
+def test_a_cut_chain_keeps_only_its_links_shapes():
+    r = parse_urdf(SHAPES_URDF, base="arm")
+    assert {g.link for g in r.visuals} == {"arm"} and r.collisions == ()
+
+
+def test_bad_numbers_in_a_shape_are_located_errors():
+    bad = SHAPES_URDF.replace('radius="0.08"', 'radius="big"')
+    with pytest.raises(ik.ModelError, match=r"sphere radius='big'.*not a number|'big' is not a number"):
+        parse_urdf(bad)
+    with pytest.raises(ik.ModelError, match="no filename"):
+        parse_urdf(SHAPES_URDF.replace('<sphere radius="0.08"/>', '<mesh/>'))
+    with pytest.raises(ik.ModelError, match="negative size"):
+        parse_urdf(SHAPES_URDF.replace('radius="0.08"', 'radius="-1"'))
+
+
+def test_bundled_panda_carries_its_meshes_and_the_same_kinematics():
+    r = ik.load_robot("panda")
+    assert [g.link for g in r.visuals] == [f"panda_link{k}" for k in range(8)] + ["panda_hand"]
+    assert all(g.kind == "mesh" and g.path and g.path.endswith(".glb") for g in r.visuals)
+    bare = parse_urdf(_without_visuals((ROBOTS / "panda.urdf").read_text()))
+    assert bare.visuals == () and bare.node_names == r.node_names
+    q = r.sample(20, rng=np.random.default_rng(0))
+    assert np.array_equal(r.fk_all_array(q), bare.fk_all_array(q))
+
+
+def test_package_urls_resolve_from_the_file_tree_then_ros_package_path(tmp_path, monkeypatch):
+    pkg = tmp_path / "ws" / "my_robot"
+    (pkg / "meshes").mkdir(parents=True)
+    (pkg / "urdf").mkdir()
+    (pkg / "meshes" / "a.stl").write_text("solid a\nendsolid a\n")
+    urdf_dir = str(pkg / "urdf")
+    assert resolve_mesh_path("package://my_robot/meshes/a.stl", urdf_dir) == str(pkg / "meshes" / "a.stl")
+    assert resolve_mesh_path("package:///my_robot/meshes/a.stl", urdf_dir) == str(pkg / "meshes" / "a.stl")
+    assert resolve_mesh_path("../meshes/a.stl", urdf_dir) == str(pkg / "meshes" / "a.stl")
+    assert resolve_mesh_path(f"file://{pkg}/meshes/a.stl", None) == str(pkg / "meshes" / "a.stl")
+    elsewhere = str(tmp_path / "other")
+    assert resolve_mesh_path("package://my_robot/meshes/a.stl", elsewhere) is None
+    monkeypatch.setenv("ROS_PACKAGE_PATH", str(tmp_path / "ws"))
+    assert resolve_mesh_path("package://my_robot/meshes/a.stl", elsewhere) == str(pkg / "meshes" / "a.stl")
+    assert resolve_mesh_path("package://my_robot/meshes/missing.stl", elsewhere) is None
+
+
+def test_a_urdf_file_finds_its_meshes_through_package_urls(tmp_path):
+    pkg = tmp_path / "shapes_description"
+    (pkg / "urdf").mkdir(parents=True)
+    (pkg / "meshes").mkdir()
+    (pkg / "meshes" / "m.stl").write_text("solid a\nendsolid a\n")
+    text = SHAPES_URDF.replace('<sphere radius="0.08"/>',
+                               '<mesh filename="package://shapes_description/meshes/m.stl" scale="2 2 2"/>')
+    (pkg / "urdf" / "shapes.urdf").write_text(text)
+    g = [v for v in load_urdf(pkg / "urdf" / "shapes.urdf").visuals if v.kind == "mesh"][0]
+    assert g.filename == "package://shapes_description/meshes/m.stl"
+    assert g.path == str(pkg / "meshes" / "m.stl") and g.size == (2.0, 2.0, 2.0)
+
+
+# ------------------------------------------------------------------ meshes for the viewer
+
+trimesh = pytest.importorskip("trimesh", reason="mesh loading needs the [viewer] extra (trimesh)")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("INVKIN_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "meshes"
+
+
+def test_panda_link_meshes_load_with_their_material_colours(cache):
+    from invkin.viewer.meshes import geometry_parts
+
+    g = ik.load_robot("panda").visuals[0]
+    parts = geometry_parts(g)
+    colours = {tuple(round(c, 2) for c in p.rgb) for p in parts}
+    assert (0.25, 0.25, 0.25) in colours and (1.0, 1.0, 1.0) in colours  # dark grey and white parts
+    for p in parts:
+        assert p.vertices.dtype == np.float32 and p.faces.max() < len(p.vertices)
+    lo, hi = np.vstack([p.vertices for p in parts]).min(0), np.vstack([p.vertices for p in parts]).max(0)
+    assert 0.1 < hi[2] - lo[2] < 0.4  # link0 is about 0.33 m tall: metres, not millimetres
+
+
+def test_a_large_mesh_is_decimated_once_and_read_back_from_the_cache(cache, tmp_path, monkeypatch):
+    pytest.importorskip("fast_simplification", reason="decimation needs fast-simplification")
+    from invkin.model.geometry import Geometry
+    from invkin.viewer import meshes
+
+    big = trimesh.creation.icosphere(subdivisions=6, radius=0.5)  # 81920 triangles
+    path = tmp_path / "big.stl"
+    big.export(path)
+    g = Geometry("l", "mesh", (1.0, 1.0, 1.0), np.eye(4), "big.stl", str(path), (0.2, 0.6, 0.2, 1.0))
+    parts = meshes.geometry_parts(g, max_faces=2000)
+    n = sum(len(p.faces) for p in parts)
+    assert 1500 <= n <= 2100
+    r = np.linalg.norm(np.vstack([p.vertices for p in parts]), axis=1)
+    assert np.all(np.abs(r - 0.5) < 0.02)  # still the sphere
+    assert parts[0].rgb == (0.2, 0.6, 0.2)  # an STL has no colour: the URDF's paints it
+    assert len(list(cache.glob("*.npz"))) == 1
+
+    def no_parse(*_a, **_k):
+        raise AssertionError("parsed again instead of reading the cache")
+
+    monkeypatch.setattr(meshes, "_read_file", no_parse)
+    again = meshes.geometry_parts(g, max_faces=2000)
+    assert sum(len(p.faces) for p in again) == n
+
+
+def test_a_missing_or_broken_mesh_is_a_clear_error(cache, tmp_path):
+    from invkin.model.geometry import Geometry
+    from invkin.viewer.meshes import MeshLoadError, geometry_parts
+
+    with pytest.raises(MeshLoadError, match="not found.*ROS_PACKAGE_PATH"):
+        geometry_parts(Geometry("l", "mesh", (1, 1, 1), np.eye(4), "package://nope/a.stl", None))
+    bad = tmp_path / "bad.obj"
+    bad.write_text("this is not a mesh\n")
+    with pytest.raises(MeshLoadError, match="bad.obj"):
+        geometry_parts(Geometry("l", "mesh", (1, 1, 1), np.eye(4), "bad.obj", str(bad)))
+
+
+# ------------------------------------------------------------------ start pose and up axis
+
+
+def test_start_pose_is_zero_inside_the_limits_and_mid_range_elsewhere():
+    from invkin.viewer.pose import start_pose
+
+    r = ik.load_robot("panda")
+    q = start_pose(r)
+    j4 = r.joint_names.index("panda_joint4")  # limits [-3.07, -0.07]: 0 is outside
+    assert q[j4] == pytest.approx(0.5 * (r.lower[j4] + r.upper[j4]))
+    assert np.all(q[np.arange(r.dof) != j4] == 0.0)
+    assert np.all((r.lower <= q) & (q <= r.upper))
+
+
+def test_q_and_state_options_refuse_bad_input_clearly():
+    from invkin.viewer import ViewerError
+    from invkin.viewer.pose import named_pose, parse_q
+
+    r = ik.load_robot("panda")
+    assert np.allclose(parse_q(r, "0, -0.78 0 -2.36 0 1.57 0.78"), [0, -0.78, 0, -2.36, 0, 1.57, 0.78])
+    with pytest.raises(ViewerError, match="7 DOF.*got 2 values"):
+        parse_q(r, "0 1")
+    with pytest.raises(ViewerError, match="expected 7 numbers"):
+        parse_q(r, "0 a 0 0 0 0 0")
+    if not hasattr(r, "named_configuration"):
+        with pytest.raises(ViewerError, match="half_sitting.*--q"):
+            named_pose(r, "half_sitting")
+
+
+@pytest.mark.parametrize("up", ["x", "y", "z", "-x", "-y", "-z"])
+def test_up_rotation_turns_the_up_axis_onto_plus_z(up):
+    from invkin.viewer.character import up_rotation
+
+    R = up_rotation(up)
+    a = np.zeros(3)
+    a["xyz".index(up[-1])] = -1.0 if up.startswith("-") else 1.0
+    assert np.allclose(R @ a, (0, 0, 1)) and np.allclose(R @ R.T, np.eye(3)) and np.isclose(np.linalg.det(R), 1)
+
+
+@pytest.mark.parametrize("clip, up", [("fair1_wave_hello.bvh", "z"), ("cmu_02_01_walk.bvh", "y")])
+def test_a_clip_stands_upright_in_the_viewer_whatever_its_up_axis(clip, up):
+    from invkin.viewer import ViewerApp
+    from invkin.viewer.character import up_rotation
+
+    app = ViewerApp(MOCAP / clip, port=0)
+    assert app.up_axis == up
+    r = app.robot
+    P = r.fk_all_array(app.clip.frames[0])[:, :3, 3] @ up_rotation(app.up_axis).T
+    names = [n.lower() for n in r.node_names]
+    head = P[next(i for i, n in enumerate(names) if "head" in n)]
+    feet = P[[i for i, n in enumerate(names) if "foot" in n and not n.endswith("_end")]]
+    assert head[2] > feet[:, 2].max() + 0.5 * (P[:, 2].max() - P[:, 2].min())
+
+
+def test_an_unknown_up_axis_is_refused_with_the_choices():
+    from invkin.viewer import ViewerApp, ViewerError
+
+    with pytest.raises(ViewerError, match="choose one of: x, y, z"):
+        ViewerApp(MOCAP / "fair1_wave_hello.bvh", port=0, up="w")
+
+
+def test_view_command_refuses_a_wrong_q_before_serving():
+    p = subprocess.run([sys.executable, "-m", "invkin.cli", "view", "panda", "--q", "0 1", "--port", "0"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "7 DOF" in p.stderr and "Traceback" not in p.stderr

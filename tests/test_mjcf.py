@@ -1,0 +1,199 @@
+"""MJCF through MuJoCo's compiler: FK equal to mj_kinematics, qpos conversions, geoms, errors."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import invkin as ik
+from invkin.errors import ModelError
+
+mujoco = pytest.importorskip("mujoco")
+from invkin.model.mjcf import load_mjcf, q_from_qpos, qpos_from_q
+
+DATA = Path(__file__).resolve().parent / "data" / "mjcf"
+
+
+def _fk_error(robot, m, rng, n=20):
+    """Largest |invkin FK - MuJoCo mj_kinematics| over every body and site at n random q."""
+    d = mujoco.MjData(m)
+    err = 0.0
+    for _ in range(n):
+        q = robot.sample(rng=rng)
+        d.qpos[:] = qpos_from_q(robot, q)
+        mujoco.mj_kinematics(m, d)
+        Ts = robot.fk_all(q)
+        for i in range(m.nbody):
+            T = Ts[mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i) or f"body{i}"]
+            err = max(err, np.abs(T[:3, 3] - d.xpos[i]).max(), np.abs(T[:3, :3] - d.xmat[i].reshape(3, 3)).max())
+        for s in range(m.nsite):
+            T = Ts[mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_SITE, s)]
+            err = max(err, np.abs(T[:3, 3] - d.site_xpos[s]).max(),
+                      np.abs(T[:3, :3] - d.site_xmat[s].reshape(3, 3)).max())
+    return err
+
+
+def test_fk_of_every_body_and_site_equals_mujoco_on_the_test_arm():
+    robot = ik.load_robot(DATA / "arm.xml")
+    m = mujoco.MjModel.from_xml_path(str(DATA / "arm.xml"))
+    assert _fk_error(robot, m, np.random.default_rng(0)) <= 1e-12
+
+
+def test_a_free_joint_is_x_y_z_and_a_rotation_vector_and_fk_equals_mujoco():
+    robot = ik.load_robot(DATA / "floater.xml")
+    m = mujoco.MjModel.from_xml_path(str(DATA / "floater.xml"))
+    assert robot.name == "floater"
+    assert robot.joint_names == ("root.x", "root.y", "root.z", "root.rx", "root.ry", "root.rz", "hip", "knee")
+    q0 = q_from_qpos(robot, m.qpos0)  # the initial pose: the body's pos and quat
+    assert np.allclose(robot.fk(q0, "torso"), _mj_pose(m, m.qpos0, 1), atol=1e-12)
+    rng = np.random.default_rng(5)
+    assert _fk_error(robot, m, rng) <= 1e-12
+    for _ in range(5):  # far from the origin and turned anywhere
+        q = robot.sample(rng=rng)
+        q[:3] = rng.uniform(-5, 5, 3)
+        q[3:6] = ik.spatial.so3_log(ik.spatial.so3_exp(rng.normal(size=3) * 2))
+        assert np.allclose(robot.fk(q, "foot"), _mj_site(m, qpos_from_q(robot, q), 0), atol=1e-12)
+
+
+def _mj_pose(m, qpos, body):
+    d = mujoco.MjData(m)
+    d.qpos[:] = qpos
+    mujoco.mj_kinematics(m, d)
+    T = np.eye(4)
+    T[:3, :3] = d.xmat[body].reshape(3, 3)
+    T[:3, 3] = d.xpos[body]
+    return T
+
+
+def _mj_site(m, qpos, site):
+    d = mujoco.MjData(m)
+    d.qpos[:] = qpos
+    mujoco.mj_kinematics(m, d)
+    T = np.eye(4)
+    T[:3, :3] = d.site_xmat[site].reshape(3, 3)
+    T[:3, 3] = d.site_xpos[site]
+    return T
+
+
+def test_defaults_degrees_ref_and_include_are_resolved_by_mujoco():
+    robot = ik.load_robot(DATA / "arm.xml")
+    assert robot.joint_names == ("j1", "j2", "j3", "j5", "j4.x", "j4.y", "j4.z", "pan")  # pan from head.xml
+    i = robot.joint_index
+    assert robot.lower[i("j1")] == pytest.approx(-np.radians(170)) and robot.upper[i("j2")] == pytest.approx(np.pi / 2)
+    assert (robot.lower[i("j3")], robot.upper[i("j3")]) == pytest.approx((-0.1, 0.2))
+    assert robot.joint_types_per_dof[i("j5")] == "continuous"  # limited="false" overrides the default
+    assert robot.offset[robot.frame_index("base")] == pytest.approx(-np.radians(15))  # ref="15"
+    assert {"world", "base", "upper", "fore", "hand", "head", "tip"} <= set(robot.frame_names)
+    assert not any("/" in f for f in robot.frame_names)  # joint nodes inside a body are internal
+
+
+def test_qpos_and_q_convert_both_ways():
+    robot = ik.load_robot(DATA / "arm.xml")
+    m = mujoco.MjModel.from_xml_path(str(DATA / "arm.xml"))
+    assert robot.dof == m.nq - 1  # the ball's 4 quaternion entries are a 3-vector here
+    for q in robot.sample(10, rng=1):
+        qpos = qpos_from_q(robot, q)
+        assert np.allclose(robot.difference(q_from_qpos(robot, qpos), q), 0.0, atol=1e-12)
+        assert np.allclose(qpos_from_q(robot, q_from_qpos(robot, qpos)) * np.sign(qpos[4]), qpos * np.sign(qpos[4]),
+                           atol=1e-12)
+    assert np.array_equal(q_from_qpos(robot, m.qpos0)[:3], m.qpos0[:3])
+
+
+def test_geoms_and_inertials_are_kept_per_link():
+    robot = ik.load_robot(DATA / "arm.xml")
+    m = mujoco.MjModel.from_xml_path(str(DATA / "arm.xml"))
+    g = robot.geoms
+    assert set(g) == {"base", "upper", "hand", "head"}
+    box, = g["base"]
+    assert box.type == "box" and box.size.tolist() == [0.1, 0.1, 0.05] and np.array_equal(box.T_link_geom, np.eye(4))
+    cap, = g["upper"]  # fromto: MuJoCo centres the capsule and aligns its z axis with the segment
+    assert cap.type == "capsule" and cap.size[:2] == pytest.approx([0.02, 0.15])
+    assert cap.T_link_geom[:3, 3] == pytest.approx([0.15, 0, 0]) and np.abs(cap.T_link_geom[:3, 2]) == pytest.approx([1, 0, 0])
+    sphere, = g["hand"]
+    assert (sphere.contype, sphere.conaffinity) == (0, 0)  # visual only
+    mass, com = robot.extras["inertials"]["upper"]
+    assert mass == pytest.approx(m.body_mass[2]) and com == pytest.approx([0.15, 0, 0])
+    assert robot.subchain("world", "hand").geoms.keys() == {"base", "upper", "hand"}
+
+
+def _random_mjcf(rng, n_bodies):
+    """A random tree: random body poses, 0-2 joints per body of random type, anchors, axes and refs."""
+    lines, parents = [], [-1]
+    bodies = []
+
+    def vec(k, s=0.3):
+        return " ".join(f"{x:.6f}" for x in rng.uniform(-s, s, k))
+
+    for b in range(n_bodies):
+        bodies.append([])
+        p = int(rng.integers(-1, b)) if b else -1
+        parents.append(p)
+    kids = {i: [b for b in range(n_bodies) if parents[b + 1] == i] for i in range(-1, n_bodies)}
+
+    def emit(b, depth):
+        quat = rng.normal(size=4)
+        quat /= np.linalg.norm(quat)
+        pad = "  " * depth
+        lines.append(f'{pad}<body name="b{b}" pos="{vec(3)}" quat="{" ".join(f"{x:.9f}" for x in quat)}">')
+        lines.append(f'{pad}  <geom type="sphere" size="0.05"/>')
+        kinds = list(rng.choice(["hinge", "slide", "hinge", "ball", "none"], size=int(rng.integers(0, 3))))
+        if depth == 2 and rng.random() < 0.5:  # a top-level body: a free joint, alone in its body
+            kinds = []
+            lines.append(f'{pad}  <freejoint name="b{b}_free"/>')
+        if "ball" in kinds:  # MuJoCo: no rotation after a ball in one body
+            kinds = [k for k in kinds if k != "ball"] + ["ball"]
+        for k, kind in enumerate(kinds):
+            if kind == "none":
+                continue
+            extra = "" if kind == "ball" else f' axis="{vec(3, 1)}" ref="{rng.uniform(-0.5, 0.5):.6f}"'
+            if kind != "ball" and rng.random() < 0.7:
+                extra += ' limited="true" range="-1.2 0.9"'
+            lines.append(f'{pad}  <joint name="b{b}_j{k}" type="{kind}" pos="{vec(3, 0.1)}"{extra}/>')
+        if rng.random() < 0.5:
+            lines.append(f'{pad}  <site name="s{b}" pos="{vec(3)}" euler="{vec(3, 3)}"/>')
+        for c in kids[b]:
+            emit(c, depth + 1)
+        lines.append(f"{pad}</body>")
+
+    for r in kids[-1]:
+        emit(r, 2)
+    return '<mujoco model="random">\n  <worldbody>\n' + "\n".join(lines) + "\n  </worldbody>\n</mujoco>\n"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fk_equals_mujoco_on_generated_trees(tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    p = tmp_path / "random.xml"
+    p.write_text(_random_mjcf(rng, 12))
+    robot = load_mjcf(p)
+    m = mujoco.MjModel.from_xml_path(str(p))
+    assert robot.n_nodes >= m.nbody + m.nsite
+    assert sum(t == "free" for t in robot.joint_types_per_dof) == 6 * int(np.sum(m.jnt_type == 0))
+    assert _fk_error(robot, m, rng) <= 1e-12
+
+
+def test_a_compile_error_names_the_file_and_mujocos_message(tmp_path):
+    p = tmp_path / "bad.xml"
+    p.write_text('<mujoco><worldbody><body><joint type="hinge" range="1 0" limited="true"/>'
+                 '<geom size="0.1"/></body></worldbody></mujoco>')
+    with pytest.raises(ModelError, match=rf"{p}: MuJoCo could not compile the model: .*range"):
+        ik.load_robot(p)
+
+
+def test_an_xml_file_with_a_robot_root_still_goes_to_the_urdf_reader(tmp_path):
+    p = tmp_path / "arm.xml"
+    p.write_text('<?xml version="1.0"?>\n<!-- a URDF -->\n<robot name="r"><link name="a"/></robot>\n')
+    assert ik.load_robot(p).frame_names == ("a",)
+
+
+def test_without_the_mujoco_package_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mujoco", None)  # import mujoco now raises ImportError
+    with pytest.raises(ModelError, match=r'pip install "invkin\[mujoco\]"'):
+        ik.load_robot(DATA / "arm.xml")
+
+
+def test_a_robot_not_from_mjcf_has_no_qpos_layout():
+    with pytest.raises(ModelError, match="not loaded from MJCF"):
+        qpos_from_q(ik.load_robot("panda"), np.zeros(7))
