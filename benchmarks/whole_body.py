@@ -52,7 +52,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 import invkin as ik
-from invkin.spatial import make_transform, so3_exp, so3_log
+from invkin.spatial import so3_log
 
 TOL = 1e-5
 PEER_BUDGET = 0.2
@@ -235,8 +235,9 @@ def run_invkin(robot, spec, q0, sets):
         t = time.perf_counter()
         res = ik.solve(robot, goals, q0=q0)
         dt = time.perf_counter() - t
-        err, drift = errors(lambda f: robot.fk(res.q, f), sup, eff, pose_eff, trunk, name == "unreachable")
-        near = bool(eff) and closer(lambda f: robot.fk(res.q, f), lambda f: robot.fk(q0, f), eff)
+        err, drift = errors(lambda f, qr=res.q: robot.fk(qr, f), sup, eff, pose_eff, trunk, name == "unreachable")
+        qr = res.q
+        near = bool(eff) and closer(lambda f, qr=qr: robot.fk(qr, f), lambda f: robot.fk(q0, f), eff)
         out.append(dict(scenario=name, time=dt, err=err, drift=drift, dq=float(np.abs(res.q - q0)[act].max()),
                         status=str(res.status), restarts=res.restarts, closer=near))
     return out

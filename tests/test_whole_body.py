@@ -1,8 +1,6 @@
 """Whole-body problems on LM's general core: hard goals, CenterOfMass, Relative, joint step bounds,
 posture as a regulariser, restarts near q0, and the route-equivalence zoo (every goal shape through
 every route of lm, results compared)."""
-import math
-
 import numpy as np
 import pytest
 
@@ -16,7 +14,6 @@ def _humanoid() -> ik.Robot:
     R3 x SO(3) increments), two 6-DOF legs, two 4-DOF arms, a head, and link masses."""
     b = ik.RobotBuilder(name="toy_humanoid")
     b.add_root("world")
-    T = np.eye(4)
     b.add_joint("base_x", "world", "bx", type="prismatic", axis=(1, 0, 0), frame=False)
     b.add_joint("base_y", "bx", "by", type="prismatic", axis=(0, 1, 0), frame=False)
     b.add_joint("base_z", "by", "bz", type="prismatic", axis=(0, 0, 1), frame=False)

@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import FrameError, GoalError
-from ..goals import BASIC_KINDS, KIND_AIM, KIND_AXIS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KIND_ROTATION, \
+from ..goals import KIND_AIM, KIND_AXIS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KIND_ROTATION, \
     KINDS, Goal, Posture
 from ..kinematics.kernels import BALL, NO_RC, fk_all_into, jacobian_from_all
 from ..spatial import so3_exp_nb, so3_log_nb
