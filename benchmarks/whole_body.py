@@ -27,6 +27,10 @@ supports as "hard" tasks, effectors "soft" (weight 1), joint limits on; solve(Tr
 every effector is within 1e-6 or 200 ms. mink: supports as FrameTasks of cost 100 (mink has no
 hard tasks), effectors cost 1, ConfigurationLimit, daqp; iterated the same way.
 
+Timing: ``time.perf_counter()`` around the solve (invkin: ``ik.solve`` with goal construction
+outside; peers: their iteration loop after the tasks are set up), the fastest of REPEAT = 3 runs
+of each problem from the same start (each library is deterministic from a start).
+
 Success: every effector within 1e-5 m / rad of its target and every support within 1e-5 m of
 where it was; in the unreachable scenario, the supports within 1e-5 m and the far effector nearer
 its target than at q0 (the reachable effector shares the least-squares compromise of the soft
@@ -56,6 +60,8 @@ from invkin.spatial import so3_log
 
 TOL = 1e-5
 PEER_BUDGET = 0.2
+REPEAT = 3  # each problem is solved REPEAT times from the same start; its time is the fastest
+            # (the 2-core machine is shared: one solve can lose a time slice to another process)
 
 
 def _robots_dir():
@@ -232,9 +238,11 @@ def run_invkin(robot, spec, q0, sets):
         ik.solve(robot, invkin_goals(robot, spec, sup, eff, pose_eff, trunk), q0=q0)
     for name, sup, eff, pose_eff, trunk in sets:
         goals = invkin_goals(robot, spec, sup, eff, pose_eff, trunk)
-        t = time.perf_counter()
-        res = ik.solve(robot, goals, q0=q0)
-        dt = time.perf_counter() - t
+        dt = math.inf
+        for _ in range(REPEAT):
+            t = time.perf_counter()
+            res = ik.solve(robot, goals, q0=q0)
+            dt = min(dt, time.perf_counter() - t)
         err, drift = errors(lambda f, qr=res.q: robot.fk(qr, f), sup, eff, pose_eff, trunk, name == "unreachable")
         qr = res.q
         near = bool(eff) and closer(lambda f, qr=qr: robot.fk(qr, f), lambda f: robot.fk(q0, f), eff)
@@ -394,7 +402,10 @@ def run_peer(cls, path, robot, spec, q0, sets):
     out = []
     for name, sup, eff, pose_eff, trunk in sets:
         try:
-            dt, err, drift, dq, fk = runner.solve(spec, sup, eff, pose_eff, trunk, name == "unreachable")
+            dt = math.inf
+            for _ in range(REPEAT if name != "unreachable" else 1):  # unreachable: the budget every time
+                t, err, drift, dq, fk = runner.solve(spec, sup, eff, pose_eff, trunk, name == "unreachable")
+                dt = min(dt, t)
             near = bool(eff) and closer(fk, fk0, eff)
         except Exception as exc:
             print(f"  {cls.name} {name}: {type(exc).__name__}: {exc}")

@@ -282,3 +282,11 @@ def test_every_goal_shape_gives_the_same_verdict_through_every_lm_route(shape):
         # where the first attempt converges, the chain and the general iteration reach the same q
         if results["fast"].restarts == 0 and results["core"].restarts == 0 and shape in ("pose", "pose-hard"):
             assert np.allclose(results["fast"].q, results["core"].q, atol=1e-5), shape
+
+
+def test_distance_mode_with_the_goals_met_at_the_start_ends_and_returns_the_start(hum):
+    q0 = _stance(hum)
+    goals = _feet(hum, q0) + [ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3])]
+    res = ik.solve(hum, goals, q0=q0, mode="distance", timeout=None, max_iterations=50)
+    assert res.success and np.allclose(res.q, q0)
+    assert res.iterations <= 50

@@ -984,14 +984,11 @@ def _step_into(q, dq, lims, lo, hi, out):
             out[i] = hi[i]
 
 
-class _Core:  # documentation only: the scratch tuple of core_workspace, in order
-    """Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam, y, col, dq, qn,
-    hold, bias, zero, dqc, qc"""
-
-
 @njit(cache=True)
 def core_workspace(n, dof, gvec, gR, nhard):
-    """Scratch of the general core (see _Core); room for every row as a constraint (settle)."""
+    """Scratch of the general core, in this order: Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2,
+    wvec, wR, H, g, X, S, r, lam, y, col, dq, qn, hold, bias, zero, dqc, qc; room for every row as
+    a constraint (settle)."""
     G = gvec.shape[0]
     m = 3 * G
     mh = max(m, nhard, 1)
@@ -1249,7 +1246,9 @@ def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0,
         before = state[S_ITERS]
         c = core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, n, state, ws)
         done = int(state[S_ITERS] - before)
-        used += done
+        if done == 0:  # an attempt that did nothing (met at its start) still spends one iteration,
+            state[S_ITERS] += 1.0  # so a loop of them (mode="distance") ends within the budget
+        used += max(done, 1)
         state[S_ATTEMPT_ITERS] += done
         if c == CONVERGED:
             if w_post > 0.0:
