@@ -29,7 +29,7 @@ from numba import njit, prange
 from ..goals import KIND_COM, KIND_REL_POSITION, KINDS
 from ..kinematics.kernels import FAST, NO_RC, chain_frames_into, chain_jacobian_from_frames, fk_all_into, \
     jacobian_from_all
-from ._common import CONVERGED, RUNNING, STALLED, _jr_inv_beta, _log_relative, com_row, goal_row, goal_row_call, \
+from ._common import CONVERGED, RUNNING, STALLED, _jr_inv_beta, _log_relative, com_row, goal_row_call, \
     ldl_solve, posture_residual, relative_frame, so3_exp_s, so3_log_s
 
 NAME = "lm"
@@ -811,7 +811,7 @@ def core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gve
                     jacobian_from_all(ni, nf, Tall, ref, Jr)
                     last = -1  # Jf is changed in place below
                 kind = relative_frame(kind, g, Tall[ref], Tall[node], gvec, gR, wvec, wR, Jf, Jr, want_jac)
-            cls, err = goal_row(Tall[node], Jf, g, kind, wvec, wR, gaxis, gw, e, J, want_jac)
+            cls, err = goal_row_call(Tall[node], Jf, g, kind, wvec, wR, gaxis, gw, e, J, want_jac)
         if rowerr.shape[0] > 0:
             rowerr[g] = err
         if gw[g] > 0.0:
