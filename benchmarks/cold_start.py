@@ -2,18 +2,23 @@
 
 Every step runs in its own fresh Python process with an *empty* Numba cache (a new temporary
 folder per step, handed over through ``NUMBA_CACHE_DIR`` and ``INVKIN_CACHE_DIR``), so each
-figure is the full first-use price of that call alone: the import, then the first call of one
-method (compile included), the first ``solve_many``, the first ``correct_clip`` and one
+figure is the full first-use price of that call alone: ``import invkin`` (the "import" row
+times only that) plus the first call of one method (compile included), the first ``solve_many``, the first ``correct_clip`` and one
 ``invkin solve`` on the command line. A second column runs the same step again on the cache
 the first run left (what every later run pays).
 
-``--fresh-venv`` installs the package under test (non-editable, ``pip install --no-deps``)
-into a new virtual environment whose dependencies come from the running interpreter's
-site-packages (no network), and runs every step with that interpreter: a fresh install as
-a user gets it.
+``--fresh-venv`` installs the package under test (non-editable, ``pip install --no-deps``; the
+build backend comes from the package index, as pip does) into a new virtual environment whose
+runtime dependencies come from the running interpreter's site-packages, and runs every step with
+that interpreter: a fresh install as a user gets it.
 
     PYTHONPATH=$PWD/src python benchmarks/cold_start.py                # every step
     PYTHONPATH=$PWD/src python benchmarks/cold_start.py --fresh-venv --only import,dls
+    PYTHONPATH=$PWD/src python benchmarks/cold_start.py --baseline /tmp/old/src   # before/after
+
+``--baseline SRC`` runs every step also with another checkout's ``src`` folder (e.g. ``git archive
+<commit> src | tar -x -C /tmp/old``), alternating the two step by step so both see the same load,
+and prints the ratio.
 
 Timings are wall-clock seconds on the machine it runs on (compiles are single-threaded; a
 busy machine inflates them). Results: benchmarks/RESULTS.md, "Cold start".
@@ -34,13 +39,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 _SETUP = """
 import time, sys
-t0 = time.perf_counter()
-import numpy as np
+t_start = time.perf_counter()
 import invkin as ik
-t_import = time.perf_counter() - t0
+t_import = time.perf_counter() - t_start
+import numpy as np
 """
 
-# One snippet per step; each prints the time of its first call (after the import).
+# One snippet per step; each prints the time from before ``import invkin`` to the end of its first
+# call: with lazy imports a call pays the modules it needs, so the import alone would flatter.
 _PANDA = """
 robot = ik.load_robot("panda")
 q = robot.neutral() + 0.3
@@ -52,42 +58,41 @@ STEPS = {
 for _m in ("lm", "dls", "pinv", "transpose", "gauss-seidel", "ccd", "fabrik"):
     _goal = "ik.Position('panda_hand', T[:3, 3])" if _m == "fabrik" else "ik.Pose('panda_hand', T)"
     STEPS[_m] = _SETUP + _PANDA + f"""
-t0 = time.perf_counter()
 res = ik.solve(robot, [{_goal}], method={_m!r}, timeout=0.05)
-print(time.perf_counter() - t0)
+print(time.perf_counter() - t_start)
 """
 STEPS["analytic"] = _SETUP + """
 robot = ik.load_robot("planar2")
-t0 = time.perf_counter()
 res = ik.solve(robot, [ik.Position(robot.frame_names[-1], [1.0, 0.5, 0.0])], method="analytic")
-print(time.perf_counter() - t0)
+print(time.perf_counter() - t_start)
 """
 STEPS["solve_many"] = _SETUP + _PANDA + """
 rng = np.random.default_rng(0)
 Ts = robot.fk(robot.sample(64, rng), "panda_hand")
-t0 = time.perf_counter()
 batch = ik.solve_many(robot, "panda_hand", Ts)
-print(time.perf_counter() - t0)
+print(time.perf_counter() - t_start)
 """
 STEPS["correct_clip"] = _SETUP + """
 from pathlib import Path
 robot, clip = ik.read_bvh(Path(ik.__file__).parent / "data" / "mocap" / "cmu_02_01_walk.bvh")
 import dataclasses
 clip = dataclasses.replace(clip, frames=clip.frames[:60])
-t0 = time.perf_counter()
 new, rep = ik.correct_clip(robot, clip, [ik.FootPlant("LeftFoot"), ik.FootPlant("RightFoot")])
-print(time.perf_counter() - t0)
+print(time.perf_counter() - t_start)
 """
 # the command line: the whole process, interpreter start-up included
-STEPS["cli solve"] = None
+CLI = {"cli help": ["--help"],
+       "cli solve": ["solve", "panda", "--frame", "panda_hand", "--xyz", "0.4", "0.1", "0.5"]}
+STEPS.update(dict.fromkeys(CLI))
 
 
-def _run_step(python: str, name: str, cache: str) -> float:
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache, INVKIN_CACHE_DIR=cache)
-    if name == "cli solve":
+def _run_step(python: str, name: str, cache: str, src: str | None = None) -> float:
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, INVKIN_CACHE_DIR=cache, INVKIN_QUIET="1")
+    if src is not None:
+        env["PYTHONPATH"] = src
+    if name in CLI:
         t0 = time.perf_counter()
-        subprocess.run([python, "-m", "invkin.cli", "solve", "panda", "--frame", "panda_hand",
-                        "--xyz", "0.4", "0.1", "0.5"], env=env, check=False, capture_output=True)
+        subprocess.run([python, "-m", "invkin.cli", *CLI[name]], env=env, check=False, capture_output=True)
         return time.perf_counter() - t0
     out = subprocess.run([python, "-c", STEPS[name]], env=env, capture_output=True, text=True)
     if out.returncode != 0:
@@ -98,17 +103,17 @@ def _run_step(python: str, name: str, cache: str) -> float:
 def _fresh_venv(tmp: Path) -> str:
     """A new venv with invkin installed from ROOT (non-editable) and the current deps on a .pth."""
     venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = str(venv / "bin" / "python")
     site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    # deps (numpy, numba, ...) from this interpreter; appended after the venv's own site-packages,
-    # and .pth files there are not processed, so an editable invkin in it stays invisible
+    # deps (numpy, numba, pip, setuptools ...) from this interpreter; appended after the venv's own
+    # site-packages, and .pth files there are not processed, so an editable invkin in it stays invisible
     Path(site, "_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     build = tmp / "src"
     shutil.copytree(ROOT, build, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info",
                                                              "build", "artifacts", "node_modules"))
-    subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(build)],
+    subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", str(build)],
                    check=True)
     where = subprocess.run([py, "-c", "import invkin; print(invkin.__file__)"], capture_output=True,
                            text=True, check=True, cwd=str(tmp), env={k: v for k, v in os.environ.items()
@@ -122,6 +127,7 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated steps (default: all): " + ", ".join(STEPS))
     ap.add_argument("--fresh-venv", action="store_true", help="install into a new venv first")
     ap.add_argument("--no-warm", action="store_true", help="skip the second (cached) run of each step")
+    ap.add_argument("--baseline", metavar="SRC", help="also run every step with this src folder (before/after)")
     args = ap.parse_args()
     names = list(STEPS) if not args.only else [s.strip() for s in args.only.split(",")]
     unknown = [n for n in names if n not in STEPS]
@@ -133,12 +139,23 @@ def main() -> None:
             python = _fresh_venv(Path(tmp))
             os.environ.pop("PYTHONPATH", None)
             os.chdir(tmp)
-        print(f"{'step':<14} {'cold [s]':>9} {'cached [s]':>11}")
+        base = None if args.baseline is None else str(Path(args.baseline).resolve())
+        head = f"{'step':<14} {'cold [s]':>9} {'cached [s]':>11}"
+        if base:
+            head += f" {'baseline cold':>14} {'baseline cached':>16} {'cold ratio':>11}"
+        print(head, flush=True)
         for name in names:
-            cache = tempfile.mkdtemp(prefix="cache-", dir=tmp)
-            cold = _run_step(python, name, cache)
-            warm = float("nan") if args.no_warm else _run_step(python, name, cache)
-            print(f"{name:<14} {cold:>9.2f} {warm:>11.2f}", flush=True)
+            row = []
+            for src in ([base] if base else []) + [None]:  # the baseline first, then this tree
+                cache = tempfile.mkdtemp(prefix="cache-", dir=tmp)
+                cold = _run_step(python, name, cache, src)
+                warm = float("nan") if args.no_warm else _run_step(python, name, cache, src)
+                row.append((cold, warm))
+            cold, warm = row[-1]
+            line = f"{name:<14} {cold:>9.2f} {warm:>11.2f}"
+            if base:
+                line += f" {row[0][0]:>14.2f} {row[0][1]:>16.2f} {cold / row[0][0]:>10.2f}x"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

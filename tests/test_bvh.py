@@ -269,7 +269,9 @@ MALFORMED = {
     "short_motion_line": (_lines_replaced("1 2 3 10 20 30 40 50 60", "1 2 3 10 20 30 40 50"), 20,
                           "8 numbers"),
     "long_motion_line": (_lines_replaced("0 0 0 0 0 0 0 0 0", "0 0 0 0 0 0 0 0 0 0"), 19, "10 numbers"),
-    "frames_above_lines": (_lines_replaced("Frames: 2", "Frames: 3"), 17, "Frames"),
+    "frames_two_above_lines": (_lines_replaced("Frames: 2", "Frames: 4"), 17, "truncated"),
+    "frames_not_ascii_digits": (_lines_replaced("Frames: 2", "Frames: \u00b2"), 17, "frame count"),
+    "frames_exponent": (_lines_replaced("Frames: 2", "Frames: 1e30"), 17, "frame count"),
     "frames_below_lines": (_lines_replaced("Frames: 2", "Frames: 1"), 17, "Frames"),
     "non_numeric_motion": (_lines_replaced("1 2 3 10", "1 2 abc 10"), 20, "abc"),
     "nan_in_motion": (_lines_replaced("1 2 3 10", "1 2 nan 10"), 20, "nan"),
@@ -299,6 +301,24 @@ def test_malformed_file_raises_model_error_with_file_and_line(tmp_path, case):
     assert f"{case}.bvh" in msg
     assert f"line {line}:" in msg, msg
     assert fragment.lower() in msg.lower(), msg
+
+
+def test_frames_count_one_above_the_lines_reads_the_lines_with_a_warning(tmp_path):
+    # Blender reads every motion line whatever Frames: says; exporters that count one too many exist
+    path = _write(tmp_path / "plus_one.bvh", _lines_replaced("Frames: 2", "Frames: 3"))
+    with pytest.warns(ik.InvkinWarning, match="Frames: 3, but the file has 2"):
+        robot, clip = read_bvh(path)
+    ref = read_bvh(_write(tmp_path / "exact.bvh", SMALL))[1]
+    assert clip.n_frames == 2
+    np.testing.assert_array_equal(clip.frames, ref.frames)
+
+
+def test_a_name_after_end_site_is_ignored_as_blender_does(tmp_path):
+    path = _write(tmp_path / "named_end.bvh", _lines_replaced("    End Site\n", "    End Site HeadTop\n"))
+    robot, clip = read_bvh(path)
+    ref_robot, ref = read_bvh(_write(tmp_path / "plain.bvh", SMALL))
+    assert clip.names == ref.names and "Spine_End" in robot.frame_names
+    np.testing.assert_array_equal(robot.fk(clip.frames[1], "Spine_End"), ref_robot.fk(ref.frames[1], "Spine_End"))
 
 
 def test_files_over_the_size_cap_are_refused(tmp_path, monkeypatch):

@@ -130,3 +130,15 @@ def test_floating_base_puts_a_free_joint_first(capsys):
     assert info["joint_names"][:6] == ["root_joint.x", "root_joint.y", "root_joint.z", "root_joint.rx",
                                        "root_joint.ry", "root_joint.rz"]
     assert info["joint_names"][6:] == list(ik.load_robot("panda").joint_names)
+
+
+def test_info_lists_the_srdf_named_configurations_and_disabled_pairs(capsys):
+    assert main(["info", str(ERD / "talos_reduced.urdf"), "--srdf", str(ERD / "talos.srdf"), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert list(info["named_configurations"]) == ["half_sitting"]
+    q = info["named_configurations"]["half_sitting"]
+    assert q[info["joint_names"].index("leg_left_4_joint")] == 0.859395
+    assert len(info["disabled_collision_pairs"]) == 459
+    assert main(["info", str(ERD / "talos_reduced.urdf"), "--srdf", str(ERD / "talos.srdf")]) == 0
+    out = capsys.readouterr().out
+    assert "named configurations (SRDF): half_sitting" in out and "disabled collision pairs (SRDF): 459" in out

@@ -204,6 +204,8 @@ def test_urdf_floating_and_planar_joints_load(tmp_path):
     np.testing.assert_allclose(r.fk(q, "body")[:3, 3], (1.0, 2.0, 4.0))
     np.testing.assert_allclose(r.fk(q, "top"), _T((0.5, -0.5, 0.5), (0, 0, math.pi / 2)), atol=1e-15)
     assert r.subchain("body", "arm").dof == 1  # base= below the floating joint drops it
+    with pytest.raises(InvkinError, match=r"already has a floating joint 'float'"):
+        ik.load_robot(p, floating_base=True)
 
 
 GOAL_POSE = _T((0.6, 0.3, 0.4), (0.3, -0.5, 0.2))
@@ -239,18 +241,22 @@ def test_solve_many_and_tracker_on_a_free_base():
     assert step is not None
 
 
-@pytest.mark.parametrize("method", ["ccd", "fabrik", "analytic"])
-def test_methods_without_free_joint_support_either_solve_or_say_so(method):
+def test_ccd_moves_the_free_base_like_any_prismatic_and_ball_joints():
     r = floating_arm("free")
-    goal = ik.Position("tip", GOAL_POSE[:3, 3])
-    try:
-        res = ik.solve(r, [goal], method=method, timeout=1.0, position_tolerance=1e-4)
-    except InvkinError as exc:
-        assert "free" in str(exc) or "joint" in str(exc)
-        return
-    assert np.all(np.isfinite(res.q))
-    if res.success:
-        np.testing.assert_allclose(r.fk(res.q, "tip")[:3, 3], GOAL_POSE[:3, 3], atol=2e-4)
+    res = ik.solve(r, [ik.Position("tip", GOAL_POSE[:3, 3])], method="ccd", timeout=1.0, position_tolerance=1e-4)
+    assert res.success
+    np.testing.assert_allclose(r.fk(res.q, "tip")[:3, 3], GOAL_POSE[:3, 3], atol=1e-4)
+
+
+@pytest.mark.parametrize("method, says", [("fabrik", "does not move free joints"), ("analytic", "outside the limb|two revolute")])
+def test_fabrik_and_analytic_refuse_a_free_base_with_a_hint(method, says):
+    r = floating_arm("free")
+    with pytest.raises(InvkinError, match=says):
+        ik.solve(r, [ik.Position("tip", GOAL_POSE[:3, 3])], method=method, timeout=1.0)
+    locked = r.lock({"base": np.zeros(6)})  # the hint works
+    res = ik.solve(locked, [ik.Position("tip", locked.fk(locked.sample(rng=1), "tip")[:3, 3])], method="fabrik",
+                   timeout=1.0, position_tolerance=1e-4) if method == "fabrik" else None
+    assert res is None or res.success
 
 
 # --------------------------------------------------------------------------- whole robots
@@ -270,6 +276,7 @@ def test_bundled_g1_and_go2_float_and_keep_their_meshes(g1):
     assert g1.dof == 35 and go2.dof == 18
     assert g1.joint_types_per_dof[:6] == ("free",) * 6 and go2.free_joints == ("root_joint",)
     assert g1.root == "world" and g1.children("world") == ["root_joint.x"]
+    assert "pelvis  <- root_joint (free)" in g1.tree() and "root_joint.x" not in g1.tree()
     text = bundled_urdf_path("g1").read_text()
     assert "<visual>" in text and "<collision>" in text and "<inertial>" in text
     # the shapes ride along through with_floating_base, their mesh files found in the package
@@ -354,6 +361,8 @@ def test_lock_a_free_joint_gives_a_fixed_base_and_mimic_followers_follow_their_l
     b.add_joint("wrist", "palm", "tool", "revolute", _T((0, 0, 0.2)), (0, 0, 1), -1, 1)
     r = b.build()
     pose = np.array([0.1, 0.2, 0.3, 0.2, -0.1, 0.4])
+    with pytest.raises(ModelError, match="'f2' mimics 'f1'; lock its leader"):
+        r.lock({"f2": 0.01})
     small = r.lock({"base": pose, "f1": 0.03})
     assert small.joint_names == ("wrist",) and not small.floating
     q = np.concatenate([pose, [0.03, 0.5]])
@@ -490,3 +499,79 @@ def test_the_driver_wraps_a_spun_answer_back_within_pi_of_q0():
     q_spun[list(CONT)] += (4.0 * math.pi, -6.0 * math.pi)
     np.testing.assert_allclose(r.fk(res.q, "r_gripper_tool_frame"), r.fk(q_spun, "r_gripper_tool_frame"),
                                atol=1e-12)
+
+
+# --------------------------------------------------------------------------- more properties
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_finite = st.floats(-3.0, 3.0, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_finite, min_size=8, max_size=8), st.lists(_finite, min_size=8, max_size=8))
+def test_difference_inverts_integrate_and_fk_agrees(qa, qb):
+    r = floating_arm("free")
+    q0 = np.array(qa)
+    q1 = r.integrate(q0, np.array(qb))  # any point of the manifold, rotation vector canonical
+    d = r.difference(q0, q1)
+    np.testing.assert_allclose(r.fk(r.integrate(q0, d), "tip"), r.fk(q1, "tip"), atol=1e-9)
+    assert np.all(np.isfinite(d)) and np.linalg.norm(d[3:6]) <= math.pi + 1e-9
+
+
+def test_a_planar_base_drives_an_arm_to_a_pose_in_its_plane():
+    b = RobotBuilder("mobile")
+    b.add_root("world")
+    b.add_joint("base", "world", "cart", "planar", axis=(0, 0, 1))
+    b.add_joint("lift", "cart", "arm", "prismatic", _T((0, 0, 0.3)), (0, 0, 1), 0.0, 0.5)
+    b.add_joint("tool_joint", "arm", "tool", "fixed", _T((0.4, 0, 0)))
+    r = b.build()
+    T = _T((2.0, -1.0, 0.55), (0.0, 0.0, 2.5))  # far away and turned: the base must drive
+    for method in ("lm", "dls", "pinv"):
+        res = ik.solve(r, [ik.Pose("tool", T)], method=method, timeout=1.0, seed=0)
+        assert res.success, (method, res)
+        np.testing.assert_allclose(r.fk(res.q, "tool"), T, atol=1e-5)
+        assert abs(res.q[2]) <= math.pi  # yaw (continuous) within pi of q0 = 0
+
+
+def test_go2_stands_lower_with_its_four_feet_planted():
+    go2 = ik.load_robot("go2")
+    q0 = go2.neutral()
+    q0[:3] = (0.0, 0.0, 0.0)
+    feet = [f for f in go2.frame_names if f.endswith("_foot")]
+    assert len(feet) == 4
+    p_feet = {f: go2.fk(q0, f)[:3, 3] for f in feet}
+    T_body = go2.fk(q0, "base").copy()
+    T_body[2, 3] -= 0.05
+    goals = [ik.Position(f, p) for f, p in p_feet.items()] + [ik.Pose("base", T_body)]
+    res = ik.solve(go2, goals, q0=q0, method="pinv", timeout=None, max_iterations=500, seed=0)
+    assert res.success, res
+    assert np.all(go2.within_limits(res.q))
+    for f, p in p_feet.items():
+        np.testing.assert_allclose(go2.fk(res.q, f)[:3, 3], p, atol=1e-5)
+
+
+def test_floating_robots_pickle_and_sample_around_checks_its_shape():
+    import pickle
+
+    r = ik.load_robot("panda", floating_base=True)
+    r2 = pickle.loads(pickle.dumps(r))
+    q = r.sample(rng=0)
+    np.testing.assert_array_equal(r2.fk(q, "panda_hand"), r.fk(q, "panda_hand"))
+    assert r2.free_joints == ("root_joint",) and r2.composite == r.composite
+    with pytest.raises(InvkinError, match="around"):
+        r.sample(rng=0, around=np.zeros(3))
+
+
+def test_solve_many_with_per_item_base_seeds_matches_single_item_calls():
+    r = floating_arm("free")
+    rng = np.random.default_rng(9)
+    q0s = r.sample(4, rng=rng, around=r.neutral())
+    q0s[:, :3] += rng.normal(size=(4, 3))  # a different base place per item
+    Ts = r.fk(r.sample(4, rng=rng), "tip")
+    batch = ik.solve_many(r, "tip", Ts, q0=q0s, seed=3)
+    assert batch.success.all()
+    for b in range(4):
+        one = ik.solve_many(r, "tip", Ts[b:b + 1], q0=q0s[b], seed=3 + b)
+        np.testing.assert_array_equal(one.q[0], batch.q[b])

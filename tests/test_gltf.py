@@ -204,3 +204,14 @@ def test_bvh_units_and_up_axis_options_are_exact_and_invert(tmp_path):
     r2, c2 = ik.read_bvh(tmp_path / "back.bvh")
     assert c2.channels == c.channels
     np.testing.assert_allclose(c2.frames, c.frames, atol=1e-9)
+
+
+def test_a_planted_gltf_clip_writes_back_into_its_file(tmp_path):
+    robot, clip = ik.read_gltf(WALKER)
+    new, rep = ik.correct_clip(robot, clip, [ik.FootPlant("LeftFoot"), ik.FootPlant("RightFoot")])
+    assert isinstance(new, GltfClip) and rep.count("missed") == 0
+    assert rep.sliding_after["LeftFoot"] < 0.01 * rep.sliding_before["LeftFoot"]
+    ik.write_gltf(tmp_path / "planted.glb", robot, new)
+    r2, c2 = ik.read_gltf(tmp_path / "planted.glb")
+    for foot in ("LeftFoot", "RightToeBase"):
+        np.testing.assert_allclose(r2.fk(c2.frames, foot)[:, :3, 3], robot.fk(new.frames, foot)[:, :3, 3], atol=2e-6)

@@ -126,6 +126,23 @@ def test_a_urdf_file_finds_its_meshes_through_package_urls(tmp_path):
     assert g.path == str(pkg / "meshes" / "m.stl") and g.size == (2.0, 2.0, 2.0)
 
 
+def test_mjcf_primitive_geoms_become_shapes_with_full_lengths():
+    pytest.importorskip("mujoco", reason="MJCF needs the [mujoco] extra")
+    from invkin.model.geometry import collisions_of
+
+    r = ik.load_robot(ROOT / "tests" / "data" / "mjcf" / "arm.xml")
+    vis = {g.name: g for g in visuals_of(r)}
+    geoms = {g.name: (link, g) for link, gs in r.geoms.items() for g in gs}
+    assert set(vis) == set(geoms)
+    for name, g in vis.items():
+        link, m = geoms[name]
+        assert g.link == link and np.allclose(g.T_link_geom, m.T_link_geom)
+        full = {"box": 2 * m.size[:3], "capsule": (m.size[0], 2 * m.size[1]), "sphere": m.size[:1]}[m.type]
+        assert g.kind == m.type and np.allclose(g.size, full)
+    colliding = {g.name for gs in r.geoms.values() for g in gs if g.contype or g.conaffinity}
+    assert {g.name for g in collisions_of(r)} == colliding != set(vis)
+
+
 # ------------------------------------------------------------------ meshes for the viewer
 
 trimesh = pytest.importorskip("trimesh", reason="mesh loading needs the [viewer] extra (trimesh)")
@@ -133,8 +150,8 @@ trimesh = pytest.importorskip("trimesh", reason="mesh loading needs the [viewer]
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("INVKIN_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache" / "meshes"
+    monkeypatch.setenv("INVKIN_MESH_CACHE_DIR", str(tmp_path / "meshes"))
+    return tmp_path / "meshes"
 
 
 def test_panda_link_meshes_load_with_their_material_colours(cache):
@@ -211,9 +228,25 @@ def test_q_and_state_options_refuse_bad_input_clearly():
         parse_q(r, "0 1")
     with pytest.raises(ViewerError, match="expected 7 numbers"):
         parse_q(r, "0 a 0 0 0 0 0")
-    if not hasattr(r, "named_configuration"):
-        with pytest.raises(ViewerError, match="half_sitting.*--q"):
-            named_pose(r, "half_sitting")
+    with pytest.raises(ViewerError, match="--state 'half_sitting'.*named configurations: none"):
+        named_pose(r, "half_sitting")
+
+
+def test_state_starts_in_the_srdf_group_state():
+    import warnings
+
+    from invkin.viewer import ViewerError
+    from invkin.viewer.pose import named_pose
+
+    erd = ROOT / "tests" / "data" / "erd"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ik.ModelWarning)  # the gripper mimics on fixed joints
+        talos = ik.load_robot(erd / "talos_reduced.urdf", srdf=erd / "talos.srdf")
+    q = named_pose(talos, "half_sitting")
+    assert np.array_equal(q, talos.clamp(talos.named_configuration("half_sitting")))
+    assert q[talos.joint_names.index("leg_left_4_joint")] == 0.859395  # the knee bent
+    with pytest.raises(ViewerError, match="closest: 'half_sitting'"):
+        named_pose(talos, "half_sittin")
 
 
 @pytest.mark.parametrize("up", ["x", "y", "z", "-x", "-y", "-z"])

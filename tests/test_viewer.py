@@ -123,6 +123,15 @@ def test_missing_viser_is_a_clear_error_with_the_install_command(monkeypatch):
         ViewerApp("planar2", port=0).start()
 
 
+def test_without_trimesh_the_robot_is_a_stick_figure_and_the_note_says_how_to_get_meshes(started, monkeypatch,
+                                                                                       tmp_path):
+    monkeypatch.setitem(sys.modules, "trimesh", None)
+    monkeypatch.setenv("INVKIN_MESH_CACHE_DIR", str(tmp_path))  # nothing cached: the files must be read
+    app = started(ViewerApp("panda", port=0, targets=[]))
+    assert app._shapes is None and app._skel.bones.visible
+    assert "invkin[viewer]" in app.mesh_note and "--sticks" in app.mesh_note
+
+
 def test_fk_mode_sets_joints_directly_within_limits(started):
     app = started(ViewerApp("panda", port=0))
     q = app.robot.neutral() + 0.2
@@ -225,6 +234,75 @@ def test_a_corrected_clip_is_drawn_beside_the_original(started, monkeypatch):
     assert not app.playing
 
 
+SHAPES = """<robot name="shapes">
+  <link name="base"><visual><geometry><box size="0.3 0.3 0.1"/></geometry></visual>
+    <collision><geometry><cylinder radius="0.2" length="0.1"/></geometry></collision></link>
+  <link name="arm"><visual><geometry><mesh filename="package://nowhere/arm.stl"/></geometry></visual></link>
+  <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0 0.1"/>
+    <axis xyz="0 0 1"/><limit lower="-1" upper="1"/></joint></robot>"""
+
+
+def test_a_missing_mesh_is_reported_and_the_other_shapes_are_drawn(started):
+    from invkin.model.urdf import parse_urdf
+
+    app = started(ViewerApp(parse_urdf(SHAPES), port=0, targets=[]))
+    assert app._shapes is not None and app._shapes.n_faces > 0  # the box
+    assert "1 not drawn" in app.mesh_note and "nowhere/arm.stl" in app.mesh_note
+    assert not app._skel.bones.visible  # the skeleton is a toggle over meshes
+
+
+def test_a_floating_humanoid_opens_standing_on_the_ground_in_its_zero_pose(started):
+    app = started(ViewerApp("g1", port=0, targets=[]))
+    z = app._free_z_index()
+    assert z == 2 and app.robot.joint_types_per_dof[z] == "free"
+    q = app.current_q
+    assert q[z] > 0.5 and np.all(np.delete(q, z) == 0.0)  # zeros: legs straight, arms down
+    assert abs(app._shapes.lowest(q)) < 1e-9  # the soles touch z = 0
+    assert "35 visual shapes" in app.mesh_note
+
+
+def test_without_visual_meshes_the_collision_shapes_stand_in(started):
+    app = started(ViewerApp("go2", port=0, targets=[]))  # go2's visual DAE files are not bundled
+    assert app._shapes is not None and app._shapes.n_faces > 0
+    assert "collision shapes stand in" in app.mesh_note
+    assert abs(app._shapes.lowest(app.current_q)) < 1e-9
+
+
+def test_collision_shapes_are_a_toggle_only_where_the_robot_has_them(started):
+    from invkin.model.urdf import parse_urdf
+
+    app = started(ViewerApp(parse_urdf(SHAPES), port=0, targets=[]))
+    assert app._collision_shapes is None  # built on first use
+    app.show_collisions(True)
+    assert app._collision_shapes.visible and app._collision_shapes.n_faces > 0
+    app.show_collisions(False)
+    assert not app._collision_shapes.visible
+    bare = started(ViewerApp("planar2", port=0))
+    with pytest.raises(ViewerError, match="no collision shapes"):
+        bare.show_collisions(True)
+
+
+def test_fk_mode_has_a_slider_for_every_joint_of_a_large_skeleton(started):
+    app = started(ViewerApp(MOCAP / "cmu_02_01_walk.bvh", port=0))
+    assert len(app._sliders) == app.robot.dof == 96
+    assert {s.label for s in app._sliders} == set(app.robot.joint_names)
+
+
+def test_an_mjcf_model_is_drawn_with_its_primitive_geoms(started):
+    pytest.importorskip("mujoco", reason="MJCF needs the [mujoco] extra")
+    robot = ik.load_robot(ROOT / "tests" / "data" / "mjcf" / "arm.xml")
+    app = started(ViewerApp(robot, port=0, targets=[]))
+    assert app._shapes is not None and app._shapes.n_faces > 0 and not app._shapes.errors
+    assert f"{sum(len(v) for v in robot.geoms.values())} visual shapes" in app.mesh_note
+
+
+def test_a_gltf_clip_plays_in_the_viewer(started):
+    gltf = ROOT / "tests" / "data" / "gltf" / "rigged_simple.gltf"
+    app = started(ViewerApp(gltf, port=0))
+    assert app.bvh and app.clip is not None and app.clip.dof == app.robot.dof
+    assert app.up_axis in ("y", "z") and app.playing
+
+
 def test_ctrl_c_style_stop_is_idempotent_and_frees_the_port():
     port = free_port()
     app = ViewerApp("planar2", port=port).start()
@@ -263,14 +341,9 @@ def _open(browser, app):
 
 def _shot(page, name: str) -> None:
     """Save a screenshot to artifacts/ without viser's "software WebGL" notice."""
-    close = page.locator(".mantine-Notification-closeButton")
-    for i in range(close.count()):
-        try:
-            close.nth(i).click(timeout=2_000)
-        except Exception:  # it may have gone by itself
-            pass
-    if close.count():
-        time.sleep(0.5)
+    page.evaluate("""() => { for (const e of document.querySelectorAll('[class*="Notification-root"]'))
+                             e.style.visibility = 'hidden'; }""")
+    time.sleep(0.3)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / name))
 
@@ -338,27 +411,195 @@ def test_page_loads_draws_the_robot_and_follows_a_moved_target(browser, started)
         page.close()
 
 
-def test_arrow_key_in_the_page_moves_the_tentacle_target(browser, started):
+def _camera(app):
+    """(position, wxyz, look_at) of the one connected page's camera, as the client reported it."""
+    (client,) = app.server.get_clients().values()
+    c = client.camera
+    return np.array(c.position), np.array(c.wxyz), np.array(c.look_at)
+
+
+def test_arrow_keys_in_the_page_move_the_tentacle_target_and_never_the_camera(browser, started):
     app = started(demo_app("tentacle", port=free_port()))
     page = _open(browser, app)
     try:
         _wait_drawn(page)
         page.mouse.click(300, 650)  # focus the 3-D view (an empty spot: no gizmo there)
+        time.sleep(0.5)
         p0 = app.target_position("tip")
-        page.keyboard.press("ArrowLeft")
-        for _ in range(200):
-            if not np.allclose(app.target_position("tip"), p0):
-                break
-            time.sleep(0.05)
-        assert np.allclose(app.target_position("tip"), p0 + (-0.05, 0.0, 0.0))
-        page.keyboard.press("ArrowUp")
-        for _ in range(200):
-            if app.target_position("tip")[2] > p0[2]:
-                break
-            time.sleep(0.05)
-        assert np.allclose(app.target_position("tip"), p0 + (-0.05, 0.0, 0.05))
+        cam0 = _camera(app)
+        moves = {"ArrowLeft": (-0.05, 0.0, 0.0), "ArrowUp": (0.0, 0.0, 0.05), "ArrowRight": (0.05, 0.0, 0.0),
+                 "ArrowDown": (0.0, 0.0, -0.05)}
+        expected = p0.copy()
+        for key in ["ArrowLeft", "ArrowUp"] * 3 + ["ArrowRight", "ArrowDown"]:  # viser's camera turned
+            before = app.target_position("tip")                                 # in ~half of such presses
+            page.keyboard.press(key)
+            expected = expected + moves[key]
+            for _ in range(200):
+                if not np.allclose(app.target_position("tip"), before):
+                    break
+                time.sleep(0.05)
+            time.sleep(0.3)  # a camera turn would be reported by now
+            assert np.allclose(app.target_position("tip"), expected), key
+            cam = _camera(app)
+            for a, b, what in zip(cam, cam0, ("position", "orientation", "look-at point")):
+                assert np.allclose(a, b, atol=1e-9), f"{key} moved the camera's {what}: {b} -> {a}"
         assert np.linalg.norm(app.frame_position("tip") - app.target_position("tip")) <= app.position_tolerance
         _shot(page, "viewer_tentacle.png")
+    finally:
+        page.close()
+
+
+def _differs(a: np.ndarray, b: np.ndarray, level: int = 8) -> float:
+    """Share of the 3-D view's pixels that differ between two screenshots."""
+    return float(np.any(np.abs(_view(a).astype(int) - _view(b).astype(int)) > level, axis=2).mean())
+
+
+def _settled(page, timeout=40.0, unlike=None) -> np.ndarray:
+    """A screenshot once the page has drawn a scene (and differs from ``unlike``, a screenshot
+    taken before a change was sent) and stops changing (viser fades a new scene in over seconds;
+    a loaded machine delays every message)."""
+    end = time.monotonic() + timeout
+    prev = _pixels(page)
+    while True:
+        time.sleep(0.6)
+        img = _pixels(page)
+        drawn = len(np.unique(_view(img)[::4, ::4].reshape(-1, 3), axis=0)) > 50
+        changed = unlike is None or _differs(img, unlike, 25) > 1e-3
+        if (drawn and changed and _differs(img, prev) < 5e-4) or time.monotonic() > end:
+            return img
+        prev = img
+
+
+def _robot_mask(app, page) -> tuple:
+    """(pixels the robot covers in the 3-D view, the screenshot): the view with the robot drawn
+    compared with the same view with everything under /robot hidden."""
+    with_robot = _settled(page)
+    app.set_robot_visible(False)
+    try:
+        without = _settled(page, unlike=with_robot)
+    finally:
+        app.set_robot_visible(True)
+    mask = np.any(np.abs(_view(with_robot).astype(int) - _view(without).astype(int)) > 25, axis=2)
+    return mask, with_robot
+
+
+def _dark_grey(img: np.ndarray, mask: np.ndarray) -> int:
+    """Pixels of the mask that are dark and colourless (Panda's dark grey parts, shaded)."""
+    v = _view(img).astype(int)
+    spread = v.max(axis=2) - v.min(axis=2)
+    return int(np.count_nonzero(mask & (v.max(axis=2) < 110) & (spread < 20)))
+
+
+def test_panda_meshes_cover_more_of_the_view_than_the_stick_figure_in_their_colours(browser, started):
+    ready = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
+    seen = {}
+    for sticks in (False, True):
+        app = started(ViewerApp("panda", port=free_port(), q0=ready, targets=[], sticks=sticks))
+        assert (app._shapes is None) == sticks
+        page = _open(browser, app)
+        try:
+            for client in app.server.get_clients().values():  # one camera for both views
+                client.camera.position = (1.1, -1.45, 0.85)
+                client.camera.look_at = (0.15, 0.0, 0.4)
+            mask, img = _robot_mask(app, page)
+            if not sticks:
+                _shot(page, "viewer_panda_meshes.png")
+            seen[sticks] = (int(mask.sum()), _dark_grey(img, mask))
+        finally:
+            page.close()
+            app.stop()
+    (mesh_px, mesh_dark), (stick_px, stick_dark) = seen[False], seen[True]
+    print(f"robot pixels: meshes {mesh_px}, sticks {stick_px}; dark grey: meshes {mesh_dark}, sticks {stick_dark}")
+    assert stick_px > 500, "the stick figure was not drawn"
+    assert mesh_px > 2.5 * stick_px, f"meshes cover {mesh_px} px, sticks {stick_px} px"
+    assert mesh_dark > 0.03 * mesh_px and mesh_dark > 10 * max(stick_dark, 1), \
+        f"Panda's dark grey parts: {mesh_dark} px of {mesh_px} (sticks: {stick_dark})"
+
+
+def test_urdf_primitives_are_drawn_in_their_material_colours(browser, started, tmp_path):
+    from invkin.model.urdf import parse_urdf
+
+    urdf = """<robot name="prims">
+      <link name="base"><visual><geometry><box size="0.6 0.6 0.3"/></geometry>
+        <material name="red"><color rgba="0.9 0.05 0.05 1"/></material></visual></link>
+      <link name="arm"><visual><origin xyz="0 0 0.4"/><geometry><cylinder radius="0.12" length="0.8"/></geometry>
+        <material name="green"><color rgba="0.05 0.8 0.05 1"/></material></visual></link>
+      <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0 0.15"/>
+        <axis xyz="0 0 1"/><limit lower="-1" upper="1"/></joint></robot>"""
+    app = started(ViewerApp(parse_urdf(urdf), port=free_port(), targets=[]))
+    page = _open(browser, app)
+    try:
+        mask, img = _robot_mask(app, page)
+        v = _view(img).astype(int)
+        r, g, b = v[..., 0], v[..., 1], v[..., 2]
+        red = mask & (r > g + 60) & (r > b + 60)
+        green = mask & (g > r + 60) & (g > b + 60)
+        assert red.sum() > 2000 and green.sum() > 2000, (red.sum(), green.sum())
+    finally:
+        page.close()
+
+
+def _project(app, points: np.ndarray) -> np.ndarray:
+    """Pixel rows (N,) of world points in the page's camera (OpenCV convention: +z forward, +y down)."""
+    (client,) = app.server.get_clients().values()
+    c = client.camera
+    from invkin.spatial import quat_wxyz_to_matrix
+
+    R_world_cam = quat_wxyz_to_matrix(np.array(c.wxyz))
+    p_cam = (np.asarray(points) - np.array(c.position)) @ R_world_cam
+    assert np.all(p_cam[:, 2] > 0), "a point is behind the camera"
+    f = 0.5 * c.image_height / np.tan(0.5 * c.fov)
+    return 0.5 * c.image_height + f * p_cam[:, 1] / p_cam[:, 2]
+
+
+def test_a_z_up_clip_stands_upright_in_the_page_with_its_ghost(browser, started):
+    app = started(ViewerApp(MOCAP / "fair1_wave_hello.bvh", port=free_port()))
+    assert app.up_axis == "z"
+    page = _open(browser, app)
+    try:
+        _settled(page)
+        app.playing = False
+        app.set_q(app.clip.frames[0])
+        names = [n.lower() for n in app.robot.node_names]
+        head = next(i for i, n in enumerate(names) if n == "head")
+        feet = [i for i, n in enumerate(names) if "foot" in n and not n.endswith("_end")]
+        P = app.robot.fk_all_array(app.current_q)[:, :3, 3] @ app._R_display.T  # what /robot shows
+        rows = _project(app, P[[head] + feet])
+        assert rows[0] < rows[1:].min() - 100, f"head at row {rows[0]:.0f}, feet at {rows[1:]}"
+        _shot(page, "viewer_clip_fair1.png")
+    finally:
+        page.close()
+
+
+def test_the_view_follows_a_walking_root(browser, started):
+    app = started(ViewerApp(MOCAP / "cmu_02_01_walk.bvh", port=free_port()))
+    page = _open(browser, app)
+    try:
+        _settled(page)
+        app.set_clip_display(onion_skin=True)
+        time.sleep(1.0)
+        _shot(page, "viewer_clip_walk_ghost.png")
+        assert app.follow_root  # on by default: the root walks farther than the figure is tall
+        root = int(np.flatnonzero(app.robot.is_frame)[0])
+
+        def walked(q0, q1):  # horizontal distance the clip's root covers between two poses
+            P = app.robot.fk_all_array(np.stack([q0, q1]))[:, root, :3, 3] @ app._R_display.T
+            return float(np.linalg.norm(P[1, :2] - P[0, :2]))
+
+        for follow in (True, False):
+            app.set_clip_display(follow=follow)
+            q0, shown0 = app.current_q, app.root_display_position()
+            time.sleep(0.8)
+            q1, shown1 = app.current_q, app.root_display_position()
+            moved = float(np.linalg.norm(shown1[:2] - shown0[:2]))
+            if follow:
+                assert walked(q0, q1) > 0.05 * app.size and moved < 1e-6 * app.size
+            else:
+                assert moved == pytest.approx(walked(q0, q1), rel=1e-6, abs=1e-9 * app.size)
+        cam = _camera(app)
+        time.sleep(0.5)
+        for a, b in zip(cam, _camera(app)):
+            assert np.allclose(a, b)  # the page's camera is never moved by the server
     finally:
         page.close()
 

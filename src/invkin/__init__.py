@@ -15,8 +15,8 @@ import types
 
 from . import cache as _cache
 from .lazy import lazy_exports
-from .errors import (ConfigurationError, FrameError, GoalError, InvkinError, ModelError,
-                     ModelWarning, SolverError)
+from .errors import (ConfigurationError, FileError, FrameError, GoalError, InvkinError, InvkinWarning,
+                     ModelError, ModelWarning, SolverError)
 
 __version__ = "0.1.0"
 
@@ -33,11 +33,13 @@ _LAZY = {
     "Aim": ".goals", "Posture": ".goals", "CenterOfMass": ".goals", "Relative": ".goals",
     "read_bvh": ".model.bvh", "write_bvh": ".model.bvh", "Clip": ".model.bvh",
     "read_gltf": ".model.gltf", "write_gltf": ".model.gltf", "GltfClip": ".model.gltf",
-    "two_bone_2d": ".solvers.analytic", "two_bone_3d": ".solvers.analytic",
+    "two_bone_2d": ".solvers.analytic", "two_bone_3d": ".solvers.two_bone_limb",
     "two_bone_lengths": ".solvers.analytic",
     "correct_clip": ".animation", "detect_contacts": ".animation", "detect_up_axis": ".animation",
     "foot_sliding": ".animation", "FootPlant": ".animation", "Reach": ".animation",
-    "Contact": ".animation", "ClipReport": ".animation",
+    "Contact": ".animation", "ClipReport": ".animation", "foot_toe": ".animation",
+    "NoContactWarning": ".animation", "RootMotion": ".animation", "extract_root_motion": ".animation",
+    "make_in_place": ".animation",
     "Result": ".result", "BatchResult": ".result", "Status": ".result",
     "solve": ".solve", "solve_many": ".solve", "methods": ".solvers",
     "reach": ".motion", "ReachResult": ".motion", "rest_blend": ".motion",
@@ -47,24 +49,32 @@ _LAZY = {
     "refine_in_nullspace": ".nullspace",
     "manipulability": ".diagnostics", "condition_number": ".diagnostics",
     "distance_to_limits": ".diagnostics",
+    "Sphere": ".collision.world", "Capsule": ".collision.world", "Box": ".collision.world",
+    "HalfSpace": ".collision.world", "Points": ".collision.world", "World": ".collision.world",
+    "CollisionError": ".collision.errors", "CollisionWarning": ".collision.errors",
+    "collision": None, "collision_model": ".collision.model", "collision_pairs": ".collision.pairs",
+    "distances": ".collision.distance", "distance_jacobian": ".collision.distance",
 }
 
 __all__ = [
     "__version__",
     "spatial",
     "InvkinError", "ModelError", "ConfigurationError", "FrameError", "GoalError", "SolverError",
-    "ModelWarning",
+    "ModelWarning", "FileError", "InvkinWarning",
     "Robot", "RobotBuilder", "Step", "JOINT_TYPES", "load_robot", "load_srdf", "bundled_names",
     "chain_from_steps", "chain_from_dh", "tentacle",
     "Goal", "Position", "Orientation", "Pose", "Aim", "Posture", "CenterOfMass", "Relative",
     "read_bvh", "write_bvh", "Clip", "read_gltf", "write_gltf", "GltfClip", "two_bone_2d", "two_bone_3d",
     "two_bone_lengths",
-    "correct_clip", "detect_contacts", "detect_up_axis", "foot_sliding", "FootPlant", "Reach", "Contact",
+    "correct_clip", "detect_contacts", "detect_up_axis", "foot_sliding", "foot_toe", "FootPlant", "Reach", "Contact",
+    "NoContactWarning", "RootMotion", "extract_root_motion", "make_in_place",
     "ClipReport",
     "Result", "BatchResult", "Status", "solve", "solve_many", "methods",
     "reach", "ReachResult", "rest_blend", "solve_with_rest", "RestResult", "RestPoseWarning",
     "joint_torques", "Tracker", "TrackStep", "nullspace", "refine_in_nullspace",
     "manipulability", "condition_number", "distance_to_limits",
+    "Sphere", "Capsule", "Box", "HalfSpace", "Points", "World", "CollisionError", "CollisionWarning",
+    "collision", "collision_model", "collision_pairs", "distances", "distance_jacobian",
 ]
 
 

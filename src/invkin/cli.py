@@ -1,7 +1,8 @@
 """The ``invkin`` command.
 
 Exit codes: 0 success (solved), 1 ran but did not converge, 2 bad input. Errors print one line
-(``invkin: error: ...``) without a traceback unless ``--debug`` is given.
+(``invkin: error: ...``) without a traceback unless ``--debug`` is given; so does any other
+exception (named by its type, exit code 2), so that no input ever ends in a traceback.
 
 Subcommands live in modules that expose ``register(subparsers)``; each parser sets
 ``func(args) -> int``. Add a module to ``_COMMAND_MODULES`` to add commands.
@@ -74,6 +75,8 @@ def cmd_info(args) -> int:
             "lower": [None if math.isinf(v) else v for v in robot.lower],
             "upper": [None if math.isinf(v) else v for v in robot.upper],
             "frames": list(robot.frame_names),
+            "named_configurations": {nm: robot.named_configuration(nm).tolist() for nm in robot.named_configurations},
+            "disabled_collision_pairs": [list(pr) for pr in robot.disabled_collision_pairs],
         }, indent=2))
         return EXIT_OK
     print(f"{robot!r}")
@@ -82,6 +85,10 @@ def cmd_info(args) -> int:
     for nm, t, lo, hi in zip(robot.joint_names, robot.joint_types_per_dof, robot.lower, robot.upper):
         print(f"{nm:<28} {t:<11} {lo:>10.4g} {hi:>10.4g}")
     print(f"\nframes ({len(robot.frame_names)}): {', '.join(robot.frame_names)}")
+    if robot.named_configurations:
+        print(f"named configurations (SRDF): {', '.join(robot.named_configurations)}")
+    if robot.disabled_collision_pairs:
+        print(f"disabled collision pairs (SRDF): {len(robot.disabled_collision_pairs)}")
     return EXIT_OK
 
 
@@ -143,8 +150,9 @@ def cmd_solve(args) -> int:
 def cmd_demo(args) -> int:
     """The browser viewer with a demo (panda by default); ``--tour``: the terminal tour."""
     if not args.tour:
-        from .viewer.cli import run_demo
+        from .viewer.cli import check_server_arguments, run_demo
 
+        check_server_arguments(args)
         return run_demo(args.name, args.host, args.port)
     if args.name != "panda":
         raise UsageError(f"--tour: the terminal tour shows the panda only, not {args.name!r}")
@@ -277,15 +285,25 @@ def main(argv=None) -> int:
             warnings.simplefilter("default")  # each distinct warning once per command
             warnings.showwarning = _show_warning
             return int(args.func(args))
-    except (InvkinError, OSError) as exc:
-        if args.debug:
-            raise
-        msg = str(exc).strip().replace("\n", " ")
-        print(f"invkin: error: {msg}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("invkin: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - the CLI's contract: one line and exit 2, never a traceback
+        if args.debug:
+            raise
+        print(f"invkin: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _one_line(exc: BaseException) -> str:
+    """The error as one line: an InvkinError or OSError by its message; anything else (an input that
+    slipped past validation, an internal error) also by its type, with a pointer to --debug."""
+    msg = " ".join(str(exc).split())
+    if len(msg) > 500:
+        msg = msg[:497] + "..."
+    if isinstance(exc, (InvkinError, OSError)):
+        return msg or type(exc).__name__
+    return f"{type(exc).__name__}: {msg} (unexpected; rerun with --debug for the traceback)"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,22 +2,26 @@
 
 * ``invkin clip info FILE.bvh [--json]``: frames, frame time, fps, duration, joints, channels.
 * ``invkin clip fix-feet IN.bvh OUT.bvh [--feet LeftFoot RightFoot] [--up y|z] [--max-step DEG]
-  [--pin start|mean] [--floor H] [--no-progress] [--json]``: foot planting
+  [--pin start|mean] [--floor H] [--height-threshold H] [--speed-threshold V] [--no-toe]
+  [--no-progress] [--json]``: whole-foot planting
   (:func:`invkin.correct_clip` with one :class:`invkin.FootPlant` per foot), a progress bar on
   stderr, then one summary line (foot sliding before → after). IN is only read; OUT is written
   atomically (a temporary file, then a rename) and may not be IN.
 
 Exit codes: 0 done; 1 (fix-feet) the clip was written but some frames missed a goal (a pin out of
 the leg's reach or not converged); 2 bad input (unreadable or malformed BVH, unknown foot, OUT
-equal to IN, bad option).
+equal to IN, bad option); 3 (fix-feet) no foot contact was found: nothing to correct, OUT is not
+written, and stderr says which thresholds to change.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
+import sys
+import warnings
 
-EXIT_OK, EXIT_NOT_CONVERGED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_NOT_CONVERGED, EXIT_BAD_INPUT, EXIT_NO_CONTACT = 0, 1, 2, 3
 
 
 def _usage_error(msg):
@@ -55,15 +59,16 @@ def cmd_info(args) -> int:
 def _default_feet(clip) -> list:
     if "LeftFoot" in clip.names and "RightFoot" in clip.names:
         return ["LeftFoot", "RightFoot"]
-    feet = [n for n in clip.joint_names if "foot" in n.lower()]
-    if not feet:
-        raise _usage_error(f"no joint named like a foot in the clip; pass --feet (joints: "
-                           f"{', '.join(clip.joint_names[:12])}{', ...' if len(clip.joint_names) > 12 else ''})")
-    return feet
+    for word in ("foot", "ankle"):  # LeftFoot, lFoot, l_foot; LeftAnkle, mixamorig:LeftAnkle
+        feet = [n for n in clip.joint_names if word in n.lower()]
+        if feet:
+            return feet
+    raise _usage_error(f"no joint named like a foot or an ankle in the clip; pass --feet (joints: "
+                       f"{', '.join(clip.joint_names[:12])}{', ...' if len(clip.joint_names) > 12 else ''})")
 
 
 def cmd_fix_feet(args) -> int:
-    from .animation import FootPlant, correct_clip
+    from .animation import FootPlant, NoContactWarning, correct_clip
     from .model.bvh import read_bvh, write_bvh
 
     src, dst = os.fspath(args.input), os.fspath(args.output)
@@ -72,12 +77,31 @@ def cmd_fix_feet(args) -> int:
         raise _usage_error(f"OUT {dst!r} is the input file; the input is never modified: choose another path")
     if args.max_step is not None and not (math.isfinite(args.max_step) and args.max_step > 0):
         raise _usage_error(f"--max-step: expected degrees per frame > 0, got {args.max_step}")
+    for opt in ("height_threshold", "speed_threshold"):
+        v = getattr(args, opt)
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise _usage_error(f"--{opt.replace('_', '-')}: expected a number > 0, got {v}")
     robot, clip = read_bvh(src)
     feet = args.feet or _default_feet(clip)
-    goals = [FootPlant(f, pin=args.pin) for f in feet]
+    goals = [FootPlant(f, pin=args.pin, height_threshold=args.height_threshold,
+                       speed_threshold=args.speed_threshold, toe=False if args.no_toe else None) for f in feet]
     max_step = math.radians(args.max_step) if args.max_step is not None else None
-    new_clip, rep = correct_clip(robot, clip, goals, up=args.up, floor=args.floor, max_step=max_step,
-                                 progress=not args.no_progress)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoContactWarning)  # said below, once, with the CLI's options
+        new_clip, rep = correct_clip(robot, clip, goals, up=args.up, floor=args.floor, max_step=max_step,
+                                     progress=not args.no_progress)
+    if not any(rep.contacts.values()):
+        print(f"fix-feet: no foot contact found for {', '.join(feet)} (up {rep.up}); nothing was corrected and "
+              f"{dst} was not written. Hint: raise --height-threshold / --speed-threshold [file units, units/s], "
+              f"check --up, or name the feet with --feet", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"input": src, "output": None, "frames": rep.n_frames, "up": rep.up, "feet": feet,
+                              "contacts": {}, "error": "no contact found"}))
+        return EXIT_NO_CONTACT
+    for f in feet:
+        if not rep.contacts.get(f) and not any(rep.contacts.get(p) for p in rep.contacts if p != f and
+                                                p.startswith(f)):
+            print(f"fix-feet: warning: no contact found for {f!r}; it is left as it is", file=sys.stderr)
     write_bvh(dst, robot, new_clip)
     missed = rep.count("missed")
     if args.json:
@@ -90,9 +114,10 @@ def cmd_fix_feet(args) -> int:
                           "max_joint_jump_deg": math.degrees(rep.max_joint_jump),
                           "discontinuities": [[f, math.degrees(s)] for f, s in rep.discontinuities]}))
     else:
-        before = sum(rep.sliding_before.values()) / len(feet)
-        after = sum(rep.sliding_after.values()) / len(feet)
-        per = ", ".join(f"{f} {rep.sliding_before[f]:.4g} -> {rep.sliding_after[f]:.4g}" for f in feet)
+        parts = list(rep.sliding_before)
+        before = sum(rep.sliding_before.values()) / len(parts)
+        after = sum(rep.sliding_after.values()) / len(parts)
+        per = ", ".join(f"{f} {rep.sliding_before[f]:.4g} -> {rep.sliding_after[f]:.4g}" for f in parts)
         n_contacts = sum(len(c) for c in rep.contacts.values())
         print(f"fix-feet: sliding {before:.4g} -> {after:.4g} units/s ({per}; {n_contacts} contacts, up "
               f"{rep.up}); frames: {rep.count('ok')} ok, {rep.count('clipped')} clipped, {missed} missed "
@@ -129,6 +154,14 @@ def register(sub) -> None:
                    help="pin each contact at its start position (default) or its mean position")
     q.add_argument("--floor", type=float, metavar="H",
                    help="height of the foot joints when standing [file units] (default: estimated per foot)")
+    q.add_argument("--height-threshold", type=float, metavar="H",
+                   help="contact when the foot is less than H above its floor [file units] (default 0.08 x "
+                        "the limb length)")
+    q.add_argument("--speed-threshold", type=float, metavar="V",
+                   help="... and slower than V [file units/s] (default the larger of 0.2 x the limb length/s "
+                        "and 0.15 x the root's median speed)")
+    q.add_argument("--no-toe", action="store_true",
+                   help="plant the ankles only (default: whole feet, heel and toe, when a toe is found)")
     q.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     q.add_argument("--json", action="store_true", help="print the report as JSON instead of the summary line")
     q.set_defaults(func=cmd_fix_feet)

@@ -30,12 +30,6 @@ def robot_from_args(args, keep_name: bool = False):
         return args.robot
     kw = {}
     if args.floating_base:
-        import inspect
-
-        if "floating_base" not in inspect.signature(load_robot).parameters:
-            from .cli import UsageError
-
-            raise UsageError("--floating-base: this version of invkin has no floating base")
         kw["floating_base"] = True
     if args.srdf:
         kw["srdf"] = args.srdf

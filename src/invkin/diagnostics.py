@@ -17,10 +17,9 @@ units and depend on the robot's size; ``rows="position"`` or ``"orientation"`` k
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .errors import ConfigurationError
-from .solvers.shared import smallest_singular_value, sym_eigvals  # noqa: F401 - re-exported (tests)
+from .solvers.shared import smallest_singular_value  # noqa: F401 - σ_min, re-exported (tests, Tracker)
 
 __all__ = ["manipulability", "condition_number", "singular_values", "distance_to_limits",
            "is_near_singular", "NEAR_SINGULAR_THRESHOLD"]
@@ -85,18 +84,3 @@ def distance_to_limits(robot, q) -> np.ndarray:
     """
     q = robot.check_q(q)
     return np.minimum(q - robot.lower, robot.upper - q)
-
-
-# --------------------------------------------------------------------------- kernels
-# smallest_singular_value (σ_min of a task Jacobian, Tracker's near-singular flag) and the Jacobi
-# eigenvalues live once, in the solvers' linear algebra (invkin.solvers._linalg).
-
-
-@njit(cache=True)
-def sym_eigvals_jacobi(A, out):
-    """Eigenvalues of the symmetric matrix A (k, k) into ``out`` (k,) by cyclic Jacobi rotations.
-
-    A is overwritten. Exact to rounding for the small matrices of a task Jacobian (k ≤ ~12).
-    (:func:`invkin.solvers._linalg.sym_eigvals` on the whole matrix.)
-    """
-    sym_eigvals(A, A.shape[0], out)

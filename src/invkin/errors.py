@@ -15,6 +15,8 @@ __all__ = [
     "GoalError",
     "SolverError",
     "ModelWarning",
+    "FileError",
+    "InvkinWarning",
     "closest_names",
 ]
 
@@ -46,7 +48,17 @@ class SolverError(InvkinError, ValueError):
     """A solver was called with options it cannot honour (unknown method, unsupported joints)."""
 
 
-class ModelWarning(UserWarning):
+class FileError(InvkinError):
+    """A path cannot be read or written as asked: not a regular file (a FIFO, a device, a folder),
+    a missing folder, no permission. The message names the path."""
+
+
+class InvkinWarning(UserWarning):
+    """Input that was accepted after a change the caller should know about (e.g. a joint limit
+    beyond the documented bound read as unlimited, a BVH frame count one above the lines present)."""
+
+
+class ModelWarning(InvkinWarning):
     """A model file was loaded with a repair that the message names (an ignored element, a mimic
     follower fixed or set free); the loaded model is usable."""
 

@@ -1,7 +1,10 @@
 """Goals: what a solve should achieve, as frozen dataclasses compiled into a flat goal table.
 
 Every goal has a ``weight`` (dimensionless; a position residual in metres and a rotation residual
-in radians are weighted as given). The task residual ``e`` (the change wanted) and its Jacobian
+in radians are weighted as given). The weight of a task goal (Position, Orientation, Pose and its
+``rotation_weight``, Aim) must be > 0: every task goal decides success, so a goal that should not
+count is left out rather than given weight 0. Posture weights may be 0. Points and positions are
+bounded by :data:`invkin._checks.MAX_LENGTH` (1e9 m); complex values are refused, not truncated. The task residual ``e`` (the change wanted) and its Jacobian
 rows ``J`` (from the world-aligned geometric Jacobian ``[Jv; Jw]`` of the goal's frame) are:
 
 * ``Position(frame, p)``: ``e = p - p_frame``, ``J = Jv``.
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._checks import MAX_LENGTH, real_array, unit_vector
 from .errors import GoalError
 from .spatial import as_rotation, as_transform, quat_to_matrix
 
@@ -65,22 +69,25 @@ _KIND_P = np.array([KIND_POSITION], dtype=np.int64)
 _KIND_PR = np.array([KIND_POSITION, KIND_ROTATION], dtype=np.int64)
 
 
-def _weight(w, what):
+def _weight(w, what, allow_zero=False):
+    if isinstance(w, (bool, complex, np.complexfloating, str)):
+        raise GoalError(f"{what}: weight must be a real number, got {w!r}")
     try:
         w = float(w)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise GoalError(f"{what}: weight must be a number, got {w!r}") from None
-    if not np.isfinite(w) or w < 0:
-        raise GoalError(f"{what}: weight must be finite and >= 0, got {w}")
+    if not np.isfinite(w) or w < 0 or (w == 0 and not allow_zero):
+        raise GoalError(f"{what}: weight must be finite and {'>= 0' if allow_zero else '> 0'}, got {w} "
+                        f"(every task goal decides success; leave out a goal that should not count)")
     return w
 
 
 def _point(p, what):
-    a = np.array(p, dtype=np.float64) if not isinstance(p, str) else None
-    if a is None or a.shape != (3,):
+    if isinstance(p, str) or p is None:
         raise GoalError(f"{what}: expected a point of shape (3,) [m], got {p!r}")
-    if not np.all(np.isfinite(a)):
-        raise GoalError(f"{what}: expected finite coordinates, got {a.tolist()}")
+    a = np.array(real_array(what, p, bound=MAX_LENGTH, unit=" [m]"))
+    if a.shape != (3,):
+        raise GoalError(f"{what}: expected a point of shape (3,) [m], got {p!r}")
     a.setflags(write=False)
     return a
 
@@ -222,6 +229,7 @@ class Pose(Goal):
         _level(self.hard, self.priority, "Pose")
         object.__setattr__(self, "frame", _frame(self.frame, "Pose"))
         T = as_transform(self.T, f"Pose({self.frame!r}).T")
+        _point(T[:3, 3], f"Pose({self.frame!r}).T translation")
         T.setflags(write=False)
         object.__setattr__(self, "T", T)
         object.__setattr__(self, "weight", _weight(self.weight, "Pose"))
@@ -270,11 +278,7 @@ class Aim(Goal):
     def __post_init__(self):
         _level(self.hard, self.priority, "Aim")
         object.__setattr__(self, "frame", _frame(self.frame, "Aim"))
-        ax = _point(self.axis, f"Aim({self.frame!r}).axis")
-        n = float(np.linalg.norm(ax))
-        if n < 1e-9:
-            raise GoalError(f"Aim({self.frame!r}).axis: expected a non-zero vector, got {ax.tolist()}")
-        ax = ax / n
+        ax = unit_vector(f"Aim({self.frame!r}).axis", self.axis)  # scaled first: no overflow to 0
         ax.setflags(write=False)
         object.__setattr__(self, "axis", ax)
         object.__setattr__(self, "point", _point(self.point, f"Aim({self.frame!r}).point"))
@@ -360,12 +364,12 @@ class Posture(Goal):
     frame: str = field(default="", repr=False)
 
     def __post_init__(self):
-        a = np.array(self.q_rest, dtype=np.float64)
-        if a.ndim != 1 or not np.all(np.isfinite(a)):
+        a = np.array(real_array("Posture.q_rest", self.q_rest, bound=MAX_LENGTH))
+        if a.ndim != 1:
             raise GoalError(f"Posture.q_rest: expected a finite vector (dof,), got {self.q_rest!r}")
         a.setflags(write=False)
         object.__setattr__(self, "q_rest", a)
-        object.__setattr__(self, "weight", _weight(self.weight, "Posture"))
+        object.__setattr__(self, "weight", _weight(self.weight, "Posture", allow_zero=True))
 
     def _make_rows(self):
         return []

@@ -14,11 +14,14 @@ import time
 
 import numpy as np
 
+from ._checks import MAX_LENGTH, SEED_LIMIT
+from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
 from .goals import BASIC_KINDS, KIND_POSITION, KINDS, Pose, Position, Posture
 from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors
+from .model.limits import respect_cone_limits
 from .solvers import lm as _lm
 from .solvers.lm import ATTEMPT_ITERATIONS as _LM_ATTEMPT_ITERATIONS
 from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
@@ -42,6 +45,13 @@ __all__ = ["solve", "solve_many", "methods", "DEFAULTS"]
 DEFAULTS = dict(position_tolerance=1e-6, rotation_tolerance=1e-6, timeout=0.05, max_iterations=None)
 
 _FIRST_CHUNK = 100  # iterations of the first attempt before the clock is looked at
+#: max_iterations when timeout is None and max_iterations is None.
+DEFAULT_MAX_ITERATIONS = 1000
+#: max_iterations when a timeout is given and max_iterations is None: a hard bound that holds
+#: whatever the clock says (a timeout of 1e300 s, a clock that stalls).
+ITERATION_CAP = 1_000_000
+#: solve_many's largest max_restarts (per target).
+MAX_RESTARTS = 10_000
 
 
 def _check_positive(name, v, allow_none=False):
@@ -77,6 +87,8 @@ def _initial_q(robot, q0):
     q = robot.check_q(q0, "q0")
     if q.ndim != 1:
         raise ConfigurationError(f"q0: expected shape ({robot.dof},), got {q.shape}")
+    if q.size and float(np.max(np.abs(q))) > MAX_LENGTH:  # FK of such values overflows
+        raise ConfigurationError(f"q0: expected values within ±{MAX_LENGTH:g}, got {q.tolist()}")
     return np.minimum(np.maximum(q, robot.lower), robot.upper)
 
 
@@ -90,13 +102,8 @@ def _sampler(robot, q0=None):
     joints (a floating base) within model.robot.BASE_SAMPLE_SPREAD of ``q0`` (default: of the
     neutral configuration, the origin), never over their infinite range."""
     if q0 is not None and robot.floating:
-        lo, span = _sampler(robot)
-        b = robot._base_dofs
-        spread = robot._base_spread()
-        lo = lo.copy()
-        span = span.copy()
-        lo[b] = q0[b] - spread
-        span[b] = 2.0 * spread
+        lo, span = (a.copy() for a in _sampler(robot))
+        lo[robot._base_dofs], span[robot._base_dofs] = _base_box(robot, q0)
         return lo, span
     s = getattr(robot, "_sample_bounds", None)
     if s is None:
@@ -110,9 +117,7 @@ def _sampler(robot, q0=None):
         lo = np.where(limited, lo + RESTART_MARGIN * span, lo)
         span = np.where(limited, (1.0 - 2.0 * RESTART_MARGIN) * span, span)
         if robot.floating:
-            spread = robot._base_spread()
-            lo[robot._base_dofs] = -spread
-            span[robot._base_dofs] = 2.0 * spread
+            lo[robot._base_dofs], span[robot._base_dofs] = _base_box(robot, robot._neutral)
         s = (lo, span)
         object.__setattr__(robot, "_sample_bounds", s)
     return s
@@ -131,24 +136,45 @@ def free_attempts(lower, upper, wrap) -> float:
     return 1.0 if bool(np.all(unbounded | turn)) else 0.0
 
 
+def _base_box(robot, q0):
+    """(lo, span) of the restart box of the floating base's q entries: q0 ± BASE_SAMPLE_SPREAD."""
+    spread = robot._base_spread()
+    return q0[robot._base_dofs] - spread, 2.0 * spread
+
+
 def _lm_tables(robot, joint_weights=None, q0=None):
     """(lims, free, scratch size) for the chain LM kernels: the per-DOF table of
     solvers.lm.limits_table, free_attempts, and a scratch length that fits any chain of the robot
     with up to two goal rows. Cached per robot for the default joint weights, except on a
     floating robot, whose base restarts are sampled around ``q0``."""
     if joint_weights is None:
-        t = robot.__dict__.get("_lm_tables")
+        t = robot.__dict__.get("_lm_tables") or robot.__dict__.get("_lm_tables_origin")
         if t is not None:
-            return t
-    lo, span = _sampler(robot, q0)
+            return t if q0 is None or not robot.floating else _around(robot, t, q0)
+    lo, span = _sampler(robot)
     wrap = _lm.wrappable_dofs(robot._ni, robot._nf, robot.dof)
     lims = _lm.limits_table(robot.lower, robot.upper, lo, span, wrap,
                             robot._ones if joint_weights is None else joint_weights, robot._ball_starts)
     t = (lims, free_attempts(robot.lower, robot.upper, wrap),
          _lm.chain_workspace_size(robot.n_nodes + 1, robot.dof, 6))
-    if joint_weights is None and not robot.floating:
-        object.__setattr__(robot, "_lm_tables", t)
-    return t
+    if joint_weights is None:  # a floating robot's table samples its base around the origin
+        object.__setattr__(robot, "_lm_tables_origin" if robot.floating else "_lm_tables", t)
+    return t if q0 is None or not robot.floating else _around(robot, t, q0)
+
+
+def _around(robot, t, q0):
+    """The LM tables ``t`` with the floating base's restart box moved around ``q0`` (the last
+    one kept per robot: repeated solves from the same base place rebuild nothing)."""
+    key = q0[robot._base_dofs].tobytes()
+    last = robot.__dict__.get("_lm_tables_at")
+    if last is not None and last[0] == key and last[1] is t[0]:
+        return last[2]
+    lims = t[0].copy()
+    lims[_lm.L_SAMPLE_LO, robot._base_dofs], lims[_lm.L_SAMPLE_SPAN, robot._base_dofs] = _base_box(robot, q0)
+    lims.setflags(write=False)
+    out = (lims,) + tuple(t[1:])
+    object.__setattr__(robot, "_lm_tables_at", (key, t[0], out))
+    return out
 
 
 def _one_frame(problem):
@@ -175,10 +201,15 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         q0: (dof,) start configuration (clamped into the limits); default ``robot.neutral()``.
         method: a registered name (:func:`methods`); default Levenberg–Marquardt.
         position_tolerance [m], rotation_tolerance [rad]: success thresholds on every goal.
-        timeout [s]: wall-clock budget including restarts; None: no clock, only max_iterations.
-        max_iterations: total iterations over all restarts (default: unlimited within the timeout,
-            1000 without one).
-        seed: RNG seed for restarts (int or numpy Generator).
+        timeout [s]: wall-clock budget including restarts; None: no clock, the solve is bounded by
+            ``max_iterations`` alone. The first call of a method in a process also compiles (or
+            loads from Numba's cache) its kernels; that time is spent before the clock is first
+            read and is not bounded by the timeout.
+        max_iterations: total iterations over all restarts (default: :data:`DEFAULT_MAX_ITERATIONS`
+            = 1000 without a timeout; with one, as many as fit in it, never more than
+            :data:`ITERATION_CAP` = 1,000,000). Every attempt counts at least one, so a loop of
+            attempts that each do nothing (``mode="distance"`` on a goal met everywhere) ends.
+        seed: RNG seed for restarts: an int in [0, 2**63), a numpy Generator, or None (fresh entropy).
         joint_weights: (dof,) > 0, stiffness of each joint (weighted least norm).
         restarts: restart from random configurations when an attempt stalls.
         mode: "speed" returns the first solution; "distance" keeps solving until the budget is
@@ -211,7 +242,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         if res is not None:
             if robot._wrap_dofs.size:
                 _wrap_near(robot, res.q, robot._neutral if q0 is None else q0)
-            return res
+            return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
     if nullspace is None and rest is None and nullspace_gain is None:
         res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
                      seed, joint_weights, restarts, mode, options, max_joint_step, dt)
@@ -221,7 +252,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
                               nullspace_gain, nullspace_iterations, rest, max_joint_step, dt)
     if robot._wrap_dofs.size:
         _wrap_near(robot, res.q, robot._neutral if q0 is None else robot.check_q(q0, "q0"))
-    return res
+    return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
 
 
 def _wrap_near(robot, q, q0) -> None:
@@ -320,7 +351,10 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
                 or max_iterations < 1:
             raise GoalError(f"max_iterations: expected an integer >= 1 or None, got {max_iterations!r}")
     elif timeout is None:
-        max_iterations = 1000
+        max_iterations = DEFAULT_MAX_ITERATIONS
+    else:
+        max_iterations = ITERATION_CAP
+    check_seed("seed", seed)
     if mode not in ("speed", "distance"):
         raise SolverError(f"mode: expected 'speed' or 'distance', got {mode!r}")
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
@@ -364,8 +398,9 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
     per_iter = None
     attempt_cap = m.attempt_iterations
     attempt_it = 0
+    idle = 0
     while True:
-        budget_it = chunk if max_iterations is None else min(chunk, max_iterations - total_it)
+        budget_it = chunk if max_iterations is None else max(min(chunk, max_iterations - total_it - idle), 0)
         if attempt_cap is not None:
             budget_it = min(budget_it, attempt_cap - attempt_it)
         it_before = state[1]
@@ -374,13 +409,17 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         done = int(state[1] - it_before)
         total_it += done
         attempt_it += done
+        idle += done == 0  # an attempt that did nothing still spends one unit of max_iterations
         if code != CONVERGED and attempt_cap is not None and attempt_it >= attempt_cap:
             code = STALLED
         if done:
             dt = (time.perf_counter() - t0) / done
             per_iter = dt if per_iter is None else 0.5 * (per_iter + dt)
         perr, rerr = state[2], state[3]
-        converged = code == CONVERGED
+        converged = code == CONVERGED and bool(np.all(np.isfinite(q)))  # never call NaN/inf converged
+        if code == CONVERGED and not converged:
+            code = STALLED
+            q[:] = q_start
         key = (max(perr / position_tolerance, rerr / rotation_tolerance), perr + rerr)
         if converged:
             if mode == "speed":
@@ -402,7 +441,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         if deadline is not None and now >= deadline:
             stop_reason = Status.TIME_LIMIT
             break
-        if max_iterations is not None and total_it >= max_iterations:
+        if max_iterations is not None and total_it + idle >= max_iterations:
             stop_reason = Status.ITERATION_LIMIT
             break
         if code == STALLED or converged or done == 0:
@@ -506,9 +545,9 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     if type(goal) not in _FAST_GOALS or type(tol_p) is not float or type(tol_r) is not float \
             or not (0.0 < tol_p < math.inf and 0.0 < tol_r < math.inf):
         return None
-    if timeout is not None and not (type(timeout) is float and 0.0 < timeout < math.inf):
-        return None
-    if type(seed) is not int or seed < 0:
+    if not (type(timeout) is float and 0.0 < timeout < math.inf):
+        return None  # timeout=None: the general path bounds it by DEFAULT_MAX_ITERATIONS
+    if type(seed) is not int or not 0 <= seed < SEED_LIMIT:
         return None
     if q0 is None:
         q0 = robot._neutral
@@ -541,6 +580,8 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         code = ep(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, st, budget, attempt_iters,
                   max_attempts, seed, buf)
         if code == CONVERGED:
+            if not (np.isfinite(st[8]) and np.isfinite(st[9])):
+                return None  # never call non-finite numbers converged: the general path judges it
             return Result._new(best_q, True, Status.CONVERGED, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
                                time.perf_counter() - t_start, "lm")
         if code < 0:
@@ -557,7 +598,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         if code == STALLED:
             status = Status.UNREACHABLE if unreachable else Status.STALLED
             break
-        if deadline is not None and now >= deadline:
+        if now >= deadline or st[1] >= ITERATION_CAP:
             status = Status.UNREACHABLE if unreachable else Status.TIME_LIMIT
             break
         per_iter = (now - t0) / max(st[1] - it0, 1)
@@ -567,6 +608,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
 
 
 def _seed_int(seed) -> int:
+    seed = check_seed("seed", seed)
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(0, 2**31 - 1))
     if seed is None:
@@ -701,8 +743,12 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
                                      problem.tol_r, q_start, q, best_q, st, int(budget), attempt_iters, max_attempts,
                                      seed_i, rowerr)
         if code == CONVERGED:
-            status = Status.CONVERGED
-            break
+            if np.isfinite(st[S_BEST_PERR]) and np.isfinite(st[S_BEST_RERR]) and np.all(np.isfinite(best_q)):
+                status = Status.CONVERGED
+                break
+            code = STALLED  # never call non-finite numbers converged
+            st[S_BEST_PERR] = math.inf
+            best_q[:] = q_start
         now = time.perf_counter()
         if code == UNREACHABLE and not chain:
             status = Status.UNREACHABLE
@@ -761,8 +807,10 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         frame: the goal frame.
         Ts: (B, 4, 4) poses, or (B, 3) positions [m] (position-only goals).
         q0: (dof,) or (B, dof) start configurations (default ``robot.neutral()``).
-        max_restarts: random restarts per target after the first attempt (no clock inside the
-            parallel kernel: the budget is iterations, so results are deterministic for a seed).
+        max_restarts: random restarts per target after the first attempt, 0 to
+            :data:`MAX_RESTARTS` = 10,000 (no clock inside the parallel kernel: the budget is
+            iterations, so results are deterministic for a seed).
+        seed: an int in [0, 2**63 - B); target ``b`` is seeded with ``seed + b``.
         axes: orientation axes that matter for pose targets ("xyz", or "x"/"y"/"z").
 
     ``method="lm"`` runs one Numba ``prange`` kernel over all targets (all cores); any other
@@ -774,10 +822,12 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
 
     t0 = time.perf_counter()
     node = robot.frame_index(frame)
+    if isinstance(Ts, (str, bytes)) or Ts is None or (isinstance(Ts, np.ndarray) and Ts.dtype.kind == "c"):
+        raise GoalError(f"Ts: expected a real array (B, 4, 4) or (B, 3), got {Ts!r:.200}")
     try:
         Ts = np.ascontiguousarray(Ts, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise GoalError(f"Ts: expected an array (B, 4, 4) or (B, 3), got {Ts!r:.200}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise GoalError(f"Ts: expected a real array (B, 4, 4) or (B, 3), got {Ts!r:.200}") from None
     if Ts.ndim == 2 and Ts.shape[1] == 3:
         position_only = True
     elif Ts.ndim == 3 and Ts.shape[1:] == (4, 4):
@@ -788,8 +838,17 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     if position_only and not np.all(np.isfinite(Ts)):
         bad = int(np.argwhere(~np.isfinite(Ts.reshape(B, -1)))[0][0])
         raise GoalError(f"Ts: expected finite values; target {bad} has {Ts[bad].tolist()}")
-    if isinstance(max_restarts, bool) or not isinstance(max_restarts, (int, np.integer)) or max_restarts < 0:
-        raise GoalError(f"max_restarts: expected an integer >= 0, got {max_restarts!r}")
+    if np.any(np.abs(Ts[np.isfinite(Ts)]) > MAX_LENGTH):
+        bad = int(np.argmax(np.any(np.abs(np.nan_to_num(Ts.reshape(B, -1))) > MAX_LENGTH, axis=1)))
+        raise GoalError(f"Ts: expected coordinates within ±{MAX_LENGTH:g} m; target {bad} has "
+                        f"{Ts[bad].tolist()}")
+    if isinstance(max_restarts, bool) or not isinstance(max_restarts, (int, np.integer)) \
+            or not 0 <= max_restarts <= MAX_RESTARTS:
+        raise GoalError(f"max_restarts: expected an integer in [0, {MAX_RESTARTS}], got {max_restarts!r}")
+    check_seed("seed", seed, allow_generator=False, allow_none=False)
+    if seed + B >= SEED_LIMIT:
+        raise GoalError(f"seed: target b is seeded with seed + b, which must stay below 2**63; got seed={seed} "
+                        f"for {B} targets")
     if q0 is None:
         q0s = np.broadcast_to(robot._neutral, (B, robot.dof))
     else:

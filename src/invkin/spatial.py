@@ -384,10 +384,17 @@ def rotation_drift_nb(R):
 ORTHONORMAL_REPAIR_TOL = 1e-3
 
 
+def _real(x):
+    """x, unless it is complex (NumPy would drop the imaginary part): then a TypeError."""
+    if np.asarray(x).dtype.kind == "c":
+        raise TypeError("complex values")
+    return x
+
+
 def as_rotation(R, what: str = "rotation") -> np.ndarray:
     """Validate a 3x3 rotation: re-orthonormalise slight drift, reject garbage with GoalError."""
     try:
-        a = np.array(R, dtype=np.float64)
+        a = np.array(_real(R), dtype=np.float64)
     except (TypeError, ValueError):
         raise GoalError(f"{what}: expected a (3, 3) rotation matrix, got {R!r:.200}") from None
     if a.shape != (3, 3):
@@ -408,7 +415,7 @@ def as_rotation(R, what: str = "rotation") -> np.ndarray:
 def as_transform(T, what: str = "transform") -> np.ndarray:
     """Validate a 4x4 rigid transform (rotation part repaired as in :func:`as_rotation`)."""
     try:
-        a = np.array(T, dtype=np.float64)
+        a = np.array(_real(T), dtype=np.float64)
     except (TypeError, ValueError):
         raise GoalError(f"{what}: expected a (4, 4) homogeneous transform, got {T!r:.200}") from None
     if a.shape != (4, 4):

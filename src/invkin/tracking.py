@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ._checks import count, positive
+from ._checks import MAX_LENGTH, count, positive, real_array
 from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import GoalError, SolverError
 from .goals import KIND_AXIS, Aim, Goal, Orientation, Pose, Position, Posture
@@ -147,11 +147,12 @@ def _jump(q0, q, balls, is_ball):
 
 @njit(cache=True)
 def _targets_ok(gkind, gvec, gR):
-    """False when a target holds a non-finite number or a rotation target is not a rotation."""
+    """False when a target holds a non-finite number or one beyond MAX_LENGTH (1e9 m: squared
+    distances of larger ones overflow), or a rotation target is not a rotation."""
     for g in range(gkind.shape[0]):
         for k in range(3):
             v = gvec[g, k]
-            if not (v - v == 0.0):
+            if not (v - v == 0.0) or abs(v) > MAX_LENGTH:
                 return False
         if gkind[g] == 1:
             R = gR[g]
@@ -497,7 +498,7 @@ class Tracker:
     # ------------------------------------------------------------------ the hot path
     def _write(self, slot, t):
         kind, rp, rr, ax = slot
-        a = t if type(t) is np.ndarray else np.asarray(t, dtype=np.float64)
+        a = t if type(t) is np.ndarray and t.dtype.kind == "f" else real_array("target", t)  # complex refused
         if kind == "point":
             if a.shape != (3,):
                 raise GoalError(f"target for goal {self._slot_name(slot)}: expected a point (3,) [m], "
@@ -552,11 +553,18 @@ class Tracker:
             self._gR[:] = self._gR_ok
             raise
         out = self._out
+        q_before = self._q.copy()
         code = track_update(*self._head, self._q, self._gvec_ok, self._gR_ok, self._bound, self._is_ball,
                             self.iterations, self._use_lm, self.damping, out)
         if code == BAD_TARGET:
-            raise GoalError(f"targets: expected finite values and proper rotations (orthonormal, det +1), "
-                            f"got {_short(targets)}")
+            raise GoalError(f"targets: expected finite values within ±{MAX_LENGTH:g} m and proper rotations "
+                            f"(orthonormal, det +1), got {_short(targets)}")
+        if not (np.all(np.isfinite(self._q)) and math.isfinite(out[O_PERR]) and math.isfinite(out[O_RERR])):
+            # never report (or keep) a non-finite configuration: stay where the update started
+            self._q[:] = q_before
+            code = STALLED
+            out[O_JUMP] = 0.0
+            out[O_PERR], out[O_RERR] = _errors(self.robot, self._problem, self._q, self._gvec_ok, self._gR_ok)
         status = self._status[code]
         bound_active = out[O_BOUND] > 0.5
         if bound_active and code != CONVERGED:
@@ -598,6 +606,12 @@ class Tracker:
     def __repr__(self) -> str:
         return (f"Tracker({self.robot.name!r}, goals={len(self._slots)}, method={self.method}, "
                 f"max_joint_step={float(self._bound.max()):g}, iterations={self.iterations})")
+
+
+def _errors(robot, p, q, gvec, gR):
+    from .solvers._common import goal_errors
+
+    return goal_errors(robot._ni, robot._nf, robot.origin, q, p.gnode, p.gkind, gvec, gR, p.gaxis, p.gw)
 
 
 def _short(v):

@@ -13,6 +13,10 @@ from .skeleton import _clip_node, _limb_length, _robot_for, _track
 _UP = {"x": 0, "y": 1, "z": 2}
 
 
+class NoContactWarning(UserWarning):
+    """Foot planting found no contact for a foot: nothing was planted (the thresholds are in the message)."""
+
+
 def _up_arg(up):
     if up is None:
         return None
@@ -90,15 +94,49 @@ def _detect(P, clip, up, floor, h_on, v_on, hysteresis, min_duration, foot):
     return [Contact(foot, s, e) for s, e in out if e - s >= min_len]
 
 
-def _plant_params(robot, clip, plant, up, floor, P):
-    """floor, height threshold and speed threshold of a FootPlant (defaults filled in)."""
-    fl = plant.floor if plant.floor is not None else floor
+def _root_speed(robot, clip, up) -> float:
+    """Median horizontal speed of the clip's root [units/s]."""
+    root = next(n for n, p in zip(clip.names, clip.parents) if p < 0)
+    R = _track(robot, clip.frames, root)[:, _horizontal(up)]
+    if R.shape[0] < 2 or not clip.frame_time > 0:
+        return 0.0
+    return float(np.median(np.linalg.norm(np.gradient(R, clip.frame_time, axis=0), axis=1)))
+
+
+def _plant_params(robot, clip, plant, up, floor, P, frame=None):
+    """floor, height threshold and speed threshold of a FootPlant (defaults filled in) for its
+    ``frame`` (default the plant's; the toe passes its own and uses its own floor)."""
+    frame = plant.frame if frame is None else frame
+    fl = (plant.floor if plant.floor is not None else floor) if frame == plant.frame else None
     if fl is None:
         fl = float(np.percentile(P[:, _UP[up]], plant.floor_percentile))
-    ell = _limb_length(clip, plant.frame)
+    ell = _limb_length(clip, frame)
     h_on = plant.height_threshold if plant.height_threshold is not None else 0.08 * ell
-    v_on = plant.speed_threshold if plant.speed_threshold is not None else 0.2 * ell
+    v_on = plant.speed_threshold if plant.speed_threshold is not None else max(
+        0.2 * ell, 0.15 * _root_speed(robot, clip, up))
     return float(fl), h_on, v_on
+
+
+def foot_toe(clip, plant) -> str | None:
+    """The toe frame of a FootPlant (``plant.toe``, or found below the foot; None for none)."""
+    if plant.toe is False:
+        return None
+    foot = _clip_node(clip, plant.frame, f"FootPlant({plant.frame!r})")
+    if plant.toe is not None:
+        t = _clip_node(clip, plant.toe, f"FootPlant({plant.frame!r}).toe")
+        p = clip.parents[t]
+        while p >= 0 and p != foot:
+            p = clip.parents[p]
+        if p != foot:
+            raise ModelError(f"FootPlant({plant.frame!r}).toe: {plant.toe!r} is not below the foot")
+        return plant.toe
+    kids = [i for i, p in enumerate(clip.parents) if p == foot]
+    named = [i for i in kids if "toe" in clip.names[i].lower() or "ball" in clip.names[i].lower()]
+    ends = [i for i in kids if clip.end_site[i]]
+    pick = (named or ends or [None])[0]
+    if pick is None or not np.linalg.norm(clip.offsets[pick]) > 0:
+        return None
+    return clip.names[pick]
 
 
 def detect_contacts(robot, clip, foot, *, up=None, floor=None, height_threshold=None, speed_threshold=None,
@@ -121,7 +159,7 @@ def detect_contacts(robot, clip, foot, *, up=None, floor=None, height_threshold=
     P = _track(robot, clip.frames, plant.frame)
     if plant.contacts is not None:
         return [c for c in plant.contacts if c.start < clip.n_frames]
-    fl, h_on, v_on = _plant_params(robot, clip, plant, up, None, P)
+    fl, h_on, v_on = _plant_params(robot, clip, plant, up, floor, P)
     return _detect(P, clip, up, fl, h_on, v_on, plant.hysteresis, plant.min_duration, plant.frame)
 
 

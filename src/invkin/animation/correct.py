@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import math
 import sys
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .._checks import count
 from ..errors import GoalError, ModelError
-from ..goals import Position
+from ..goals import Orientation, Position
+from ..spatial import so3_exp, so3_log
 from ..model.bvh import Clip
-from .contacts import _detect, _need_fps, _plant_params, _up_arg, detect_up_axis, foot_sliding
+from .contacts import (NoContactWarning, _detect, _need_fps, _plant_params, _up_arg, detect_up_axis,
+                       foot_sliding, foot_toe)
 from .goals import Contact, FootPlant, Reach, _opt_finite, _opt_positive
 from .skeleton import _chain_cols, _chain_joints, _clip_node, _limb_length, _robot_for, _skeleton_scale, _track
-from .targets import _default_blend, _plant_targets, _raised_cos, _reach_targets
+from .targets import _default_blend, _plant_targets, _raised_cos, SOFT_REACH, _reach_targets, _soft_radius, _soft_reach
 
 #: Joint weight of the channels a frame's goals may not move (see the package docstring).
 FROZEN_WEIGHT = 1e9
@@ -25,9 +28,6 @@ FROZEN_WEIGHT = 1e9
 #: capped at MAX_STEP_CAP per frame.
 DEFAULT_MAX_SPEED = math.radians(600.0)
 MAX_STEP_CAP = math.radians(20.0)
-#: Pins are kept within (1 − REACH_MARGIN) × the chain's length of its top joint (a straight leg
-#: is a singular pose: joint speeds blow up near it).
-REACH_MARGIN = 0.005
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,6 +123,92 @@ def _progress(progress, n):
     return (lambda i: None), (lambda: None)
 
 
+def _runs(mask):
+    """[start, stop) runs of True in a boolean array."""
+    d = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+    return list(zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)))
+
+
+def _foot_targets(robot, clip, g, toe, det, tops, up, B):
+    """Targets of a foot's heel (the FootPlant frame) and toe: {frame: (T, pins)}, and the foot's
+    orientation lock (F, 3, 3) (NaN where none).
+
+    While heel and toe are both down (flat) the part that touched first (the anchor) stays pinned and
+    the foot keeps its orientation of the flat phase's first frame; the other part is implied (NaN
+    target). A toe that stays down after the heel lifts is pinned where the locked foot put it, so
+    the hand-over is seamless. Blends of one part are dropped where the other part is in contact
+    (one goal per foot there), and the toe's where both blend.
+    """
+    F = clip.n_frames
+    heel = g.frame
+    P_h, fl_h, _, _, cs_h = det[heel]
+    lock = np.full((F, 3, 3), np.nan)
+
+    def targets(frame, given=None):
+        P, fl, _, _, cs = det[frame]
+        top = _limb_top(clip, heel, g)
+        L = _limb_length(clip, frame) - _limb_length(clip, top)
+        d0 = _soft_radius(np.linalg.norm(P - tops, axis=1), L, SOFT_REACH * L)
+        T, pins = _plant_targets(P, cs, g.pin, up, fl, B, tops, d0, g.lift, given)
+        return _soft_reach(T, tops, L, d0), pins
+
+    T_h, pins_h = targets(heel)
+    if toe is None:
+        return {heel: (T_h, pins_h)}, None
+    P_t, fl_t, _, _, cs_t = det[toe]
+    in_h = np.zeros(F, bool)
+    in_t = np.zeros(F, bool)
+    start_h = np.full(F, -1)
+    start_t = np.full(F, -1)
+    for c in cs_h:
+        in_h[c.start:c.stop] = True
+        start_h[c.start:c.stop] = c.start
+    for c in cs_t:
+        in_t[c.start:c.stop] = True
+        start_t[c.start:c.stop] = c.start
+    R_foot = robot.fk(np.ascontiguousarray(clip.frames), heel)[:, :3, :3]
+    given = [None] * len(cs_t)
+    toe_anchor = []
+    for a, b in _runs(in_h & in_t):
+        lock[a:b] = R_foot[a]
+        for f in range(a, min(b, a + B)):  # the lock eases in (no angular-velocity step at its onset)
+            w = 1.0 - _raised_cos(f - a + 1, B)
+            lock[f] = R_foot[f] @ so3_exp(w * so3_log(R_foot[f].T @ R_foot[a]))
+        if start_t[a] < start_h[a]:
+            toe_anchor.append((a, b))
+            continue
+        # heel anchors: the toe's pin follows from the heel's pin and the locked foot
+        o = R_foot[a].T @ (P_t[a] - P_h[a])
+        k = next(j for j, c in enumerate(cs_t) if c.start <= a < c.stop)
+        given[k] = T_h[b - 1] + R_foot[a] @ o  # where the locked foot leaves the toe when the heel lifts
+    T_t, pins_t = targets(toe, given)
+    for a, b in _runs(in_h & in_t):
+        if (a, b) in toe_anchor:
+            T_h[a:b] = np.nan
+        else:
+            T_t[a:b] = np.nan
+    both = ~np.isnan(T_h[:, 0]) & ~np.isnan(T_t[:, 0])
+    T_t[both & in_h & ~in_t] = np.nan
+    T_h[both & in_t & ~in_h] = np.nan
+    prev = "heel"
+    for i in range(F):  # both blending: the part that was active on the previous frame goes on
+        if both[i] and not in_h[i] and not in_t[i]:
+            (T_t if prev == "heel" else T_h)[i] = np.nan
+        if not np.isnan(T_t[i, 0]) and np.isnan(T_h[i, 0]):
+            prev = "toe"
+        else:
+            prev = "heel"
+    # wherever the heel is the foot's goal, the foot keeps its captured orientation (so the lock of a
+    # flat phase starts from where the foot is, and the toe does not swing with a corrected shin)
+    free = np.isnan(lock[:, 0, 0]) & ~np.isnan(T_h[:, 0])
+    lock[free] = R_foot[free]
+    return {heel: (T_h, pins_h), toe: (T_t, pins_t)}, lock
+
+
+def _limb_top(clip, heel, g):
+    return clip.names[_chain_joints(clip, heel, g.chain, f"FootPlant({heel!r})")[-1]]
+
+
 def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None, position_tolerance=None,
                  max_iterations: int = 60, progress=False):
     """Correct ``clip`` with per-frame IK goals: ``(new_clip, report)``.
@@ -186,36 +272,72 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
     compiled = []
     contacts, floors, pins_of, plant_T = {}, {}, {}, {}
     P_orig = {}
+
+    def track(name):
+        P = P_orig.get(name)
+        if P is None:
+            P = P_orig[name] = _track(robot, clip.frames, name)
+        return P
+
+    parts = []  # (frame, plant) of every planted point: heels (the FootPlant frame) and toes
+    wanted = {}  # compiled index -> requested targets, where they differ from the solved ones
     for g in goals:
         kind = "FootPlant" if isinstance(g, FootPlant) else "Reach"
         what = f"{kind}({g.frame!r})"
-        joints = _chain_joints(clip, g.frame, g.chain, what)
-        cols = _chain_cols(clip, joints)
-        P = P_orig.get(g.frame)
-        if P is None:
-            P = P_orig[g.frame] = _track(robot, clip.frames, g.frame)
-        if isinstance(g, FootPlant):
-            fl, h_on, v_on = _plant_params(robot, clip, g, up, floor, P)
-            if g.contacts is not None:
-                cs = [c for c in g.contacts if c.start < F]
-                cs = [Contact(c.foot, c.start, min(c.stop, F)) for c in cs]
-            else:
-                cs = _detect(P, clip, up, fl, h_on, v_on, g.hysteresis, g.min_duration, g.frame)
-            B = g.blend if g.blend is not None else _default_blend(clip, 0.1)
-            top = clip.names[joints[-1]]
-            tops = P_orig.get(top)
-            if tops is None:
-                tops = P_orig[top] = _track(robot, clip.frames, top)
-            radius = (1.0 - REACH_MARGIN) * (_limb_length(clip, g.frame) - _limb_length(clip, top))
-            T, pins = _plant_targets(P, cs, g.pin, up, fl, B, tops, radius, g.lift)
-            contacts[g.frame] = tuple(cs)
-            floors[g.frame] = fl
-            pins_of[g.frame] = pins
-            plant_T[g.frame] = T
-        else:
-            T = _reach_targets(g, clip, P)
+        if isinstance(g, Reach):
+            joints = _chain_joints(clip, g.frame, g.chain, what)
+            P = track(g.frame)
             B = g.blend if g.blend is not None else _default_blend(clip, 0.25)
-        compiled.append((g.frame, g.weight, cols, T, max(B, 1)))
+            top = clip.names[joints[-1]]
+            L = _limb_length(clip, g.frame) - _limb_length(clip, top)
+            T = _reach_targets(g, clip, P, track(top), L)
+            wanted[len(compiled)] = _reach_targets(g, clip, P)  # errors are measured against the request
+            compiled.append((g.frame, g.weight, _chain_cols(clip, joints), T, max(B, 1), None))
+            continue
+        toe = foot_toe(clip, g)
+        B = g.blend if g.blend is not None else _default_blend(clip, 0.1)
+        heel_joints = _chain_joints(clip, g.frame, g.chain, what)
+        if toe is not None:  # every goal of a whole foot moves hip, knee and ankle
+            chain = g.chain + 1 if isinstance(g.chain, int) else tuple(g.chain) + (g.frame,)
+            foot_joints = _chain_joints(clip, toe, chain, f"{what}.toe")
+        else:
+            foot_joints = heel_joints
+        top = clip.names[heel_joints[-1]]
+        tops = track(top)
+        det = {}
+        for frame in (g.frame, toe):
+            if frame is None:
+                continue
+            P = track(frame)
+            fl, h_on, v_on = _plant_params(robot, clip, g, up, floor, P, frame)
+            if g.contacts is not None:
+                cs = [Contact(frame, c.start, min(c.stop, F)) for c in g.contacts if c.start < F] \
+                    if frame == g.frame else []  # explicit contacts are the heel's
+            else:
+                cs = _detect(P, clip, up, fl, h_on, v_on, g.hysteresis, g.min_duration, frame)
+            det[frame] = (P, fl, h_on, v_on, cs)
+        found = sum(len(v[4]) for v in det.values())
+        T_of, lock = _foot_targets(robot, clip, g, toe, det, tops, up, B)
+        for frame, (P, fl, h_on, v_on, cs) in det.items():
+            T, pins = T_of[frame]
+            contacts[frame] = tuple(cs)
+            floors[frame] = fl
+            pins_of[frame] = pins
+            plant_T[frame] = T
+            parts.append((frame, g, h_on, v_on))
+            # the heel alone moves hip and knee (the ankle keeps the captured foot); the lock and the
+            # toe move the ankle too
+            cols = _chain_cols(clip, heel_joints if frame == g.frame else foot_joints)
+            compiled.append((frame, g.weight, cols, T, max(B, 1),
+                             (lock, _chain_cols(clip, foot_joints)) if frame == g.frame and lock is not None
+                             else None))
+        if not found:
+            _, h_on, v_on = _plant_params(robot, clip, g, up, floor, track(g.frame))
+            warnings.warn(NoContactWarning(
+                f"FootPlant({g.frame!r}): no contact found{' (toe ' + repr(toe) + ' too)' if toe else ''} with "
+                f"height_threshold {h_on:.4g} and speed_threshold {v_on:.4g} [clip units, /s] above floor "
+                f"{floors[g.frame]:.4g} (up {up!r}); the foot is left as it is. Raise the thresholds, check the "
+                f"up axis, or pass contacts explicitly"), stacklevel=2)
 
     dof = clip.dof
     rot = clip.rotation_mask
@@ -236,13 +358,24 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
             q0 = q_orig[i]
             act = []
             desired = np.zeros(dof)  # the correction this frame asks for
-            for k, (name, w, cols, T, B) in enumerate(compiled):
+            locks = []
+            for k, (name, w, cols, T, B, lk) in enumerate(compiled):
+                if lk is not None and not np.isnan(lk[0][i, 0, 0]):
+                    locks.append(Orientation(name, lk[0][i], weight=w))
+                    cols = lk[1]
+                    if np.isnan(T[i, 0]):  # the toe is the anchor: the lock still needs the chain
+                        act.append((None, w, cols, None, None))
+                        release[k] = None
+                        continue
                 if not np.isnan(T[i, 0]):
-                    act.append((name, w, cols, T[i]))
+                    act.append((name, w, cols, T[i], wanted[k][i] if k in wanted else T[i]))
                     release[k] = None
                     continue
                 if i > 0 and not np.isnan(T[i - 1, 0]):  # the goal just ended: release its chain
                     release[k] = (i, corr[cols].copy(), B)
+                    for k2, other in enumerate(compiled):  # one release per column (heel and toe share)
+                        if k2 != k and np.intersect1d(other[2], cols).size:
+                            release[k2] = None
                 if release[k] is not None:
                     i0, c0, n = release[k]
                     if i - i0 < n:
@@ -250,12 +383,13 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
                     else:
                         release[k] = None
             if act:
-                cols_all = np.unique(np.concatenate([c for _, _, c, _ in act]))
+                cols_all = np.unique(np.concatenate([c for _, _, c, _, _ in act]))
                 start = q0.copy()
                 start[cols_all] += corr[cols_all]
                 jw[:] = FROZEN_WEIGHT
                 jw[cols_all] = 1.0
-                res = solve(robot, [Position(name, t, weight=w) for name, w, _, t in act], q0=start,
+                res = solve(robot, [Position(name, t, weight=w) for name, w, _, t, _ in act if name is not None] + locks,
+                            q0=start,
                             method="lm", position_tolerance=tol, timeout=None, max_iterations=int(max_iterations),
                             restarts=False, joint_weights=jw)
                 iters += res.iterations
@@ -277,7 +411,8 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
             step[i] = min(raw, max_step)
             raw_step[i] = raw
             if act:
-                e = max(float(np.linalg.norm(robot.fk(q, name)[:3, 3] - t)) for name, _, _, t in act)
+                e = max((float(np.linalg.norm(robot.fk(q, name)[:3, 3] - t)) for name, _, _, _, t in act
+                         if name is not None), default=0.0)
                 err[i] = e
                 status.append("clipped" if clipped else ("ok" if e <= tol * (1 + 1e-9) else "missed"))
             else:
@@ -293,15 +428,15 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
         jump[1:] = np.max(np.abs(_wrap(np.diff(out[:, rot], axis=0))), axis=1, initial=0.0)
         jump_orig[1:] = np.max(np.abs(_wrap(np.diff(q_orig[:, rot], axis=0))), axis=1, initial=0.0)
     slide_before, slide_after, pin_err = {}, {}, {}
-    for p in plants:
-        cs = contacts[p.frame]
-        Pn = _track(robot, out, p.frame)
-        slide_before[p.frame] = foot_sliding(P_orig[p.frame], cs, clip.frame_time, up)
-        slide_after[p.frame] = foot_sliding(Pn, cs, clip.frame_time, up)
+    for frame, _, _, _ in parts:
+        cs = contacts[frame]
+        Pn = _track(robot, out, frame)
+        slide_before[frame] = foot_sliding(P_orig[frame], cs, clip.frame_time, up)
+        slide_after[frame] = foot_sliding(Pn, cs, clip.frame_time, up)
         pe = 0.0
         for c in cs:
-            pe = max(pe, float(np.max(np.linalg.norm(Pn[c.start:c.stop] - plant_T[p.frame][c.start:c.stop], axis=1))))
-        pin_err[p.frame] = pe
+            pe = max(pe, float(np.max(np.linalg.norm(Pn[c.start:c.stop] - plant_T[frame][c.start:c.stop], axis=1))))
+        pin_err[frame] = pe
     report = ClipReport(status=tuple(status), error=err, step=step, raw_step=raw_step, joint_jump=jump,
                         contacts=contacts, floor=floors, up=up, sliding_before=slide_before,
                         sliding_after=slide_after, pins={f: tuple(v) for f, v in pins_of.items()},

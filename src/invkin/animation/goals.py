@@ -98,8 +98,9 @@ class FootPlant:
         pin: ``"start"`` (the position at the contact's first frame) or ``"mean"``.
         height_threshold: contact when height − floor is below this [clip units]; default
             0.08 × the limb length (sum of the bone lengths from the root to the foot).
-        speed_threshold: … and the smoothed speed is below this [units/s]; default 0.2 × the
-            limb length per second.
+        speed_threshold: … and the smoothed speed is below this [units/s]; default the larger of
+            0.2 × the limb length per second and 0.15 × the root's median horizontal speed (a
+            running foot in stance moves faster than a walking one).
         hysteresis: the contact ends when height or speed exceeds this × its threshold (≥ 1).
         min_duration: shorter contacts are dropped [s].
         floor: height of the foot frame when the foot stands on the floor [clip units] (for an
@@ -114,6 +115,12 @@ class FootPlant:
             rises above the pin (the heel lifting before toe-off; only the horizontal position
             is pinned then); False: the height is pinned too.
         weight: weight of the position goal.
+        toe: the foot's second contact point (the ball or the toe tip) for whole-foot planting:
+            None (default) finds it (a joint below the foot named like a toe, else the foot's End
+            Site), a frame name sets it, False plants the ankle only. The toe has its own contacts
+            (detected with the same thresholds, its own floor); while both heel (``frame``) and toe
+            are down both points are pinned, which locks the foot's heel→toe direction (its
+            orientation but for the roll about that line); the toe's chain adds the ankle.
     """
 
     frame: str
@@ -129,9 +136,12 @@ class FootPlant:
     contacts: tuple | None = None
     lift: bool = True
     weight: float = 1.0
+    toe: str | bool | None = None
 
     def __post_init__(self):
         what = f"FootPlant({self.frame!r})"
+        if self.toe is not None and self.toe is not False:
+            object.__setattr__(self, "toe", _frame_arg(self.toe, f"{what}.toe"))
         if not isinstance(self.lift, (bool, np.bool_)):
             raise GoalError(f"{what}.lift: expected True or False, got {self.lift!r}")
         object.__setattr__(self, "frame", _frame_arg(self.frame, "FootPlant"))

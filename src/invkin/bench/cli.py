@@ -1,4 +1,5 @@
-"""``invkin bench accuracy`` and ``invkin bench suite`` (registered through cli._COMMAND_MODULES).
+"""``invkin bench accuracy``, ``invkin bench suite`` and ``invkin bench page`` (registered through
+cli._COMMAND_MODULES).
 
 Tables go to stdout, progress bars (tqdm) and the peers' output to stderr; the last line of
 stdout is a one-line summary. Exit codes: 0 done, 2 bad input (one-line message).
@@ -60,12 +61,11 @@ def _jsonable(x):
 
 
 def _write_json(path, res):
+    from .._io import atomic_write
+
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(_jsonable(res), f, indent=1, allow_nan=False)
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(_jsonable(res), indent=1, allow_nan=False))  # refuses a folder, keeps links
     print(f"wrote {path}", file=sys.stderr)
 
 
@@ -174,6 +174,58 @@ def cmd_suite(args) -> int:
     return _report(args, res, meta, S.format_suite, (P.plot_suite,), S.suite_summary_line)
 
 
+def _read_json(path, what):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as exc:
+        raise BenchUsageError(f"{what} {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise BenchUsageError(f"{what} {path}: not JSON ({exc})") from None
+
+
+def cmd_page(args) -> int:
+    """``invkin bench page ACC.json [SUITE.json]``: docs/benchmarks.md from the benchmarks' JSON."""
+    from . import page as G
+
+    acc = _read_json(args.accuracy, "accuracy JSON")
+    suite = _read_json(args.suite, "suite JSON") if args.suite else None
+    if acc.get("benchmark") != "accuracy" or "sets" not in acc:
+        raise BenchUsageError(f"{args.accuracy}: not the JSON of `invkin bench accuracy`")
+    if suite is not None and "robots" not in suite:
+        raise BenchUsageError(f"{args.suite}: not the JSON of `invkin bench suite`")
+    text = G.render_page(acc, suite)
+    if args.check:
+        try:
+            with open(args.output) as f:
+                same = f.read() == text
+        except OSError as exc:
+            raise BenchUsageError(f"--check {args.output}: {exc.strerror or exc}") from None
+        print(f"{args.output}: {'matches' if same else 'DIFFERS from'} the page of {args.accuracy}"
+              + (f" and {args.suite}" if args.suite else ""))
+        return EXIT_OK if same else 1
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        _write_json(os.path.join(args.keep, "bench_accuracy.json"), G.trim(acc))
+        if suite is not None:
+            _write_json(os.path.join(args.keep, "bench_suite.json"), G.trim(suite))
+    if args.img:
+        from . import plots as P
+
+        paths = P.plot_accuracy(acc, args.img) + P.plot_distal(acc, args.img)
+        if suite is not None:
+            paths += P.plot_suite(suite, args.img)
+        print("plots: " + ", ".join(paths), file=sys.stderr)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        from .._io import atomic_write
+
+        atomic_write(args.output, text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
 def register(sub) -> None:
     p = sub.add_parser("bench", help="compare the methods: accuracy (Welman figs 4.4/4.5), suite (TRAC-IK protocol)",
                        description="Benchmarks of every IK method. See docs/benchmarks.md.")
@@ -217,3 +269,18 @@ def register(sub) -> None:
     q.add_argument("--peer-solvers", metavar="LIST", help="comma list passed to bench_peers.py --solvers "
                                                           "(default: all of its solvers)")
     q.set_defaults(func=cmd_suite)
+
+    q = bsub.add_parser("page", help="write docs/benchmarks.md from the JSON of `bench accuracy` (and `bench suite`)",
+                        description="The benchmark page, generated: its tables and every sentence comparing methods "
+                                    "are computed from the numbers of the given runs, so the page cannot drift from "
+                                    "them.")
+    q.add_argument("accuracy", metavar="ACCURACY.json", help="the --json of `invkin bench accuracy`")
+    q.add_argument("suite", metavar="SUITE.json", nargs="?", help="the --json of `invkin bench suite` (optional)")
+    q.add_argument("-o", "--output", default="docs/benchmarks.md", help="the page (default docs/benchmarks.md; - for "
+                                                                        "stdout)")
+    q.add_argument("--check", action="store_true", help="write nothing; exit 1 when --output differs from the page "
+                                                        "these JSON files give")
+    q.add_argument("--keep", metavar="DIR", help="also write the JSON without its per-goal lists into DIR (as "
+                                                 "bench_accuracy.json, bench_suite.json), to commit beside the page")
+    q.add_argument("--img", metavar="DIR", help="also redraw the plots (PNG and SVG) into DIR")
+    q.set_defaults(func=cmd_page)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from .._io import atomic_open
 from ..errors import InvkinError
 
 __all__ = ["plot_accuracy", "plot_distal", "plot_suite"]
@@ -37,8 +38,9 @@ def _save(plt, fig, out_dir, stem) -> list:
     paths = []
     for ext in ("png", "svg"):
         p = os.path.join(out_dir, f"{stem}.{ext}")
-        fig.savefig(p, dpi=110 if ext == "png" else None, bbox_inches="tight",
-                    metadata={"Date": None} if ext == "svg" else None)
+        with atomic_open(p, "wb") as f:
+            fig.savefig(f, format=ext, dpi=110 if ext == "png" else None, bbox_inches="tight",
+                        metadata={"Date": None} if ext == "svg" else None)
         paths.append(p)
     plt.close(fig)
     return paths

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
 import threading
 import uuid
 from pathlib import Path
@@ -136,12 +137,18 @@ def solve_chunk(spec, frame, X, q0, settings: dict, seed: int, with_manipulabili
 # ---------------------------------------------------------------------------- Dask plumbing
 
 
+#: A Dask scheduler address: [protocol://]host[:port] (host: a name, IPv4 or [IPv6]); anything
+#: else fails at once instead of after the connect timeout.
+_ADDRESS = re.compile(r"\A(?:(?:tcp|tls|ws|wss|ucx|inproc)://)?(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?\Z")
+
+
 def connect(scheduler: str, timeout: float = 5.0):
     """A ``dask.distributed.Client`` for ``tcp://host:port``, or a clear JobError within about
     ``timeout`` seconds when the scheduler cannot be reached."""
+    if not isinstance(scheduler, str) or not _ADDRESS.match(scheduler):
+        raise JobError(f"scheduler: expected an address such as tcp://host:8786 (or host:8786), got "
+                       f"{scheduler!r:.200}")
     distributed = _require("dask.distributed")
-    if not isinstance(scheduler, str) or not scheduler.strip():
-        raise JobError(f"scheduler: expected an address such as tcp://host:8786, got {scheduler!r}")
     try:
         return distributed.Client(scheduler, timeout=timeout, set_as_default=False)
     except (KeyboardInterrupt, SystemExit):

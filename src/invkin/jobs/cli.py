@@ -47,6 +47,10 @@ def cmd_reachability(args) -> int:
     out = args.out
     if out is not None and not out.lower().endswith((".npz", ".parquet", ".pq")):
         raise JobError(f"--out {out!r}: expected a .npz (grid arrays) or .parquet (one row per voxel) path")
+    if args.through is not None:  # checked before the long run, not after it
+        from .._checks import MAX_LENGTH, real_array
+
+        real_array("--through", args.through, JobError, bound=MAX_LENGTH, unit=" [m]")
     for p in (out, args.parquet, args.plot):
         if p is not None:
             d = os.path.dirname(os.path.abspath(p))

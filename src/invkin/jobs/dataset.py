@@ -15,7 +15,7 @@ Chunk ``c`` holds targets ``[c·S, min((c+1)·S, N))`` and is solved by one
 do not depend on the chunk size, on the order in which chunks finish, on the number of Numba
 threads or on which Dask worker ran the chunk. A local run and a Dask run are bit-identical.
 
-Every file is written to a temporary name in the folder and renamed (``os.replace``) once
+Every file is written to a temporary name in the folder and renamed (:mod:`invkin._io`) once
 complete; the manifest lists a part only after its rename, with the sha256 of its bytes. A
 rerun verifies every listed part against its checksum and solves again only the chunks that are
 missing, corrupt or unlisted (each chunk is written once per run, so every target index appears
@@ -82,6 +82,10 @@ def _check_settings(chunk_size, max_restarts, seed, position_tolerance, rotation
 
     chunk_size = pos_int("chunk_size", chunk_size, 1)
     max_restarts = pos_int("max_restarts", max_restarts, 0)
+    from ..solve import MAX_RESTARTS
+
+    if max_restarts > MAX_RESTARTS:  # solve_many's bound, checked before the folder is touched
+        raise JobError(f"max_restarts: expected an integer in [0, {MAX_RESTARTS}], got {max_restarts}")
     seed = pos_int("seed", seed, 0)
     if seed >= 2**31:
         raise JobError(f"seed: expected an integer in [0, 2**31), got {seed}")

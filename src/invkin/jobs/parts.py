@@ -16,58 +16,35 @@ import hashlib
 import io
 import json
 import os
-import uuid
 
 import numpy as np
 
+from .._io import TMP_MARK
+from .._io import atomic_write as _atomic_write
+from ..errors import FileError
 from .errors import JobError, _arrow
 
 FORMAT = "invkin-dataset/1"
 MANIFEST = "manifest.json"
 PART_PREFIX = "part-"
 PART_SUFFIX = ".parquet"
-_TMP_MARK = ".tmp-"
+_TMP_MARK = TMP_MARK
 
 
 def part_name(c: int) -> str:
     return f"{PART_PREFIX}{c:06d}{PART_SUFFIX}"
 
 
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
 def atomic_write(path: str, data: bytes, durable: bool = True) -> None:
-    """Write ``data`` to a temporary name beside ``path`` and rename it over ``path``.
+    """Write ``data`` to a temporary name beside ``path`` and rename it over ``path``
+    (:func:`invkin._io.atomic_write`; a destination that is not a regular file is a JobError).
 
     ``durable``: fsync the file and the folder too (the manifest). Parts skip it: a part torn by a
     power cut fails its manifest checksum on the next run and is solved again."""
-    d, name = os.path.split(os.path.abspath(path))
-    tmp = os.path.join(d, f".{name}{_TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if durable:
-        _fsync_dir(d)
+        _atomic_write(path, data, durable=durable)
+    except FileError as e:
+        raise JobError(str(e)) from None
 
 
 def _sha256_file(path: str) -> tuple[str, int]:
@@ -101,6 +78,18 @@ def _part_bytes(c: int, a: int, res: dict, job_id: str, dof: int) -> bytes:
     sink = io.BytesIO()
     pq.write_table(table, sink)
     return sink.getvalue()
+
+
+def _part_file(out: str, name) -> str:
+    """A part's file name from a manifest, if it is a plain name that stays inside ``out``."""
+    if not isinstance(name, str) or not name or os.path.basename(name) != name or name in (".", "..") \
+            or "\\" in name or "\0" in name:
+        raise JobError(f"{out}: the manifest names a part file {name!r:.200}; expected a plain file name "
+                       f"inside the job folder")
+    real = os.path.realpath(os.path.join(out, name))
+    if os.path.dirname(real) != os.path.realpath(out):
+        raise JobError(f"{out}: part file {name!r} leads outside the job folder (to {real}); refused")
+    return name
 
 
 def _read_manifest(out: str):
@@ -179,7 +168,10 @@ def read_results(out, *, as_table: bool = False, verify: bool = True, allow_part
     ``position_error``, ``rotation_error``, ``iterations``, ``restarts``, and ``joint_names``
     (a tuple); or, with ``as_table=True``, one ``pyarrow.Table`` with the part schema.
     ``verify`` checks each part against the manifest's sha256. An unfinished job is an error
-    unless ``allow_partial``.
+    unless ``allow_partial``. Always checked, whatever the manifest claims: every part file is a
+    plain name inside ``out`` (a ``../`` path or a symlink leading out of the folder is refused),
+    each part holds the rows ``[start, stop)`` its manifest entry lists, and a job called complete
+    has all ``n_parts`` parts and every one of its ``n_targets`` rows exactly once.
     """
     pa, pq = _arrow()
     out = os.path.abspath(os.fspath(out))
@@ -188,7 +180,15 @@ def read_results(out, *, as_table: bool = False, verify: bool = True, allow_part
     m = _read_manifest(out)
     if m is None:
         raise JobError(f"{out}: no {MANIFEST}; not an invkin job folder")
-    parts = sorted(((int(k), e) for k, e in m["parts"].items()), key=lambda t: t[0])
+    try:
+        parts = sorted(((int(k), e) for k, e in m["parts"].items()), key=lambda t: t[0])
+        n_targets, n_parts = int(m["targets"]["count"]), int(m["n_parts"])
+        for _, e in parts:
+            e["file"], e["rows"], e["start"] = _part_file(out, e["file"]), int(e["rows"]), int(e["start"])
+    except JobError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise JobError(f"{out}: malformed job manifest ({type(err).__name__}: {err})") from None
     if not m.get("complete") and not allow_partial:
         raise JobError(f"{out}: job {m['job_id']} is unfinished ({len(parts)} of {m['n_parts']} parts); "
                        f"rerun the same command to finish it, or pass allow_partial=True")
@@ -203,9 +203,23 @@ def read_results(out, *, as_table: bool = False, verify: bool = True, allow_part
             if sha != e["sha256"]:
                 raise JobError(f"{path}: part {c} does not match its manifest checksum; rerun the job to redo it")
         try:
-            tables.append(pq.read_table(path))
+            t = pq.read_table(path)
         except (pa.ArrowException, OSError) as err:
             raise JobError(f"{path}: unreadable part {c}: {err}") from None
+        got = np.asarray(t.column("index").to_numpy()) if "index" in t.column_names else None
+        want = np.arange(e["start"], e["start"] + e["rows"], dtype=np.int64)
+        if got is None or t.num_rows != e["rows"] or not np.array_equal(got, want):
+            raise JobError(f"{path}: part {c} holds {t.num_rows} rows, its manifest lists {e['rows']} (rows "
+                           f"{e['start']}..{e['start'] + e['rows'] - 1}); rerun the job to redo it")
+        tables.append(t)
+    if m.get("complete"):
+        rows = sum(e["rows"] for _, e in parts)
+        pos = 0
+        for a, n in sorted((e["start"], e["rows"]) for _, e in parts):
+            pos = pos + n if a == pos else -1  # the parts tile [0, n_targets) without gap or overlap
+        if len(parts) != n_parts or rows != n_targets or pos != n_targets:
+            raise JobError(f"{out}: the manifest says complete, but its {len(parts)} of {n_parts} parts hold "
+                           f"{rows} of {n_targets} rows; rerun the job to finish it")
     dof = int(m["robot"]["dof"])
     if tables:
         table = pa.concat_tables(tables)

@@ -165,7 +165,14 @@ class ReachabilityMap:
         return path
 
     def slice_indices(self, through=None) -> tuple:
-        p = self.anchor if through is None else np.asarray(through, dtype=np.float64).reshape(3)
+        if through is None:
+            p = self.anchor
+        else:
+            from .._checks import MAX_LENGTH, real_array
+
+            p = real_array("through", through, JobError, bound=MAX_LENGTH, unit=" [m]")
+            if p.shape != (3,):
+                raise JobError(f"through: expected a point (3,) [m], got {through!r:.100}")
         return tuple(int(np.argmin(np.abs(ax - v))) for ax, v in zip((self.x, self.y, self.z), p))
 
     def plot_slices(self, path, through=None) -> str:

@@ -231,6 +231,10 @@ def load_targets(source, dof: int | None = None) -> Targets:
     if not isinstance(source, str):
         raise JobError(f"targets: expected a .npz/.parquet path, an array or a Targets, got {source!r:.200}")
     suffix = Path(source).suffix.lower()
+    if suffix in (".npz", ".parquet", ".pq") and os.path.exists(source):
+        from .._io import open_regular
+
+        open_regular(source, "targets file", JobError).close()  # a FIFO named x.npz must not block
     if suffix == ".npz":
         X, q0 = _from_mapping(_load_npz(source), source, dof)
     elif suffix in (".parquet", ".pq"):

@@ -174,19 +174,6 @@ def all_finite(q):
     return True
 
 
-@njit(cache=True)
-def clamp_finite(q, lower, upper):
-    """Clamp q into [lower, upper] in place; False if q holds NaN or inf."""
-    for i in range(q.shape[0]):
-        v = q[i]
-        if not (v - v == 0.0):
-            return False
-        if v < lower[i]:
-            q[i] = lower[i]
-        elif v > upper[i]:
-            q[i] = upper[i]
-    return True
-
 
 @njit(cache=True)
 def fk_all_into(ni, nf, origin, q, out):
@@ -204,15 +191,6 @@ def fk_frame_into(ni, nf, origin, q, node, out):
             out[r, c] = Ts[node, r, c]
 
 
-@njit(cache=True)
-def fk_frame(ni, nf, origin, q, node):
-    """Single-frame FK; returns (T (4, 4), ok) where ok is False for non-finite q."""
-    out = np.empty((4, 4))
-    if not all_finite(q):
-        return out, False
-    fk_frame_into(ni, nf, origin, q, node, out)
-    return out, True
-
 
 @njit(cache=True)
 def jacobian_into(ni, nf, origin, q, node, J, T_out):
@@ -225,23 +203,6 @@ def jacobian_into(ni, nf, origin, q, node, J, T_out):
     jacobian_from_all(ni, nf, Ts, node, J)
 
 
-@njit(cache=True)
-def fk_frame_checked(ni, nf, origin, q, node, out):
-    """Single-frame FK into ``out`` (4, 4); False (out untouched) for non-finite q."""
-    if not all_finite(q):
-        return False
-    fk_frame_into(ni, nf, origin, q, node, out)
-    return True
-
-
-@njit(cache=True)
-def jacobian_checked(ni, nf, origin, q, node, J):
-    """Single-frame Jacobian into ``J`` (6, dof); False for non-finite q."""
-    if not all_finite(q):
-        return False
-    T = np.empty((4, 4))
-    jacobian_into(ni, nf, origin, q, node, J, T)
-    return True
 
 
 class EntryPoints:

@@ -28,7 +28,8 @@ def load_robot(name_or_path, base: str | None = None, tip: str | None = None, sr
     named configurations and disabled collision pairs the robot keeps (:func:`load_srdf`; checked
     against the whole model, before base/tip; ``srdf_strict=False`` drops names the model lacks
     with a warning). Extra keyword arguments go to parameterised
-    bundled models (``tentacle(n=12, joint="ball")``).
+    bundled models (``tentacle(n=12, joint="ball")``); one that nothing reads (a file, a model
+    without that parameter, a typo) is a :class:`ModelError`.
     """
     if srdf is not None:
         from .srdf import load_srdf
@@ -43,12 +44,19 @@ def load_robot(name_or_path, base: str | None = None, tip: str | None = None, sr
 def _load_robot(name_or_path, base: str | None = None, tip: str | None = None, floating_base: bool = False,
                 locked: dict | None = None, **kwargs) -> Robot:
     if isinstance(name_or_path, Robot):
+        from .._checks import no_unknown_kwargs
+
+        no_unknown_kwargs("load_robot(<Robot>)", kwargs, (), ModelError)
         robot = name_or_path
     else:
         s = os.fspath(name_or_path) if isinstance(name_or_path, os.PathLike) else name_or_path
         if not isinstance(s, str):
             raise ModelError(f"load_robot: expected a model name or a file path, got {name_or_path!r}")
         suffix = Path(s).suffix.lower()
+        if kwargs and (suffix in (".urdf", ".xml", ".bvh") or os.sep in s or "/" in s):
+            from .._checks import no_unknown_kwargs
+
+            no_unknown_kwargs(f"load_robot({s!r})", kwargs, (), ModelError)  # a file takes none of them
         if suffix == ".xml" and _is_mjcf(s):
             from .mjcf import load_mjcf
 
@@ -84,11 +92,13 @@ def _is_mjcf(path: str) -> bool:
     """True when the file's first element is <mujoco> (read from its first 64 kB)."""
     import re
 
+    from .._io import open_regular
+
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, "model file", ModelError) as f:  # a FIFO named x.xml must not block
             head = f.read(65536)
-    except OSError:
-        return False  # the URDF reader reports the missing or unreadable file
+    except (OSError, ModelError):
+        return False  # the URDF reader reports the missing, unreadable or irregular file
     head = re.sub(rb"<!--.*?-->|<\?.*?\?>", b"", head, flags=re.S)
     m = re.search(rb"<\s*([A-Za-z_][\w:.-]*)", head)
     return bool(m) and m.group(1) == b"mujoco"

@@ -104,6 +104,8 @@ class RobotBuilder:
         ax = np.asarray(axis, dtype=np.float64).reshape(-1)
         if ax.shape != (3,) or not np.all(np.isfinite(ax)):
             raise self._err(f"joint {name!r}: axis must be 3 finite numbers, got {axis!r}", w)
+        if np.any(ax):  # scaled by its largest entry first: components near 1e154 would overflow the norm
+            ax = ax / float(np.max(np.abs(ax)))
         nrm = float(np.linalg.norm(ax))
         if type in ("revolute", "continuous", "prismatic", "planar"):
             if nrm < 1e-12:

@@ -32,11 +32,11 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._io import atomic_open, open_regular
 from ..errors import ModelError
 from ..kinematics import kernels as K
 from .robot import Robot
@@ -52,13 +52,15 @@ _AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 MAX_BVH_BYTES = 256 * 2**20
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
-_MOTION_CHARS = re.compile(r"[0-9eE+\-.\s]*\Z")
 _FRAMES = re.compile(r"\s*Frames\s*:\s*(\S*)\s*\Z", re.IGNORECASE)
 _FRAME_TIME = re.compile(r"\s*Frame\s+Time\s*:\s*(\S*)\s*\Z", re.IGNORECASE)
 
 
 def _readonly(a, dtype=np.float64) -> np.ndarray:
-    a = np.array(a, dtype=dtype, copy=True)
+    if type(a) is _Fresh and a.dtype == dtype:
+        a = a.view(np.ndarray)  # the reader's own new array: no copy
+    else:
+        a = np.array(a, dtype=dtype, copy=True)
     a.setflags(write=False)
     return a
 
@@ -217,7 +219,10 @@ class _Tokens:
 
 
 def _parse_hierarchy(tk: _Tokens):
-    """Nodes as lists: names, parents, offsets, channels, end_site, line numbers."""
+    """Nodes as lists: names, parents, offsets, channels, end_site, line numbers.
+
+    Iterative (an explicit stack of open nodes), so any nesting depth parses: a recursive
+    descent would hit Python's recursion limit near 1,000 nested joints."""
     names, parents, offsets, channels, end_site, lines = [], [], [], [], [], []
     t, ln = tk.next("'HIERARCHY'")
     if t.upper() != "HIERARCHY":
@@ -225,8 +230,7 @@ def _parse_hierarchy(tk: _Tokens):
     if tk.peek() is None:
         raise tk.err("no ROOT in the hierarchy")
 
-    def node(kind: str, name: str, parent: int, ln: int):
-        idx = len(names)
+    def open_node(kind: str, name: str, parent: int, ln: int) -> int:
         names.append(name)
         parents.append(parent)
         offsets.append(None)
@@ -234,22 +238,41 @@ def _parse_hierarchy(tk: _Tokens):
         end_site.append(kind == "End")
         lines.append(ln)
         tk.expect("{")
-        while True:
-            t, l2 = tk.next(f"'}}' closing {name!r} (opened on line {ln})")
+        return len(names) - 1
+
+    def close_node(idx: int):
+        if offsets[idx] is None:
+            raise tk.err(f"{'End Site' if end_site[idx] else repr(names[idx])} has no OFFSET", lines[idx])
+
+    stack = []  # open nodes, innermost last
+    while tk.peek() is not None:
+        t, ln = tk.next("ROOT")
+        if t.upper() != "ROOT":
+            if t == "}":
+                raise tk.err("unbalanced braces: '}' without a matching '{'", ln)
+            raise tk.err(f"expected ROOT or MOTION, got {t!r}", ln)
+        nm = tk.rest_of_line(ln)
+        if not nm:
+            raise tk.err("ROOT without a name", ln)
+        stack.append(open_node("ROOT", " ".join(nm), -1, ln))
+        while stack:
+            idx = stack[-1]
+            name, is_end = names[idx], end_site[idx]
+            t, l2 = tk.next(f"'}}' closing {name or 'End Site'!r} (opened on line {lines[idx]})")
             u = t.upper()
             if t == "}":
-                break
-            if u == "OFFSET":
+                close_node(stack.pop())
+            elif u == "OFFSET":
                 if offsets[idx] is not None:
                     raise tk.err(f"second OFFSET in {name!r}", l2)
                 offsets[idx] = [tk.number("OFFSET") for _ in range(3)]
             elif u == "CHANNELS":
-                if kind == "End":
-                    raise tk.err(f"End Site of {names[parent]!r} cannot have CHANNELS", l2)
+                if is_end:
+                    raise tk.err(f"End Site of {names[parents[idx]]!r} cannot have CHANNELS", l2)
                 if channels[idx]:
                     raise tk.err(f"second CHANNELS line in {name!r}", l2)
                 c, l3 = tk.next("the number of channels")
-                if not c.isdigit():
+                if not (c.isascii() and c.isdigit()):
                     raise tk.err(f"CHANNELS: expected a channel count, got {c!r}", l3)
                 chs = []
                 for _ in range(int(c)):
@@ -263,37 +286,25 @@ def _parse_hierarchy(tk: _Tokens):
                     chs.append(canon)
                 channels[idx] = tuple(chs)
             elif u == "JOINT" or (u == "END" and tk.peek() is not None and tk.peek().upper() == "SITE"):
-                if kind == "End":
-                    raise tk.err(f"End Site of {names[parent]!r} cannot have children", l2)
+                if is_end:
+                    raise tk.err(f"End Site of {names[parents[idx]]!r} cannot have children", l2)
                 if offsets[idx] is None:
                     raise tk.err(f"{name!r} has no OFFSET before its children", l2)
                 if u == "END":
                     tk.next("'Site'")
-                    node("End", "", idx, l2)
+                    tk.rest_of_line(l2)  # a name after 'End Site' is ignored, as Blender does
+                    stack.append(open_node("End", "", idx, l2))
                 else:
                     nm = tk.rest_of_line(l2)
                     if not nm:
                         raise tk.err("JOINT without a name", l2)
-                    node("JOINT", " ".join(nm), idx, l2)
+                    stack.append(open_node("JOINT", " ".join(nm), idx, l2))
             elif u in ("ROOT", "MOTION", "HIERARCHY"):
-                raise tk.err(f"unbalanced braces: {t!r} inside {name!r} (opened on line {ln}); "
-                             f"a '}}' is missing", l2)
+                raise tk.err(f"unbalanced braces: {t!r} inside {name or 'End Site'!r} (opened on line "
+                             f"{lines[idx]}); a '}}' is missing", l2)
             else:
-                raise tk.err(f"unexpected {t!r} in {name!r}; expected OFFSET, CHANNELS, JOINT, "
+                raise tk.err(f"unexpected {t!r} in {name or 'End Site'!r}; expected OFFSET, CHANNELS, JOINT, "
                              f"End Site or '}}'", l2)
-        if offsets[idx] is None:
-            raise tk.err(f"{'End Site' if kind == 'End' else repr(name)} has no OFFSET", ln)
-
-    while tk.peek() is not None:
-        t, ln = tk.next("ROOT")
-        if t.upper() != "ROOT":
-            if t == "}":
-                raise tk.err("unbalanced braces: '}' without a matching '{'", ln)
-            raise tk.err(f"expected ROOT or MOTION, got {t!r}", ln)
-        nm = tk.rest_of_line(ln)
-        if not nm:
-            raise tk.err("ROOT without a name", ln)
-        node("ROOT", " ".join(nm), -1, ln)
     return names, parents, offsets, channels, end_site, lines
 
 
@@ -316,79 +327,148 @@ def _name_end_sites(src, names, parents, end_site, lines):
             taken.add(nm)
 
 
-def _parse_motion(src, lines, start: int, dof: int):
-    """Frames (F, dof) in file values, frame time; ``start`` is the 0-based index of the MOTION line."""
-    n = len(lines)
+class _Lines:
+    """The lines of a binary file, read in blocks: (1-based line number, bytes without its line
+    end) for CR, LF and CRLF endings alike. The last line is yielded even if empty, so a file
+    ending in a newline has one more (empty) line than terminators, as ``str.split`` counts."""
 
-    def header(k, rx, what):
-        while k < n and not lines[k].strip():
-            k += 1
-        if k >= n:
-            raise ModelError(f"{src}: line {n}: truncated file: expected '{what}' after MOTION")
-        m = rx.match(lines[k])
-        if not m:
-            raise ModelError(f"{src}: line {k + 1}: expected '{what} <value>', got {lines[k].strip()[:60]!r}")
-        return m.group(1), k
+    BLOCK = 1 << 18
 
-    v, kf = header(start + 1, _FRAMES, "Frames:")
-    if not v.isdigit():
-        raise ModelError(f"{src}: line {kf + 1}: Frames: expected a frame count, got {v!r}")
+    def __init__(self, f, src: str, limit: int):
+        self.f, self.src, self.limit = f, src, limit
+        self.read = 0
+        self.n = 0  # line number of the last line handed out
+
+    def __iter__(self):
+        buf = b""
+        while True:
+            blk = self.f.read(self.BLOCK)
+            self.read += len(blk)
+            if self.read > self.limit:
+                raise ModelError(f"{self.src}: line {self.n + 1}: file is over the {self.limit}-byte limit")
+            if not blk:
+                break
+            buf += blk
+            if buf.endswith(b"\r"):  # perhaps the first half of a CRLF: wait for the next block
+                continue
+            parts = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+            buf = parts.pop()
+            for line in parts:
+                self.n += 1
+                yield line
+        for line in buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
+            self.n += 1
+            yield line
+
+
+def _decode(data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+class _Fresh(np.ndarray):
+    """An array the reader has just filled and nobody else holds: :class:`Clip` takes it
+    without the defensive copy (the frames of a large file are its largest allocation)."""
+
+
+_MOTION_BYTES = re.compile(rb"[0-9eE+\-.\s]*\Z")
+_CHUNK_VALUES = 1 << 14  # motion values converted per NumPy call (bounded temporaries, ~1 MB)
+
+
+def _parse_motion(src, it, dof: int, size: int, rot: np.ndarray):
+    """Frames (F, dof) as q (rotation columns converted to radians) and the frame time, read
+    from the line iterator ``it`` positioned after the MOTION line. ``size`` [bytes] of the file
+    bounds the frames it can hold, so a lying ``Frames:`` count cannot allocate more.
+
+    A ``Frames:`` count one above the lines present is read as the lines present with an
+    :class:`~invkin.errors.InvkinWarning` (Blender reads such files); any other mismatch is an
+    error naming the line."""
+    def header(rx, what):
+        for line in it:
+            text = _decode(line)
+            if not text.strip():
+                continue
+            m = rx.match(text)
+            if not m:
+                raise ModelError(f"{src}: line {it.n}: expected '{what} <value>', got {text.strip()[:60]!r}")
+            return m.group(1), it.n
+        raise ModelError(f"{src}: line {it.n}: truncated file: expected '{what}' after MOTION")
+
+    v, kf = header(_FRAMES, "Frames:")
+    if not (v.isascii() and v.isdigit()) or len(v) > 12:
+        raise ModelError(f"{src}: line {kf}: Frames: expected a frame count (an integer below 1e12), got {v!r}")
     n_frames = int(v)
-    v, kt = header(kf + 1, _FRAME_TIME, "Frame Time:")
-    if not _NUMBER.match(v) or not float(v) >= 0.0:
-        raise ModelError(f"{src}: line {kt + 1}: Frame Time: expected a number of seconds >= 0, got {v!r}")
+    v, kt = header(_FRAME_TIME, "Frame Time:")
+    if not _NUMBER.match(v) or not 0.0 <= float(v) < math.inf:
+        raise ModelError(f"{src}: line {kt}: Frame Time: expected a number of seconds >= 0, got {v!r}")
     frame_time = float(v)
-
-    body = lines[kt + 1:]
     if dof == 0:  # a skeleton without channels: nothing to read per frame
         return np.zeros((n_frames, 0)), frame_time
-    tokens, counts, rows = [], [], []
-    for k, line in enumerate(body):
+
+    cap = min(n_frames, size // (2 * dof) + 1)  # a frame line takes at least 2 bytes per value
+    out = np.empty((cap, dof))
+    toks, rows = [], []  # the pending chunk: tokens and line numbers
+    filled = 0
+    last_line = kt
+
+    def flush():
+        nonlocal filled
+        if not rows:
+            return
+        k = len(rows)
+        try:
+            if not _MOTION_BYTES.match(b" ".join(toks)):  # NumPy would accept 'nan', 'inf', '1_0'
+                raise ValueError
+            vals = np.array(toks, dtype=np.float64).reshape(k, dof)
+        except ValueError:
+            for r in range(k):
+                for x in toks[r * dof:(r + 1) * dof]:
+                    if not _NUMBER.match(x.decode("latin-1")):
+                        raise ModelError(f"{src}: line {rows[r]}: motion value {_decode(x)[:40]!r} is not a "
+                                         f"number") from None
+            raise ModelError(f"{src}: line {rows[0]}: unreadable motion block") from None  # pragma: no cover
+        if not np.all(np.isfinite(vals)):
+            bad = int(np.argmin(np.all(np.isfinite(vals), axis=1)))
+            raise ModelError(f"{src}: line {rows[bad]}: motion value out of range "
+                             f"({vals[bad][~np.isfinite(vals[bad])][0]})")
+        vals[:, rot] = np.deg2rad(vals[:, rot])
+        out[filled:filled + k] = vals
+        filled += k
+        toks.clear()
+        rows.clear()
+
+    for line in it:
         t = line.split()
-        if t:
-            tokens.extend(t)
-            counts.append(len(t))
-            rows.append(kt + 2 + k)
-    for c, ln in zip(counts, rows):
-        if c != dof:
-            raise ModelError(f"{src}: line {ln}: motion line has {c} numbers, the hierarchy has {dof} channels")
-    if len(counts) != n_frames:
-        where = rows[n_frames] if len(counts) > n_frames else (rows[-1] if rows else kt + 1)
-        raise ModelError(f"{src}: line {kf + 1}: Frames: {n_frames}, but the file has {len(counts)} motion "
-                         f"lines (line {where}){'; truncated file?' if len(counts) < n_frames else ''}")
-    try:
-        if not _MOTION_CHARS.match("".join(body)):  # NumPy would accept 'nan', 'inf', '1_0'
-            raise ValueError
-        values = np.array(tokens, dtype=np.float64)
-    except ValueError:
-        for ln in rows:
-            for x in lines[ln - 1].split():
-                if not _NUMBER.match(x):
-                    raise ModelError(f"{src}: line {ln}: motion value {x[:40]!r} is not a number") from None
-        raise ModelError(f"{src}: line {kt + 2}: unreadable motion block") from None  # pragma: no cover
-    if not np.all(np.isfinite(values)):
-        i = int(np.argmin(np.isfinite(values)))
-        raise ModelError(f"{src}: line {rows[i // dof]}: motion value out of range ({values[i]})")
-    return values.reshape(n_frames, dof), frame_time
+        if not t:
+            continue
+        if len(t) != dof:
+            raise ModelError(f"{src}: line {it.n}: motion line has {len(t)} numbers, the hierarchy has {dof} "
+                             f"channels")
+        if filled + len(rows) >= n_frames:
+            extra = 1 + sum(1 for rest in it if rest.strip())
+            raise ModelError(f"{src}: line {kf}: Frames: {n_frames}, but the file has {n_frames + extra} motion "
+                             f"lines (line {it.n})")
+        toks.extend(t)
+        rows.append(it.n)
+        last_line = it.n
+        if len(toks) >= _CHUNK_VALUES:
+            flush()
+    flush()
+    if filled != n_frames:
+        if filled != n_frames - 1:
+            raise ModelError(f"{src}: line {kf}: Frames: {n_frames}, but the file has {filled} motion lines "
+                             f"(line {last_line}); truncated file?")
+        import warnings
 
+        from ..errors import InvkinWarning
 
-def _read_text(path) -> tuple[str, str]:
-    src = os.fspath(path)
-    try:
-        size = os.stat(src).st_size
-        if size > MAX_BVH_BYTES:
-            raise ModelError(f"{src}: line 1: file is {size} bytes, over the {MAX_BVH_BYTES}-byte limit")
-        with open(src, "rb") as f:
-            data = f.read(MAX_BVH_BYTES + 1)
-    except OSError as e:
-        raise ModelError(f"{src}: cannot read the BVH file: {e.strerror or e}") from e
-    if len(data) > MAX_BVH_BYTES:
-        raise ModelError(f"{src}: line 1: file is over the {MAX_BVH_BYTES}-byte limit")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
-    return src, text
+        warnings.warn(f"{src}: line {kf}: Frames: {n_frames}, but the file has {filled} motion lines; "
+                      f"read as {filled} frames (as Blender does)", InvkinWarning, stacklevel=3)
+    if filled != out.shape[0]:
+        out.resize((filled, dof), refcheck=False)  # in place: no second copy of the frames
+    return out.view(_Fresh), frame_time
 
 
 def read_bvh(path, *, scale: float = 1.0, up=None, file_up="y") -> tuple[Robot, Clip]:
@@ -396,8 +476,15 @@ def read_bvh(path, *, scale: float = 1.0, up=None, file_up="y") -> tuple[Robot, 
 
     ``robot.fk(clip.frames[i], "LeftFoot")`` is the pose of ``LeftFoot`` in frame ``i``, in the
     file's length units (see the module docstring for the exact mapping). Line endings (CR, LF,
-    CRLF, mixed), tabs, indentation and exponent styles are all accepted. Malformed files raise
-    :class:`~invkin.ModelError` naming the file and the line.
+    CRLF, mixed), tabs, indentation and exponent styles are all accepted; so are a name after
+    ``End Site`` (ignored, as Blender does) and a ``Frames:`` count one above the motion lines
+    present (read as those lines, with an :class:`~invkin.errors.InvkinWarning`). Malformed files
+    raise :class:`~invkin.ModelError` naming the file and the line; a path that is not a regular
+    file (a FIFO, a folder) is refused before it is read.
+
+    The file is streamed: the hierarchy is parsed iteratively (any depth) and the motion is
+    converted in chunks straight into the frames array, so memory stays near the size of the
+    frames (about 0.8x the file for typical 6-decimal text) plus the file's header.
 
     ``scale`` multiplies lengths (e.g. 0.01 for a centimetre file read in metres); ``up`` turns the
     file's up axis ``file_up`` (BVH is Y-up by convention) onto ``up`` ("z" for a Z-up world). Both
@@ -412,17 +499,32 @@ def read_bvh(path, *, scale: float = 1.0, up=None, file_up="y") -> tuple[Robot, 
 
 
 def _read_bvh(path) -> tuple[Robot, Clip]:
-    src, text = _read_text(path)
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    motion = next((k for k, line in enumerate(lines) if line.strip().upper() == "MOTION"), None)
-    if motion is None:
-        raise ModelError(f"{src}: line {len(lines)}: no MOTION section (truncated or not a BVH file?)")
-    tk = _Tokens(lines, motion, src)
-    names, parents, offsets, channels, end_site, nlines = _parse_hierarchy(tk)
-    _name_end_sites(src, names, parents, end_site, nlines)
-    dof = sum(len(c) for c in channels)
-    values, frame_time = _parse_motion(src, lines, motion, dof)
-    clip = Clip(frames=_file_to_q(values, channels), frame_time=frame_time, names=tuple(names),
+    try:
+        src = os.fspath(path)
+    except TypeError:
+        raise ModelError(f"read_bvh: expected a file path, got {path!r:.200}") from None
+    if isinstance(src, bytes):
+        src = os.fsdecode(src)
+    with open_regular(src, "BVH file", ModelError, max_bytes=MAX_BVH_BYTES) as f:
+        size = os.fstat(f.fileno()).st_size
+        it = _Lines(f, src, MAX_BVH_BYTES)
+        lines = iter(it)
+        header = []
+        for line in lines:
+            if line.strip().upper() == b"MOTION":
+                break
+            header.append(line)
+        else:
+            raise ModelError(f"{src}: line {it.n}: no MOTION section (truncated or not a BVH file?)")
+        text_lines = _decode(b"\n".join(header)).split("\n")
+        tk = _Tokens(text_lines, len(text_lines), src)
+        del header, text_lines
+        names, parents, offsets, channels, end_site, nlines = _parse_hierarchy(tk)
+        _name_end_sites(src, names, parents, end_site, nlines)
+        dof = sum(len(c) for c in channels)
+        rot = np.array([c.endswith("rotation") for ch in channels for c in ch], dtype=bool)
+        frames, frame_time = _parse_motion(src, _Iter(it, lines), dof, size, rot)
+    clip = Clip(frames=frames, frame_time=frame_time, names=tuple(names),
                 parents=tuple(parents), offsets=np.array(offsets), channels=tuple(channels),
                 end_site=tuple(end_site))
     try:
@@ -432,12 +534,18 @@ def _read_bvh(path) -> tuple[Robot, Clip]:
     return robot, clip
 
 
-def _file_to_q(values: np.ndarray, channels) -> np.ndarray:
-    rot = np.array([c.endswith("rotation") for ch in channels for c in ch], dtype=bool)
-    if rot.all():
-        return np.deg2rad(values)
-    values[:, rot] = np.deg2rad(values[:, rot])
-    return values
+class _Iter:
+    """The rest of a :class:`_Lines` iteration, with the current line number as ``n``."""
+
+    def __init__(self, lines: _Lines, gen):
+        self._lines, self._gen = lines, gen
+
+    @property
+    def n(self) -> int:
+        return self._lines.n
+
+    def __iter__(self):
+        return self._gen
 
 
 def skeleton_robot(clip: Clip, name: str = "bvh") -> Robot:
@@ -498,7 +606,8 @@ def _fmt(x: float) -> str:
 
 
 def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=None, file_up="y") -> None:
-    """Write ``clip`` as a BVH file (atomically: a temporary file, then ``os.replace``).
+    """Write ``clip`` as a BVH file atomically (:func:`invkin._io.atomic_open`: only a regular
+    file is replaced, a symlink is written through, the file's mode is kept, 0644 for a new one).
 
     The hierarchy (names, offsets, channel orders) comes from the clip; ``robot``, if given, must be
     the clip's skeleton (its ``joint_names`` equal ``clip.channel_names``). Rotations are written in
@@ -522,8 +631,14 @@ def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=N
         if p >= 0:
             kids[p].append(i)
 
-    def emit(i: int, depth: int):
+    # depth first with an explicit stack (no recursion limit on deep hierarchies)
+    stack = [(i, 0, False) for i, p in reversed(list(enumerate(clip.parents))) if p < 0]
+    while stack:
+        i, depth, closing = stack.pop()
         ind = "\t" * depth
+        if closing:
+            out.append(f"{ind}}}")
+            continue
         if clip.end_site[i]:
             out.append(f"{ind}End Site")
         else:
@@ -533,29 +648,13 @@ def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=N
         if not clip.end_site[i]:
             out.append(f"{ind}\tCHANNELS {len(clip.channels[i])}" +
                        "".join(" " + c for c in clip.channels[i]))
-        for j in kids[i]:
-            emit(j, depth + 1)
-        out.append(f"{ind}}}")
-
-    for i, p in enumerate(clip.parents):
-        if p < 0:
-            emit(i, 0)
+        stack.append((i, depth, True))
+        stack.extend((j, depth + 1, False) for j in reversed(kids[i]))
     out += ["MOTION", f"Frames: {clip.n_frames}", f"Frame Time: {_fmt(clip.frame_time)}"]
-    values = clip.file_values()
     row = " ".join(["%.15g"] * clip.dof)
-    out.extend(row % tuple(r) for r in values.tolist())
-    text = "\n".join(out) + "\n"
-
-    dst = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(dst))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".bvh", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_open(path, "w", newline="\n") as f:
+        f.write("\n".join(out) + "\n")
+        for a in range(0, clip.n_frames, 4096):  # streamed in chunks: no second copy of the whole clip
+            values = np.asarray(clip.frames[a:a + 4096], dtype=np.float64).copy()
+            values[:, clip.rotation_mask] = np.rad2deg(values[:, clip.rotation_mask])
+            f.write("".join(row % tuple(r) + "\n" for r in values.tolist()))

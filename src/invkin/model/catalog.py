@@ -108,9 +108,19 @@ def bundled_urdf_path(name: str):
 
 
 def load_bundled(name: str, **kwargs) -> Robot:
+    from .._checks import no_unknown_kwargs
+
     if name in _BUILTIN:
-        return _BUILTIN[name](**kwargs)
+        import inspect
+
+        fn = _BUILTIN[name]
+        no_unknown_kwargs(f"load_robot({name!r})", kwargs, inspect.signature(fn).parameters, ModelError)
+        try:
+            return fn(**kwargs)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ModelError(f"load_robot({name!r}): bad parameters {kwargs}: {e}") from None
     if name in URDF_MODELS:
+        no_unknown_kwargs(f"load_robot({name!r})", kwargs, (), ModelError)
         from .urdf import load_urdf
 
         _, base, tip = URDF_MODELS[name]

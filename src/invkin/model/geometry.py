@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Geometry", "GEOMETRY_KINDS", "resolve_mesh_path", "visuals_of", "collisions_of"]
+__all__ = ["Geometry", "GEOMETRY_KINDS", "resolve_mesh_path", "visuals_of", "collisions_of", "from_mjcf_geoms"]
 
 #: Shape kinds and the meaning of :attr:`Geometry.size` for each [m].
 GEOMETRY_KINDS = {
@@ -70,13 +70,45 @@ class Geometry:
 
 
 def visuals_of(robot) -> tuple:
-    """``robot.visuals``, or () for a robot that carries none (built in code, BVH)."""
-    return tuple(getattr(robot, "visuals", ()) or ())
+    """``robot.visuals`` (URDF), else the visual geoms of an MJCF model (:func:`from_mjcf_geoms`),
+    else () (built in code, BVH)."""
+    v = tuple(getattr(robot, "visuals", ()) or ())
+    return v if v else from_mjcf_geoms(robot, visual=True)
 
 
 def collisions_of(robot) -> tuple:
-    """``robot.collisions``, or () for a robot that carries none."""
-    return tuple(getattr(robot, "collisions", ()) or ())
+    """``robot.collisions`` (URDF), else the colliding geoms of an MJCF model, else ()."""
+    c = tuple(getattr(robot, "collisions", ()) or ())
+    return c if c else from_mjcf_geoms(robot, visual=False)
+
+
+def from_mjcf_geoms(robot, visual: bool) -> tuple:
+    """An MJCF model's primitive geoms (``robot.geoms``, MuJoCo sizes: half-lengths) as Geometry.
+
+    ``visual``: every geom (MuJoCo draws colliding geoms too); else the colliding ones
+    (``contype`` or ``conaffinity`` not 0). Mesh, plane, height-field and SDF geoms are
+    skipped (the compiled model does not keep their files); an ellipsoid is drawn as its bounding
+    box. MJCF colours are not kept: the viewer's grey.
+    """
+    geoms = getattr(robot, "geoms", None)
+    if not callable(geoms) and not isinstance(geoms, dict):
+        return ()
+    by_link = geoms() if callable(geoms) else geoms
+    every = [(link, g) for link, gs in by_link.items() for g in gs]
+    chosen = every if visual else [(link, g) for link, g in every if g.contype != 0 or g.conaffinity != 0]
+    out = []
+    for link, g in chosen:
+        s = np.asarray(g.size, dtype=float)
+        if g.type == "sphere":
+            kind, size = "sphere", (s[0],)
+        elif g.type in ("capsule", "cylinder"):
+            kind, size = g.type, (s[0], 2.0 * s[1])
+        elif g.type in ("box", "ellipsoid"):
+            kind, size = "box", tuple(2.0 * s[:3])
+        else:
+            continue
+        out.append(Geometry(link, kind, size, g.T_link_geom, name=g.name or None))
+    return tuple(out)
 
 
 def _package_roots(pkg: str, start: str | None):

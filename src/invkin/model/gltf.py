@@ -28,22 +28,20 @@ import base64
 import dataclasses
 import math
 import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, ModelWarning
+from .._io import atomic_path
 from .axes import convert_clip
+from .euler import ORDERS, axis_rot as _axis_rot, euler_from_matrix
 from .bvh import Clip, skeleton_robot
 from .robot import Robot
 
 __all__ = ["GltfClip", "read_gltf", "write_gltf", "ORDERS"]
 
-#: Euler orders tried per node (Tait–Bryan, rotation channels in this order).
-ORDERS = ("ZXY", "ZYX", "YXZ", "YZX", "XYZ", "XZY")
-_CYCLIC = ("XYZ", "YZX", "ZXY")
 _COMPONENTS = {5126: np.float32, 5120: np.int8, 5121: np.uint8, 5122: np.int16, 5123: np.uint16,
                5125: np.uint32}
 _NORM = {np.int8: 127.0, np.uint8: 255.0, np.int16: 32767.0, np.uint16: 65535.0}
@@ -101,39 +99,6 @@ class GltfClip(Clip):
 
 
 # ------------------------------------------------------------------------------- rotation maths
-def _axis_rot(axis: int, angle: np.ndarray) -> np.ndarray:
-    """(..., 3, 3) rotations about x/y/z by ``angle`` [rad]."""
-    c, s = np.cos(angle), np.sin(angle)
-    R = np.zeros(np.shape(angle) + (3, 3))
-    i, j = (axis + 1) % 3, (axis + 2) % 3
-    R[..., axis, axis] = 1.0
-    R[..., i, i] = c
-    R[..., j, j] = c
-    R[..., i, j] = -s
-    R[..., j, i] = s
-    return R
-
-
-def euler_from_matrix(R: np.ndarray, order: str) -> np.ndarray:
-    """(..., 3) angles ``(a, b, c)`` [rad] with ``R = R_i(a) · R_j(b) · R_k(c)`` for ``order = "IJK"``.
-
-    ``b = atan2(σ R_ik, √(R_ii² + R_ij²))`` (σ = +1 for cyclic orders, -1 otherwise) stays accurate
-    near ±90°; at exact gimbal lock ``c = 0`` and ``a`` carries the whole remaining turn.
-    """
-    i, j, k = ("XYZ".index(ch) for ch in order)
-    sg = 1.0 if order in _CYCLIC else -1.0
-    R = np.asarray(R, float)
-    cb = np.hypot(R[..., i, i], R[..., i, j])
-    b = np.arctan2(sg * R[..., i, k], cb)
-    a = np.arctan2(-sg * R[..., j, k], R[..., k, k])
-    c = np.arctan2(-sg * R[..., i, j], R[..., i, i])
-    lock = cb < 1e-9
-    if np.any(lock):  # R = R_i(a ± c) R_j(±90°): put everything in a
-        a = np.where(lock, np.arctan2(sg * R[..., k, j], R[..., j, j]), a)
-        c = np.where(lock, 0.0, c)
-    return np.stack([a, b, c], axis=-1)
-
-
 def _channels_rotation(channels, values) -> np.ndarray:
     """(F, 3, 3) product of a node's rotation channels (in channel order) from (F, n) values."""
     F = values.shape[0]
@@ -344,6 +309,9 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
     """
     pg = _pygltflib()
     src = os.fspath(path)
+    from .._io import open_regular
+
+    open_regular(src, "glTF file", ModelError).close()  # a FIFO named x.glb must not block the load
     try:
         doc = pg.GLTF2().load(src)
     except Exception as e:  # pygltflib raises assorted errors for damaged files
@@ -444,8 +412,8 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
         cols.append(np.concatenate(vals, axis=1) if vals else np.zeros((F, 0)))
         rest_cols += rest
     if scaled:
-        warnings.warn(f"{src}: nodes {scaled[:4]} have a non-unit scale, which FK ignores "
-                      f"(positions below them are unscaled)", stacklevel=2)
+        warnings.warn(ModelWarning(f"{src}: nodes {scaled[:4]} have a non-unit scale, which FK ignores "
+                      f"(positions below them are unscaled)"), stacklevel=2)
     frames = np.concatenate(cols, axis=1)
     ibm = (_accessor(doc, bufs, sk.inverseBindMatrices, src).reshape(-1, 4, 4).transpose(0, 2, 1)
            if sk.inverseBindMatrices is not None else np.broadcast_to(np.eye(4), (len(sk.joints), 4, 4)))
@@ -521,20 +489,10 @@ def _save(pg, doc, blob: bytearray, dst: str):
         doc.set_binary_blob(bytes(blob))
     else:
         doc.buffers[0].uri = "data:application/octet-stream;base64," + base64.b64encode(bytes(blob)).decode()
-    d = os.path.dirname(os.path.abspath(dst))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".glb" if binary else ".gltf", dir=d)
-    os.close(fd)
-    try:
+    with atomic_path(dst, suffix=".glb" if binary else ".gltf") as tmp:
         ok = doc.save_binary(tmp) if binary else doc.save_json(tmp)
         if ok is False:
             raise ModelError(f"{dst}: pygltflib could not write the file")
-        os.replace(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: float | None = None,

@@ -114,6 +114,40 @@ def _difference_ball(q0, q1, balls, out):
             out[b, s + 2] = r[2]
 
 
+def _bounded_limits(name, joint_names, jtype, qidx, lower, upper, origin):
+    """Limits beyond the documented bounds (:data:`invkin._checks.MAX_ANGLE` = 1e6 rad,
+    :data:`invkin._checks.MAX_LENGTH` = 1e9 m for prismatic joints) read as unlimited, with an
+    :class:`InvkinWarning`: ``lower="-1e308"`` would otherwise make a midpoint or a sampled q
+    overflow to inf. A range entirely beyond the bound, or a link offset beyond MAX_LENGTH, is a
+    ModelError."""
+    from .._checks import MAX_ANGLE, MAX_LENGTH
+
+    if origin.size and float(np.max(np.abs(origin[:, :3, 3]))) > MAX_LENGTH:
+        raise ModelError(f"Robot {name!r}: a link offset exceeds {MAX_LENGTH:g} m "
+                         f"({float(np.max(np.abs(origin[:, :3, 3]))):g})")
+    lim = np.full(lower.shape[0], MAX_ANGLE)
+    pm = (jtype == K.PRISMATIC) & (qidx >= 0)
+    lim[qidx[pm]] = MAX_LENGTH
+    if np.any((lower > lim) | (upper < -lim)):
+        bad = int(np.nonzero((lower > lim) | (upper < -lim))[0][0])
+        raise ModelError(f"Robot {name!r}: joint {joint_names[bad]!r} has the range [{lower[bad]:g}, {upper[bad]:g}] "
+                         f"beyond the bound ±{lim[bad]:g}")
+    lo_big = np.isfinite(lower) & (lower < -lim)
+    hi_big = np.isfinite(upper) & (upper > lim)
+    if lo_big.any() or hi_big.any():
+        import warnings
+
+        from ..errors import InvkinWarning
+
+        bad = [joint_names[i] for i in np.nonzero(lo_big | hi_big)[0]]
+        warnings.warn(f"Robot {name!r}: limits of {', '.join(map(repr, bad[:5]))}{' ...' if len(bad) > 5 else ''} "
+                      f"exceed ±{MAX_ANGLE:g} rad / ±{MAX_LENGTH:g} m and are read as unlimited",
+                      InvkinWarning, stacklevel=4)
+        lower = np.where(lo_big, -math.inf, lower)
+        upper = np.where(hi_big, math.inf, upper)
+    return lower, upper
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class Robot:
     """A kinematic tree as arrays in topological order (parents before children).
@@ -191,6 +225,7 @@ class Robot:
             bad = int(np.nonzero(~(lower <= upper))[0][0])
             raise ModelError(f"Robot {self.name!r}: joint {self.joint_names[bad]!r} has lower "
                              f"{lower[bad]} > upper {upper[bad]}")
+        lower, upper = _bounded_limits(self.name, self.joint_names, jtype, qidx, lower, upper, origin)
         if len(set(self.node_names)) != n:
             dup = next(x for x in self.node_names if self.node_names.count(x) > 1)
             raise ModelError(f"Robot {self.name!r}: duplicate frame name {dup!r}")
@@ -241,7 +276,8 @@ class Robot:
     #: Per-instance caches (derived from the arrays, rebuilt on demand): left out of pickles, so a
     #: pickled Robot does not depend on which calls were made before.
     _CACHES = ("_inertial_cache", "_velocity_limit", "_core_model", "_lims_cache",
-               "_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables", "_memo")
+               "_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables",
+               "_lm_tables_origin", "_lm_tables_at", "_memo")
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -291,6 +327,14 @@ class Robot:
             object.__setattr__(self, "_inertial_cache", t)
         return t
 
+    def with_limits(self, spec) -> "Robot":
+        """A copy with joint limits set: box limits per q entry (``{"LeftLeg.Xrotation": [0, 150]}``) and
+        swing-cone/twist limits per ball or three-channel joint (``{"LeftUpLeg": {"swing": 80,
+        "twist": [-30, 30]}}``), degrees unless ``"units": "rad"``; ``spec`` may be a JSON/TOML rig
+        file. Every solve method returns configurations within them. See :mod:`invkin.model.limits`."""
+        from .limits import apply_limits
+        return apply_limits(self, spec)
+
     def with_extras(self, **kw) -> "Robot":
         """A copy of this Robot with entries of :attr:`extras` replaced (same arrays)."""
         return self._replace_nodes(extras={**self.extras, **kw})
@@ -329,6 +373,14 @@ class Robot:
     def geoms(self) -> dict:
         """Collision shapes per link: {link: (Geom, ...)} (MJCF geoms; see :mod:`invkin.model.mjcf`)."""
         return {k: v for k, v in self.extras.get("geoms", {}).items() if k in self._frame_index}
+
+    @property
+    def collision(self):
+        """The collision shapes per link as capsules that enclose them (URDF ``<collision>``, MJCF
+        geoms; meshes fitted once and cached): an :class:`invkin.collision.CollisionModel`, built on
+        first use (see :mod:`invkin.collision.model`)."""
+        from ..collision.model import collision_model
+        return collision_model(self)
 
     def _chain(self, frame) -> np.ndarray:
         """The chain program of ``frame`` (kinematics.kernels.chain_program), cached; ``frame`` is
@@ -387,11 +439,16 @@ class Robot:
         """int64, read-only: the q index of the first of the 3 entries of every ball joint."""
         return self._ball_starts
 
+    @property
+    def unit_weights(self) -> np.ndarray:
+        """(dof,) ones, read-only: the default joint weights (compare with ``is`` to detect the default)."""
+        return self._ones
+
     def chain_program(self, frame) -> np.ndarray:
         """The chain program from the root to ``frame`` (kinematics.kernels.chain_program), cached."""
         return self._chain(frame)
 
-    def memo(self, key: str, build):
+    def memo(self, key, build):
         """A per-robot cache entry: ``build()`` on the first call for ``key``, the same object after.
 
         Entries are derived data (tables the solvers precompute from the arrays): left out of pickles.
@@ -412,7 +469,7 @@ class Robot:
         nothing moves the frame. Cached per node.
         """
         node = self.frame_index(frame)
-        return self.memo(f"reach_bound:{node}", lambda: self._compute_reach_bound(node))
+        return self.memo(("reach_bound", node), lambda: self._compute_reach_bound(node))
 
     def _compute_reach_bound(self, node: int):
         path = self.ancestors(node)[::-1]  # root first
@@ -524,8 +581,11 @@ class Robot:
         lines = []
         kids = [[] for _ in range(self.n_nodes)]
         for i in range(self.n_nodes):
-            if self.parent[i] >= 0:
-                kids[self.parent[i]].append(i)
+            p = int(self.parent[i])
+            while p >= 0 and self.composite[p] and not self.is_frame[p]:
+                p = int(self.parent[p])  # the inner nodes of a free/planar joint are not drawn
+            if p >= 0 and not (self.composite[i] and not self.is_frame[i]):
+                kids[p].append(i)
 
         def label(i):
             t = JOINT_TYPES[int(self.joint_type[i])]
@@ -566,10 +626,13 @@ class Robot:
     def check_q(self, q, what: str = "q") -> np.ndarray:
         """Validate a configuration (dof,) or batch (B, dof): float64, finite, contiguous."""
         try:
+            if type(q) is not np.ndarray or q.dtype.kind not in "fiub":
+                if isinstance(q, (str, bytes)) or np.asarray(q).dtype.kind not in "fiub":
+                    raise TypeError  # complex (NumPy would drop the imaginary part), strings, objects
             a = np.ascontiguousarray(q, dtype=np.float64)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ConfigurationError(
-                f"{what}: expected numbers of shape ({self.dof},) or (B, {self.dof}), got {q!r:.200}"
+                f"{what}: expected real numbers of shape ({self.dof},) or (B, {self.dof}), got {q!r:.200}"
             ) from None
         if a.ndim not in (1, 2) or a.shape[-1] != self.dof:
             raise ConfigurationError(
@@ -606,8 +669,10 @@ class Robot:
         ``around`` (dof,) (default :meth:`neutral`, the origin): ``around ⊕ d`` with every entry
         of ``d`` uniform within ``BASE_SAMPLE_SPREAD`` (0.1 m, 0.3 rad).
         """
-        rng = np.random.default_rng(rng)
-        q = self._sample_uniform(n, rng)
+        from .._checks import count, seed
+
+        rng = np.random.default_rng(seed("rng", rng))
+        q = self._sample_uniform(None if n is None else count("n", n), rng)
         if self._base_dofs.size:
             q2 = np.atleast_2d(q)
             c = self._neutral if around is None else self.check_q(around, "around")
@@ -624,13 +689,17 @@ class Robot:
     def _base_spread(self) -> np.ndarray:
         """Sampling half-width of each base q entry (BASE_SAMPLE_SPREAD: metres for the
         translations, radians for the rest)."""
-        spread = np.zeros(self.dof)
-        for i in range(self.n_nodes):
-            c = int(self.qidx[i])
-            if self.composite[i] and c >= 0:
-                jt = self.joint_type[i]
-                spread[c:c + (3 if jt == K.BALL else 1)] = BASE_SAMPLE_SPREAD[0 if jt == K.PRISMATIC else 1]
-        return spread[self._base_dofs]
+        out = self.__dict__.get("_base_spread_cache")
+        if out is None:
+            spread = np.zeros(self.dof)
+            for i in range(self.n_nodes):
+                c = int(self.qidx[i])
+                if self.composite[i] and c >= 0:
+                    jt = self.joint_type[i]
+                    spread[c:c + (3 if jt == K.BALL else 1)] = BASE_SAMPLE_SPREAD[0 if jt == K.PRISMATIC else 1]
+            out = _readonly(spread[self._base_dofs])
+            object.__setattr__(self, "_base_spread_cache", out)
+        return out
 
     def _sample_uniform(self, n, rng) -> np.ndarray:
         shape = (1 if n is None else int(n), self.dof)
@@ -847,7 +916,11 @@ class Robot:
                 moving[jn] = (min(first, c), count + k)
         q = self._neutral.copy()
         locked_dofs = set()
+        followers = {self.node_joint_names[i]: self.mimic_leader[i] for i in range(self.n_nodes) if self.mimic_leader[i]}
         for name, v in values.items():
+            if name in followers:
+                raise ModelError(f"lock: joint {name!r} mimics {followers[name]!r}; lock its leader "
+                                 f"{followers[name]!r} (its followers are fixed with it)")
             if name not in moving:
                 raise FrameError(f"lock: unknown joint {name!r} on robot {self.name!r}; closest: "
                                  f"{closest_names(str(name), list(moving))}")

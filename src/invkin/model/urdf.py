@@ -59,6 +59,7 @@ from xml.parsers import expat
 
 import numpy as np
 
+from .._io import open_regular
 from ..errors import FrameError, ModelError, ModelWarning, closest_names
 from ..spatial import rpy_to_matrix
 from .build import RobotBuilder
@@ -422,7 +423,8 @@ def read_bounded(path, max_bytes: int, kind: str, caller: str) -> tuple:
         if size > max_bytes:
             raise ModelError(f"{p}: file is {size} bytes, larger than max_bytes={max_bytes}; "
                              f"refused (pass a larger max_bytes if it is trusted)")
-        with open(p, "rb") as f:
+        # a FIFO or device named x.urdf is refused before a read could block on it
+        with open_regular(p, f"{kind} file", ModelError) as f:
             data = f.read(max_bytes + 1)  # bounded even if the size lied (special files)
     except FileNotFoundError:
         raise ModelError(f"{p}: no such {kind} file") from None
@@ -448,6 +450,8 @@ def parse_hardened(rd: "_Reader", text_or_bytes, caller: str) -> None:
     except expat.ExpatError as e:
         raise rd.err(f"malformed XML: {expat.ErrorString(e.code)}",
                      f"line {e.lineno}, column {e.offset + 1}") from None
+    except (LookupError, UnicodeError) as e:  # <?xml encoding="bogus"?>: expat asks the codec registry
+        raise rd.err(f"unsupported XML encoding ({e}); expected UTF-8, UTF-16 or another known codec") from None
 
 
 def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):

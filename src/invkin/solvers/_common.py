@@ -137,7 +137,10 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
     if joint_weights is None:
         jw = robot._ones
     else:
-        jw = np.array(joint_weights, dtype=np.float64)
+        try:
+            jw = np.array(joint_weights, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            raise GoalError(f"joint_weights: expected {robot.dof} finite numbers > 0, got {joint_weights!r:.200}") from None
         if jw.shape != (robot.dof,) or not np.all(np.isfinite(jw)) or np.any(jw <= 0):
             raise GoalError(f"joint_weights: expected {robot.dof} finite numbers > 0, got {joint_weights!r}")
     return Problem(robot, goals, gnode, gkind, gvec, gR, gaxis, gw, q_rest, float(w_post), jw, robot.lower,
@@ -670,3 +673,4 @@ def goal_errors(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw):
 
 
 _ = (KIND_POSITION, KIND_ROTATION, KIND_AXIS, KIND_AIM, BALL)
+

@@ -40,6 +40,7 @@ import math
 import numpy as np
 from numba import njit, parallel_chunksize, prange
 
+from .._checks import real_array
 from ..errors import GoalError
 
 __all__ = ["two_bone_2d", "two_bone_3d", "two_bone_lengths", "two_bone_2d_scalar"]
@@ -355,15 +356,17 @@ def _two_bone_3d_parallel(shoulder, l1, l2, target, pole, soft, elbow, hand):
 
 
 # ------------------------------------------------------------------------------ public API
-def _array(x, what: str, last: int | None = None, nonneg: bool = False) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise GoalError(f"{what}: expected numbers, got {x!r:.200}") from None
+#: Largest magnitude of any two_bone_3d input (lengths, points, pole): its kernels stay finite for
+#: every finite input up to it (property-tested); beyond, l1 + l2 or a squared length can overflow
+#: to inf and the result to NaN, so larger values are a GoalError.
+MAX_INPUT = 1e300
+
+
+def _array(x, what: str, last: int | None = None, nonneg: bool = False, bound: float | None = None) -> np.ndarray:
+    """x as float64, finite and real (complex refused), within ±bound if given."""
+    a = real_array(what, x, bound=bound, unit=" [m]")
     if last is not None and (a.ndim == 0 or a.shape[-1] != last):
         raise GoalError(f"{what}: expected shape (..., {last}), got {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise GoalError(f"{what}: expected finite values, got NaN or inf")
     if nonneg and np.any(a < 0):
         raise GoalError(f"{what}: expected lengths >= 0, got {a.min()}")
     return a
@@ -422,15 +425,13 @@ def two_bone_2d(l1, l2, target_xy, elbow_up: bool = True, soft=None):
     return th1.reshape(shape), th2.reshape(shape)
 
 
-def two_bone_3d(shoulder, l1, l2, target, pole=None, soft=None, **limb):
+def two_bone_3d(shoulder, l1, l2, target, pole, soft=None):
     """Two-bone IK in space: ``(elbow, hand)`` positions, each (..., 3).
 
-    On a skeleton: ``two_bone_3d(robot, q, "LeftFoot", target, pole=point, pole_angle=0.0,
-    soft=None, stretch=False)`` solves the named limb (hip, knee, foot) and returns a
-    :class:`~invkin.solvers.two_bone_limb.LimbSolution` with the joint *rotations* and the new ``q``
-    (see :func:`~invkin.solvers.two_bone_limb.two_bone_limb`).
+    (``invkin.two_bone_3d`` also takes a skeleton's limb: :func:`invkin.solvers.two_bone_limb.two_bone_3d`.)
 
-    shoulder, target: (..., 3) points; l1, l2: bone lengths (≥ 0); pole: (..., 3) bend *direction*
+    shoulder, target: (..., 3) points; l1, l2: bone lengths (≥ 0), every input within ±1e300
+    (:data:`MAX_INPUT`); pole: (..., 3) bend *direction*
     (a vector, not a point; for a pole point pass ``pole_point − shoulder``). The elbow lies in the
     plane spanned by ``u = (target − shoulder)/|target − shoulder|`` and the pole, on the pole's
     side: ``elbow = shoulder + l1 (cos α u + sin α n)`` with ``n`` the unit component of the pole
@@ -440,20 +441,11 @@ def two_bone_3d(shoulder, l1, l2, target, pole=None, soft=None, **limb):
     ``u``; a target at the shoulder folds the arm along the pole (or +x). soft: as in
     :func:`two_bone_2d`. The joint rotations follow from the returned points.
     """
-    from ..model.robot import Robot
-    if isinstance(shoulder, Robot):
-        from .two_bone_limb import two_bone_limb
-        return two_bone_limb(shoulder, l1, l2, target, pole=pole, soft=soft, **limb)
-    if limb:
-        raise GoalError(f"two_bone_3d: options {sorted(limb)} apply to a skeleton's limb only "
-                        f"(two_bone_3d(robot, q, tip, target, ...))")
-    if pole is None:
-        raise GoalError("two_bone_3d: pole (a bend direction, (..., 3)) is required for points")
-    S = _array(shoulder, "shoulder", last=3)
-    a1 = _array(l1, "l1", nonneg=True)
-    a2 = _array(l2, "l2", nonneg=True)
-    T = _array(target, "target", last=3)
-    P = _array(pole, "pole", last=3)
+    S = _array(shoulder, "shoulder", last=3, bound=MAX_INPUT)
+    a1 = _array(l1, "l1", nonneg=True, bound=MAX_INPUT)
+    a2 = _array(l2, "l2", nonneg=True, bound=MAX_INPUT)
+    T = _array(target, "target", last=3, bound=MAX_INPUT)
+    P = _array(pole, "pole", last=3, bound=MAX_INPUT)
     sf = _soft(soft)
     shape = _batch_shape(S.shape[:-1], a1.shape, a2.shape, T.shape[:-1], P.shape[:-1], sf.shape)
     n = math.prod(shape)

@@ -78,7 +78,7 @@ def _chain(problem) -> dict:
                           f"{problem.goal_frames}); use method='lm' for several goals")
     node = int(problem.gnode[0])
     # the geometry depends on the (immutable) robot and the frame only
-    info = robot.memo(f"analytic_chain:{node}", lambda: _analyse(robot, node))
+    info = robot.memo(("analytic_chain", node), lambda: _analyse(robot, node))
     problem.scratch[NAME] = info
     return info
 
@@ -223,7 +223,7 @@ def _iterate(problem, q, max_iter, state, options):
     robot = problem.robot
     if "limb" in ch:
         q[:] = robot.clamp(two_bone_limb(robot, q, ch["limb"][2], problem.gvec[0], limb=ch["limb"]).q)
-        perr, _ = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind,
+        perr, _ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
         state[1] += 1
         state[2] = perr

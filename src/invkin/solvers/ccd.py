@@ -130,7 +130,7 @@ def column_factors(problem, stiffness) -> np.ndarray:
     if stiffness is None:
         jw = problem.joint_weights
         return jw.min() / jw if dof else np.ones(0)
-    if problem.joint_weights is not problem.robot._ones:
+    if problem.joint_weights is not problem.robot.unit_weights:
         raise SolverError("ccd: give either joint_weights (relative stiffness) or the option stiffness "
                           "(Welman's absolute w_i in [0, 1]), not both")
     try:

@@ -26,10 +26,12 @@ works on joint values q, so each iteration is:
      point weigh 1, points further down 1e-3 (that only decides joints whose own bone lies on
      their axis, such as the twist of a coincident X-Y-Z group); the best angle inside
      [lower, upper] (:func:`best_arc_angle`);
-   * ball: the smallest rotation taking the bone's rest direction (the joint at q = 0) to the
-     target direction — no twist about the bone — as the joint's absolute rotation vector, with
-     a cone limit |q| ≤ ``cone_angle`` (the angle between the bone and its rest direction); a
-     ball carrying several bones takes the best rotation of all of them (Horn's quaternion fit);
+   * ball: the smallest rotation taking the bone's *current* direction to the target direction,
+     applied as an increment ``R ← R exp(Rᵀ_world rv)`` (a minimal-rotation update: its axis is
+     perpendicular to the bone, so the bone's twist is the previous frame's — no candy-wrapper
+     flips while a tail follows a moving target), then a cone limit |q| ≤ ``cone_angle`` on the
+     joint's rotation vector (scaled down); a ball carrying several bones takes the best rotation
+     of all of them (Horn's quaternion fit);
    * prismatic: stage 1 treats its bone as rigid (its current length); stage 2 slides the joint
      so that its node moves toward its stage-1 position along the axis, λ = (f − p)·a, clamped
      (a BVH root translation thus lets the whole skeleton follow its goals).
@@ -205,6 +207,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
     S = np.empty((3, 3))
     Q = np.empty((3, 3))
     P0 = np.empty((3, 3))
+    M2 = np.empty((3, 3))
     rv = np.empty(3)
     ev = np.empty(3)
     tv = np.empty(3)
@@ -282,12 +285,6 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
             ax = Tcur[i, 0, 0] * nf[i, 0] + Tcur[i, 0, 1] * nf[i, 1] + Tcur[i, 0, 2] * nf[i, 2]
             ay = Tcur[i, 1, 0] * nf[i, 0] + Tcur[i, 1, 1] * nf[i, 1] + Tcur[i, 1, 2] * nf[i, 2]
             az = Tcur[i, 2, 0] * nf[i, 0] + Tcur[i, 2, 1] * nf[i, 1] + Tcur[i, 2, 2] * nf[i, 2]
-            if jt == BALL:
-                # P0 = the joint frame at q = 0: Tcur_rot exp(q)^T
-                so3_exp_nb(q[ci], q[ci + 1], q[ci + 2], Q)
-                for r in range(3):
-                    for c in range(3):
-                        P0[r, c] = Tcur[i, r, 0] * Q[c, 0] + Tcur[i, r, 1] * Q[c, 1] + Tcur[i, r, 2] * Q[c, 2]
             for kk in range(npts):
                 k = pts[kk]
                 if k == rep[i] or not anc[i, k]:
@@ -302,9 +299,8 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 lx = Told[i, 0, 0] * bx + Told[i, 1, 0] * by + Told[i, 2, 0] * bz
                 ly = Told[i, 0, 1] * bx + Told[i, 1, 1] * by + Told[i, 2, 1] * bz
                 lz = Told[i, 0, 2] * bx + Told[i, 1, 2] * by + Told[i, 2, 2] * bz
-                src = Tcur[i] if jt == REVOLUTE else P0  # ball: the rest direction
-                for r in range(3):
-                    ev[r] = src[r, 0] * lx + src[r, 1] * ly + src[r, 2] * lz
+                for r in range(3):  # ball too: from the bone's current direction (minimal-rotation update)
+                    ev[r] = Tcur[i, r, 0] * lx + Tcur[i, r, 1] * ly + Tcur[i, r, 2] * lz
                 tv[0] = fwd[k, 0] - jx
                 tv[1] = fwd[k, 1] - jy
                 tv[2] = fwd[k, 2] - jz
@@ -340,13 +336,17 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 else:
                     horn_rotation(S, Q)
                     so3_log_nb(Q, rv)
-                # world rotation vector -> the joint's own (local) rotation vector: P0^T rv
-                ang = 0.0
+                # world increment -> local: R <- R exp(Tcurᵀ rv); the increment's axis is ⟂ to the bone,
+                # so the bone keeps its twist from the previous frame
                 for c in range(3):
-                    s = P0[0, c] * rv[0] + P0[1, c] * rv[1] + P0[2, c] * rv[2]
-                    ev[c] = s
-                    ang += s * s
-                ang = math.sqrt(ang)
+                    tv[c] = Tcur[i, 0, c] * rv[0] + Tcur[i, 1, c] * rv[1] + Tcur[i, 2, c] * rv[2]
+                so3_exp_nb(q[ci], q[ci + 1], q[ci + 2], Q)
+                so3_exp_nb(tv[0], tv[1], tv[2], P0)
+                for r in range(3):
+                    for c in range(3):
+                        M2[r, c] = Q[r, 0] * P0[0, c] + Q[r, 1] * P0[1, c] + Q[r, 2] * P0[2, c]
+                so3_log_nb(M2, ev)
+                ang = math.sqrt(ev[0] ** 2 + ev[1] ** 2 + ev[2] ** 2)
                 f = 1.0
                 if ang > cone_angle:
                     f = cone_angle / ang
@@ -380,6 +380,13 @@ def _check(problem):
             raise SolverError(f"fabrik supports Position goals only (it moves joint positions); got an {kind} "
                               f"goal on frame {robot.node_names[int(problem.gnode[g])]!r}; use method='ccd' or "
                               f"'lm' for orientations")
+        for i in robot.ancestors(int(problem.gnode[g])):
+            if robot.composite[i]:  # FABRIK moves joint positions of a rooted chain
+                raise SolverError(f"fabrik does not move {robot.composite[i]} joints; joint "
+                                  f"{robot.node_joint_names[i]!r} moves frame "
+                                  f"{robot.node_names[int(problem.gnode[g])]!r}: lock it "
+                                  f"(robot.lock({{{robot.node_joint_names[i]!r}: q_base}})) or use method='lm', "
+                                  f"'dls' or 'pinv'")
 
 
 def _iterate(problem, q, max_iter, state, options):

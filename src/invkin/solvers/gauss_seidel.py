@@ -53,6 +53,7 @@ from .jacobian import S_BEST, _positive, _track_best, problem_scratch, restore_b
 
 NAME = "gauss-seidel"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
+MAX_SWEEPS = 1000  # the most Gauss-Seidel sweeps per iteration (option sweeps)
 
 VAR_SCALAR = 0  # hinge / slide: one column of J
 VAR_BALL2 = 1   # ball, one position control point: component k of (ω1, ω2)
@@ -377,7 +378,7 @@ def spring_arrays(problem, theta_orig, p_orig, p_ik):
     if not np.all(np.isfinite(pi) & (pi > 0)):
         raise SolverError(f"option p_ik: expected springs > 0, got {pi.tolist()}")
     ratio = po / pi
-    for s in robot._ball_starts:
+    for s in robot.ball_starts:
         ratio[s + 1:s + 3] = ratio[s]
     return np.clip(th, robot.lower, robot.upper), ratio
 
@@ -387,8 +388,9 @@ def _iterate(problem, q, max_iter, state, options):
     if gain > 2.0:
         raise SolverError(f"option gain: expected a number in (0, 2], got {gain!r}")
     sweeps = options["sweeps"]
-    if isinstance(sweeps, bool) or not isinstance(sweeps, (int, np.integer)) or sweeps < 1:
-        raise SolverError(f"option sweeps: expected an integer >= 1, got {sweeps!r}")
+    if isinstance(sweeps, bool) or not isinstance(sweeps, (int, np.integer)) or not 1 <= sweeps <= MAX_SWEEPS:
+        # bounded: one iteration runs every sweep before the driver can look at the clock
+        raise SolverError(f"option sweeps: expected an integer in [1, {MAX_SWEEPS}], got {sweeps!r}")
     max_step = _positive("max_step", options["max_step"])
     tables = problem_scratch(problem, "gauss_seidel_tables", lambda: build_tables(problem))
     qbest = problem_scratch(problem, "qbest", lambda: np.empty(problem.dof))

@@ -563,7 +563,7 @@ def _run_dls(problem, q, max_iter, state, options, mode):
     qbest = problem_scratch(problem, "qbest", lambda: np.empty(dof))
     eta_ext = problem_scratch(problem, "eta_ext", lambda: np.zeros(dof))
     Lt = problem_scratch(problem, "weight_factor", lambda: weight_factor(
-        options["weight_matrix"], dof, problem.joint_weights is not problem.robot._ones))
+        options["weight_matrix"], dof, problem.joint_weights is not problem.robot.unit_weights))
     args = problem.args
     if kind != NS_EXTERNAL:
         return dls_iterate(*args, q, max_iter, state, qbest, eta_ext, mode, kind, gain, posture_on, reg, lam_max,

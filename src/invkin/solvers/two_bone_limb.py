@@ -31,10 +31,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import FrameError, SolverError, closest_names
+from ..errors import FrameError, GoalError, SolverError, closest_names
 from ..kinematics import kernels as K
+from ..model.euler import euler_from_matrix
+from ..model.euler import frame_groups as _frame_groups
+from ..model.euler import rot as _rot
+from .analytic import two_bone_3d as _two_bone_points
 
-__all__ = ["LimbSolution", "two_bone_limb", "limb_joints"]
+__all__ = ["LimbSolution", "two_bone_limb", "limb_joints", "two_bone_3d"]
 
 
 @dataclass(frozen=True)
@@ -59,22 +63,6 @@ class LimbSolution:
     error: float
 
 
-def _frame_groups(robot, frame: int) -> list:
-    """Rotation-joint nodes that turn ``frame`` about its own position (first to last)."""
-    nodes = []
-    i = frame
-    while i >= 0:
-        if robot.qidx[i] >= 0 and robot.joint_type[i] in (K.REVOLUTE, K.BALL):
-            nodes.append(i)
-        p = int(robot.parent[i])
-        if p < 0 or robot.is_frame[p] or robot.joint_type[i] == K.PRISMATIC:
-            break
-        if np.any(robot.origin[i][:3, 3] != 0.0) and i != frame:
-            break
-        i = p
-    return nodes[::-1]
-
-
 def _frame_node(robot, name) -> int:
     try:
         return robot.frame_index(name)
@@ -97,16 +85,6 @@ def limb_joints(robot, tip) -> tuple:
         raise SolverError(f"two_bone_3d: fewer than two rotating joints above {robot.node_names[t]!r} on robot "
                           f"{robot.name!r}")
     return robot.node_names[found[1]], robot.node_names[found[0]], robot.node_names[t]
-
-
-def _rot(axis, angle) -> np.ndarray:
-    a = np.asarray(axis, float)
-    n = np.linalg.norm(a)
-    if n == 0.0 or angle == 0.0:
-        return np.eye(3)
-    a = a / n
-    Kx = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
-    return np.eye(3) + math.sin(angle) * Kx + (1 - math.cos(angle)) * Kx @ Kx
 
 
 def _frame_of(u, v) -> np.ndarray:
@@ -150,7 +128,6 @@ def _set_joint(robot, q, nodes, Ts, R_world):
         raise SolverError(f"two_bone_3d: joint {robot.node_names[nodes[-1]]!r} needs three rotation channels "
                           f"about x, y and z (or one ball joint) to take any rotation; it has "
                           f"{[robot.node_joint_names[i] for i in nodes]}; use method='lm'")
-    from ..model.gltf import euler_from_matrix
     order = "".join("XYZ"[k] for k in axes)
     sg = np.array([np.sign(robot.axis[i][axes[k]]) for k, i in enumerate(nodes)])
     a = euler_from_matrix(L, order)
@@ -185,7 +162,6 @@ def two_bone_limb(robot, q, tip, target, *, pole=None, pole_angle: float = 0.0, 
         soft: soft-reach length [m] (see :func:`~invkin.two_bone_3d`); None: hard reach.
         stretch: let the bones lengthen (up to ``max_stretch`` ×) toward an out-of-reach target.
     """
-    from .analytic import two_bone_3d
     q = robot.check_q(q).copy()
     if q.ndim != 1:
         raise SolverError(f"two_bone_3d on a limb takes one configuration (dof,), got shape {q.shape}")
@@ -227,7 +203,7 @@ def two_bone_limb(robot, q, tip, target, *, pole=None, pole_angle: float = 0.0, 
     b = float(np.linalg.norm(u))
     if stretch and b > l1 + l2 > 0:
         k = min(b / (l1 + l2), float(max_stretch))
-    E, H = two_bone_3d(P1, l1 * k, l2 * k, t, n, soft=soft)
+    E, H = _two_bone_points(P1, l1 * k, l2 * k, t, n, soft=soft)
     E, H = np.asarray(E, float), np.asarray(H, float)
     # 1. knee about its hinge
     h = np.cross(b1, b2)
@@ -252,3 +228,18 @@ def two_bone_limb(robot, q, tip, target, *, pole=None, pole_angle: float = 0.0, 
                         reached=err <= 1e-9 * max(l1 + l2, 1e-300) or (k != 1.0 and
                                                                        np.linalg.norm(H - t) <= 1e-9 * b),
                         error=err if k == 1.0 else float(np.linalg.norm(H - t)))
+
+
+def two_bone_3d(shoulder, l1, l2, target, pole=None, soft=None, **limb):
+    """``invkin.two_bone_3d``: the closed form on points (:func:`invkin.solvers.analytic.two_bone_3d`:
+    ``(elbow, hand)`` positions), or on a skeleton's limb when the first argument is a Robot:
+    ``two_bone_3d(robot, q, "LeftFoot", target, pole=point, pole_angle=0.0, soft=None, stretch=False)``
+    returns a :class:`LimbSolution` with the joint rotations and the new ``q`` (:func:`two_bone_limb`)."""
+    if hasattr(shoulder, "fk_all_array") and hasattr(shoulder, "joint_names"):  # a Robot
+        return two_bone_limb(shoulder, l1, l2, target, pole=pole, soft=soft, **limb)
+    if limb:
+        raise GoalError(f"two_bone_3d: options {sorted(limb)} apply to a skeleton's limb only "
+                          f"(two_bone_3d(robot, q, tip, target, ...))")
+    if pole is None:
+        raise GoalError("two_bone_3d: pole (a bend direction, (..., 3)) is required for points")
+    return _two_bone_points(shoulder, l1, l2, target, pole, soft)

@@ -1,7 +1,13 @@
 """The browser viewer: a viser server that draws a robot or a BVH skeleton and solves on the server.
 
-Drawing is kinematic: every frame origin is a sphere, each frame is linked to its nearest frame
-ancestor by a cylinder, and frame axes are optional. Targets are viser transform gizmos; moving
+A robot with visual shapes (``robot.visuals``, from the URDF's ``<visual>``) is drawn with its
+meshes and primitives in their colours (``meshes.py``; ``sticks=True`` / ``--sticks`` keeps the
+kinematic drawing); otherwise, and as a Display toggle, drawing is kinematic: every frame origin is
+a sphere, each frame is linked to its nearest frame ancestor by a cylinder, and frame axes are
+optional. Collision shapes (``robot.collisions``) are a Display toggle when the robot has any.
+It opens in :func:`~invkin.viewer.pose.start_pose` (zeros inside the limits) unless given ``q0``;
+a robot whose shapes reach below z = 0 there (a pelvis root) is lifted onto the ground.
+Targets are viser transform gizmos; moving
 one wakes a solver thread that runs ``ik.solve`` warm-started from the current ``q`` with a small
 time budget (default 20 ms, no random restarts, so the pose moves continuously) and redraws.
 
@@ -9,8 +15,9 @@ Scenes (``ViewerApp(scene=...)``):
 
 * ``ik``: any robot or skeleton. Targets on chosen frames, a method picker, tolerances, the
   goal weight, damping (for methods that have a ``damping`` option, and the reach loop), FK mode
-  with joint sliders. A BVH file also plays its clip, beside its IK-corrected version when
-  ``invkin.correct_clip`` exists.
+  with joint sliders (every DOF). A BVH file also plays its clip, turned from its up axis to the
+  viewer's +z, its IK-corrected version (``invkin.correct_clip``) drawn over the ghost of the clip
+  as read (``character.py``).
 * ``tentacle``: the tip of a tentacle follows a target moved by the arrow keys (viser commands
   with hotkeys, so the browser page sends them) or buttons; a second tentacle sways by FK alone
   (SEEDS.md §4): ``q_k(t) = A sin(ω t − k φ)``.
@@ -97,6 +104,10 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
             from ..model.bvh import read_bvh
 
             robot, file_clip = read_bvh(robot)
+            clip = file_clip if clip is None else clip
+            self.bvh = True
+        elif isinstance(robot, (str, os.PathLike)) and os.fspath(robot).lower().endswith((".gltf", ".glb")):
+            robot, file_clip = _read_gltf(robot)
             clip = file_clip if clip is None else clip
             self.bvh = True
         elif not isinstance(robot, Robot):
@@ -413,6 +424,16 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
             except Exception as exc:
                 self.status = f"error: {type(exc).__name__}: {exc}"
                 self._show_status()
+
+
+def _read_gltf(path):
+    """(skeleton, clip) of a glTF file through ``invkin.read_gltf``, when this invkin has it."""
+    try:
+        from ..model.gltf import read_gltf  # noqa: PLC0415 - the glTF reader may be absent
+    except ImportError:
+        raise ViewerError(f"{os.fspath(path)}: glTF clips need invkin.read_gltf, which this version of "
+                          f"invkin does not have; convert the clip to BVH") from None
+    return read_gltf(path)
 
 
 def demo_app(name: str = "panda", host: str = "127.0.0.1", port: int = 8080, *,

@@ -1,5 +1,6 @@
 """A BVH character in the viewer: its up axis, the ghost of the clip as read under the corrected
-clip, onion skin, foot contacts and trails, and a camera that follows the root.
+clip, onion skin, foot contacts and trails, and a view that follows the root (the character, its
+trails and its floor shift so that the root stays put; each page's camera stays the user's).
 
 Up axis: ``ViewerApp(up=...)`` / ``invkin view clip.bvh --up z``, else :func:`invkin.detect_up_axis`
 (the axis along which the root lies above the feet), else y (the BVH convention). The skeleton is
@@ -23,6 +24,8 @@ ONION_COUNT = 4           # onion skin: this many earlier frames ...
 ONION_SPACING = 0.1       # ... this far apart [s]
 _TRAIL_COLOR = (150, 90, 200)
 _CONTACT_COLOR = (230, 40, 40)
+_CORRECTED_JOINT_COLOR = (40, 130, 60)
+GHOST_COLOR = (80, 140, 235)
 
 
 def up_rotation(up: str) -> np.ndarray:
@@ -54,7 +57,7 @@ class CharacterMixin:
     """ViewerApp's clip display: ghost, onion skin, contacts, trails, follow camera."""
 
     def _build_character(self, sc, size: float, wxyz) -> None:
-        from .draw import _ALT_JOINT_COLOR, _ALT_LINK_COLOR, _Skeleton
+        from .draw import _ALT_LINK_COLOR, _Skeleton
 
         self._onion = []
         self._corr_skel = None
@@ -62,7 +65,7 @@ class CharacterMixin:
             self._corr_frame = sc.add_frame("/corrected", show_axes=False, wxyz=wxyz,
                                             position=self._corrected_offset())
             self._corr_skel = _Skeleton(sc, "/corrected/skeleton", self.robot, size, link_color=_ALT_LINK_COLOR,
-                                        joint_color=_ALT_JOINT_COLOR, axes=False)
+                                        joint_color=_CORRECTED_JOINT_COLOR, axes=False)
         for k in range(ONION_COUNT):
             sk = _Skeleton(sc, f"/robot/onion{k}", self.robot, 0.8 * size, link_color=(150, 150, 160),
                            joint_color=(150, 150, 160), axes=False,
@@ -85,7 +88,6 @@ class CharacterMixin:
                 visible=False))
             self._feet_nodes.append(node)
             self._contact_mask.append(mask)
-        self._follow_last = None
 
     def _corrected_offset(self):
         return (0.0, 0.0, 0.0) if self.clip_overlay else (0.9 * self.size, 0.0, 0.0)
@@ -134,7 +136,6 @@ class CharacterMixin:
                     h.visible = self.show_trails
             if follow is not None:
                 self.follow_root = bool(follow)
-                self._follow_last = None
             self._redraw()
 
     def _redraw_character(self) -> None:
@@ -148,27 +149,23 @@ class CharacterMixin:
         if self._feet_nodes:
             P = self.robot.fk_all_array(self.q)[self._feet_nodes, :3, 3]
             for h, p, mask in zip(self._contact_handles, P, self._contact_mask):
-                h.visible = bool(mask[f])
+                h.visible = bool(mask[f]) and self.show_trails
                 h.position = p
-        if self.follow_root:
-            self._follow()
+        self._follow()
 
     def root_display_position(self) -> np.ndarray:
-        """The root's position (3,) in the viewer's world (z up)."""
+        """Where the root is drawn (3,): the viewer's world, z up, the follow shift included."""
         root = int(np.flatnonzero(self.robot.is_frame)[0])
-        return self._R_display @ self.robot.fk_all_array(self.q)[root, :3, 3]
+        return self._R_display @ self.robot.fk_all_array(self.q)[root, :3, 3] + np.asarray(self._robot_frame.position)
 
     def _follow(self) -> None:
-        """Shift every client's camera by the root's horizontal motion since the last frame."""
-        p = self.root_display_position()
-        p[2] = 0.0
-        last, self._follow_last = self._follow_last, p
-        if last is None or not np.all(np.isfinite(p)):
-            return
-        d = p - last
-        if float(np.linalg.norm(d)) < 1e-9 * max(self.size, 1e-9) or float(np.linalg.norm(d)) > 0.5 * self.size:
-            return  # still, or the clip looped back: no jump across the scene
-        for client in self.server.get_clients().values():
-            with client.atomic():
-                client.camera.look_at = client.camera.look_at + d
-                client.camera.position = client.camera.position + d
+        """Keep the root where it started (horizontally) by shifting the character, its trails and
+        the floor under it: what a camera following the root sees, whatever each page's camera
+        does (a server-side camera move races the page's own camera reports)."""
+        root = int(np.flatnonzero(self.robot.is_frame)[0])
+        P = self._R_display @ self.robot.fk_all_array(np.stack([self.clip.frames[0], self.q]))[:, root, :3, 3].T
+        shift = np.array([P[0, 0] - P[0, 1], P[1, 0] - P[1, 1], 0.0]) if self.follow_root else np.zeros(3)
+        self._robot_frame.position = shift
+        self._grid.position = self._grid_at + shift
+        if self._corr_skel is not None:
+            self._corr_frame.position = np.asarray(self._corrected_offset()) + shift

@@ -29,7 +29,28 @@ def add_server_arguments(p) -> None:
     p.add_argument("--port", type=_port, default=DEFAULT_PORT,
                    help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)")
     p.add_argument("--host", default=DEFAULT_HOST,
-                   help=f"address to listen on (default {DEFAULT_HOST}: this machine only)")
+                   help=f"address to listen on (default {DEFAULT_HOST}: this machine only; another "
+                        f"address needs --allow-remote)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow a host other than loopback (0.0.0.0, ::, a LAN address): the viewer has "
+                        "no authentication, so anyone who reaches the port can watch and drive it")
+
+
+def check_server_arguments(args, out=None) -> None:
+    """Refuse a non-loopback --host without --allow-remote; with it, print the exposure warning."""
+    from .errors import check_host
+
+    warning = check_host(args.host, getattr(args, "allow_remote", False))
+    if warning:
+        print(f"invkin viewer: {warning}", file=out or sys.stderr, flush=True)
+
+
+def bound_url(app) -> str:
+    """The URL of the address the server is bound to (0.0.0.0 stays 0.0.0.0: it is what was bound)."""
+    host = app.host
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{app.port}"
 
 
 def serve(app, out=None) -> int:
@@ -48,7 +69,7 @@ def serve(app, out=None) -> int:
         previous = None
     try:
         app.start()
-        print(f"invkin viewer: {app.url}  ({app.robot.name}; Ctrl-C to stop)", file=out, flush=True)
+        print(f"invkin viewer: {bound_url(app)}  ({app.robot.name}; Ctrl-C to stop)", file=out, flush=True)
         while not app.wait(0.5):
             pass
     except KeyboardInterrupt:
@@ -66,8 +87,9 @@ def cmd_view(args) -> int:
     from .app import ViewerApp
     from .pose import named_pose, parse_q
 
+    check_server_arguments(args)
     robot = args.robot
-    if not robot.lower().endswith(".bvh") or robot_options_given(args):
+    if not robot.lower().endswith((".bvh", ".gltf", ".glb")) or robot_options_given(args):
         robot = robot_from_args(args)
     q0 = None
     if args.q is not None:
@@ -89,11 +111,13 @@ def run_demo(name: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> i
 def register(sub) -> None:
     p = sub.add_parser(
         "view", help="browser viewer: drag targets, pick a method, watch it solve",
-        description="Serve a browser viewer for a robot (bundled name or .urdf) or a BVH skeleton "
-                    "(its clip plays beside the IK-corrected clip when invkin.correct_clip exists). "
-                    "Drag the targets; the server solves with the chosen method and redraws. "
-                    "Needs the [viewer] extra (viser). Ctrl-C stops.")
-    p.add_argument("robot", metavar="ROBOT|FILE.bvh", help="bundled name (panda, ur5, ...), a .urdf or a .bvh file")
+        description="Serve a browser viewer for a robot (bundled name, .urdf or MJCF .xml: drawn with its "
+                    "visual meshes and primitives, --sticks for the stick figure) or a BVH/glTF clip "
+                    "(turned upright from its own up axis; its IK-corrected version over the ghost of the "
+                    "clip as read). Drag the targets; the server solves with the chosen method and "
+                    "redraws. Needs the [viewer] extra (viser, trimesh). Ctrl-C stops.")
+    p.add_argument("robot", metavar="ROBOT|FILE.bvh", help="bundled name (panda, g1, ...), a .urdf, an MJCF "
+                                                          ".xml, a .bvh or a .gltf/.glb clip")
     add_server_arguments(p)
     p.add_argument("--method", default=None, help="solver to start with (default lm; see `invkin methods`)")
     p.add_argument("--frame", action="append", metavar="FRAME",

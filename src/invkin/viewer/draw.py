@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..model.robot import Robot
-from .character import GHOST_OPACITY, up_rotation
+from .character import GHOST_COLOR, GHOST_OPACITY, up_rotation
 
 _LINK_COLOR = (90, 160, 230)
 _JOINT_COLOR = (250, 170, 60)
@@ -196,6 +196,7 @@ class _LinkShapes:
         self.nodes = np.array([robot.node_names.index(link) for link in by_link], dtype=np.int64)
         self.root = scene.add_frame(name, show_axes=False, visible=visible)
         self._frames = []
+        self._corners = []  # (link k, (8, 3) bounding-box corners of a part in the link frame)
         for k, (link, gs) in enumerate(by_link.items()):
             self._frames.append(scene.add_frame(f"{name}/{k}", show_axes=False))
             for j, g in enumerate(gs):
@@ -207,6 +208,9 @@ class _LinkShapes:
                 T = g.T_link_geom
                 for m, part in enumerate(parts):
                     self.n_faces += len(part.faces)
+                    lo, hi = part.vertices.min(axis=0), part.vertices.max(axis=0)
+                    box = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+                    self._corners.append((k, box @ T[:3, :3].T + T[:3, 3]))
                     alpha = part.opacity if opacity is None else opacity * part.opacity
                     scene.add_mesh_simple(
                         f"{name}/{k}/{j}_{m}", part.vertices, part.faces,
@@ -222,6 +226,18 @@ class _LinkShapes:
     @visible.setter
     def visible(self, v: bool) -> None:
         self.root.visible = bool(v)
+
+    def points(self, q) -> np.ndarray:
+        """The corners (8·parts, 3) of the shapes' bounding boxes at configuration q (robot frame)."""
+        if not self._corners:
+            return np.zeros((0, 3))
+        Ts = self.robot.fk_all_array(q)[self.nodes]
+        return np.vstack([c @ Ts[k, :3, :3].T + Ts[k, :3, 3] for k, c in self._corners])
+
+    def lowest(self, q) -> float:
+        """The lowest z of the shapes' bounding boxes at configuration q (in the robot's frame)."""
+        P = self.points(q)
+        return float(P[:, 2].min()) if len(P) else float("inf")
 
     def update(self, q) -> None:
         if not len(self.nodes):
@@ -246,31 +262,54 @@ class DrawMixin:
         # the viewer is z-up; a clip is turned from its own up axis (character.py)
         self._R_display = up_rotation(self.up_axis) if self.bvh else np.eye(3)
         wxyz = quats_wxyz(self._R_display)
+        self._robot_frame = sc.add_frame("/robot", show_axes=False, wxyz=wxyz)
+        self._build_shapes(sc)
         P = self._display_points(self.q)
+        if self._shapes is not None:  # the figure is its shapes' extent (a box is wider than its frames)
+            P = np.vstack([P, self._shapes.points(self.q)])
         size = float(np.max(P.max(axis=0) - P.min(axis=0)))  # the figure: sets radii and gizmo sizes
         if self.scene == "reach":
             size = max(size, self.reach_radius)
         if self.scene == "two-bone":
             size = max(size, sum(self.bone_lengths))
         size = self.size = max(size, 1e-3)
-        if self.clip is not None:  # the camera frames the whole clip (a walk leaves its start)
-            P = np.vstack([P, self._display_points(self.clip.frames[:: max(1, self.clip.n_frames // 40)])])
+        if self.clip is not None:  # the camera frames the whole clip (a walk leaves its start) ...
+            Pc = self._display_points(self.clip.frames[:: max(1, self.clip.n_frames // 40)])
+            travel = float(np.max(np.ptp(Pc[:, :2], axis=0)))
+            self.follow_root = self.follow_root or travel > 1.5 * size  # ... or follows a long walk
+            P = np.vstack([P, Pc]) if not self.follow_root else P
+            ground_z = float(Pc[:, 2].min())
         lo, hi = P.min(axis=0), P.max(axis=0)
         center, view = 0.5 * (lo + hi), max(size, float(np.max(hi - lo)))
         ground = -0.05 * size if self.scene == "two-bone" else 0.0  # the planar arm lies in z = 0
         if self.bvh:
-            ground = float(lo[2])
+            ground = min(float(lo[2]), ground_z)
         cell = 10.0 ** math.floor(math.log10(size / 4.0))
-        width = 4.0 * (view + size)
-        sc.add_grid("/grid", width=width, height=width, cell_size=cell, section_size=10 * cell,
-                    fade_distance=30.0 * view, position=(center[0], center[1], ground))
-        self._robot_frame = sc.add_frame("/robot", show_axes=False, wxyz=wxyz)
+        width = 4.0 * (view + size) + (2.0 * travel if self.clip is not None else 0.0)
+        self._grid_at = np.array([center[0], center[1], ground])
+        self._grid = sc.add_grid("/grid", width=width, height=width, cell_size=cell, section_size=10 * cell,
+                                 fade_distance=30.0 * view, position=tuple(self._grid_at))
         show_axes = self.robot.n_nodes <= 24 and self.scene in ("ik", "reach") and not self.bvh
         if self.clip is not None:
             self._correct_clip()
         ghost = GHOST_OPACITY if self.corrected_frames is not None and self.clip_overlay else None
-        self._skel = _Skeleton(sc, "/robot/skeleton", self.robot, size, axes=show_axes, opacity=ghost)
-        self._build_shapes(sc)
+        self._skel = _Skeleton(sc, "/robot/skeleton", self.robot, size, axes=show_axes, opacity=ghost,
+                               **({} if ghost is None else dict(link_color=GHOST_COLOR, joint_color=GHOST_COLOR)))
+        if self._shapes is not None:  # skeleton and frame axes stay a Display toggle
+            self._skel.bones.visible = False
+            self._skel.bones.show_axes = False
+        if self.scene == "ik" and not self.bvh:  # a floating robot (a pelvis root) stands on the ground
+            low = min(float(P[:, 2].min()), self._shapes.lowest(self.q) if self._shapes is not None else np.inf)
+            if low < -0.02 * size:
+                z = self._free_z_index()
+                if z is not None and np.array_equal(self.q, self.q_start):  # the free joint's z
+                    self.q[z] -= low
+                    self.q_start = self.q.copy()
+                    for t in self._targets:
+                        t.position = t.position + (0.0, 0.0, -low)
+                else:  # a fixed root below its shapes (a chain cut at the pelvis): lift the drawing
+                    self._robot_frame.position = (0.0, 0.0, -low)
+                center = center + (0.0, 0.0, -low)
         for t in self._targets:
             self._add_gizmo(t)
         cam = self.server.initial_camera
@@ -317,7 +356,8 @@ class DrawMixin:
 
     def _build_shapes(self, sc) -> None:
         """The robot's visual meshes (unless ``sticks``); its skeleton becomes a Display toggle."""
-        from ..model.geometry import visuals_of
+        from ..model.geometry import collisions_of, visuals_of
+        from .errors import ViewerError
 
         self._shapes = self._collision_shapes = None
         self.mesh_note = ""
@@ -325,12 +365,39 @@ class DrawMixin:
         if self.sticks or not vis:
             self.mesh_note = "stick figure (--sticks)" if vis else "stick figure (the model has no visual shapes)"
             return
-        self._shapes = _LinkShapes(sc, "/robot/visual", self.robot, vis, self.max_faces)
-        self._skel.bones.visible = False
-        self._skel.bones.show_axes = False  # both stay a Display toggle
-        self.mesh_note = f"{len(vis)} visual shapes, {self._shapes.n_faces} triangles"
+        try:
+            self._shapes = _LinkShapes(sc, "/robot/visual", self.robot, vis, self.max_faces)
+        except ViewerError as exc:  # trimesh missing: the stick figure, and how to get the meshes
+            self.mesh_note = f"stick figure: {exc}"
+            return
+        what = "visual"
+        if self._shapes.n_faces == 0 and collisions_of(self.robot):  # no visual mesh found (go2: not
+            self._shapes.visible = False                             # bundled): its collision shapes
+            self._shapes = _LinkShapes(sc, "/robot/visual_from_collision", self.robot,
+                                       collisions_of(self.robot), self.max_faces)
+            what = "collision"
+            vis = collisions_of(self.robot)
+        if self._shapes.n_faces == 0:
+            self._shapes.visible = False
+            self._shapes = None
+            self.mesh_note = f"stick figure (no visual shape could be drawn: {vis[0].filename or vis[0].kind}, ...)"
+            return
+        self.mesh_note = f"{len(vis)} {what} shapes, {self._shapes.n_faces} triangles"
+        if what == "collision":
+            self.mesh_note += " (no visual mesh was found: the collision shapes stand in)"
         if self._shapes.errors:
             self.mesh_note += f"; {len(self._shapes.errors)} not drawn: " + "; ".join(self._shapes.errors[:3])
+
+    def _free_z_index(self):
+        """Index in q of the z of a free root joint (a floating base), or None."""
+        r = self.robot
+        root_children = [i for i in range(r.n_nodes) if r.parent[i] == 0 or (r.parent[i] < 0 and r.qidx[i] >= 0)]
+        types = r.joint_types_per_dof
+        for i in root_children:
+            c = int(r.qidx[i])
+            if c >= 0 and types[c] == "free":
+                return c + 2
+        return None
 
     def show_collisions(self, on: bool = True) -> None:
         """Draw the robot's collision shapes (half transparent), built on first use; a robot without

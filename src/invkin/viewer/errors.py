@@ -23,14 +23,41 @@ def _import_viser():
     return viser
 
 
+def _resolve(host: str, port: int = 0) -> list:
+    """getaddrinfo of host (a ViewerError at once for a name that does not resolve)."""
+    if not isinstance(host, str) or not host or len(host) > 253:
+        raise ViewerError(f"host must be a host name or address, got {host!r:.100}")
+    try:
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError, ValueError) as exc:
+        raise ViewerError(f"cannot bind the viewer to host {host!r}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def check_host(host: str, allow_remote: bool = False):
+    """The start-up check of the address a viewer listens on: None for a loopback host (only this
+    machine can connect), else the warning to print when ``allow_remote`` is set; without it a
+    non-loopback host (0.0.0.0, ::, a LAN address) is a ViewerError: the viewer has no
+    authentication, so anyone who reaches the port can see and drive it."""
+    import ipaddress
+
+    addrs = sorted({info[4][0] for info in _resolve(host)})
+    remote = [a for a in addrs if not ipaddress.ip_address(a.split("%")[0]).is_loopback]
+    if not remote:
+        return None
+    where = "every network interface" if any(a in ("0.0.0.0", "::") for a in remote) else ", ".join(remote)
+    if not allow_remote:
+        raise ViewerError(f"host {host!r} listens on {where}, not only this machine; the viewer has no "
+                          f"authentication. Use --host 127.0.0.1, or pass --allow-remote to expose it")
+    return (f"WARNING: the viewer listens on {host} ({where}) without authentication: anyone who can "
+            f"reach this machine on its port can watch and drive it")
+
+
 def _check_port_free(host: str, port: int) -> None:
-    """Raise PortInUseError when something already listens on host:port (port 0: any port)."""
+    """Raise PortInUseError when something already listens on host:port (port 0: any port), and
+    ViewerError at once for a host that does not resolve (whatever the port)."""
+    infos = _resolve(host, port)
     if port == 0:
         return
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise ViewerError(f"cannot bind the viewer to host {host!r}: {exc.strerror or exc}") from None
     for family, kind, proto, _, addr in infos:
         with socket.socket(family, kind, proto) as s:
             # the server sets SO_REUSEADDR too: only a listening socket makes the bind fail

@@ -8,12 +8,12 @@ flattened, its parts grouped by colour (material base colour, else the mean face
 else the URDF colour, else grey).
 
 Large meshes are decimated (quadric decimation, ``fast_simplification``) to at most
-``max_faces`` triangles per file and cached as ``.npz`` in the user cache folder
-(``$INVKIN_CACHE_DIR``, else ``$XDG_CACHE_HOME/invkin``, else ``~/.cache/invkin``) under
-``meshes/``, keyed by the SHA-256 of the file's bytes and the face budget: a second start reads
-the cache and skips the parse and the decimation. A file's own colours win over the URDF's
-``<material>`` (as in RViz for DAE files); the URDF colour paints meshes that have none. A file that cannot be read is reported by :class:`MeshLoadError` and the viewer
-draws the rest.
+``max_faces`` triangles per file and cached as ``.npz`` in ``$INVKIN_MESH_CACHE_DIR``, else
+``$XDG_CACHE_HOME/invkin/meshes``, else ``~/.cache/invkin/meshes``, keyed by the SHA-256 of the
+file's bytes and the face budget: a second start reads the cache and skips the parse and the
+decimation. A file's own colours win over the URDF's ``<material>`` (as in RViz for DAE files);
+the URDF colour paints meshes that have none. A file that cannot be read is reported by
+:class:`MeshLoadError` and the viewer draws the rest.
 """
 from __future__ import annotations
 
@@ -23,12 +23,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvkinError
 from .errors import ViewerError
 
 __all__ = ["MeshPart", "MeshLoadError", "geometry_parts", "cache_dir", "DEFAULT_MAX_FACES"]
 
-#: Triangles kept per mesh file after decimation (a Panda link: ~2k; a G1 link file: up to 60k).
-DEFAULT_MAX_FACES = 4000
+#: Triangles kept per mesh file after decimation (G1: 35 files of up to 60k -> 50k in all, which
+#: software WebGL still draws).
+DEFAULT_MAX_FACES = 1500
 _CACHE_VERSION = 2          # bump when the cached arrays change meaning
 DEFAULT_GREY = (0.78, 0.78, 0.80)
 
@@ -59,9 +61,11 @@ def _trimesh():
 
 def cache_dir() -> str:
     """The folder of cached, decimated meshes (created on first use)."""
-    root = os.environ.get("INVKIN_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "invkin")
-    return os.path.join(root, "meshes")
+    env = os.environ.get("INVKIN_MESH_CACHE_DIR")
+    if env:
+        return os.path.expanduser(env)
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, "invkin", "meshes")  # beside the kernels' invkin/numba (invkin.cache)
 
 
 def _color_of(geom) -> tuple | None:
@@ -155,10 +159,11 @@ def _load_cached(path: str, max_faces: int):
         arrays[f"C{k}"] = np.full(4, np.nan) if c is None else np.asarray(c, dtype=float)
     try:
         os.makedirs(folder, exist_ok=True)
-        tmp = f"{fn}.{os.getpid()}.tmp.npz"
-        np.savez_compressed(tmp, **arrays)
-        os.replace(tmp, fn)
-    except OSError:
+        from .._io import atomic_path
+
+        with atomic_path(fn, suffix=".npz") as tmp:  # the suffix keeps savez from appending one
+            np.savez_compressed(tmp, **arrays)
+    except (OSError, InvkinError):  # a cache that cannot be written is only slower next time
         pass
     return parts
 

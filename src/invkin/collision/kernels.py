@@ -1,0 +1,400 @@
+r"""Signed distances between collision shapes, and the distance Jacobian rows (Numba kernels).
+
+Shapes are rows of float64 tables (see :mod:`invkin.collision.world` and
+:mod:`invkin.collision.model`): a *capsule* ``a, b, r`` is every point within ``r`` of the segment
+``a``–``b`` (a sphere has ``a = b``); a *box* is ``R`` (row-major 9), centre ``c``, half extents
+``h``; a *half-space* ``n, c`` is the solid ``{x: n·x ≤ c}``.
+
+Every pair kernel returns ``(d, pA, pB, n)``: the signed distance ``d`` [m] (negative in
+penetration), a witness point on each shape and the unit normal ``n`` from A towards B, with
+``d = n·(pB − pA)`` in every case (touching, separated or penetrating):
+
+* capsule–capsule: the closest points ``s*, t*`` of the two segments (Ericson, *Real-Time Collision
+  Detection*, §5.1.9) give ``d = |c₂ − c₁| − r₁ − r₂``; exact, also in penetration;
+* capsule–box: the signed distance function of a box, ``φ(p) = |max(q, 0)| + min(max qᵢ, 0)`` with
+  ``q = |R^T(p − c)| − h``, is convex in ``p``, so along the segment it is a convex function of
+  ``t ∈ [0, 1]``: a golden-section search (64 steps, ``0.618⁶⁴ ≈ 4·10⁻¹⁴`` of the segment)
+  finds ``d = min_t φ(a + t(b − a)) − r``. Separated, this is the exact distance; in penetration it
+  is minus the depth of the deepest point of the segment, whose sign is exact and whose magnitude
+  is at most the penetration depth (any separating translation must move that point out);
+* capsule–half-space: ``d = min(n·a, n·b) − c − r``, exact.
+
+Distance rows (:func:`distance_rows`): holding the two witness points fixed to their links
+(the envelope theorem: the closest points move, but to first order ``d`` changes only through
+the motion of the material points), ``∂d/∂q = nᵀ(J_B(p_B) − J_A(p_A))`` with the point Jacobian
+``J_X(p) = Jv_X − [p − o_X]× Jω_X``, i.e. the row ``nᵀJv + ((p − o) × n)ᵀJω`` of each link
+(world obstacles have ``J = 0``). Finite-difference tested (tests/test_collision.py).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..kinematics.kernels import jacobian_from_all
+
+_GOLD = 0.6180339887498949
+_SEARCH_STEPS = 64
+_EPS = 1e-14
+
+
+@njit(cache=True)
+def _clamp01(x):
+    return 0.0 if x < 0.0 else (1.0 if x > 1.0 else x)
+
+
+@njit(cache=True)
+def segment_closest(a1, b1, a2, b2):
+    """Parameters ``(s, t)`` of the closest points ``a1 + s(b1 − a1)``, ``a2 + t(b2 − a2)``."""
+    d1x, d1y, d1z = b1[0] - a1[0], b1[1] - a1[1], b1[2] - a1[2]
+    d2x, d2y, d2z = b2[0] - a2[0], b2[1] - a2[1], b2[2] - a2[2]
+    rx, ry, rz = a1[0] - a2[0], a1[1] - a2[1], a1[2] - a2[2]
+    a = d1x * d1x + d1y * d1y + d1z * d1z
+    e = d2x * d2x + d2y * d2y + d2z * d2z
+    f = d2x * rx + d2y * ry + d2z * rz
+    if a <= _EPS and e <= _EPS:
+        return 0.0, 0.0
+    if a <= _EPS:
+        return 0.0, _clamp01(f / e)
+    c = d1x * rx + d1y * ry + d1z * rz
+    if e <= _EPS:
+        return _clamp01(-c / a), 0.0
+    b = d1x * d2x + d1y * d2y + d1z * d2z
+    denom = a * e - b * b
+    s = _clamp01((b * f - c * e) / denom) if denom > _EPS * a * e else 0.0
+    t = (b * s + f) / e
+    if t < 0.0:
+        t = 0.0
+        s = _clamp01(-c / a)
+    elif t > 1.0:
+        t = 1.0
+        s = _clamp01((b - c) / a)
+    return s, t
+
+
+@njit(cache=True)
+def _any_normal(ax, ay, az):
+    """A unit vector perpendicular to (ax, ay, az) (any unit vector if that is zero)."""
+    if abs(ax) < 0.9:
+        nx, ny, nz = 0.0, az, -ay      # (1, 0, 0) × v
+    else:
+        nx, ny, nz = -az, 0.0, ax      # (0, 1, 0) × v
+    m = math.sqrt(nx * nx + ny * ny + nz * nz)
+    if m < 1e-300:
+        return 0.0, 0.0, 1.0
+    return nx / m, ny / m, nz / m
+
+
+@njit(cache=True)
+def capsule_capsule(a1, b1, r1, a2, b2, r2, out):
+    """Capsule A (a1, b1, r1) – capsule B (a2, b2, r2) into ``out`` (10,) = d, pA, pB, n."""
+    s, t = segment_closest(a1, b1, a2, b2)
+    c1x = a1[0] + s * (b1[0] - a1[0])
+    c1y = a1[1] + s * (b1[1] - a1[1])
+    c1z = a1[2] + s * (b1[2] - a1[2])
+    c2x = a2[0] + t * (b2[0] - a2[0])
+    c2y = a2[1] + t * (b2[1] - a2[1])
+    c2z = a2[2] + t * (b2[2] - a2[2])
+    vx, vy, vz = c2x - c1x, c2y - c1y, c2z - c1z
+    dist = math.sqrt(vx * vx + vy * vy + vz * vz)
+    if dist > 1e-12:
+        nx, ny, nz = vx / dist, vy / dist, vz / dist
+    else:  # the segments meet: any direction perpendicular to A's axis
+        nx, ny, nz = _any_normal(b1[0] - a1[0], b1[1] - a1[1], b1[2] - a1[2])
+    out[0] = dist - r1 - r2
+    out[1], out[2], out[3] = c1x + r1 * nx, c1y + r1 * ny, c1z + r1 * nz
+    out[4], out[5], out[6] = c2x - r2 * nx, c2y - r2 * ny, c2z - r2 * nz
+    out[7], out[8], out[9] = nx, ny, nz
+    return out[0]
+
+
+@njit(cache=True)
+def _box_sdf(box, px, py, pz):
+    """Signed distance of the world point p to the box row (R 9, c 3, h 3)."""
+    dx, dy, dz = px - box[9], py - box[10], pz - box[11]
+    lx = box[0] * dx + box[3] * dy + box[6] * dz
+    ly = box[1] * dx + box[4] * dy + box[7] * dz
+    lz = box[2] * dx + box[5] * dy + box[8] * dz
+    qx, qy, qz = abs(lx) - box[12], abs(ly) - box[13], abs(lz) - box[14]
+    ox, oy, oz = max(qx, 0.0), max(qy, 0.0), max(qz, 0.0)
+    return math.sqrt(ox * ox + oy * oy + oz * oz) + min(max(qx, max(qy, qz)), 0.0)
+
+
+@njit(cache=True)
+def capsule_box(a, b, r, box, out):
+    """Capsule A (a, b, r) – box B (row R, c, h) into ``out`` (10,) = d, pA, pB, n."""
+    ex, ey, ez = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    lo, hi = 0.0, 1.0
+    if ex * ex + ey * ey + ez * ez > _EPS:  # golden-section search of the convex φ(a + t e)
+        t1 = hi - _GOLD * (hi - lo)
+        t2 = lo + _GOLD * (hi - lo)
+        f1 = _box_sdf(box, a[0] + t1 * ex, a[1] + t1 * ey, a[2] + t1 * ez)
+        f2 = _box_sdf(box, a[0] + t2 * ex, a[1] + t2 * ey, a[2] + t2 * ez)
+        for _ in range(_SEARCH_STEPS):
+            if f1 <= f2:
+                hi = t2
+                t2, f2 = t1, f1
+                t1 = hi - _GOLD * (hi - lo)
+                f1 = _box_sdf(box, a[0] + t1 * ex, a[1] + t1 * ey, a[2] + t1 * ez)
+            else:
+                lo = t1
+                t1, f1 = t2, f2
+                t2 = lo + _GOLD * (hi - lo)
+                f2 = _box_sdf(box, a[0] + t2 * ex, a[1] + t2 * ey, a[2] + t2 * ez)
+        # the end points too: the minimum of a convex function on [0, 1] may sit on an end
+        t = 0.5 * (lo + hi)
+        ft = _box_sdf(box, a[0] + t * ex, a[1] + t * ey, a[2] + t * ez)
+        f0 = _box_sdf(box, a[0], a[1], a[2])
+        fe = _box_sdf(box, b[0], b[1], b[2])
+        if f0 < ft:
+            t, ft = 0.0, f0
+        if fe < ft:
+            t = 1.0
+    else:
+        t = 0.0
+    px, py, pz = a[0] + t * ex, a[1] + t * ey, a[2] + t * ez
+    # closest surface point of the box and outward normal at p, in the box frame
+    dx, dy, dz = px - box[9], py - box[10], pz - box[11]
+    l0 = box[0] * dx + box[3] * dy + box[6] * dz
+    l1 = box[1] * dx + box[4] * dy + box[7] * dz
+    l2 = box[2] * dx + box[5] * dy + box[8] * dz
+    h0, h1, h2 = box[12], box[13], box[14]
+    q0, q1, q2 = abs(l0) - h0, abs(l1) - h1, abs(l2) - h2
+    if q0 > 0.0 or q1 > 0.0 or q2 > 0.0:
+        s0, s1, s2 = min(max(l0, -h0), h0), min(max(l1, -h1), h1), min(max(l2, -h2), h2)
+        g0, g1, g2 = l0 - s0, l1 - s1, l2 - s2
+        phi = math.sqrt(g0 * g0 + g1 * g1 + g2 * g2)
+        g0, g1, g2 = g0 / phi, g1 / phi, g2 / phi
+    else:  # inside: the nearest face
+        s0, s1, s2 = l0, l1, l2
+        g0, g1, g2 = 0.0, 0.0, 0.0
+        if q0 >= q1 and q0 >= q2:
+            s0 = h0 if l0 >= 0.0 else -h0
+            g0 = 1.0 if l0 >= 0.0 else -1.0
+            phi = q0
+        elif q1 >= q2:
+            s1 = h1 if l1 >= 0.0 else -h1
+            g1 = 1.0 if l1 >= 0.0 else -1.0
+            phi = q1
+        else:
+            s2 = h2 if l2 >= 0.0 else -h2
+            g2 = 1.0 if l2 >= 0.0 else -1.0
+            phi = q2
+    # back to the world: box point c + R s, box normal R g (outward, towards p); n (A→B) = −R g
+    wx = box[9] + box[0] * s0 + box[1] * s1 + box[2] * s2
+    wy = box[10] + box[3] * s0 + box[4] * s1 + box[5] * s2
+    wz = box[11] + box[6] * s0 + box[7] * s1 + box[8] * s2
+    nx = -(box[0] * g0 + box[1] * g1 + box[2] * g2)
+    ny = -(box[3] * g0 + box[4] * g1 + box[5] * g2)
+    nz = -(box[6] * g0 + box[7] * g1 + box[8] * g2)
+    out[0] = phi - r
+    out[1], out[2], out[3] = px + r * nx, py + r * ny, pz + r * nz
+    out[4], out[5], out[6] = wx, wy, wz
+    out[7], out[8], out[9] = nx, ny, nz
+    return out[0]
+
+
+@njit(cache=True)
+def capsule_halfspace(a, b, r, hs, out):
+    """Capsule A (a, b, r) – half-space B {x: n·x ≤ c} (row n, c) into ``out`` = d, pA, pB, n."""
+    sa = hs[0] * a[0] + hs[1] * a[1] + hs[2] * a[2] - hs[3]
+    sb = hs[0] * b[0] + hs[1] * b[1] + hs[2] * b[2] - hs[3]
+    if sb < sa:
+        s, px, py, pz = sb, b[0], b[1], b[2]
+    elif sa < sb:
+        s, px, py, pz = sa, a[0], a[1], a[2]
+    else:  # parallel to the plane: the middle of the segment
+        s, px, py, pz = sa, 0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1]), 0.5 * (a[2] + b[2])
+    out[0] = s - r
+    out[1], out[2], out[3] = px - r * hs[0], py - r * hs[1], pz - r * hs[2]
+    out[4], out[5], out[6] = px - s * hs[0], py - s * hs[1], pz - s * hs[2]
+    out[7], out[8], out[9] = -hs[0], -hs[1], -hs[2]
+    return out[0]
+
+
+# --------------------------------------------------------------------------- robot tables
+#
+# The robot's shapes (invkin.collision.model): ``links`` (L,) node of each link that has shapes;
+# ``link_caps`` (L + 1,) CSR offsets into ``caps`` (m, 7) = a, b (link frame), r; ``bounds``
+# (L, 4) = centre (link frame), radius of a sphere holding every capsule of the link.
+
+
+@njit(cache=True)
+def _to_world(T, x, y, z, out, k):
+    out[k] = T[0, 0] * x + T[0, 1] * y + T[0, 2] * z + T[0, 3]
+    out[k + 1] = T[1, 0] * x + T[1, 1] * y + T[1, 2] * z + T[1, 3]
+    out[k + 2] = T[2, 0] * x + T[2, 1] * y + T[2, 2] * z + T[2, 3]
+
+
+@njit(cache=True)
+def world_capsules(Tall, links, link_caps, caps, bounds, wcaps, wbounds):
+    """Capsules (m, 7) and link bounding spheres (L, 4) in the world for the FK ``Tall``."""
+    for ell in range(links.shape[0]):
+        T = Tall[links[ell]]
+        for c in range(link_caps[ell], link_caps[ell + 1]):
+            _to_world(T, caps[c, 0], caps[c, 1], caps[c, 2], wcaps[c], 0)
+            _to_world(T, caps[c, 3], caps[c, 4], caps[c, 5], wcaps[c], 3)
+            wcaps[c, 6] = caps[c, 6]
+        _to_world(T, bounds[ell, 0], bounds[ell, 1], bounds[ell, 2], wbounds[ell], 0)
+        wbounds[ell, 3] = bounds[ell, 3]
+
+
+@njit(cache=True)
+def _keep(res, tmp):
+    if tmp[0] < res[0]:
+        for k in range(10):
+            res[k] = tmp[k]
+
+
+@njit(cache=True)
+def self_distances(wcaps, wbounds, link_caps, pairs, cutoff, out):
+    """Closest capsules of each link pair ``pairs`` (P, 2) into ``out`` (P, 10) (d = inf when the
+    bounding spheres are farther apart than ``cutoff``: the pair is not evaluated)."""
+    tmp = np.empty(10)
+    for p in range(pairs.shape[0]):
+        la, lb = pairs[p, 0], pairs[p, 1]
+        out[p, 0] = np.inf
+        dx = wbounds[la, 0] - wbounds[lb, 0]
+        dy = wbounds[la, 1] - wbounds[lb, 1]
+        dz = wbounds[la, 2] - wbounds[lb, 2]
+        if math.sqrt(dx * dx + dy * dy + dz * dz) - wbounds[la, 3] - wbounds[lb, 3] > cutoff:
+            continue
+        for i in range(link_caps[la], link_caps[la + 1]):
+            for j in range(link_caps[lb], link_caps[lb + 1]):
+                capsule_capsule(wcaps[i, 0:3], wcaps[i, 3:6], wcaps[i, 6],
+                                wcaps[j, 0:3], wcaps[j, 3:6], wcaps[j, 6], tmp)
+                _keep(out[p], tmp)
+
+
+@njit(cache=True)
+def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj, cutoff, out):
+    """Closest shapes of every (link, obstacle) into ``out`` (L, n_obstacles, 10), d = inf where
+    the link's bounding sphere is farther than ``cutoff`` from the obstacle's bound (not evaluated).
+    A point cloud is one obstacle: its closest point counts (points whose bound is no closer than
+    the best found so far are skipped, which changes nothing in the result)."""
+    L = wbounds.shape[0]
+    out[:, :, 0] = np.inf
+    tmp = np.empty(10)
+    for ell in range(L):
+        bx, by, bz, br = wbounds[ell, 0], wbounds[ell, 1], wbounds[ell, 2], wbounds[ell, 3]
+        c0, c1 = link_caps[ell], link_caps[ell + 1]
+        for k in range(ocaps.shape[0]):
+            # bound of the obstacle capsule: a sphere about its middle (scalars only: this loop runs
+            # once per point of a cloud)
+            mx = 0.5 * (ocaps[k, 0] + ocaps[k, 3]) - bx
+            my = 0.5 * (ocaps[k, 1] + ocaps[k, 4]) - by
+            mz = 0.5 * (ocaps[k, 2] + ocaps[k, 5]) - bz
+            hx = 0.5 * (ocaps[k, 3] - ocaps[k, 0])
+            hy = 0.5 * (ocaps[k, 4] - ocaps[k, 1])
+            hz = 0.5 * (ocaps[k, 5] - ocaps[k, 2])
+            o = ocap_obj[k]
+            # skip when beyond the cutoff, or no closer than this obstacle's best so far (a cloud's
+            # points then cost one bound test each once a close point has been found)
+            reach = cutoff if cutoff < out[ell, o, 0] else out[ell, o, 0]
+            gap = math.sqrt(mx * mx + my * my + mz * mz) - ocaps[k, 6] - br
+            if gap - reach > 0.0 and (gap - reach) * (gap - reach) > hx * hx + hy * hy + hz * hz:
+                continue
+            res = out[ell, o]
+            for c in range(c0, c1):
+                capsule_capsule(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6],
+                                ocaps[k, 0:3], ocaps[k, 3:6], ocaps[k, 6], tmp)
+                _keep(res, tmp)
+        for k in range(boxes.shape[0]):
+            bo = boxes[k]
+            if _box_sdf(bo, bx, by, bz) - br > cutoff:
+                continue
+            res = out[ell, box_obj[k]]
+            for c in range(c0, c1):
+                capsule_box(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], bo, tmp)
+                _keep(res, tmp)
+        for k in range(hs.shape[0]):
+            h = hs[k]
+            if h[0] * bx + h[1] * by + h[2] * bz - h[3] - br > cutoff:
+                continue
+            res = out[ell, hs_obj[k]]
+            for c in range(c0, c1):
+                capsule_halfspace(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], h, tmp)
+                _keep(res, tmp)
+
+
+@njit(cache=True)
+def _point_row(J, Tall, node, px, py, pz, nx, ny, nz, sign, row):
+    """row += sign · (nᵀJv + ((p − o) × n)ᵀJω) of ``node``'s Jacobian ``J`` (6, dof)."""
+    rx, ry, rz = px - Tall[node, 0, 3], py - Tall[node, 1, 3], pz - Tall[node, 2, 3]
+    cx, cy, cz = ry * nz - rz * ny, rz * nx - rx * nz, rx * ny - ry * nx
+    for j in range(J.shape[1]):
+        row[j] += sign * (nx * J[0, j] + ny * J[1, j] + nz * J[2, j] + cx * J[3, j] + cy * J[4, j] + cz * J[5, j])
+
+
+@njit(cache=True)
+def distance_rows(ni, nf, Tall, node_a, node_b, res, Jd):
+    """∂d/∂q (R, dof) into ``Jd`` for result rows ``res`` (R, 10) = d, pA, pB, n between the links at
+    nodes ``node_a`` (R,) and ``node_b`` (R,) (−1: a world obstacle)."""
+    dof = Jd.shape[1]
+    J = np.empty((6, dof))
+    Jd[:, :] = 0.0
+    for r in range(res.shape[0]):
+        nx, ny, nz = res[r, 7], res[r, 8], res[r, 9]
+        jacobian_from_all(ni, nf, Tall, node_a[r], J)
+        _point_row(J, Tall, node_a[r], res[r, 1], res[r, 2], res[r, 3], nx, ny, nz, -1.0, Jd[r])
+        if node_b[r] >= 0:
+            jacobian_from_all(ni, nf, Tall, node_b[r], J)
+            _point_row(J, Tall, node_b[r], res[r, 4], res[r, 5], res[r, 6], nx, ny, nz, 1.0, Jd[r])
+
+
+# --------------------------------------------------------------------------- solver entry point
+
+
+@njit(cache=True)
+def collision_rows(ni, nf, Tall, tables, cutoff, d, J, node_a, node_b):
+    """Inequality rows for a solver: every checked pair (self pairs and (link, obstacle)) whose bounds
+    are within ``cutoff`` [m] at the FK ``Tall`` writes its signed distance into ``d`` and its
+    gradient ∂d/∂q into ``J`` (rows ``d_i + J_i Δq ≥ margin``), its nodes into ``node_a`` /
+    ``node_b`` (−1: an obstacle); returns the number of rows ``k`` (unsorted). Rows whose gradient is
+    zero (two links that no joint moves, e.g. the base on the floor) are left out: no step can
+    change them. ``d``, ``J``, ``node_*`` need :func:`invkin.collision.distance.max_rows` rows.
+    ``tables`` is the tuple of :func:`invkin.collision.distance.collision_tables` (built once per
+    robot and world); no Python runs here, so an LM kernel can call it every iteration."""
+    (links, link_caps, caps, bounds, pairs, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj,
+     wcaps, wb, out_self, out_world) = tables
+    world_capsules(Tall, links, link_caps, caps, bounds, wcaps, wb)
+    self_distances(wcaps, wb, link_caps, pairs, cutoff, out_self)
+    if out_world.shape[1] > 0:
+        world_distances(wcaps, wb, link_caps, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj, cutoff, out_world)
+    dof = J.shape[1]
+    Jl = np.empty((6, dof))
+    k = 0
+    for p in range(pairs.shape[0]):
+        if out_self[p, 0] <= cutoff:
+            node_a[k] = links[pairs[p, 0]]
+            node_b[k] = links[pairs[p, 1]]
+            k = _row(ni, nf, Tall, out_self[p], node_a[k], node_b[k], Jl, d, J, k)
+    for ell in range(out_world.shape[0]):
+        for o in range(out_world.shape[1]):
+            if out_world[ell, o, 0] <= cutoff:
+                node_a[k] = links[ell]
+                node_b[k] = -1
+                k = _row(ni, nf, Tall, out_world[ell, o], node_a[k], -1, Jl, d, J, k)
+    return k
+
+
+@njit(cache=True)
+def _row(ni, nf, Tall, res, na, nb, Jl, d, J, k):
+    """Row k of collision_rows from one result (d, pA, pB, n); returns the next free row."""
+    nx, ny, nz = res[7], res[8], res[9]
+    for j in range(J.shape[1]):
+        J[k, j] = 0.0
+    jacobian_from_all(ni, nf, Tall, na, Jl)
+    _point_row(Jl, Tall, na, res[1], res[2], res[3], nx, ny, nz, -1.0, J[k])
+    if nb >= 0:
+        jacobian_from_all(ni, nf, Tall, nb, Jl)
+        _point_row(Jl, Tall, nb, res[4], res[5], res[6], nx, ny, nz, 1.0, J[k])
+    moves = False
+    for j in range(J.shape[1]):
+        if J[k, j] != 0.0:
+            moves = True
+    if not moves:
+        return k
+    d[k] = res[0]
+    return k + 1
