@@ -15,7 +15,24 @@ rows ``J`` (from the world-aligned geometric Jacobian ``[Jv; Jw]`` of the goal's
 * ``Aim(frame, axis, point)``: the frame's local ``axis`` points at the world ``point``: with ``d`` the
   unit direction to the point at distance ``L``, ``e = angle(a, d) * unit(a x d)`` and
   ``J = (I - a a^T)(Jw + [d]x Jv / L)``.
-* ``Posture(q_rest)``: a soft bias ``e = q_rest ⊖ q`` with ``J = I``; it never decides success.
+* ``CenterOfMass(p, axes="xy")``: the robot's centre of mass ``c = Σ m_i (p_i + R_i c_i) / M``
+  (link masses and centres from the model's inertials) at ``p`` along the chosen world axes:
+  ``e = S (p - c)`` (S selects the axes), ``J = S Σ_i (m_i / M) (Jv_i - [R_i c_i]x Jw_i)``,
+  computed per joint from subtree masses (one backward pass).
+* ``Relative(frame, reference_frame, T)``: ``frame`` at ``T`` in ``reference_frame``: the world
+  target ``T_ref T`` moves with q. Position ``e = p_ref + R_ref t - p``, ``J = Jv - Jv_ref +
+  [R_ref t]x Jw_ref``; rotation ``e = log(R* R^T)`` with ``R* = R_ref R_t``, ``J = Jr^-1(phi) (Jw -
+  R R*^T Jw_ref)``.
+* ``Posture(q_rest)``: the lowest priority, a regulariser: once the goals are met, q moves toward
+  ``q_rest`` inside their null space (``e = q_rest ⊖ q``); it never decides success.
+
+Every goal but Posture takes ``hard=True`` (or ``priority=0``; the default is 1): hard goals are
+met first and kept (a constraint of every LM step); the other goals are then minimised without
+disturbing them (solvers/lm.py).
+
+A goal compiles to rows of 3 residual entries; the kinds are listed once in :data:`KINDS`
+(code → name); solvers/_common.py holds each kind's residual and Jacobian (``goal_row``,
+``com_row``, ``relative_frame``).
 """
 from __future__ import annotations
 
@@ -27,13 +44,23 @@ from ._checks import MAX_LENGTH, real_array, unit_vector
 from .errors import GoalError
 from .spatial import as_rotation, as_transform, quat_to_matrix
 
-__all__ = ["Goal", "Position", "Orientation", "Pose", "Aim", "Posture", "KIND_POSITION",
-           "KIND_ROTATION", "KIND_AXIS", "KIND_AIM"]
+__all__ = ["Goal", "Position", "Orientation", "Pose", "Aim", "Posture", "CenterOfMass", "Relative", "KINDS",
+           "KIND_POSITION", "KIND_ROTATION", "KIND_AXIS", "KIND_AIM", "KIND_COM", "KIND_REL_POSITION",
+           "KIND_REL_ROTATION"]
 
-KIND_POSITION = 0
-KIND_ROTATION = 1
-KIND_AXIS = 2
-KIND_AIM = 3
+KIND_POSITION = 0      # frame origin at a world point
+KIND_ROTATION = 1      # frame orientation equal to a world rotation
+KIND_AXIS = 2          # one tool axis along a world direction
+KIND_AIM = 3           # one tool axis pointing at a world point
+KIND_COM = 4           # centre of mass at a world point (selected axes)
+KIND_REL_POSITION = 5  # frame origin at a point of a reference frame
+KIND_REL_ROTATION = 6  # frame orientation relative to a reference frame
+#: Every goal-row kind (code -> name). Kernels dispatch on these codes only; compile_problem
+#: refuses any other code, so a kind the kernels do not know cannot reach them.
+KINDS = {KIND_POSITION: "position", KIND_ROTATION: "rotation", KIND_AXIS: "axis", KIND_AIM: "aim",
+         KIND_COM: "com", KIND_REL_POSITION: "relative position", KIND_REL_ROTATION: "relative rotation"}
+#: Kinds the older methods' task_eval knows; LM's core knows every kind of KINDS.
+BASIC_KINDS = (KIND_POSITION, KIND_ROTATION, KIND_AXIS, KIND_AIM)
 
 _AXES = {"xyz": None, "x": 0, "y": 1, "z": 2}
 _EYE = np.eye(3)
@@ -71,6 +98,19 @@ def _frame(frame, what):
     return frame
 
 
+def _level(hard, priority, what):
+    """0 for a hard goal (hard=True or priority=0), 1 for the default soft one."""
+    if not isinstance(hard, (bool, np.bool_)):
+        raise GoalError(f"{what}: hard must be True or False, got {hard!r}")
+    if priority is None:
+        return 0 if hard else 1
+    if isinstance(priority, bool) or not isinstance(priority, (int, np.integer)) or priority not in (0, 1):
+        raise GoalError(f"{what}: priority must be 0 (hard) or 1 (soft, the default), got {priority!r}")
+    if hard and priority != 0:
+        raise GoalError(f"{what}: hard=True contradicts priority={priority}")
+    return int(priority)
+
+
 def _axes(axes, what):
     if axes not in _AXES:
         raise GoalError(f"{what}: axes must be one of 'xyz', 'x', 'y', 'z', got {axes!r}")
@@ -82,8 +122,14 @@ class Goal:
 
     weight: float
 
+    @property
+    def level(self) -> int:
+        """0: hard (met first and kept), 1: soft (minimised without disturbing the hard goals)."""
+        return _level(getattr(self, "hard", False), getattr(self, "priority", None), type(self).__name__)
+
     def rows(self) -> list:
-        """Entries of the goal table: (kind, frame, vec (3,), R (3, 3), axis (3,), weight)."""
+        """Entries of the goal table: (kind, frame, vec (3,), R (3, 3), axis (3,), weight); a row
+        may carry a 7th entry, its reference frame (Relative)."""
         r = self.__dict__.get("_rows")
         if r is None:
             r = self._make_rows()
@@ -115,8 +161,11 @@ class Position(Goal):
     frame: str
     p: np.ndarray
     weight: float = 1.0
+    hard: bool = False
+    priority: int | None = None
 
     def __post_init__(self):
+        _level(self.hard, self.priority, "Position")
         object.__setattr__(self, "frame", _frame(self.frame, "Position"))
         object.__setattr__(self, "p", _point(self.p, f"Position({self.frame!r}).p"))
         object.__setattr__(self, "weight", _weight(self.weight, "Position"))
@@ -136,8 +185,11 @@ class Orientation(Goal):
     R: np.ndarray
     weight: float = 1.0
     axes: str = "xyz"
+    hard: bool = False
+    priority: int | None = None
 
     def __post_init__(self):
+        _level(self.hard, self.priority, "Orientation")
         object.__setattr__(self, "frame", _frame(self.frame, "Orientation"))
         R = as_rotation(self.R, f"Orientation({self.frame!r}).R")
         R.setflags(write=False)
@@ -170,8 +222,11 @@ class Pose(Goal):
     weight: float = 1.0
     axes: str = "xyz"
     rotation_weight: float | None = None
+    hard: bool = False
+    priority: int | None = None
 
     def __post_init__(self):
+        _level(self.hard, self.priority, "Pose")
         object.__setattr__(self, "frame", _frame(self.frame, "Pose"))
         T = as_transform(self.T, f"Pose({self.frame!r}).T")
         _point(T[:3, 3], f"Pose({self.frame!r}).T translation")
@@ -217,8 +272,11 @@ class Aim(Goal):
     axis: np.ndarray
     point: np.ndarray
     weight: float = 1.0
+    hard: bool = False
+    priority: int | None = None
 
     def __post_init__(self):
+        _level(self.hard, self.priority, "Aim")
         object.__setattr__(self, "frame", _frame(self.frame, "Aim"))
         ax = unit_vector(f"Aim({self.frame!r}).axis", self.axis)  # scaled first: no overflow to 0
         ax.setflags(write=False)
@@ -230,9 +288,76 @@ class Aim(Goal):
         return [(KIND_AIM, self.frame, self.point, np.eye(3), self.axis, self.weight)]
 
 
+_AXES_MASK = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1), "xy": (1, 1, 0), "xz": (1, 0, 1), "yz": (0, 1, 1),
+              "xyz": (1, 1, 1)}
+
+
+@dataclass(frozen=True)
+class CenterOfMass(Goal):
+    """The robot's centre of mass at the world point ``p`` (3,) [m] along ``axes`` ("xy": over
+    the point on the floor, the usual balance goal; any of x, y, z, xy, xz, yz, xyz). Needs link
+    masses (URDF/MJCF ``<inertial>``: ``Robot.link_mass``, ``Robot.link_com``)."""
+
+    p: np.ndarray
+    axes: str = "xy"
+    weight: float = 1.0
+    hard: bool = False
+    priority: int | None = None
+    frame: str = field(default="", repr=False)
+
+    def __post_init__(self):
+        _level(self.hard, self.priority, "CenterOfMass")
+        object.__setattr__(self, "p", _point(self.p, "CenterOfMass.p"))
+        if self.axes not in _AXES_MASK:
+            raise GoalError(f"CenterOfMass: axes must be one of {', '.join(map(repr, _AXES_MASK))}, "
+                            f"got {self.axes!r}")
+        object.__setattr__(self, "weight", _weight(self.weight, "CenterOfMass"))
+
+    def _make_rows(self):
+        return [(KIND_COM, None, self.p, np.eye(3), np.array(_AXES_MASK[self.axes], dtype=float), self.weight)]
+
+
+@dataclass(frozen=True)
+class Relative(Goal):
+    """``frame`` at the pose ``T`` (4, 4) expressed in ``reference_frame`` (a hand relative to the
+    other hand or to the head); ``T`` of shape (3,) is a position only [m]. ``rotation_weight``
+    defaults to ``weight``."""
+
+    frame: str
+    reference_frame: str
+    T: np.ndarray
+    weight: float = 1.0
+    rotation_weight: float | None = None
+    hard: bool = False
+    priority: int | None = None
+
+    def __post_init__(self):
+        _level(self.hard, self.priority, "Relative")
+        object.__setattr__(self, "frame", _frame(self.frame, "Relative"))
+        object.__setattr__(self, "reference_frame", _frame(self.reference_frame, "Relative"))
+        if np.shape(self.T) == (3,):
+            T = _point(self.T, f"Relative({self.frame!r}).T")
+        else:
+            T = as_transform(self.T, f"Relative({self.frame!r}).T")
+            T.setflags(write=False)
+        object.__setattr__(self, "T", T)
+        object.__setattr__(self, "weight", _weight(self.weight, "Relative"))
+        rw = self.weight if self.rotation_weight is None else _weight(self.rotation_weight, "Relative")
+        object.__setattr__(self, "rotation_weight", rw)
+
+    def _make_rows(self):
+        ref = self.reference_frame
+        if self.T.shape == (3,):
+            return [(KIND_REL_POSITION, self.frame, self.T, np.eye(3), np.zeros(3), self.weight, ref)]
+        return [(KIND_REL_POSITION, self.frame, self.T[:3, 3], np.eye(3), np.zeros(3), self.weight, ref),
+                (KIND_REL_ROTATION, self.frame, np.zeros(3), self.T[:3, :3], np.zeros(3), self.rotation_weight, ref)]
+
+
 @dataclass(frozen=True)
 class Posture(Goal):
-    """A soft bias toward the rest configuration ``q_rest`` (dof,); never decides success."""
+    """The rest configuration ``q_rest`` (dof,) as a regulariser: the lowest priority (LM moves
+    toward it inside the null space of the goals once they are met); never decides success.
+    ``weight`` > 0 turns it on (other methods: the weight of the soft bias ``w² I``)."""
 
     q_rest: np.ndarray
     weight: float = 1e-3

@@ -35,6 +35,7 @@ class Result:
     q (dof,): the best configuration found (always inside the joint limits).
     position_error [m], rotation_error [rad]: the largest error over the goals.
     time [s]: wall time of the call. iterations: total over restarts.
+    goals_met: which goals are met (lm), e.g. hard feet met and a hand out of reach not.
     """
 
     q: np.ndarray
@@ -47,6 +48,9 @@ class Result:
     time: float
     method: str = "lm"
     info: dict = field(default_factory=dict, repr=False)
+    #: one bool per goal in the order given (Posture left out): that goal within tolerance.
+    #: Filled by lm (empty for a single goal that converged on the fast path: then it is met).
+    goals_met: tuple = field(default=(), repr=False)
 
     @classmethod
     def _new(cls, q, success, status, position_error, rotation_error, iterations, restarts, time, method):
@@ -55,7 +59,7 @@ class Result:
         r = object.__new__(cls)
         r.__dict__.update(q=q, success=success, status=status, position_error=position_error,
                           rotation_error=rotation_error, iterations=iterations, restarts=restarts, time=time,
-                          method=method, info={})
+                          method=method, info={}, goals_met=())
         return r
 
     def __repr__(self) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
-from .goals import KIND_POSITION, Pose, Position
+from .goals import BASIC_KINDS, KIND_POSITION, KINDS, Pose, Position, Posture
 from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors
@@ -190,12 +190,14 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
           rotation_tolerance: float = 1e-6, timeout: float | None = 0.05, max_iterations: int | None = None,
           seed=0, joint_weights=None, restarts: bool = True, mode: str = "speed", nullspace=None,
           nullspace_gain: float | None = None, nullspace_iterations: int = 50, rest: dict | None = None,
-          **options) -> Result:
+          max_joint_step=None, dt: float | None = None, **options) -> Result:
     """Solve inverse kinematics for one or more goals.
 
     Args:
         robot: a :class:`Robot`.
-        goals: a goal or a list of goals (Position, Orientation, Pose, Aim, Posture).
+        goals: a goal or a list of goals (Position, Orientation, Pose, Aim, CenterOfMass, Relative,
+            Posture); ``hard=True`` goals are met first and kept (lm; ``Result.goals_met`` says which
+            goals are met).
         q0: (dof,) start configuration (clamped into the limits); default ``robot.neutral()``.
         method: a registered name (:func:`methods`); default Levenberg–Marquardt.
         position_tolerance [m], rotation_tolerance [rad]: success thresholds on every goal.
@@ -225,12 +227,17 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             is blended toward ``theta_orig`` once by :func:`invkin.motion.rest_blend`.
             ``info["rest"]`` holds the stiffness and damping and whether the goals are reached
             with the springs (status and success describe the returned q).
+        max_joint_step: [rad or m] a number or (dof,): no joint moves farther than this from q0
+            (lm; the joint limits tightened to q0 ± max_joint_step, an active set like them).
+        dt [s]: with max_joint_step None, the bound is the model's joint velocity limits × dt
+            (URDF ``<limit velocity>``).
         **options: method-specific settings (see each method's docstring).
 
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
     """
     if (method == "lm" and mode == "speed" and nullspace is None and rest is None and nullspace_gain is None
-            and joint_weights is None and restarts is True and max_iterations is None and not options):
+            and joint_weights is None and restarts is True and max_iterations is None and not options
+            and max_joint_step is None and dt is None):
         res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is not None:
             if robot._wrap_dofs.size:
@@ -238,11 +245,11 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
     if nullspace is None and rest is None and nullspace_gain is None:
         res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
-                     seed, joint_weights, restarts, mode, options)
+                     seed, joint_weights, restarts, mode, options, max_joint_step, dt)
     else:
         res = _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout,
                               max_iterations, seed, joint_weights, restarts, mode, options, nullspace,
-                              nullspace_gain, nullspace_iterations, rest)
+                              nullspace_gain, nullspace_iterations, rest, max_joint_step, dt)
     if robot._wrap_dofs.size:
         _wrap_near(robot, res.q, robot._neutral if q0 is None else robot.check_q(q0, "q0"))
     return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
@@ -260,7 +267,7 @@ def _wrap_near(robot, q, q0) -> None:
 
 def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
                     seed, joint_weights, restarts, mode, options, nullspace, nullspace_gain, nullspace_iterations,
-                    rest) -> Result:
+                    rest, max_joint_step=None, dt=None) -> Result:
     """solve() with a null-space objective and/or rest-pose springs."""
     import dataclasses
 
@@ -296,7 +303,7 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
             _, p, d = rest_blend(0.0, 0.0, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0), rest.get("d_ik", 0.0))
             rest_loop, rest = {"stiffness": p, "damping": d}, None  # in the loop: nothing to blend after it
     res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations, seed,
-                 joint_weights, restarts, mode, options)
+                 joint_weights, restarts, mode, options, max_joint_step, dt)
     q = res.q
     info = dict(res.info)
     if refine is not None and res.success:
@@ -331,7 +338,7 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
 
 
 def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations, seed,
-           joint_weights, restarts, mode, options) -> Result:
+           joint_weights, restarts, mode, options, max_joint_step=None, dt=None) -> Result:
     t_start = time.perf_counter()
     m = get_method(method)
     _check_positive("position_tolerance", position_tolerance)
@@ -361,10 +368,15 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
                               f"its options: {sorted(opts) or 'none'}")
         opts = {**opts, **options}
     q_start = _initial_q(robot, q0)
-    if m.name == "lm" and mode == "speed":
-        if problem.w_posture > 0.0:
-            return _solve_lm_posture(robot, problem, q_start, timeout, max_iterations, seed, restarts, t_start)
-        return _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, restarts, t_start)
+    if m.name == "lm":
+        return _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode,
+                         _joint_step(robot, max_joint_step, dt), t_start)
+    if max_joint_step is not None or dt is not None:
+        raise SolverError(f"max_joint_step / dt: supported by method 'lm' only, got method {m.name!r}")
+    if not problem.basic_kinds_only() or problem.has_hard:
+        kinds = sorted({KINDS[int(k)] for k in problem.gkind if int(k) not in BASIC_KINDS})
+        raise SolverError(f"method {m.name!r} takes position, rotation, axis and aim goals, all soft; got "
+                          f"{', '.join(kinds + (['hard goals'] if problem.has_hard else []))}: use method='lm'")
     rng = seed if isinstance(seed, np.random.Generator) else None  # created at the first restart
     deadline = None if timeout is None else t_start + timeout
 
@@ -507,7 +519,7 @@ def _entry_point(dispatcher, args, any_layout=()):
 
 def _chain_attempts_entry(args):
     """The entry point of lm_chain_attempts (q0 typed as any 1-D float64 view), compiled once
-    and shared by the fast path and _solve_lm_native: its arguments there have the same types
+    and shared by the fast path and _solve_lm: its arguments there have the same types
     (read-only chain program and per-DOF table from the robot's caches, C-contiguous float64 /
     int64 goal tables, fresh buffers, Python floats and ints)."""
     ep = _LM_ENTRY[0]
@@ -579,7 +591,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             checked_reach = True
             problem = compile_problem(robot, [goal], tol_p, tol_r)
             unreachable = provably_unreachable(problem)
-            if unreachable:  # minimise to the end in a few long attempts (see _solve_lm_native)
+            if unreachable:  # minimise to the end in a few long attempts (see _solve_lm)
                 max_attempts = min(max_attempts, int(st[5]) + 3)
                 attempt_iters = 10 * _LM_ATTEMPT_ITERATIONS
                 st[10] = 1.0
@@ -607,84 +619,140 @@ def _seed_int(seed) -> int:
         raise GoalError(f"seed: expected an integer, a numpy Generator or None, got {seed!r}") from None
 
 
-POSTURE_ITERATIONS = 200  # LM iterations on the cost with the posture rows, after the goals are met
+def _lims_for(robot, joint_weights):
+    """The per-DOF table of the LM kernels for these joint weights: cached per robot for the
+    default weights and for the last few others (correct_clip solves every frame with the same
+    per-joint weights)."""
+    if joint_weights is None or joint_weights is robot._ones:
+        return _lm_tables(robot)[0]
+    cache = robot.__dict__.setdefault("_lims_cache", {})
+    key = np.asarray(joint_weights, dtype=np.float64).tobytes()
+    lims = cache.get(key)
+    if lims is None:
+        if len(cache) >= 8:
+            cache.clear()
+        lims = _lm_tables(robot, joint_weights)[0]
+        cache[key] = lims
+    return lims
 
 
-def _solve_lm_posture(robot, problem, q_start, timeout, max_iterations, seed, restarts, t_start) -> Result:
-    """LM with a Posture goal: the posture rows join the least-squares cost, and the answer is
-    the compromise LM settles on when it descends that cost (clamped, no restarts) from the
-    solution of the goals alone (_solve_lm_native without the posture). Every accepted step
-    lowers the cost, so the compromise is at least as near the rest posture as that solution;
-    it meets the goals only where the rest posture allows (else STALLED, a little off target)."""
-    import dataclasses
-
-    from .solvers.lm import S_MINIMIZE, lm_iterate
-
-    plain = dataclasses.replace(problem, w_posture=0.0, q_rest=robot._neutral)
-    first = _solve_lm_native(robot, plain, q_start, timeout, max_iterations, seed, restarts, t_start)
-    budget = POSTURE_ITERATIONS
-    if max_iterations is not None:
-        budget = max(0, min(budget, max_iterations - first.iterations))
-    q = first.q.copy()
-    st = np.zeros(11)
-    st[S_MINIMIZE] = 1.0  # settle: no progress test, stop when the cost no longer falls
-    args = problem.args[:15] + (0.0, 0.0)  # zero tolerances: meeting the goals does not stop it
-    if budget > 0:
-        lm_iterate(*args, q, budget, st)
-    perr, rerr = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
-                             problem.gR, problem.gaxis, problem.gw)
-    ok = perr <= problem.tol_p and rerr <= problem.tol_r
-    status = Status.CONVERGED if ok else Status.STALLED
-    return Result(q, bool(ok), status, float(perr), float(rerr), first.iterations + int(st[1]), first.restarts,
-                  time.perf_counter() - t_start, "lm")
+def core_args(problem, q0=None, max_joint_step=None):
+    """(model, table, lims, lo, hi) of solvers.lm.core_attempts for a compiled problem: the model
+    arrays with the link masses, the goal table with its hard and soft row indices, the per-DOF
+    table, and the joint bounds of this solve (the limits, tightened to q0 ± max_joint_step)."""
+    robot = problem.robot
+    model = robot.__dict__.get("_core_model")
+    if model is None:
+        model = (robot._ni, robot._nf, robot.origin, robot.link_mass, robot.link_com)
+        object.__setattr__(robot, "_core_model", model)
+    rows = np.repeat(problem.glevel, 3)
+    idx = np.arange(rows.shape[0], dtype=np.int64)
+    table = (problem.gnode, problem.gkind, problem.gref, problem.glevel, problem.gvec, problem.gR, problem.gaxis,
+             problem.gw, idx[rows != 0], idx[rows == 0])
+    lims = _lims_for(robot, problem.joint_weights)
+    lo, hi = robot.lower, robot.upper
+    if max_joint_step is not None:
+        lo = np.maximum(lo, q0 - max_joint_step)
+        hi = np.minimum(hi, q0 + max_joint_step)
+    return model, table, lims, lo, hi
 
 
-def _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, restarts, t_start) -> Result:
-    """LM with its restarts inside the kernel (solvers/lm.py: lm_chain_attempts when every goal
-    row is on one frame, else lm_attempts); the clock is read between kernel calls, whose
-    iteration budget adapts to the time left."""
-    from .solvers.lm import ATTEMPT_ITERATIONS, S_ATTEMPT, S_BEST_PERR, S_BEST_RERR, S_ITERS, S_MINIMIZE, \
-        lm_attempts, new_attempt_state, workspace_size
+def _joint_step(robot, max_joint_step, dt):
+    """max_joint_step (dof,) [rad or m] from the argument, or velocity_limit x dt; None for none."""
+    if max_joint_step is None and dt is None:
+        return None
+    if max_joint_step is None:
+        dt = _check_positive("dt", dt)
+        if not np.any(np.isfinite(robot.velocity_limit)):
+            raise GoalError(f"dt: robot {robot.name!r} has no joint velocity limits (URDF <limit velocity>); "
+                            f"pass max_joint_step instead")
+        return robot.velocity_limit * float(dt)
+    try:
+        s = np.broadcast_to(np.asarray(max_joint_step, dtype=np.float64), (robot.dof,)).copy()
+    except (TypeError, ValueError):
+        raise GoalError(f"max_joint_step: expected a number or {robot.dof} numbers > 0 [rad or m], "
+                        f"got {max_joint_step!r:.200}") from None
+    if not np.all(s > 0):
+        raise GoalError(f"max_joint_step: expected numbers > 0 [rad or m], got {s.tolist()}")
+    return s
 
-    lo, span = _sampler(robot, q_start)
+
+def _goals_met(problem, err) -> tuple:
+    """One bool per goal (Posture left out): every row of that goal within its tolerance, from the
+    rows' errors err (G,) [m or rad]."""
+    pos = np.isin(problem.gkind, (0, 4, 5))
+    ok = np.where(pos, err <= problem.tol_p, err <= problem.tol_r) | (problem.gw == 0)
+    out = []
+    k = 0
+    for g in problem.goals if isinstance(problem.goals, (list, tuple)) else (problem.goals,):
+        if isinstance(g, Posture):
+            continue
+        n = len(g.rows())
+        out.append(bool(ok[k:k + n].all()))
+        k += n
+    return tuple(out)
+
+
+def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, max_joint_step,
+              t_start) -> Result:
+    """The one LM driver loop. The attempts run inside a kernel (solvers/lm.py:
+    lm_chain_attempts when every goal row is on one frame's chain, no posture, no hard/soft mix
+    and no new goal kind; else core_attempts) that the driver calls with an iteration budget
+    sized to the time left, reading the clock between calls."""
+    from .solvers.lm import ATTEMPT_ITERATIONS, S_ATTEMPT, S_BEST_DIST, S_BEST_PERR, S_BEST_RERR, S_ITERS, \
+        S_MINIMIZE, UNREACHABLE
+
     seed_i = _seed_int(seed)
-    q = q_start.copy()
-    best_q = q_start.copy()
+    step = max_joint_step
     node = _one_frame(problem)
-    if node is not None:
+    chain = (node is not None and mode == "speed" and step is None and problem.basic_kinds_only()
+             and not (problem.has_hard and not np.all(problem.glevel == 0)))
+    best_q = q_start.copy()
+    if chain:
         default = problem.joint_weights is robot._ones
-        lims, free, size = _lm_tables(robot, None if default else problem.joint_weights, q_start)
+        if robot.floating:  # base restarts are sampled around q_start
+            lims, free, size = _lm_tables(robot, None if default else problem.joint_weights, q_start)
+        else:
+            lims, free, size = _lm_tables(robot) if default else (_lims_for(robot, problem.joint_weights), 0.0, 0)
+            if not default:
+                free = free_attempts(robot.lower, robot.upper, lims[_lm.L_WRAP])
         ch = robot._chain(node)
         st = _lm.new_chain_state(free)
         buf = _scratch(_lm.chain_workspace_size(ch.shape[0], robot.dof, 3 * problem.gnode.shape[0]))
         p = problem
         chain_args = (ch, lims, p.gkind, p.gvec, p.gR, p.gaxis, p.gw, p.tol_p, p.tol_r, q_start)
     else:
-        st = new_attempt_state()
-        buf = _scratch(workspace_size(robot.n_nodes, robot.dof, 3 * problem.gnode.shape[0]))
-        args = problem.args
+        model, table, lims, lo, hi = core_args(problem, q_start, step)
+        q = np.minimum(np.maximum(q_start, lo), hi)
+        st = _lm.new_core_state(1.0 if mode == "distance" else 0.0)
+        rowerr = np.empty(problem.gnode.shape[0])
     max_attempts = 2**62 if restarts else 1
     budget = _FIRST_CHUNK if max_iterations is None else min(_FIRST_CHUNK, max_iterations)
     deadline = None if timeout is None else t_start + timeout
     checked_reach = False
     unreachable = False
-    attempt_iters = ATTEMPT_ITERATIONS
+    attempt_iters = ATTEMPT_ITERATIONS if chain else 3 * ATTEMPT_ITERATIONS
     while True:
         t0 = time.perf_counter()
         it0 = st[S_ITERS]
-        if node is not None:
+        if chain:
             args = chain_args + (best_q, st, int(budget), attempt_iters, max_attempts, seed_i, buf)
             code = (_LM_ENTRY[0] or _chain_attempts_entry(args))(*args)
         else:
-            code = lm_attempts(*args, q, best_q, st, budget, attempt_iters, max_attempts, lo, span, seed_i, buf)
+            code = _lm.core_attempts(model, table, lims, lo, hi, problem.q_rest, problem.w_posture, problem.tol_p,
+                                     problem.tol_r, q_start, q, best_q, st, int(budget), attempt_iters, max_attempts,
+                                     seed_i, rowerr)
         if code == CONVERGED:
             if np.isfinite(st[S_BEST_PERR]) and np.isfinite(st[S_BEST_RERR]) and np.all(np.isfinite(best_q)):
-                return Result(best_q, True, Status.CONVERGED, float(st[S_BEST_PERR]), float(st[S_BEST_RERR]),
-                              int(st[S_ITERS]), int(st[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
+                status = Status.CONVERGED
+                break
             code = STALLED  # never call non-finite numbers converged
             st[S_BEST_PERR] = math.inf
-            q[:] = q_start
+            best_q[:] = q_start
         now = time.perf_counter()
+        if code == UNREACHABLE and not chain:
+            status = Status.UNREACHABLE
+            break
         if not checked_reach:
             checked_reach = True
             unreachable = provably_unreachable(problem)
@@ -707,13 +775,27 @@ def _solve_lm_native(robot, problem, q_start, timeout, max_iterations, seed, res
         budget = 10_000 if deadline is None else int(min(max(16, 0.5 * (deadline - now) / per_iter), 10_000))
         if max_iterations is not None:
             budget = int(min(budget, max_iterations - st[S_ITERS]))
-    if not np.isfinite(st[S_BEST_PERR]):  # no attempt finished inside the budget: judge q itself
-        best_q = np.minimum(np.maximum(q, robot.lower), robot.upper)
+    if not chain and mode == "distance" and st[S_BEST_DIST] < np.inf:
+        status = Status.CONVERGED
+    if not chain and not np.isfinite(st[S_BEST_PERR]):
         pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, best_q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
         st[S_BEST_PERR], st[S_BEST_RERR] = pe, re_
-    return Result(best_q, False, status, float(st[S_BEST_PERR]), float(st[S_BEST_RERR]), int(st[S_ITERS]),
-                  int(st[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
+    elif chain and not np.isfinite(st[S_BEST_PERR]):  # no attempt finished inside the budget
+        best_q = np.minimum(np.maximum(best_q, robot.lower), robot.upper)
+        pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, best_q, problem.gnode, problem.gkind,
+                              problem.gvec, problem.gR, problem.gaxis, problem.gw)
+        st[S_BEST_PERR], st[S_BEST_RERR] = pe, re_
+    if chain:
+        met = ()
+        if len(problem.goals if isinstance(problem.goals, (list, tuple)) else [1]) > 1 or status != Status.CONVERGED:
+            met = _goals_met(problem, _lm.row_errors(*core_args(problem)[:2], best_q))
+    else:
+        met = _goals_met(problem, rowerr)
+    res = Result(best_q, status == Status.CONVERGED, status, float(st[S_BEST_PERR]), float(st[S_BEST_RERR]),
+                 int(st[S_ITERS]), int(st[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
+    object.__setattr__(res, "goals_met", met)
+    return res
 
 
 def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance: float = 1e-6,

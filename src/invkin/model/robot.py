@@ -275,7 +275,8 @@ class Robot:
 
     #: Per-instance caches (derived from the arrays, rebuilt on demand): left out of pickles, so a
     #: pickled Robot does not depend on which calls were made before.
-    _CACHES = ("_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables",
+    _CACHES = ("_inertial_cache", "_velocity_limit", "_core_model", "_lims_cache",
+               "_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables",
                "_lm_tables_origin", "_lm_tables_at", "_memo")
 
     def __getstate__(self):
@@ -292,6 +293,40 @@ class Robot:
         self.__dict__.update(state)
 
     # ------------------------------------------------------------------ data from model files
+    @property
+    def link_mass(self) -> np.ndarray:
+        """(n,) [kg] mass of each node (URDF/MJCF ``<inertial>``; 0 where the model has none)."""
+        return self._inertial_arrays()[0]
+
+    @property
+    def link_com(self) -> np.ndarray:
+        """(n, 3) [m] centre of mass of each node, in the node's own frame."""
+        return self._inertial_arrays()[1]
+
+    @property
+    def velocity_limit(self) -> np.ndarray:
+        """(dof,) [rad/s or m/s] joint velocity limits (URDF ``<limit velocity>``; inf where none)."""
+        v = self.__dict__.get("_velocity_limit")
+        if v is None:
+            lim = self.extras.get("velocity_limits", {})
+            v = _readonly(np.array([lim.get(nm, math.inf) for nm in self.joint_names], dtype=np.float64))
+            object.__setattr__(self, "_velocity_limit", v)
+        return v
+
+    def _inertial_arrays(self):
+        t = self.__dict__.get("_inertial_cache")
+        if t is None:
+            inertials = self.extras.get("inertials", {})
+            mass = np.zeros(self.n_nodes)
+            com = np.zeros((self.n_nodes, 3))
+            for i, nm in enumerate(self.node_names):
+                if nm in inertials:
+                    mass[i] = float(inertials[nm][0])
+                    com[i] = np.asarray(inertials[nm][1], dtype=np.float64).reshape(3)
+            t = (_readonly(mass), _readonly(com))
+            object.__setattr__(self, "_inertial_cache", t)
+        return t
+
     def with_limits(self, spec) -> "Robot":
         """A copy with joint limits set: box limits per q entry (``{"LeftLeg.Xrotation": [0, 150]}``) and
         swing-cone/twist limits per ball or three-channel joint (``{"LeftUpLeg": {"swing": 80,

@@ -140,6 +140,8 @@ class _Reader:
         self.joints: list[_Joint] = []
         self._joint: _Joint | None = None  # the top-level <joint> being read
         self._link: _Elem | None = None    # the top-level <link> being read
+        self._inertial = False             # inside its <inertial>
+        self.inertials: dict = {}          # link name -> {"mass": _Elem, "origin": _Elem}
         self._shape: _Shape | None = None  # its <visual> / <collision> being read
         self._part: str | None = None      # the tag of the shape's part being read
         self._material: str | None = None  # the top-level <material name> being read
@@ -213,6 +215,10 @@ class _Reader:
                 raise self.err(f"<{tag}> appears twice in {_desc(j.elem)} (lines {j.parts[tag].line} "
                                f"and {e.line}); expected at most one", _where(j.elem))
             j.parts[tag] = e
+        if d == 3 and self._link is not None and tag == "inertial":
+            self._inertial = True
+        elif d == 4 and self._inertial and tag in ("mass", "origin"):
+            self.inertials.setdefault(self._link.attrs.get("name"), {})[tag] = _Elem(tag, attrs, self._line())
         self._start_shape(d, tag, attrs)
 
     def _start_shape(self, d, tag, attrs):
@@ -238,6 +244,7 @@ class _Reader:
             self._link = self._material = None
         elif self.depth == 3:
             self._shape = None
+            self._inertial = False
         elif self.depth == 4:
             self._part = None
         self.depth -= 1
@@ -304,6 +311,7 @@ def parse_urdf(text_or_bytes, source: str = "<string>", base: str | None = None,
         raise rd.err("no <robot> element")
     cut = base is not None or tip is not None
     robot, unsupported = _build(rd, defer_unsupported=cut)
+    robot = _with_inertials(rd, robot)
     if cut:
         robot = _cut(rd, robot, base, tip)
         for nm in robot.node_names[1:]:  # the root's own joint is above the chain and dropped
@@ -311,6 +319,30 @@ def parse_urdf(text_or_bytes, source: str = "<string>", base: str | None = None,
                 raise unsupported[nm]
     _attach_shapes(rd, robot)
     return robot
+
+
+def _with_inertials(rd: _Reader, robot: Robot) -> Robot:
+    """robot with extras "inertials" {link: (mass [kg], com (3,) [m] in the link frame)} from each
+    link's ``<inertial>`` (``<mass value>``, ``<origin xyz>``; kinematics needs no inertia tensor)
+    and "velocity_limits" {joint: [rad/s or m/s]} from each joint's ``<limit velocity>``."""
+    inertials = {}
+    for link, parts in rd.inertials.items():
+        e = parts.get("mass") or parts.get("origin")
+        m = _scalar(rd, e, parts["mass"], "value", 0.0) if "mass" in parts else 0.0
+        if m < 0:
+            raise rd.err(f"link {link!r}: <mass value={m}> is negative; expected >= 0 [kg]", _where(e))
+        c = _floats(rd, e, parts["origin"], "xyz", 3, (0.0, 0.0, 0.0)) if "origin" in parts else np.zeros(3)
+        inertials[link] = (m, c)
+    vel = {}
+    for j in rd.joints:
+        lim = j.parts.get("limit")
+        if lim is not None and "velocity" in lim.attrs:
+            v = _scalar(rd, j.elem, lim, "velocity", math.inf)
+            if v > 0:
+                vel[j.elem.attrs.get("name")] = v
+    if not inertials and not vel:
+        return robot
+    return robot.with_extras(inertials=inertials, velocity_limits=vel)
 
 
 def _attach_shapes(rd: _Reader, robot: Robot) -> None:

@@ -19,7 +19,8 @@ import numpy as np
 from numba import njit
 
 from ..errors import FrameError, GoalError
-from ..goals import KIND_AIM, KIND_AXIS, KIND_POSITION, KIND_ROTATION, Goal, Posture
+from ..goals import KIND_AIM, KIND_AXIS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KIND_ROTATION, \
+    KINDS, Goal, Posture
 from ..kinematics.kernels import BALL, NO_RC, fk_all_into, jacobian_from_all
 from ..spatial import so3_exp_nb, so3_log_nb
 
@@ -50,6 +51,8 @@ class Problem:
     tol_p: float
     tol_r: float
     scratch: dict = field(default_factory=dict)  # per-solve caches of a method
+    glevel: np.ndarray | None = None  # (G,) 0 = hard row, 1 = soft row
+    gref: np.ndarray | None = None    # (G,) reference node of a relative row, else -1
 
     @property
     def dof(self) -> int:
@@ -68,6 +71,14 @@ class Problem:
     def is_position_only(self) -> bool:
         return bool(np.all(self.gkind == KIND_POSITION))
 
+    @property
+    def has_hard(self) -> bool:
+        return bool(np.any(self.glevel == 0))
+
+    def basic_kinds_only(self) -> bool:
+        """True when every row is of a kind task_eval (the methods other than lm) knows."""
+        return bool(np.all(self.gkind < KIND_COM))
+
 
 def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance: float,
                     joint_weights=None) -> Problem:
@@ -84,14 +95,19 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
     w_post = 0.0
     for g in goals:
         if not isinstance(g, Goal):
-            raise GoalError(f"goals: expected Position/Orientation/Pose/Aim/Posture objects, got {g!r}")
+            raise GoalError(f"goals: expected Position/Orientation/Pose/Aim/CenterOfMass/Relative/Posture "
+                            f"objects, got {g!r}")
         if isinstance(g, Posture):
             if g.q_rest.shape != (robot.dof,):
                 raise GoalError(f"Posture.q_rest: expected shape ({robot.dof},), got {g.q_rest.shape}")
             q_rest = g.q_rest
             w_post = g.weight
             continue
-        rows.extend(g.rows())
+        if g.rows() and g.rows()[0][0] == KIND_COM and not robot.link_mass.sum() > 0:
+            raise GoalError(f"CenterOfMass: robot {robot.name!r} has no link masses (its model has no "
+                            f"<inertial> mass); expected a model with inertials")
+        level = g.level
+        rows.extend(r + (level,) if len(r) == 7 else r + (None, level) for r in g.rows())
     if not rows and w_post == 0.0:
         raise GoalError("goals: expected at least one goal, got none")
     G = len(rows)
@@ -101,14 +117,15 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
     gR = np.empty((G, 3, 3))
     gaxis = np.empty((G, 3))
     gw = np.empty(G)
-    for k, (kind, frame, vec, R, axis, w) in enumerate(rows):
-        try:
-            gnode[k] = robot._frame_index[frame]
-        except (KeyError, TypeError):
-            try:
-                gnode[k] = robot.frame_index(frame)
-            except FrameError as exc:
-                raise FrameError(f"goal on frame {frame!r}: {exc}") from None
+    glevel = np.empty(G, dtype=np.int64)
+    gref = np.full(G, -1, dtype=np.int64)
+    for k, (kind, frame, vec, R, axis, w, ref, level) in enumerate(rows):
+        if kind not in KINDS:  # pragma: no cover - goals.py only makes rows of KINDS
+            raise GoalError(f"goal row kind {kind!r} is not one of {sorted(KINDS)}")
+        gnode[k] = 0 if frame is None else _node(robot, frame)
+        if ref is not None:
+            gref[k] = _node(robot, ref)
+        glevel[k] = level
         gkind[k] = kind
         gvec[k] = vec
         gR[k] = R
@@ -127,7 +144,18 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
         if jw.shape != (robot.dof,) or not np.all(np.isfinite(jw)) or np.any(jw <= 0):
             raise GoalError(f"joint_weights: expected {robot.dof} finite numbers > 0, got {joint_weights!r}")
     return Problem(robot, goals, gnode, gkind, gvec, gR, gaxis, gw, q_rest, float(w_post), jw, robot.lower,
-                   robot.upper, robot._ball_starts, float(position_tolerance), float(rotation_tolerance))
+                   robot.upper, robot._ball_starts, float(position_tolerance), float(rotation_tolerance),
+                   glevel=glevel, gref=gref)
+
+
+def _node(robot, frame) -> int:
+    try:
+        return robot._frame_index[frame]
+    except (KeyError, TypeError):
+        try:
+            return robot.frame_index(frame)
+        except FrameError as exc:
+            raise FrameError(f"goal on frame {frame!r}: {exc}") from None
 
 
 # --------------------------------------------------------------------------- kernels
@@ -241,11 +269,11 @@ def _jr_inv_beta(err, sn, cs):
 
 
 @njit(cache=True, inline="always", **NO_RC)
-def goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, want_jac):
+def goal_row(T, Jf, g, kind, gvec, gR, gaxis, gw, e, J, want_jac):
     """Residual rows ``e[3g:3g+3]`` (and, with want_jac, ``J[3g:3g+3]`` from the frame Jacobian
-    ``Jf`` (6, dof)) of goal row g for the frame transform ``T``; returns (kind class, error):
-    class 0 = position error [m], 1 = rotation error [rad]. See task_eval for the definitions."""
-    kind = gkind[g]
+    ``Jf`` (6, dof)) of goal row g, of the frame kind ``kind`` (position, rotation, axis or aim),
+    for the frame transform ``T``; returns (kind class, error): class 0 = position error [m],
+    1 = rotation error [rad]. See task_eval for the definitions."""
     w = gw[g]
     r0 = 3 * g
     dof = J.shape[1]
@@ -348,10 +376,137 @@ def goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, want_jac):
 
 
 @njit(cache=True, **NO_RC)
-def goal_row_call(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, want_jac):
+def goal_row_call(T, Jf, g, kind, gvec, gR, gaxis, gw, e, J, want_jac):
     """goal_row as a call (not inlined): for callers that inline their common rows themselves
     and leave the rare kinds (axis, aim) to it."""
-    return goal_row(T, Jf, g, gkind, gvec, gR, gaxis, gw, e, J, want_jac)
+    return goal_row(T, Jf, g, kind, gvec, gR, gaxis, gw, e, J, want_jac)
+
+
+@njit(cache=True, **NO_RC)
+def com_row(ni, nf, Tall, mass, com, sub, g, gvec, gaxis, gw, e, J, want_jac):
+    """Centre-of-mass rows (KIND_COM) of goal row g: ``c = Σ m_i x_i / M`` with ``x_i = T_i c_i``;
+    ``e = w S (p* - c)`` (S = diag(gaxis[g]), the selected world axes) and, with want_jac,
+    ``J = w S Jc``: the column of joint k (node i, world axis a at o) is ``m_sub (a x (c_sub - o)) / M``
+    (revolute; prismatic ``m_sub a / M``; ball: the three frame columns as revolute axes), with
+    ``m_sub``, ``c_sub`` the mass and centre of the subtree below i (one backward pass, ``sub``
+    (n, 4) scratch). Returns the position error [m] along the selected axes."""
+    n = ni.shape[0]
+    for i in range(n):
+        m = mass[i]
+        T = Tall[i]
+        sub[i, 0] = m
+        for a in range(3):
+            sub[i, 1 + a] = m * (T[a, 0] * com[i, 0] + T[a, 1] * com[i, 1] + T[a, 2] * com[i, 2] + T[a, 3])
+    for i in range(n - 1, 0, -1):  # parents precede children: accumulate subtrees into parents
+        p = ni[i, 0]
+        if p >= 0:
+            for a in range(4):
+                sub[p, a] += sub[i, a]
+    M = 0.0
+    cx = 0.0
+    cy = 0.0
+    cz = 0.0
+    for i in range(n):
+        if ni[i, 0] < 0:  # roots hold their whole tree
+            M += sub[i, 0]
+            cx += sub[i, 1]
+            cy += sub[i, 2]
+            cz += sub[i, 3]
+    cx /= M
+    cy /= M
+    cz /= M
+    w = gw[g]
+    r0 = 3 * g
+    sx = gaxis[g, 0]
+    sy = gaxis[g, 1]
+    sz = gaxis[g, 2]
+    ex = sx * (gvec[g, 0] - cx)
+    ey = sy * (gvec[g, 1] - cy)
+    ez = sz * (gvec[g, 2] - cz)
+    e[r0] = w * ex
+    e[r0 + 1] = w * ey
+    e[r0 + 2] = w * ez
+    if want_jac:
+        dof = J.shape[1]
+        for c in range(dof):
+            J[r0, c] = 0.0
+            J[r0 + 1, c] = 0.0
+            J[r0 + 2, c] = 0.0
+        for i in range(n):
+            jt = ni[i, 1]
+            ms = sub[i, 0]
+            if jt == 0 or ms == 0.0:
+                continue
+            c = ni[i, 2]
+            Tw = Tall[i]
+            dx = sub[i, 1] - ms * Tw[0, 3]  # m_sub (c_sub - o)
+            dy = sub[i, 2] - ms * Tw[1, 3]
+            dz = sub[i, 3] - ms * Tw[2, 3]
+            for k in range(3 if jt == BALL else 1):
+                if jt == BALL:
+                    ax = Tw[0, k]
+                    ay = Tw[1, k]
+                    az = Tw[2, k]
+                    f = w / M
+                else:
+                    a0 = nf[i, 0]
+                    a1 = nf[i, 1]
+                    a2 = nf[i, 2]
+                    ax = Tw[0, 0] * a0 + Tw[0, 1] * a1 + Tw[0, 2] * a2
+                    ay = Tw[1, 0] * a0 + Tw[1, 1] * a1 + Tw[1, 2] * a2
+                    az = Tw[2, 0] * a0 + Tw[2, 1] * a1 + Tw[2, 2] * a2
+                    f = w * nf[i, 3] / M
+                if jt == 2:  # prismatic
+                    vx = ax * ms
+                    vy = ay * ms
+                    vz = az * ms
+                else:
+                    vx = ay * dz - az * dy
+                    vy = az * dx - ax * dz
+                    vz = ax * dy - ay * dx
+                J[r0, c + k] += f * sx * vx
+                J[r0 + 1, c + k] += f * sy * vy
+                J[r0 + 2, c + k] += f * sz * vz
+    return math.sqrt(ex * ex + ey * ey + ez * ez)
+
+
+@njit(cache=True)
+def relative_frame(kind, g, Tref, T, gvec, gR, wvec, wR, Jf, Jr, want_jac):
+    """Turn the relative row g (KIND_REL_POSITION / KIND_REL_ROTATION) into a world row: its world
+    target (wvec[g] = p_ref + R_ref t, or wR[g] = R_ref R_t) and, with want_jac, the frame
+    Jacobian Jf (6, dof) of ``T`` turned in place into the row's effective one, given the
+    reference frame's Jacobian Jr: position ``Jv - Jv_ref + [R_ref t]x Jw_ref``; rotation
+    ``Jw - R R*^T Jw_ref`` (goals.py). Returns the world kind (position or rotation) for goal_row."""
+    dof = Jf.shape[1]
+    if kind == KIND_REL_POSITION:
+        a = np.empty(3)
+        for i in range(3):
+            a[i] = Tref[i, 0] * gvec[g, 0] + Tref[i, 1] * gvec[g, 1] + Tref[i, 2] * gvec[g, 2]
+            wvec[g, i] = Tref[i, 3] + a[i]
+        if want_jac:
+            for c in range(dof):
+                wx = Jr[3, c]
+                wy = Jr[4, c]
+                wz = Jr[5, c]
+                Jf[0, c] += -Jr[0, c] + a[1] * wz - a[2] * wy
+                Jf[1, c] += -Jr[1, c] + a[2] * wx - a[0] * wz
+                Jf[2, c] += -Jr[2, c] + a[0] * wy - a[1] * wx
+        return KIND_POSITION
+    for i in range(3):
+        for j in range(3):
+            wR[g, i, j] = Tref[i, 0] * gR[g, 0, j] + Tref[i, 1] * gR[g, 1, j] + Tref[i, 2] * gR[g, 2, j]
+    if want_jac:
+        Mt = np.empty((3, 3))  # M^T = R R*^T
+        for i in range(3):
+            for j in range(3):
+                Mt[i, j] = T[i, 0] * wR[g, j, 0] + T[i, 1] * wR[g, j, 1] + T[i, 2] * wR[g, j, 2]
+        for c in range(dof):
+            wx = Jr[3, c]
+            wy = Jr[4, c]
+            wz = Jr[5, c]
+            for i in range(3):
+                Jf[3 + i, c] -= Mt[i, 0] * wx + Mt[i, 1] * wy + Mt[i, 2] * wz
+    return KIND_ROTATION
 
 
 @njit(cache=True)
@@ -374,7 +529,7 @@ def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e,
         node = gnode[g]
         if want_jac and (g == 0 or gnode[g - 1] != node):  # a Pose's two rows share one Jacobian
             jacobian_from_all(ni, nf, Tall, node, Jf)
-        cls, err = goal_row(Tall[node], Jf, g, gkind, gvec, gR, gaxis, gw, e, J, want_jac)
+        cls, err = goal_row(Tall[node], Jf, g, gkind[g], gvec, gR, gaxis, gw, e, J, want_jac)
         if gw[g] > 0.0:
             if cls == 0:
                 if err > perr:

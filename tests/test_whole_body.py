@@ -1,0 +1,292 @@
+"""Whole-body problems on LM's general core: hard goals, CenterOfMass, Relative, joint step bounds,
+posture as a regulariser, restarts near q0, and the route-equivalence zoo (every goal shape through
+every route of lm, results compared)."""
+import numpy as np
+import pytest
+
+import invkin as ik
+from invkin import GoalError, SolverError, Status
+from invkin.spatial import make_transform, so3_exp
+
+
+def _humanoid() -> ik.Robot:
+    """A small humanoid with a floating base (x, y, z prismatic + a ball joint: the free joint's
+    R3 x SO(3) increments), two 6-DOF legs, two 4-DOF arms, a head, and link masses."""
+    b = ik.RobotBuilder(name="toy_humanoid")
+    b.add_root("world")
+    b.add_joint("base_x", "world", "bx", type="prismatic", axis=(1, 0, 0), frame=False)
+    b.add_joint("base_y", "bx", "by", type="prismatic", axis=(0, 1, 0), frame=False)
+    b.add_joint("base_z", "by", "bz", type="prismatic", axis=(0, 0, 1), frame=False)
+    b.add_joint("base_rot", "bz", "pelvis", type="ball")
+    lim = dict(lower=-2.0, upper=2.0)
+    for side, y in (("l", 0.1), ("r", -0.1)):
+        b.add_joint(f"{side}_hip_z", "pelvis", f"{side}_hip1", axis=(0, 0, 1), origin=_t([0, y, -0.05]), **lim)
+        b.add_joint(f"{side}_hip_x", f"{side}_hip1", f"{side}_hip2", axis=(1, 0, 0), **lim)
+        b.add_joint(f"{side}_hip_y", f"{side}_hip2", f"{side}_thigh", axis=(0, 1, 0), **lim)
+        b.add_joint(f"{side}_knee", f"{side}_thigh", f"{side}_shin", axis=(0, 1, 0), origin=_t([0, 0, -0.4]),
+                    lower=0.0, upper=2.5)
+        b.add_joint(f"{side}_ankle_y", f"{side}_shin", f"{side}_ankle", axis=(0, 1, 0), origin=_t([0, 0, -0.4]), **lim)
+        b.add_joint(f"{side}_ankle_x", f"{side}_ankle", f"{side}_foot", axis=(1, 0, 0), **lim)
+        b.add_joint(f"{side}_sh_y", "pelvis", f"{side}_sh1", axis=(0, 1, 0), origin=_t([0, 2.2 * y, 0.45]), **lim)
+        b.add_joint(f"{side}_sh_x", f"{side}_sh1", f"{side}_upper", axis=(1, 0, 0), **lim)
+        b.add_joint(f"{side}_elbow", f"{side}_upper", f"{side}_fore", axis=(0, 1, 0), origin=_t([0, 0, -0.3]),
+                    lower=-2.5, upper=0.0)
+        b.add_joint(f"{side}_wrist", f"{side}_fore", f"{side}_hand", axis=(0, 0, 1), origin=_t([0, 0, -0.25]), **lim)
+    b.add_joint("neck", "pelvis", "head", axis=(0, 0, 1), origin=_t([0, 0, 0.6]), **lim)
+    robot = b.build()
+    masses = {"pelvis": (10.0, [0, 0, 0.2]), "head": (3.0, [0, 0, 0.1]), "l_thigh": (5.0, [0, 0, -0.2]),
+              "r_thigh": (5.0, [0, 0, -0.2]), "l_shin": (3.0, [0.01, 0, -0.2]), "r_shin": (3.0, [0.01, 0, -0.2]),
+              "l_foot": (1.0, [0.05, 0, -0.03]), "r_foot": (1.0, [0.05, 0, -0.03]), "l_upper": (2.0, [0, 0, -0.15]),
+              "r_upper": (2.0, [0, 0, -0.15]), "l_fore": (1.0, [0, 0, -0.12]), "r_fore": (1.0, [0, 0, -0.12]),
+              "l_hand": (0.5, [0, 0, -0.05]), "r_hand": (0.5, [0, 0, -0.05])}
+    robot = robot.with_extras(inertials={k: (m, np.array(c, float)) for k, (m, c) in masses.items()},
+                              velocity_limits={nm: 2.0 for nm in robot.joint_names})
+    return robot
+
+
+def _t(p):
+    T = np.eye(4)
+    T[:3, 3] = p
+    return T
+
+
+@pytest.fixture(scope="module")
+def hum():
+    return _humanoid()
+
+
+def _stance(robot):
+    """A slightly crouched standing configuration (knees bent, feet flat)."""
+    q = robot.neutral()
+    for side in "lr":
+        q[robot.joint_names.index(f"{side}_hip_y")] = -0.3
+        q[robot.joint_names.index(f"{side}_knee")] = 0.6
+        q[robot.joint_names.index(f"{side}_ankle_y")] = -0.3
+        q[robot.joint_names.index(f"{side}_elbow")] = -0.5
+    q[robot.joint_names.index("base_z")] = 0.85
+    return q
+
+
+def _eval(robot, goals, q):
+    """(e, J) of the general core at q."""
+    from invkin.solve import core_args
+    from invkin.solvers._common import compile_problem
+    from invkin.solvers.lm import core_eval, core_workspace
+
+    p = compile_problem(robot, goals, 1e-6, 1e-6)
+    model, table, *_ = core_args(p)
+    ws = core_workspace(robot.n_nodes, robot.dof, table[4], table[5], table[9].shape[0])
+    e = np.empty(3 * p.gnode.shape[0])
+    J = np.zeros((e.shape[0], robot.dof))
+    core_eval(*model, q, *table[:8], ws[10], ws[11], ws[0], ws[1], ws[2], ws[3], e, J, np.zeros(4), True)
+    return e, J
+
+
+@pytest.mark.parametrize("make", [
+    lambda r: [ik.CenterOfMass([0.1, 0.05, 0.7], axes="xyz")],
+    lambda r: [ik.CenterOfMass([0.1, 0.05, 0.0], axes="xy", weight=2.0)],
+    lambda r: [ik.Relative("l_hand", "r_hand", make_transform(so3_exp([0.3, -0.2, 1.0]), [0.1, 0.3, -0.05]))],
+    lambda r: [ik.Relative("l_hand", "head", [0.2, 0.1, -0.4], weight=0.5)],
+    lambda r: [ik.Pose("l_foot", make_transform(so3_exp([0.1, 0.2, 0.3]), [0.0, 0.1, 0.0]), hard=True),
+               ik.Aim("head", [1, 0, 0], [2.0, 0.5, 1.0])],
+], ids=["com-xyz", "com-xy", "relative-pose", "relative-position", "hard-pose+aim"])
+def test_goal_jacobians_equal_finite_differences_for_every_joint_type(hum, make):
+    goals = make(hum)
+    q = _stance(hum) + np.random.default_rng(3).uniform(-0.3, 0.3, hum.dof)
+    _, J = _eval(hum, goals, q)
+    for k in range(hum.dof):
+        d = np.zeros(hum.dof)
+        d[k] = 1e-6
+        # ball columns are local increments: q ⊕ d through Robot.integrate
+        de = (_eval(hum, goals, hum.integrate(q, d))[0] - _eval(hum, goals, hum.integrate(q, -d))[0]) / 2e-6
+        assert np.allclose(-de, J[:, k], atol=2e-6), (hum.joint_names[k], -de, J[:, k])
+
+
+def test_center_of_mass_matches_the_mass_weighted_link_centres(hum):
+    q = _stance(hum)
+    e, _ = _eval(hum, [ik.CenterOfMass(np.zeros(3), axes="xyz")], q)
+    c = np.zeros(3)
+    for i, nm in enumerate(hum.node_names):
+        T = hum.fk(q, nm)
+        c += hum.link_mass[i] * (T[:3, :3] @ hum.link_com[i] + T[:3, 3])
+    assert np.allclose(-e, c / hum.link_mass.sum(), atol=1e-12)
+
+
+def _feet(robot, q):
+    return [ik.Pose(f, robot.fk(q, f), hard=True) for f in ("l_foot", "r_foot")]
+
+
+def _drift(robot, q0, q):
+    return max(np.linalg.norm(robot.fk(q, f)[:3, 3] - robot.fk(q0, f)[:3, 3]) for f in ("l_foot", "r_foot"))
+
+
+def test_hard_feet_stay_within_a_micrometre_when_a_hand_asks_the_impossible(hum):
+    q0 = _stance(hum)
+    far = hum.fk(q0, "l_hand")[:3, 3] + [2.0, 0.5, 0.0]  # out of reach with the feet where they are
+    near = hum.fk(q0, "r_hand")[:3, 3] + [0.1, 0.0, -0.1]
+    goals = _feet(hum, q0) + [ik.Position("l_hand", far), ik.Position("r_hand", near)]
+    res = ik.solve(hum, goals, q0=q0, seed=0)
+    assert not res.success and res.status in (Status.UNREACHABLE, Status.STALLED, Status.TIME_LIMIT)
+    # the feet are met, the far hand is not (the near hand shares the least-squares compromise)
+    assert res.goals_met[:3] == (True, True, False)
+    assert _drift(hum, q0, res.q) <= 1e-6
+    # the soft hand stretched toward the target
+    assert np.linalg.norm(hum.fk(res.q, "l_hand")[:3, 3] - far) < np.linalg.norm(hum.fk(q0, "l_hand")[:3, 3] - far)
+
+
+def test_soft_feet_slide_where_hard_feet_do_not(hum):
+    q0 = _stance(hum)
+    far = hum.fk(q0, "l_hand")[:3, 3] + [2.0, 0.5, 0.0]
+    soft = [ik.Pose(f, hum.fk(q0, f), weight=10.0) for f in ("l_foot", "r_foot")]
+    res = ik.solve(hum, soft + [ik.Position("l_hand", far)], q0=q0, seed=0, timeout=0.02)
+    assert _drift(hum, q0, res.q) > 1e-3  # the weighted compromise moves the feet
+
+
+def test_priority_zero_is_hard(hum):
+    assert ik.Pose("l_foot", np.eye(4), priority=0).level == 0
+    assert ik.Pose("l_foot", np.eye(4)).level == 1
+    with pytest.raises(GoalError, match="priority"):
+        ik.Pose("l_foot", np.eye(4), priority=2)
+    with pytest.raises(GoalError, match="contradicts"):
+        ik.Position("l_foot", [0, 0, 0], hard=True, priority=1)
+
+
+def test_crouch_with_hard_feet_and_centre_of_mass_converges_from_the_start_without_restarts(hum):
+    q0 = _stance(hum)
+    goals = _feet(hum, q0) + [
+        ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3] + [0.2, 0.0, -0.3]),
+        ik.Position("r_hand", hum.fk(q0, "r_hand")[:3, 3] + [0.2, 0.0, -0.3]),
+        ik.CenterOfMass(_eval(hum, [ik.CenterOfMass(np.zeros(3), axes="xyz")], q0)[0] * -1, axes="xy")]
+    res = ik.solve(hum, goals, q0=q0, seed=0)
+    assert res.success, res
+    assert res.restarts == 0
+    assert _drift(hum, q0, res.q) <= 1e-6
+    assert all(res.goals_met)
+
+
+def test_posture_with_met_goals_is_converged_and_nearer_the_rest_posture(hum):
+    q0 = _stance(hum)
+    goals = _feet(hum, q0) + [ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3] + [0.15, 0.05, -0.1])]
+    plain = ik.solve(hum, goals, q0=q0, seed=0)
+    rest = ik.solve(hum, goals + [ik.Posture(q0, weight=1e-2)], q0=q0, seed=0)
+    assert plain.success and rest.success and rest.status == Status.CONVERGED
+    assert np.linalg.norm(rest.q - q0) < np.linalg.norm(plain.q - q0)
+    assert _drift(hum, q0, rest.q) <= 1e-6
+
+
+def test_posture_on_a_panda_pose_is_converged_not_stalled():
+    panda = ik.load_robot("panda")
+    T = panda.fk(panda.sample(rng=9), "panda_hand")
+    res = ik.solve(panda, [ik.Pose("panda_hand", T), ik.Posture(panda.neutral(), weight=0.05)], seed=1)
+    assert res.status == Status.CONVERGED and res.position_error <= 1e-6
+
+
+def test_max_joint_step_bounds_every_joint_and_dt_uses_the_velocity_limits(hum):
+    q0 = _stance(hum)
+    target = hum.fk(q0, "l_hand")[:3, 3] + [0.3, 0.1, -0.2]
+    res = ik.solve(hum, _feet(hum, q0) + [ik.Position("l_hand", target)], q0=q0, max_joint_step=0.05)
+    assert np.all(np.abs(res.q - q0) <= 0.05 + 1e-12)
+    res2 = ik.solve(hum, _feet(hum, q0) + [ik.Position("l_hand", target)], q0=q0, dt=0.01)
+    assert np.all(np.abs(res2.q - q0) <= 2.0 * 0.01 + 1e-12)
+    with pytest.raises(GoalError, match="max_joint_step"):
+        ik.solve(hum, [ik.Position("l_hand", target)], max_joint_step=-1.0)
+    with pytest.raises(SolverError, match="lm"):
+        ik.solve(hum, [ik.Position("l_hand", target)], max_joint_step=0.1, method="pinv")
+
+
+def test_other_methods_refuse_the_kinds_only_lm_knows(hum):
+    with pytest.raises(SolverError, match="com"):
+        ik.solve(hum, [ik.CenterOfMass([0, 0, 0])], method="pinv")
+    with pytest.raises(SolverError, match="hard"):
+        ik.solve(hum, [ik.Position("l_hand", [0, 0, 0], hard=True)], method="dls")
+
+
+def test_center_of_mass_needs_link_masses():
+    with pytest.raises(GoalError, match="masses"):
+        ik.solve(ik.load_robot("planar2"), [ik.CenterOfMass([0, 0, 0])])
+
+
+def test_restarts_reseed_near_q0_and_never_throw_the_floating_base_far(hum):
+    from invkin.solve import core_args
+    from invkin.solvers._common import compile_problem
+    from invkin.solvers.lm import NEAR_ATTEMPTS, _restart_near
+
+    q0 = _stance(hum)
+    p = compile_problem(hum, [ik.Position("l_hand", [0, 0, 0])], 1e-6, 1e-6)
+    _, _, lims, lo, hi = core_args(p)
+    base = [hum.joint_names.index(n) for n in ("base_x", "base_y", "base_z")]
+    q = np.empty(hum.dof)
+    prev = 0.0
+    for k in range(1, 40):
+        _restart_near(lims, lo, hi, q0, 7, k, q)
+        assert np.all(q >= hum.lower) and np.all(q <= hum.upper)
+        assert np.abs(q[base] - q0[base]).max() <= 0.3 + 1e-12  # the base stays near q0
+        if k <= NEAR_ATTEMPTS:
+            d = np.abs(q - q0).max()
+            assert d <= 0.1 * k * 4.0 + 1e-12
+            prev = max(prev, d)
+
+
+def test_distance_mode_keeps_the_solution_closest_to_q0(hum):
+    q0 = _stance(hum)
+    goals = _feet(hum, q0) + [ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3] + [0.1, 0.0, -0.1])]
+    speed = ik.solve(hum, goals, q0=q0, seed=2)
+    dist = ik.solve(hum, goals, q0=q0, seed=2, mode="distance", timeout=0.05)
+    assert dist.success
+    assert np.sum((dist.q - q0) ** 2) <= np.sum((speed.q - q0) ** 2) + 1e-12
+
+
+# --------------------------------------------------------------------------- route equivalence zoo
+#
+# lm runs a one-frame problem on its chain program (fast path or native path) and anything else
+# on the general core; the same goal through every route must give the same verdict and meet the
+# same tolerance. Routes: "fast" (plain call), "native" (joint_weights given: the driver's chain
+# route), "core" (a zero-weight Posture forces the general core without changing the cost).
+
+_ZOO = {
+    "pose": lambda T: [ik.Pose("panda_hand", T)],
+    "position": lambda T: [ik.Position("panda_hand", T[:3, 3])],
+    "orientation": lambda T: [ik.Orientation("panda_hand", T[:3, :3])],
+    "axis-z": lambda T: [ik.Pose("panda_hand", T, axes="z")],
+    "aim": lambda T: [ik.Aim("panda_hand", [0, 0, 1], T[:3, 3] + T[:3, 2] * 0.5)],
+    "pose-hard": lambda T: [ik.Pose("panda_hand", T, hard=True)],
+}
+
+
+def _route(robot, goals, route, seed):
+    if route == "fast":
+        return ik.solve(robot, goals, seed=seed, timeout=0.2)
+    if route == "native":
+        return ik.solve(robot, goals, seed=seed, timeout=0.2, joint_weights=np.ones(robot.dof))
+    from invkin.solve import _initial_q, _solve_lm
+    from invkin.solvers._common import compile_problem
+    import time
+
+    p = compile_problem(robot, goals, 1e-6, 1e-6)
+    p.glevel[:] = 1 if route == "core" else 0  # "core": every row soft; "core-hard": every row hard
+    p.__dict__["basic_kinds_only"] = lambda: False  # off the chain route
+    return _solve_lm(robot, p, _initial_q(robot, None), 0.2, None, seed, True, "speed", None, time.perf_counter())
+
+
+@pytest.mark.parametrize("shape", sorted(_ZOO))
+def test_every_goal_shape_gives_the_same_verdict_through_every_lm_route(shape):
+    panda = ik.load_robot("panda")
+    for k in range(3):
+        T = panda.fk(panda.sample(rng=100 + k), "panda_hand")
+        goals = _ZOO[shape](T)
+        results = {r: _route(panda, goals, r, k) for r in ("fast", "native", "core", "core-hard")}
+        for r, res in results.items():
+            assert res.success, (shape, r, res)
+            assert res.position_error <= 1e-6 and res.rotation_error <= 1e-6
+            assert np.all(res.q >= panda.lower) and np.all(res.q <= panda.upper)
+        # where the first attempt converges, the chain and the general iteration reach the same q
+        if results["fast"].restarts == 0 and results["core"].restarts == 0 and shape in ("pose", "pose-hard"):
+            assert np.allclose(results["fast"].q, results["core"].q, atol=1e-5), shape
+
+
+def test_distance_mode_with_the_goals_met_at_the_start_ends_and_returns_the_start(hum):
+    q0 = _stance(hum)
+    goals = _feet(hum, q0) + [ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3])]
+    res = ik.solve(hum, goals, q0=q0, mode="distance", timeout=None, max_iterations=50)
+    assert res.success and np.allclose(res.q, q0)
+    assert res.iterations <= 50
