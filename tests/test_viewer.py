@@ -474,6 +474,21 @@ def _settled(page, timeout=40.0, unlike=None) -> np.ndarray:
         prev = img
 
 
+def _place_camera(app, position, look_at, timeout: float = 20.0) -> None:
+    """Move every client's camera and wait until the page reports it back (on a loaded machine the
+    page's own camera updates can race a move sent from the server: it is sent again until it holds)."""
+    end = time.monotonic() + timeout
+    while True:
+        clients = list(app.server.get_clients().values())
+        for client in clients:
+            client.camera.position = position
+            client.camera.look_at = look_at
+        time.sleep(0.8)
+        held = all(np.allclose(client.camera.position, position, atol=1e-3) for client in clients)
+        if (clients and held) or time.monotonic() > end:
+            return
+
+
 def _robot_mask(app, page) -> tuple:
     """(pixels the robot covers in the 3-D view, the screenshot): the view with the robot drawn
     compared with the same view with everything under /robot hidden."""
@@ -502,9 +517,7 @@ def test_panda_meshes_cover_more_of_the_view_than_the_stick_figure_in_their_colo
         assert (app._shapes is None) == sticks
         page = _open(browser, app)
         try:
-            for client in app.server.get_clients().values():  # one camera for both views
-                client.camera.position = (1.1, -1.45, 0.85)
-                client.camera.look_at = (0.15, 0.0, 0.4)
+            _place_camera(app, (1.1, -1.45, 0.85), (0.15, 0.0, 0.4))  # one camera for both views
             mask, img = _robot_mask(app, page)
             if not sticks:
                 _shot(page, "viewer_panda_meshes.png")
