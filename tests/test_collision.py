@@ -457,3 +457,24 @@ def test_the_solver_entry_point_gives_the_rows_of_distance_jacobian():
         ref = np.lexsort((info.node_a[moving], d_ref[moving]))
         assert np.allclose(d[:k][order], d_ref[moving][ref], atol=0)
         assert np.allclose(J[:k][order], J_ref[moving][ref], atol=1e-12)
+
+
+def test_a_missing_trimesh_names_the_extra(monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def no_trimesh(name, *a, **k):
+        if name == "trimesh":
+            raise ImportError("No module named 'trimesh'")
+        return real(name, *a, **k)
+    monkeypatch.setattr(builtins, "__import__", no_trimesh)
+    robot = ik.load_robot(str(PANDA))
+    with pytest.raises(CollisionError, match=r'pip install "invkin\[collision\]"'):
+        ik.collision_model(robot)
+
+
+def test_a_robot_without_collision_shapes_says_there_is_nothing_to_measure():
+    robot = ik.load_robot("panda")  # the bundled chain carries visuals only
+    with pytest.warns(CollisionWarning, match="no collision shapes"):
+        d = ik.distances(robot, robot.neutral(), ik.World([ik.Sphere((0.4, 0, 0.4), 0.1)]))
+    assert len(d) == 0 and d.min_distance == np.inf and not d.in_collision

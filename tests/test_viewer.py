@@ -219,7 +219,7 @@ def test_a_bvh_clip_plays_and_the_gui_says_whether_it_is_corrected(started):
         assert "correct_clip" in app.correction_note
 
 
-def test_a_corrected_clip_is_drawn_beside_the_original(started, monkeypatch):
+def test_a_corrected_clip_is_drawn_over_the_ghost_of_the_original_or_beside_it(started, monkeypatch):
     calls = []
 
     def fake_correct_clip(robot, clip, goals=None):
@@ -230,6 +230,10 @@ def test_a_corrected_clip_is_drawn_beside_the_original(started, monkeypatch):
     app = started(ViewerApp(MOCAP / "cmu_49_04_run_leap.bvh", port=0))
     assert calls and app.corrected_frames is not None
     assert app._corr_skel is not None
+    assert app.clip_overlay and np.allclose(app._corr_frame.position, app._robot_frame.position)  # overlay
+    assert app._skeleton_style()["opacity"] < 1  # the clip as read is its ghost
+    app.set_clip_display(overlay=False, follow=False)
+    assert np.allclose(app._corr_frame.position - app._robot_frame.position, (0.9 * app.size, 0, 0))
     app.set_target(app.frame_position("LeftHand") + (0.0, 2.0, 0.0), "LeftHand")  # IK on a skeleton
     assert not app.playing
 

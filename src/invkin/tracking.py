@@ -609,7 +609,7 @@ class Tracker:
 
 
 def _errors(robot, p, q, gvec, gR):
-    from .solvers._common import goal_errors
+    from .solvers.shared import goal_errors
 
     return goal_errors(robot._ni, robot._nf, robot.origin, q, p.gnode, p.gkind, gvec, gR, p.gaxis, p.gw)
 

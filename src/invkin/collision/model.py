@@ -46,6 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._io import atomic_path
+from ..errors import InvkinError
 from .errors import CollisionError, CollisionWarning
 
 __all__ = ["CollisionModel", "collision_model", "fit_capsules", "mesh_capsules"]
@@ -226,14 +228,19 @@ def mesh_capsules(path: str, scale=(1.0, 1.0, 1.0), max_capsules: int = MAX_SLAB
             pass  # a truncated or foreign file: fit again
     V, E = _mesh_vertices_edges(path)
     caps = fit_capsules(V * scale, E, max_capsules)
+    save_cached(fn, caps)
+    return caps
+
+
+def save_cached(fn: str, array: np.ndarray) -> None:
+    """Store ``array`` as the .npy cache file ``fn`` (atomically, through invkin._io); a cache that
+    cannot be written is skipped (the work is only done again next time)."""
     try:
         os.makedirs(os.path.dirname(fn), exist_ok=True)
-        tmp = f"{fn}.{os.getpid()}.tmp.npy"
-        np.save(tmp, caps)
-        os.replace(tmp, fn)
-    except OSError:
-        pass  # an unwritable cache: fit again next time
-    return caps
+        with atomic_path(fn, suffix=".npy") as tmp:  # the suffix keeps np.save from appending one
+            np.save(tmp, array)
+    except (OSError, InvkinError):
+        pass
 
 
 def _mesh_vertices_edges(path):
@@ -282,11 +289,10 @@ def _geometry_capsules(g):
             warnings.warn(f"link {g.link!r}: collision mesh {g.filename!r} was not found; the link keeps its "
                           f"other shapes", CollisionWarning, stacklevel=3)
             return None
+        _trimesh()  # a missing extra is an error, not a warning per mesh
         try:
             caps = mesh_capsules(g.path, size if len(size) == 3 else (1.0, 1.0, 1.0))
         except CollisionError as exc:
-            if "pip install" in str(exc):
-                raise
             warnings.warn(f"link {g.link!r}: {exc}; the link keeps its other shapes", CollisionWarning, stacklevel=3)
             return None
         return _apply(g.T_link_geom, caps), False

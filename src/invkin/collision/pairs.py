@@ -23,8 +23,9 @@ import os
 
 import numpy as np
 
+from ..kinematics.kernels import fk_all_into
 from . import kernels as CK
-from .model import cache_folder, collision_model
+from .model import cache_folder, collision_model, save_cached
 
 __all__ = ["collision_pairs", "pair_names", "DEFAULT_SAMPLES"]
 
@@ -48,7 +49,6 @@ def _adjacent(robot, cm) -> set:
 def _in_contact(robot, cm, pairs, qs) -> np.ndarray:
     """(len(qs), P) bool: pairs in contact (d < 0) at each configuration."""
     ni, nf, origin = robot.node_table, robot.node_params, robot.origin
-    from ..kinematics.kernels import fk_all_into  # noqa: PLC0415 - numba loads with the first check
     Tall = np.empty((robot.n_nodes, 4, 4))
     wcaps = np.empty_like(cm.caps)
     wb = np.empty_like(cm.bounds)
@@ -107,13 +107,7 @@ def collision_pairs(robot, samples: int = DEFAULT_SAMPLES, seed: int = 0) -> np.
                 pairs = None
         if pairs is None:
             pairs = _compute(robot, samples, seed)
-            try:
-                os.makedirs(os.path.dirname(fn), exist_ok=True)
-                tmp = f"{fn}.{os.getpid()}.tmp.npy"
-                np.save(tmp, pairs)
-                os.replace(tmp, fn)
-            except OSError:
-                pass
+            save_cached(fn, pairs)
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         pairs.setflags(write=False)
         return pairs

@@ -133,6 +133,7 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
                 self.up_axis, self.up_note = up, "given (--up)"
             else:
                 self.up_axis, self.up_note = clip_up_axis(robot, clip)
+        self._R_display = up_rotation(self.up_axis) if self.bvh else np.eye(3)  # clip up -> viewer +z
         self.clip_overlay = True     # the corrected clip over the ghost of the clip as read
         self.onion_skin = False
         self.show_trails = True

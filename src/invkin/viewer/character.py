@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .draw import _ALT_LINK_COLOR, _Skeleton
 from .errors import ViewerError
 
 __all__ = ["UP_AXES", "up_rotation", "clip_up_axis"]
@@ -57,8 +58,6 @@ class CharacterMixin:
     """ViewerApp's clip display: ghost, onion skin, contacts, trails, follow camera."""
 
     def _build_character(self, sc, size: float, wxyz) -> None:
-        from .draw import _ALT_LINK_COLOR, _Skeleton
-
         self._onion = []
         self._corr_skel = None
         if self.corrected_frames is not None:
@@ -88,6 +87,12 @@ class CharacterMixin:
                 visible=False))
             self._feet_nodes.append(node)
             self._contact_mask.append(mask)
+
+    def _skeleton_style(self) -> dict:
+        """How the clip as read is drawn: a ghost under its corrected version (overlay), else plain."""
+        if self.corrected_frames is None or not self.clip_overlay:
+            return {}
+        return dict(opacity=GHOST_OPACITY, link_color=GHOST_COLOR, joint_color=GHOST_COLOR)
 
     def _corrected_offset(self):
         return (0.0, 0.0, 0.0) if self.clip_overlay else (0.9 * self.size, 0.0, 0.0)

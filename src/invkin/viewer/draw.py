@@ -14,7 +14,6 @@ import math
 import numpy as np
 
 from ..model.robot import Robot
-from .character import GHOST_COLOR, GHOST_OPACITY, up_rotation
 
 _LINK_COLOR = (90, 160, 230)
 _JOINT_COLOR = (250, 170, 60)
@@ -259,8 +258,7 @@ class DrawMixin:
 
     def _build_scene(self) -> None:
         sc = self.server.scene
-        # the viewer is z-up; a clip is turned from its own up axis (character.py)
-        self._R_display = up_rotation(self.up_axis) if self.bvh else np.eye(3)
+        # the viewer is z-up; a clip is turned from its own up axis (_R_display, set by the app)
         wxyz = quats_wxyz(self._R_display)
         self._robot_frame = sc.add_frame("/robot", show_axes=False, wxyz=wxyz)
         self._build_shapes(sc)
@@ -292,9 +290,8 @@ class DrawMixin:
         show_axes = self.robot.n_nodes <= 24 and self.scene in ("ik", "reach") and not self.bvh
         if self.clip is not None:
             self._correct_clip()
-        ghost = GHOST_OPACITY if self.corrected_frames is not None and self.clip_overlay else None
-        self._skel = _Skeleton(sc, "/robot/skeleton", self.robot, size, axes=show_axes, opacity=ghost,
-                               **({} if ghost is None else dict(link_color=GHOST_COLOR, joint_color=GHOST_COLOR)))
+        style = self._skeleton_style() if self.clip is not None else {}  # the ghost of a corrected clip
+        self._skel = _Skeleton(sc, "/robot/skeleton", self.robot, size, axes=show_axes, **style)
         if self._shapes is not None:  # skeleton and frame axes stay a Display toggle
             self._skel.bones.visible = False
             self._skel.bones.show_axes = False
