@@ -71,7 +71,7 @@ def _eval(robot, goals, q):
     """(e, J) of the general core at q."""
     from invkin.solve import core_args
     from invkin.solvers._common import compile_problem
-    from invkin.solvers.lm import core_eval, core_workspace
+    from invkin.solvers.lm_core import core_eval, core_workspace
 
     p = compile_problem(robot, goals, 1e-6, 1e-6)
     model, table, *_ = core_args(p)
@@ -209,7 +209,7 @@ def test_center_of_mass_needs_link_masses():
 def test_restarts_reseed_near_q0_and_never_throw_the_floating_base_far(hum):
     from invkin.solve import core_args
     from invkin.solvers._common import compile_problem
-    from invkin.solvers.lm import NEAR_ATTEMPTS, _restart_near
+    from invkin.solvers.lm_core import NEAR_ATTEMPTS, _restart_near
 
     q0 = _stance(hum)
     p = compile_problem(hum, [ik.Position("l_hand", [0, 0, 0])], 1e-6, 1e-6)

@@ -23,6 +23,7 @@ from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors
 from .model.limits import respect_cone_limits
 from .solvers import lm as _lm
+from .solvers import lm_core as _core
 from .solvers.lm import ATTEMPT_ITERATIONS as _LM_ATTEMPT_ITERATIONS
 from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
 
@@ -641,14 +642,7 @@ def core_args(problem, q0=None, max_joint_step=None):
     arrays with the link masses, the goal table with its hard and soft row indices, the per-DOF
     table, and the joint bounds of this solve (the limits, tightened to q0 ± max_joint_step)."""
     robot = problem.robot
-    model = robot.__dict__.get("_core_model")
-    if model is None:
-        model = (robot._ni, robot._nf, robot.origin, robot.link_mass, robot.link_com)
-        object.__setattr__(robot, "_core_model", model)
-    rows = np.repeat(problem.glevel, 3)
-    idx = np.arange(rows.shape[0], dtype=np.int64)
-    table = (problem.gnode, problem.gkind, problem.gref, problem.glevel, problem.gvec, problem.gR, problem.gaxis,
-             problem.gw, idx[rows != 0], idx[rows == 0])
+    model, table = _core.core_tables(problem)
     lims = _lims_for(robot, problem.joint_weights)
     lo, hi = robot.lower, robot.upper
     if max_joint_step is not None:
@@ -699,8 +693,8 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     lm_chain_attempts when every goal row is on one frame's chain, no posture, no hard/soft mix
     and no new goal kind; else core_attempts) that the driver calls with an iteration budget
     sized to the time left, reading the clock between calls."""
-    from .solvers.lm import ATTEMPT_ITERATIONS, S_ATTEMPT, S_BEST_DIST, S_BEST_PERR, S_BEST_RERR, S_ITERS, \
-        S_MINIMIZE, UNREACHABLE
+    from .solvers.lm import ATTEMPT_ITERATIONS, S_ATTEMPT, S_BEST_PERR, S_BEST_RERR, S_ITERS, S_MINIMIZE
+    from .solvers.lm_core import S_BEST_DIST, UNREACHABLE
 
     seed_i = _seed_int(seed)
     step = max_joint_step
@@ -724,7 +718,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     else:
         model, table, lims, lo, hi = core_args(problem, q_start, step)
         q = np.minimum(np.maximum(q_start, lo), hi)
-        st = _lm.new_core_state(1.0 if mode == "distance" else 0.0)
+        st = _core.new_core_state(1.0 if mode == "distance" else 0.0)
         rowerr = np.empty(problem.gnode.shape[0])
     max_attempts = 2**62 if restarts else 1
     budget = _FIRST_CHUNK if max_iterations is None else min(_FIRST_CHUNK, max_iterations)
@@ -739,7 +733,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
             args = chain_args + (best_q, st, int(budget), attempt_iters, max_attempts, seed_i, buf)
             code = (_LM_ENTRY[0] or _chain_attempts_entry(args))(*args)
         else:
-            code = _lm.core_attempts(model, table, lims, lo, hi, problem.q_rest, problem.w_posture, problem.tol_p,
+            code = _core.core_attempts(model, table, lims, lo, hi, problem.q_rest, problem.w_posture, problem.tol_p,
                                      problem.tol_r, q_start, q, best_q, st, int(budget), attempt_iters, max_attempts,
                                      seed_i, rowerr)
         if code == CONVERGED:
@@ -789,7 +783,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     if chain:
         met = ()
         if len(problem.goals if isinstance(problem.goals, (list, tuple)) else [1]) > 1 or status != Status.CONVERGED:
-            met = _goals_met(problem, _lm.row_errors(*core_args(problem)[:2], best_q))
+            met = _goals_met(problem, _core.row_errors(*core_args(problem)[:2], best_q))
     else:
         met = _goals_met(problem, rowerr)
     res = Result(best_q, status == Status.CONVERGED, status, float(st[S_BEST_PERR]), float(st[S_BEST_RERR]),

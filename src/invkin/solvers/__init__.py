@@ -48,7 +48,7 @@ def _load_all():
     _LOADED = True
     import importlib
 
-    for mod in ("lm", "jacobian", "gauss_seidel", "ccd", "fabrik", "analytic", "analytic_method"):
+    for mod in ("lm_core", "jacobian", "gauss_seidel", "ccd", "fabrik", "analytic", "analytic_method"):
         try:
             importlib.import_module(f"{__name__}.{mod}")
         except ModuleNotFoundError as exc:  # a method module not written yet

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..goals import KINDS
+
 from ..kinematics.kernels import FAST, NO_RC, chain_frames_into, chain_jacobian_from_frames
 from ._common import CONVERGED, RUNNING, STALLED, _jr_inv_beta, _log_relative, goal_row_call, \
     ldl_solve, so3_exp_s, so3_log_s
@@ -723,26 +723,3 @@ def batch_pose_rows(Ts, gkind, gR, gaxis, gvecs, gRs):
                 for i in range(3):
                     gvecs[b, g, i] = T[i, k]
     return -1, 0
-
-
-# --------------------------------------------------------------------------- the general core
-# (solvers/lm_core.py; its names are re-exported here for the driver and the tests)
-
-from .lm_core import (AGREE, CORE_STATE, HARD_HOLD, NEAR_ATTEMPTS, S_AGREE, S_BEST_DIST, S_BEST_HARD,  # noqa: E402
-                      S_DISTANCE, S_HARD, UNREACHABLE, _iterate, _restart_near, core_active_step, core_attempts,
-                      core_eval, core_eval_rows, core_iterate, core_step, core_workspace, new_core_state,
-                      row_errors, settle)
-
-__all__ = ["AGREE", "CORE_STATE", "HARD_HOLD", "NEAR_ATTEMPTS", "S_AGREE", "S_BEST_DIST", "S_BEST_HARD", "S_DISTANCE",
-           "S_HARD", "UNREACHABLE", "_iterate", "_restart_near", "core_active_step", "core_attempts", "core_eval",
-           "core_eval_rows", "core_iterate", "core_step", "core_workspace", "new_core_state", "row_errors", "settle"]
-
-
-def _register():
-    from . import Method, register
-
-    register(Method(NAME, _iterate, "Levenberg–Marquardt, adaptive damping, limits, hard goals, restarts (default)",
-                    JOINT_TYPES, goal_kinds=tuple(KINDS.values()), attempt_iterations=ATTEMPT_ITERATIONS))
-
-
-_register()

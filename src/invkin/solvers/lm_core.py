@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..goals import KIND_COM, KIND_REL_POSITION
+from ..goals import KIND_COM, KIND_REL_POSITION, KINDS
 from ..kinematics.kernels import NO_RC, fk_all_into, jacobian_from_all
 from ._common import com_row, goal_row_call, posture_residual, relative_frame
 from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BALL, L_JW, L_LOWER,
                  L_SAMPLE_LO, L_SAMPLE_SPAN, L_UPPER, LAMBDA_MAX, LAMBDA_MIN, LAMBDA_SHRINK, NEAR, PROGRESS_FACTOR,
                  RUNNING, S_ATTEMPT, S_ATTEMPT_ITERS, S_BEST, S_BEST_PERR, S_BEST_RERR, S_ITERS, S_LAMBDA, S_MINIMIZE,
-                 S_PERR, S_RERR, STALLED, _mix64, _so3_compose)
+                 NAME, JOINT_TYPES, ATTEMPT_ITERATIONS, S_PERR, S_RERR, STALLED, _mix64, _so3_compose, limits_table)
 
 # Every problem that is not one frame's goals on its chain program runs here: goals on several
 # frames, CenterOfMass, Relative, hard goals, Posture, per-solve joint step bounds. One
@@ -612,12 +612,29 @@ def row_errors(model, table, q):
     return out
 
 
+def core_tables(problem):
+    """(model, table) of core_attempts for a compiled problem: the model arrays with the link
+    masses (cached per robot) and the goal table with its soft and hard row indices."""
+    robot = problem.robot
+    model = robot.__dict__.get("_core_model")
+    if model is None:
+        model = (robot._ni, robot._nf, robot.origin, robot.link_mass, robot.link_com)
+        object.__setattr__(robot, "_core_model", model)
+    rows = np.repeat(problem.glevel, 3)
+    idx = np.arange(rows.shape[0], dtype=np.int64)
+    table = (problem.gnode, problem.gkind, problem.gref, problem.glevel, problem.gvec, problem.gR, problem.gaxis,
+             problem.gw, idx[rows != 0], idx[rows == 0])
+    return model, table
+
+
 def _iterate(problem, q, max_iter, state, options):
     """The registry's iterate contract on the general core (one attempt, clamped into the limits);
     solve() itself drives lm through core_attempts / lm_chain_attempts."""
-    from ..solve import core_args  # the driver builds the core's tables (cached per robot)
-
-    model, table, lims, lo, hi = core_args(problem)
+    r = problem.robot
+    model, table = core_tables(problem)
+    lims = limits_table(r.lower, r.upper, r.lower, np.zeros(r.dof), np.zeros(r.dof), problem.joint_weights,
+                        r._ball_starts)
+    lo, hi = r.lower, r.upper
     st = new_core_state(0.0)
     st[S_LAMBDA] = state[0]
     ws = core_workspace(model[0].shape[0], q.shape[0], table[4], table[5], table[9].shape[0])
@@ -627,3 +644,13 @@ def _iterate(problem, q, max_iter, state, options):
     state[2] = st[S_PERR]
     state[3] = st[S_RERR]
     return code
+
+
+def _register():
+    from . import Method, register
+
+    register(Method(NAME, _iterate, "Levenberg–Marquardt, adaptive damping, limits, hard goals, restarts (default)",
+                    JOINT_TYPES, goal_kinds=tuple(KINDS.values()), attempt_iterations=ATTEMPT_ITERATIONS))
+
+
+_register()
