@@ -65,7 +65,8 @@ REPEAT = 3  # each problem is solved REPEAT times from the same start; its time 
 
 
 def _robots_dir():
-    for base in (sys.prefix, "/work/main/.venv"):
+    # this interpreter's packages, then the repository's own .venv (make test installs it there)
+    for base in (sys.prefix, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv")):
         hits = glob.glob(os.path.join(base, "lib", "python3*", "site-packages", "cmeel.prefix", "share",
                                       "example-robot-data", "robots"))
         if hits:
