@@ -156,6 +156,11 @@ def test_demo_tour_of_another_demo_is_refused():
     assert_one_line_error(run("demo", "tentacle", "--tour"))
 
 
+def test_article_ccd_is_an_option_of_the_tentacle_demo_only():
+    assert "--article-ccd" in run("demo", "--help").stdout
+    assert "tentacle demo only" in assert_one_line_error(run("demo", "panda", "--article-ccd", "--port", 0))
+
+
 @pytest.mark.parametrize("command", [("view", "planar2"), ("demo",), ("demo", "tentacle")])
 def test_a_port_in_use_exits_2_naming_the_port(command):
     with socket.socket() as s:

@@ -153,7 +153,9 @@ def cmd_demo(args) -> int:
         from .viewer.cli import check_server_arguments, run_demo
 
         check_server_arguments(args)
-        return run_demo(args.name, args.host, args.port)
+        if args.article_ccd and args.name != "tentacle":
+            raise UsageError(f"--article-ccd: the article's CCD drives the tentacle demo only, not {args.name!r}")
+        return run_demo(args.name, args.host, args.port, article_ccd=args.article_ccd)
     if args.name != "panda":
         raise UsageError(f"--tour: the terminal tour shows the panda only, not {args.name!r}")
     return _tour()
@@ -238,6 +240,9 @@ def register(sub) -> None:
                                    "tour of the panda instead.")
     p.add_argument("name", nargs="?", default="panda", choices=DEMOS, help="which demo (default panda)")
     p.add_argument("--tour", action="store_true", help="the terminal tour (tree, FK, Jacobian, a solve)")
+    p.add_argument("--article-ccd", action="store_true",
+                   help="tentacle: follow the target with the article's CCD (simple variant, 0.001 rad "
+                        "skip threshold, SEEDS.md section 4) instead of Welman's")
     add_server_arguments(p)
     p.set_defaults(func=cmd_demo)
 

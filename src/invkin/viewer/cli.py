@@ -101,11 +101,11 @@ def cmd_view(args) -> int:
     return serve(app)
 
 
-def run_demo(name: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
-    """``invkin demo NAME``: the viewer with one of the demos."""
+def run_demo(name: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, article_ccd: bool = False) -> int:
+    """``invkin demo NAME``: the viewer with one of the demos (``article_ccd``: see :func:`demo_app`)."""
     from .app import demo_app
 
-    return serve(demo_app(name, host, port))
+    return serve(demo_app(name, host, port, article_ccd=article_ccd))
 
 
 def register(sub) -> None:
