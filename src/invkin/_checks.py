@@ -56,10 +56,11 @@ def real_array(name, x, error=GoalError, bound=None, unit="") -> np.ndarray:
         except (TypeError, ValueError, OverflowError):
             raise error(f"{name}: expected numbers{unit}, got {x!r:.200}") from None
     a = a.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(a)):
+    m = float(np.max(np.abs(a))) if a.size else 0.0  # one reduction: NaN and inf propagate into m
+    if not math.isfinite(m):
         raise error(f"{name}: expected finite numbers{unit}, got {x!r:.200}")
-    if bound is not None and a.size and float(np.max(np.abs(a))) > bound:
-        raise error(f"{name}: expected values within ±{bound:g}{unit}, got {float(np.max(np.abs(a))):g} "
+    if bound is not None and m > bound:
+        raise error(f"{name}: expected values within ±{bound:g}{unit}, got {m:g} "
                     f"(larger values overflow or lose all precision in kinematics)")
     return a
 

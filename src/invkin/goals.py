@@ -229,7 +229,8 @@ class Pose(Goal):
         _level(self.hard, self.priority, "Pose")
         object.__setattr__(self, "frame", _frame(self.frame, "Pose"))
         T = as_transform(self.T, f"Pose({self.frame!r}).T")
-        _point(T[:3, 3], f"Pose({self.frame!r}).T translation")
+        if max(abs(T[0, 3]), abs(T[1, 3]), abs(T[2, 3])) > MAX_LENGTH:  # as_transform checked finiteness
+            _point(T[:3, 3], f"Pose({self.frame!r}).T translation")  # raises, naming the value
         T.setflags(write=False)
         object.__setattr__(self, "T", T)
         object.__setattr__(self, "weight", _weight(self.weight, "Pose"))

@@ -581,7 +581,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         code = ep(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, st, budget, attempt_iters,
                   max_attempts, seed, buf)
         if code == CONVERGED:
-            if not (np.isfinite(st[8]) and np.isfinite(st[9])):
+            if not (math.isfinite(st[8]) and math.isfinite(st[9])):  # math: a fraction of numpy's call cost
                 return None  # never call non-finite numbers converged: the general path judges it
             return Result._new(best_q, True, Status.CONVERGED, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
                                time.perf_counter() - t_start, "lm")
