@@ -22,27 +22,7 @@ from invkin.model.bvh import read_bvh, write_bvh
 ROOT = Path(__file__).resolve().parents[1]
 INVKIN = [sys.executable, "-m", "invkin.cli"]
 
-SMALL = """HIERARCHY
-ROOT Hips
-{
-  OFFSET 0 0 0
-  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
-  JOINT Spine
-  {
-    OFFSET 0 1 0
-    CHANNELS 3 Zrotation Xrotation Yrotation
-    End Site
-    {
-      OFFSET 0 1 0
-    }
-  }
-}
-MOTION
-Frames: 2
-Frame Time: 0.0333333
-0 0 0 0 0 0 0 0 0
-1 2 3 10 20 30 40 50 60
-"""
+SMALL = (Path(__file__).parent / "data" / "two_joints.bvh").read_text()  # a root and one joint, two frames
 
 
 def run(*args, timeout=120):
