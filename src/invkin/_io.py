@@ -27,7 +27,7 @@ import uuid
 
 from .errors import FileError
 
-__all__ = ["TMP_MARK", "atomic_open", "atomic_path", "atomic_write", "open_regular"]
+__all__ = ["TMP_MARK", "atomic_open", "atomic_path", "atomic_write", "open_regular", "path_str"]
 
 #: Temporary files are named ``.<name>.tmp-<pid>-<random>`` beside the destination.
 TMP_MARK = ".tmp-"
@@ -41,15 +41,19 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _target(path) -> tuple[str, int | None]:
-    """(the path to replace, its permission bits or None if it does not exist yet): symlinks are
-    followed to their target; anything but a regular file is refused."""
+def path_str(path, error=FileError, expected: str = "a file path") -> str:
+    """``path`` (str, bytes or os.PathLike) as a str; anything else raises ``error`` naming it."""
     try:
         p = os.fspath(path)
     except TypeError:
-        raise FileError(f"expected a file path, got {path!r:.200}") from None
-    if isinstance(p, bytes):
-        p = os.fsdecode(p)
+        raise error(f"expected {expected}, got {path!r:.200}") from None
+    return os.fsdecode(p) if isinstance(p, bytes) else p
+
+
+def _target(path) -> tuple[str, int | None]:
+    """(the path to replace, its permission bits or None if it does not exist yet): symlinks are
+    followed to their target; anything but a regular file is refused."""
+    p = path_str(path)
     if not p:
         raise FileError("expected a file path, got ''")
     real = os.path.realpath(p)
@@ -141,12 +145,7 @@ def open_regular(path, what: str = "file", error=FileError, max_bytes: int | Non
     The open is non-blocking (a FIFO without a writer returns at once and is then refused by
     fstat); the returned file object blocks normally. ``max_bytes``: a file larger than this is
     refused from its size before any byte is read."""
-    try:
-        p = os.fspath(path)
-    except TypeError:
-        raise error(f"expected a path to a {what}, got {path!r:.200}") from None
-    if isinstance(p, bytes):
-        p = os.fsdecode(p)
+    p = path_str(path, error, f"a path to a {what}")
     try:
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._io import atomic_open, open_regular
+from .._io import atomic_open, open_regular, path_str
 from ..errors import ModelError
 from ..kinematics import kernels as K
 from .robot import Robot
@@ -499,12 +499,7 @@ def read_bvh(path, *, scale: float = 1.0, up=None, file_up="y") -> tuple[Robot, 
 
 
 def _read_bvh(path) -> tuple[Robot, Clip]:
-    try:
-        src = os.fspath(path)
-    except TypeError:
-        raise ModelError(f"read_bvh: expected a file path, got {path!r:.200}") from None
-    if isinstance(src, bytes):
-        src = os.fsdecode(src)
+    src = path_str(path, ModelError, "a file path (read_bvh)")
     with open_regular(src, "BVH file", ModelError, max_bytes=MAX_BVH_BYTES) as f:
         size = os.fstat(f.fileno()).st_size
         it = _Lines(f, src, MAX_BVH_BYTES)

@@ -59,7 +59,7 @@ from xml.parsers import expat
 
 import numpy as np
 
-from .._io import open_regular
+from .._io import open_regular, path_str
 from ..errors import FrameError, ModelError, ModelWarning, closest_names
 from ..spatial import rpy_to_matrix
 from .build import RobotBuilder
@@ -412,12 +412,7 @@ def load_urdf(path, base: str | None = None, tip: str | None = None,
 def read_bounded(path, max_bytes: int, kind: str, caller: str) -> tuple:
     """(path as str, bytes) of a model file of at most ``max_bytes`` [bytes], refused from its size
     without being read whole; a missing or unreadable file is a ModelError naming ``kind``."""
-    try:
-        p = os.fspath(path)
-    except TypeError:
-        raise ModelError(f"{caller}: expected a file path, got {path!r:.200}") from None
-    if isinstance(p, bytes):
-        p = os.fsdecode(p)
+    p = path_str(path, ModelError, f"a file path ({caller})")
     try:
         size = os.path.getsize(p)
         if size > max_bytes:
