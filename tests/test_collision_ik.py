@@ -201,3 +201,43 @@ def test_every_successful_solve_keeps_the_margin_to_a_random_obstacle(panda, x, 
     assert np.all(np.isfinite(res.q)) and np.all(res.q >= panda.lower) and np.all(res.q <= panda.upper)
     if res.success:
         assert ik.distances(panda, res.q, world).min_distance >= MARGIN - 1e-9
+
+
+def test_solve_many_with_a_world_returns_only_collision_free_successes(panda):
+    world = shelf_world()
+    targets = np.array(shelf_targets(panda, world, 8000, seed=1))[:5]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        batch = ik.solve_many(panda, "panda_hand", targets, world=world, self_collision=True, timeout=0.3)
+    assert batch.success.sum() >= len(targets) - 1
+    for q, ok in zip(batch.q, batch.success):
+        if ok:
+            assert ik.distances(panda, q, world).distance[ik.distances(panda, q, world).node_a > 1].min() >= MARGIN - 1e-9
+
+
+def test_tracker_with_a_world_never_enters_an_obstacle_on_the_path(panda):
+    """The hand follows a line through a sphere: without the world it goes through, with it every
+    update stays at least the margin away (each update starts from a clear q and accepts only
+    clear steps)."""
+    q0 = panda.neutral()
+    p0 = panda.fk(q0, "panda_hand")[:3, 3]
+    sphere = ik.Sphere(p0 + (0.08, 0.15, -0.15), 0.06)   # beside the line: the hand can go around
+    path = [p0 + s * np.array([0.0, 0.3, -0.3]) for s in np.linspace(0, 1, 40)]
+    plain = ik.Tracker(panda, "panda_hand", max_joint_step=0.1, q0=q0)
+    safe = ik.Tracker(panda, "panda_hand", max_joint_step=0.1, q0=q0, world=[sphere], margin=MARGIN)
+    d_plain, d_safe = [], []
+    for p in path:
+        d_plain.append(ik.distances(panda, plain.update(p).q, [sphere], self_collision=False).min_distance)
+        step = safe.update(p)
+        d_safe.append(ik.distances(panda, step.q, [sphere], self_collision=False).min_distance)
+        assert step.status != ik.Status.IN_COLLISION
+    assert min(d_plain) < 0 and min(d_safe) >= MARGIN - 1e-9
+    assert step.status == ik.Status.CONVERGED      # past the sphere it reaches the end of the line
+
+
+def test_correct_clip_takes_the_collision_options():
+    robot, clip = ik.read_bvh(DATA / "two_joints.bvh")
+    with pytest.raises(CollisionError, match="margin"):
+        ik.correct_clip(robot, clip, [], margin=-0.1)
+    with pytest.raises(CollisionError, match="expected an ik.World"):
+        ik.correct_clip(robot, clip, [], world=3)

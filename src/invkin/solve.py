@@ -880,7 +880,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
 
 def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance: float = 1e-6,
                rotation_tolerance: float = 1e-6, max_restarts: int = 100, seed: int = 0, joint_weights=None,
-               axes: str = "xyz", **options):
+               axes: str = "xyz", world=None, self_collision: bool = False, margin: float = 0.005, **options):
     """Solve B pose (or position) targets of one frame in parallel.
 
     Args:
@@ -892,9 +892,12 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
             iterations, so results are deterministic for a seed).
         seed: an int in [0, 2**63 - B); target ``b`` is seeded with ``seed + b``.
         axes: orientation axes that matter for pose targets ("xyz", or "x"/"y"/"z").
+        world, self_collision, margin: collision distances as in :func:`solve` (lm only); then
+            every target runs :func:`solve` in turn (its ``timeout``, default 0.05 s, may be
+            passed), seeded with ``seed + b``.
 
     ``method="lm"`` runs one Numba ``prange`` kernel over all targets (all cores); any other
-    method runs :func:`solve` per target. Returns a :class:`BatchResult`.
+    method, or collision distances, runs :func:`solve` per target. Returns a :class:`BatchResult`.
     """
     from .goals import Pose, Position
     from .result import BatchResult, STATUS_CODES
@@ -955,8 +958,11 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         if reason == 2:
             raise GoalError(f"Ts[{bad}]: expected a rigid transform (orthonormal rotation, det +1, "
                             f"last row 0 0 0 1), got {Ts[bad].tolist()}")
-    if method != "lm":
+    collision = _collision_options(world, self_collision, margin)
+    if method != "lm" or collision is not None:
         get_method(method)  # unknown names fail here, listing the methods
+        if collision is not None:
+            options = {**options, "world": collision[0], "self_collision": collision[1], "margin": collision[2]}
         results = []
         for b in range(B):
             goal = (Position(name, Ts[b]) if position_only else Pose(name, Ts[b], axes=axes))
