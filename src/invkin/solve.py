@@ -731,13 +731,17 @@ def _joint_step(robot, max_joint_step, dt):
     return s
 
 
+FIRST_SHARE = 0.25  # of a collision solve's budget, for the solve without rows that goes first
+
+
 def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step, t_start,
                         collision) -> Result:
     """LM with the collision distances as inequality rows of the general core. In mode "speed"
-    without a joint step bound, one attempt without the rows goes first (the chain route when the
-    goals allow it): when it converges at least ``margin`` clear of everything it is the answer
-    (measured on Panda reaching into a shelf: most answers; ~35 % less mean time), otherwise the
-    core starts from it with the rows (benchmarks/collision_ik.py)."""
+    without a joint step bound, a solve without the rows goes first (the chain route when the goals
+    allow it), with a quarter of the budget: when it converges at least ``margin`` clear of
+    everything it is the answer (Panda reaching into a shelf: most answers; ~35 % less mean time
+    than the rows from the start), otherwise the core starts from it with the rows
+    (benchmarks/collision_ik.py)."""
     import dataclasses
 
     from .collision.rows import rows_clear, solve_rows
@@ -745,7 +749,9 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
     coll = solve_rows(robot, *collision)
     first_iters = 0
     if mode == "speed" and step is None:
-        first = _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, False, mode, None, t_start)
+        first = _solve_lm(robot, problem, q_start, None if timeout is None else FIRST_SHARE * timeout,
+                          None if max_iterations is None else max(int(FIRST_SHARE * max_iterations), 1), seed,
+                          restarts, mode, None, t_start)
         if first.success and rows_clear(robot, first.q, coll):
             return first
         first_iters = first.iterations
