@@ -13,7 +13,7 @@ from invkin.kinematics import kernels as K
 from invkin.model.build import RobotBuilder
 from invkin.spatial import make_transform, so3_exp, so3_log
 
-from fd import fd_jacobian
+from support import fd_jacobian
 
 
 def _T(p=(0.0, 0.0, 0.0), r=(0.0, 0.0, 0.0)):

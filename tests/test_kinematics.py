@@ -8,7 +8,7 @@ import invkin as ik
 from invkin import ConfigurationError, FrameError, ModelError
 from invkin.spatial import make_transform, so3_exp
 
-from fd import fd_jacobian
+from support import fd_jacobian
 
 
 

@@ -18,7 +18,7 @@ from invkin.model import load_robot
 from invkin.model.catalog import URDF_MODELS, seed8dof
 from invkin.model.urdf import load_urdf, parse_urdf
 
-from fd import fd_jacobian
+from support import fd_jacobian
 
 ROBOTS = Path(__file__).resolve().parents[1] / "src" / "invkin" / "data" / "robots"
 DATA = Path(__file__).resolve().parent / "data"
