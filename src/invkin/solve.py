@@ -104,9 +104,9 @@ def _sampler(robot, q0=None):
     neutral configuration, the origin), never over their infinite range."""
     if q0 is not None and robot.floating:
         lo, span = (a.copy() for a in _sampler(robot))
-        lo[robot._base_dofs], span[robot._base_dofs] = _base_box(robot, q0)
+        lo[robot.base_dofs], span[robot.base_dofs] = _base_box(robot, q0)
         return lo, span
-    s = getattr(robot, "_sample_bounds", None)
+    s = robot.cache.get("sample_bounds")
     if s is None:
         types = robot.joint_types_per_dof
         half = np.array([1.0 if t == "prismatic" else math.pi for t in types])
@@ -118,9 +118,9 @@ def _sampler(robot, q0=None):
         lo = np.where(limited, lo + RESTART_MARGIN * span, lo)
         span = np.where(limited, (1.0 - 2.0 * RESTART_MARGIN) * span, span)
         if robot.floating:
-            lo[robot._base_dofs], span[robot._base_dofs] = _base_box(robot, robot._neutral)
+            lo[robot.base_dofs], span[robot.base_dofs] = _base_box(robot, robot.q_neutral)
         s = (lo, span)
-        object.__setattr__(robot, "_sample_bounds", s)
+        robot.cache["sample_bounds"] = s
     return s
 
 
@@ -139,8 +139,8 @@ def free_attempts(lower, upper, wrap) -> float:
 
 def _base_box(robot, q0):
     """(lo, span) of the restart box of the floating base's q entries: q0 ± BASE_SAMPLE_SPREAD."""
-    spread = robot._base_spread()
-    return q0[robot._base_dofs] - spread, 2.0 * spread
+    spread = robot.base_spread
+    return q0[robot.base_dofs] - spread, 2.0 * spread
 
 
 def _lm_tables(robot, joint_weights=None, q0=None):
@@ -149,32 +149,32 @@ def _lm_tables(robot, joint_weights=None, q0=None):
     with up to two goal rows. Cached per robot for the default joint weights, except on a
     floating robot, whose base restarts are sampled around ``q0``."""
     if joint_weights is None:
-        t = robot.__dict__.get("_lm_tables") or robot.__dict__.get("_lm_tables_origin")
+        t = robot.cache.get("lm_tables") or robot.cache.get("lm_tables_origin")
         if t is not None:
             return t if q0 is None or not robot.floating else _around(robot, t, q0)
     lo, span = _sampler(robot)
-    wrap = _lm.wrappable_dofs(robot._ni, robot._nf, robot.dof)
+    wrap = _lm.wrappable_dofs(robot.node_table, robot.node_params, robot.dof)
     lims = _lm.limits_table(robot.lower, robot.upper, lo, span, wrap,
-                            robot._ones if joint_weights is None else joint_weights, robot._ball_starts)
+                            robot.unit_weights if joint_weights is None else joint_weights, robot.ball_starts)
     t = (lims, free_attempts(robot.lower, robot.upper, wrap),
          _lm.chain_workspace_size(robot.n_nodes + 1, robot.dof, 6))
     if joint_weights is None:  # a floating robot's table samples its base around the origin
-        object.__setattr__(robot, "_lm_tables_origin" if robot.floating else "_lm_tables", t)
+        robot.cache["lm_tables_origin" if robot.floating else "lm_tables"] = t
     return t if q0 is None or not robot.floating else _around(robot, t, q0)
 
 
 def _around(robot, t, q0):
     """The LM tables ``t`` with the floating base's restart box moved around ``q0`` (the last
     one kept per robot: repeated solves from the same base place rebuild nothing)."""
-    key = q0[robot._base_dofs].tobytes()
-    last = robot.__dict__.get("_lm_tables_at")
+    key = q0[robot.base_dofs].tobytes()
+    last = robot.cache.get("lm_tables_at")
     if last is not None and last[0] == key and last[1] is t[0]:
         return last[2]
     lims = t[0].copy()
-    lims[_lm.L_SAMPLE_LO, robot._base_dofs], lims[_lm.L_SAMPLE_SPAN, robot._base_dofs] = _base_box(robot, q0)
+    lims[_lm.L_SAMPLE_LO, robot.base_dofs], lims[_lm.L_SAMPLE_SPAN, robot.base_dofs] = _base_box(robot, q0)
     lims.setflags(write=False)
     out = (lims,) + tuple(t[1:])
-    object.__setattr__(robot, "_lm_tables_at", (key, t[0], out))
+    robot.cache["lm_tables_at"] = (key, t[0], out)
     return out
 
 
@@ -241,8 +241,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             and max_joint_step is None and dt is None):
         res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is not None:
-            if robot._wrap_dofs.size:
-                _wrap_near(robot, res.q, robot._neutral if q0 is None else q0)
+            if robot.wrap_dofs.size:
+                _wrap_near(robot, res.q, robot.q_neutral if q0 is None else q0)
             return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
     if nullspace is None and rest is None and nullspace_gain is None:
         res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
@@ -251,16 +251,16 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         res = _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout,
                               max_iterations, seed, joint_weights, restarts, mode, options, nullspace,
                               nullspace_gain, nullspace_iterations, rest, max_joint_step, dt)
-    if robot._wrap_dofs.size:
-        _wrap_near(robot, res.q, robot._neutral if q0 is None else robot.check_q(q0, "q0"))
+    if robot.wrap_dofs.size:
+        _wrap_near(robot, res.q, robot.q_neutral if q0 is None else robot.check_q(q0, "q0"))
     return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
 
 
 def _wrap_near(robot, q, q0) -> None:
     """Shift every continuous joint of q ((dof,) or (B, dof), in place) by a multiple of 2 pi to
-    within pi of its value in q0: the same poses (Robot._wrap_dofs lists only joints where a
+    within pi of its value in q0: the same poses (Robot.wrap_dofs lists only joints where a
     turn changes no frame), without spinning a wrist most of a turn away from the seed."""
-    c = robot._wrap_dofs
+    c = robot.wrap_dofs
     if c.size:
         d = q[..., c] - np.asarray(q0)[..., c]
         q[..., c] -= 2.0 * np.pi * np.round(d / (2.0 * np.pi))
@@ -328,7 +328,7 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
     if q is res.q and "rest" not in info:
         return res
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
-    perr, rerr = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
+    perr, rerr = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
                              problem.gR, problem.gaxis, problem.gw)
     ok = perr <= position_tolerance and rerr <= rotation_tolerance
     if "rest" in info:
@@ -433,7 +433,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
             # a free attempt may have left the limits: judge (and keep) its clamped version
             qc = np.minimum(np.maximum(q, robot.lower), robot.upper)
             if not np.array_equal(qc, q):
-                pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, qc, problem.gnode, problem.gkind,
+                pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, qc, problem.gnode, problem.gkind,
                                       problem.gvec, problem.gR, problem.gaxis, problem.gw)
                 key = (max(pe / position_tolerance, re_ / rotation_tolerance), pe + re_)
             if key < best_key:
@@ -471,11 +471,11 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
             chunk = int(min(max(16, 0.25 * (deadline - now) / per_iter), 10_000))
     if best_conv_q is not None:
         best_q = best_conv_q
-        perr, rerr = goal_errors(robot._ni, robot._nf, robot.origin, best_q, problem.gnode, problem.gkind,
+        perr, rerr = goal_errors(robot.node_table, robot.node_params, robot.origin, best_q, problem.gnode, problem.gkind,
                                  problem.gvec, problem.gR, problem.gaxis, problem.gw)
         status = Status.CONVERGED
     else:
-        perr, rerr = goal_errors(robot._ni, robot._nf, robot.origin, best_q, problem.gnode, problem.gkind,
+        perr, rerr = goal_errors(robot.node_table, robot.node_params, robot.origin, best_q, problem.gnode, problem.gkind,
                                  problem.gvec, problem.gR, problem.gaxis, problem.gw)
         if perr <= position_tolerance and rerr <= rotation_tolerance:
             status = Status.CONVERGED
@@ -551,17 +551,15 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     if type(seed) is not int or not 0 <= seed < SEED_LIMIT:
         return None
     if q0 is None:
-        q0 = robot._neutral
-    elif not (type(q0) is np.ndarray and q0.dtype is _F64 and q0.shape == robot._qshape):
+        q0 = robot.q_neutral
+    elif not (type(q0) is np.ndarray and q0.dtype is _F64 and q0.ndim == 1 and q0.shape[0] == robot.dof):
         return None
-    ch = robot._chains.get(goal.frame)
-    if ch is None:
-        if goal.frame not in robot._frame_index:
-            return None
-        ch = robot._chain(goal.frame)
+    if not robot.has_frame(goal.frame):
+        return None
+    ch = robot.chain_program(goal.frame)
     gkind, gvec, gR, gaxis, gw = goal.table()
-    lims, free, size = robot.__dict__.get("_lm_tables") or _lm_tables(robot, None, q0)
-    best_q = np.empty(robot._dof)
+    lims, free, size = robot.cache.get("lm_tables") or _lm_tables(robot, None, q0)
+    best_q = np.empty(robot.dof)
     st = _CHAIN_STATE0[1 if free else 0].copy()
     buf = _scratch(size)
     budget = _FIRST_CHUNK
@@ -624,9 +622,9 @@ def _lims_for(robot, joint_weights):
     """The per-DOF table of the LM kernels for these joint weights: cached per robot for the
     default weights and for the last few others (correct_clip solves every frame with the same
     per-joint weights)."""
-    if joint_weights is None or joint_weights is robot._ones:
+    if joint_weights is None or joint_weights is robot.unit_weights:
         return _lm_tables(robot)[0]
-    cache = robot.__dict__.setdefault("_lims_cache", {})
+    cache = robot.cache.setdefault("lims_by_weights", {})
     key = np.asarray(joint_weights, dtype=np.float64).tobytes()
     lims = cache.get(key)
     if lims is None:
@@ -703,14 +701,14 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
              and not (problem.has_hard and not np.all(problem.glevel == 0)))
     best_q = q_start.copy()
     if chain:
-        default = problem.joint_weights is robot._ones
+        default = problem.joint_weights is robot.unit_weights
         if robot.floating:  # base restarts are sampled around q_start
             lims, free, size = _lm_tables(robot, None if default else problem.joint_weights, q_start)
         else:
             lims, free, size = _lm_tables(robot) if default else (_lims_for(robot, problem.joint_weights), 0.0, 0)
             if not default:
                 free = free_attempts(robot.lower, robot.upper, lims[_lm.L_WRAP])
-        ch = robot._chain(node)
+        ch = robot.chain_program(node)
         st = _lm.new_chain_state(free)
         buf = _scratch(_lm.chain_workspace_size(ch.shape[0], robot.dof, 3 * problem.gnode.shape[0]))
         p = problem
@@ -772,12 +770,12 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     if not chain and mode == "distance" and st[S_BEST_DIST] < np.inf:
         status = Status.CONVERGED
     if not chain and not np.isfinite(st[S_BEST_PERR]):
-        pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, best_q, problem.gnode, problem.gkind,
+        pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, best_q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
         st[S_BEST_PERR], st[S_BEST_RERR] = pe, re_
     elif chain and not np.isfinite(st[S_BEST_PERR]):  # no attempt finished inside the budget
         best_q = np.minimum(np.maximum(best_q, robot.lower), robot.upper)
-        pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, best_q, problem.gnode, problem.gkind,
+        pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, best_q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
         st[S_BEST_PERR], st[S_BEST_RERR] = pe, re_
     if chain:
@@ -844,7 +842,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         raise GoalError(f"seed: target b is seeded with seed + b, which must stay below 2**63; got seed={seed} "
                         f"for {B} targets")
     if q0 is None:
-        q0s = np.broadcast_to(robot._neutral, (B, robot.dof))
+        q0s = np.broadcast_to(robot.q_neutral, (B, robot.dof))
     else:
         q0s = robot.check_q(q0, "q0")
         if q0s.ndim == 1:
@@ -891,10 +889,10 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     rest = np.zeros(B, dtype=np.int64)
     conv = np.zeros(B, dtype=np.bool_)
     p = problem
-    default = p.joint_weights is robot._ones
+    default = p.joint_weights is robot.unit_weights
     jw = None if default else p.joint_weights
-    ch = robot._chain(node)
-    base = robot._base_dofs
+    ch = robot.chain_program(node)
+    base = robot.base_dofs
     if robot.floating and B > 1 and not np.all(q0s[:, base] == q0s[0, base]):
         # restarts sample the floating base around each item's own q0: one table per item
         for b in range(B):
@@ -913,7 +911,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         # beyond the reach radius: unreachable (a status, not an error)
         anchor, radius = robot.reach_bound(node)
         if anchor is not None:
-            p_anchor = robot.fk(robot._neutral, anchor)[:3, 3]
+            p_anchor = robot.fk(robot.q_neutral, anchor)[:3, 3]
             far = np.linalg.norm(Ts - p_anchor, axis=1) > radius + position_tolerance
             codes[far & ~conv] = 1
     return BatchResult(q_out, conv, codes, errs[:, 0], errs[:, 1], iters, rest, time.perf_counter() - t0, "lm")

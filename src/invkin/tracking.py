@@ -611,7 +611,7 @@ class Tracker:
 def _errors(robot, p, q, gvec, gR):
     from .solvers.shared import goal_errors
 
-    return goal_errors(robot._ni, robot._nf, robot.origin, q, p.gnode, p.gkind, gvec, gR, p.gaxis, p.gw)
+    return goal_errors(robot.node_table, robot.node_params, robot.origin, q, p.gnode, p.gkind, gvec, gR, p.gaxis, p.gw)
 
 
 def _short(v):

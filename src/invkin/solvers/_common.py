@@ -60,7 +60,7 @@ class Problem:
 
     def __post_init__(self):
         r = self.robot
-        self.args = (r._ni, r._nf, r.origin, self.lower, self.upper, self.balls, self.gnode, self.gkind,
+        self.args = (r.node_table, r.node_params, r.origin, self.lower, self.upper, self.balls, self.gnode, self.gkind,
                 self.gvec, self.gR, self.gaxis, self.gw, self.q_rest, self.w_posture, self.joint_weights,
                 self.tol_p, self.tol_r)
 
@@ -91,7 +91,7 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
         except TypeError:
             raise GoalError(f"goals: expected a goal or a list of goals, got {goals!r}") from None
     rows = []
-    q_rest = robot._neutral
+    q_rest = robot.q_neutral
     w_post = 0.0
     for g in goals:
         if not isinstance(g, Goal):
@@ -135,7 +135,7 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
         if not isinstance(v, (int, float, np.floating, np.integer)) or not v > 0 or not math.isfinite(v):
             raise GoalError(f"{nm}: expected a finite number > 0, got {v!r}")
     if joint_weights is None:
-        jw = robot._ones
+        jw = robot.unit_weights
     else:
         try:
             jw = np.array(joint_weights, dtype=np.float64)
@@ -144,18 +144,15 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
         if jw.shape != (robot.dof,) or not np.all(np.isfinite(jw)) or np.any(jw <= 0):
             raise GoalError(f"joint_weights: expected {robot.dof} finite numbers > 0, got {joint_weights!r}")
     return Problem(robot, goals, gnode, gkind, gvec, gR, gaxis, gw, q_rest, float(w_post), jw, robot.lower,
-                   robot.upper, robot._ball_starts, float(position_tolerance), float(rotation_tolerance),
+                   robot.upper, robot.ball_starts, float(position_tolerance), float(rotation_tolerance),
                    glevel=glevel, gref=gref)
 
 
 def _node(robot, frame) -> int:
     try:
-        return robot._frame_index[frame]
-    except (KeyError, TypeError):
-        try:
-            return robot.frame_index(frame)
-        except FrameError as exc:
-            raise FrameError(f"goal on frame {frame!r}: {exc}") from None
+        return robot.frame_index(frame)
+    except FrameError as exc:
+        raise FrameError(f"goal on frame {frame!r}: {exc}") from None
 
 
 # --------------------------------------------------------------------------- kernels

@@ -616,10 +616,10 @@ def core_tables(problem):
     """(model, table) of core_attempts for a compiled problem: the model arrays with the link
     masses (cached per robot) and the goal table with its soft and hard row indices."""
     robot = problem.robot
-    model = robot.__dict__.get("_core_model")
+    model = robot.cache.get("core_model")
     if model is None:
-        model = (robot._ni, robot._nf, robot.origin, robot.link_mass, robot.link_com)
-        object.__setattr__(robot, "_core_model", model)
+        model = (robot.node_table, robot.node_params, robot.origin, robot.link_mass, robot.link_com)
+        robot.cache["core_model"] = model
     rows = np.repeat(problem.glevel, 3)
     idx = np.arange(rows.shape[0], dtype=np.int64)
     table = (problem.gnode, problem.gkind, problem.gref, problem.glevel, problem.gvec, problem.gR, problem.gaxis,
@@ -633,7 +633,7 @@ def _iterate(problem, q, max_iter, state, options):
     r = problem.robot
     model, table = core_tables(problem)
     lims = limits_table(r.lower, r.upper, r.lower, np.zeros(r.dof), np.zeros(r.dof), problem.joint_weights,
-                        r._ball_starts)
+                        r.ball_starts)
     lo, hi = r.lower, r.upper
     st = new_core_state(0.0)
     st[S_LAMBDA] = state[0]
