@@ -277,7 +277,7 @@ class Robot:
     #: pickled Robot does not depend on which calls were made before.
     _CACHES = ("_inertial_cache", "_velocity_limit", "_core_model", "_lims_cache",
                "_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables",
-               "_lm_tables_origin", "_lm_tables_at", "_memo")
+               "_lm_tables_origin", "_lm_tables_at", "_memo", "_post_solve")
 
     def __getstate__(self):
         state = dict(self.__dict__)
