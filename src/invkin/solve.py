@@ -241,6 +241,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             and max_joint_step is None and dt is None):
         res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is not None:
+            if not _needs_post(robot):
+                return res
             if robot.wrap_dofs.size:
                 _wrap_near(robot, res.q, robot.q_neutral if q0 is None else q0)
             return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
@@ -254,6 +256,16 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     if robot.wrap_dofs.size:
         _wrap_near(robot, res.q, robot.q_neutral if q0 is None else robot.check_q(q0, "q0"))
     return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
+
+
+def _needs_post(robot) -> bool:
+    """True when a result of ``robot`` needs the driver's last steps (continuous joints to wrap
+    near q0, swing/twist limits to project onto); cached per robot."""
+    memo = robot.cache
+    post = memo.get("post_solve")
+    if post is None:
+        post = memo["post_solve"] = bool(robot.wrap_dofs.size) or bool(robot.extras.get("cone_limits"))
+    return post
 
 
 def _wrap_near(robot, q, q0) -> None:
@@ -579,9 +591,10 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         code = ep(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, st, budget, attempt_iters,
                   max_attempts, seed, buf)
         if code == CONVERGED:
-            if not (math.isfinite(st[8]) and math.isfinite(st[9])):  # math: a fraction of numpy's call cost
+            s = st.tolist()  # one conversion instead of four scalar reads
+            if not (math.isfinite(s[8]) and math.isfinite(s[9])):  # math: a fraction of numpy's call cost
                 return None  # never call non-finite numbers converged: the general path judges it
-            return Result._new(best_q, True, Status.CONVERGED, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
+            return Result._new(best_q, True, Status.CONVERGED, s[8], s[9], int(s[1]), int(s[5]),
                                time.perf_counter() - t_start, "lm")
         if code < 0:
             return None  # a non-finite q0: the general path names the bad entry
