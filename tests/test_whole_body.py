@@ -355,3 +355,21 @@ def test_every_whole_body_shape_gives_the_same_answer_through_every_core_route(h
     for f in ("l_foot", "r_foot"):  # held feet (hard in every shape but one) move at most 0.1 x tolerance
         if any(getattr(g, "hard", False) and getattr(g, "frame", None) == f for g in goals):
             assert np.linalg.norm(hum.fk(plain.q, f)[:3, 3] - hum.fk(q0, f)[:3, 3]) <= 1e-6
+
+
+def test_a_goal_row_of_a_kind_the_kernels_do_not_know_is_refused_before_any_kernel_runs():
+    """Kernels dispatch on goals.KINDS only; compile_problem refuses any other code, so an unknown
+    kind can never be read as another (it used to fall through to the aim branch)."""
+    import dataclasses
+
+    panda = ik.load_robot("panda")
+
+    @dataclasses.dataclass(frozen=True)
+    class Forged(ik.Position):
+        def _make_rows(self):
+            return [(99,) + super()._make_rows()[0][1:]]
+
+    with pytest.raises(GoalError, match="99"):
+        ik.solve(panda, [Forged("panda_hand", np.zeros(3)), ik.Position("panda_link4", np.zeros(3))])
+    with pytest.raises(GoalError, match="99"):
+        ik.solve(panda, Forged("panda_hand", np.zeros(3)))

@@ -637,20 +637,24 @@ def _seed_int(seed) -> int:
 
 
 def _lims_for(robot, joint_weights):
-    """The per-DOF table of the LM kernels for these joint weights: cached per robot for the
-    default weights and for the last few others (correct_clip solves every frame with the same
-    per-joint weights)."""
+    """The per-DOF table of the LM kernels for these joint weights (see _weighted_tables)."""
     if joint_weights is None or joint_weights is robot._ones:
         return _lm_tables(robot)[0]
+    return _weighted_tables(robot, joint_weights)[0]
+
+
+def _weighted_tables(robot, joint_weights):
+    """_lm_tables for these joint weights, cached per robot for the last few weights
+    (correct_clip solves every frame with the same per-joint weights)."""
     cache = robot.__dict__.setdefault("_lims_cache", {})
     key = np.asarray(joint_weights, dtype=np.float64).tobytes()
-    lims = cache.get(key)
-    if lims is None:
+    t = cache.get(key)
+    if t is None:
         if len(cache) >= 8:
             cache.clear()
-        lims = _lm_tables(robot, joint_weights)[0]
-        cache[key] = lims
-    return lims
+        t = _lm_tables(robot, joint_weights)
+        cache[key] = t
+    return t
 
 
 def core_args(problem, q0=None, max_joint_step=None):
@@ -719,7 +723,8 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     if chain:
         default = problem.joint_weights is robot._ones
         if robot.floating:  # base restarts are sampled around q_start
-            lims, free, size = _lm_tables(robot, None if default else problem.joint_weights, q_start)
+            lims, free, size = (_lm_tables(robot, None, q_start) if default
+                                else _around(robot, _weighted_tables(robot, problem.joint_weights), q_start))
         else:
             lims, free, size = _lm_tables(robot) if default else (_lims_for(robot, problem.joint_weights), 0.0, 0)
             if not default:
