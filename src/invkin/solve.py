@@ -17,13 +17,14 @@ import numpy as np
 from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
-from .goals import BASIC_KINDS, KIND_POSITION, KINDS, Pose, Position, Posture
+from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KINDS, Pose, Position
 from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors
 from .model.limits import respect_cone_limits
 from .solvers import lm as _lm
 from .solvers import lm_core as _core
+from .kinematics.kernels import all_finite as _lm_finite
 from .solvers.lm import ATTEMPT_ITERATIONS as _LM_ATTEMPT_ITERATIONS
 from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
 
@@ -632,20 +633,24 @@ def _seed_int(seed) -> int:
 
 
 def _lims_for(robot, joint_weights):
-    """The per-DOF table of the LM kernels for these joint weights: cached per robot for the
-    default weights and for the last few others (correct_clip solves every frame with the same
-    per-joint weights)."""
+    """The per-DOF table of the LM kernels for these joint weights (see _weighted_tables)."""
     if joint_weights is None or joint_weights is robot.unit_weights:
         return _lm_tables(robot)[0]
+    return _weighted_tables(robot, joint_weights)[0]
+
+
+def _weighted_tables(robot, joint_weights):
+    """_lm_tables for these joint weights, cached per robot for the last few weights
+    (correct_clip solves every frame with the same per-joint weights)."""
     cache = robot.cache.setdefault("lims_by_weights", {})
     key = np.asarray(joint_weights, dtype=np.float64).tobytes()
-    lims = cache.get(key)
-    if lims is None:
+    t = cache.get(key)
+    if t is None:
         if len(cache) >= 8:
             cache.clear()
-        lims = _lm_tables(robot, joint_weights)[0]
-        cache[key] = lims
-    return lims
+        t = _lm_tables(robot, joint_weights)
+        cache[key] = t
+    return t
 
 
 def core_args(problem, q0=None, max_joint_step=None):
@@ -685,16 +690,14 @@ def _joint_step(robot, max_joint_step, dt):
 def _goals_met(problem, err) -> tuple:
     """One bool per goal (Posture left out): every row of that goal within its tolerance, from the
     rows' errors err (G,) [m or rad]."""
-    pos = np.isin(problem.gkind, (0, 4, 5))
-    ok = np.where(pos, err <= problem.tol_p, err <= problem.tol_r) | (problem.gw == 0)
+    k = problem.gkind
+    pos = (k == KIND_POSITION) | (k == KIND_COM) | (k == KIND_REL_POSITION)  # rows measured in metres
+    ok = (np.where(pos, err <= problem.tol_p, err <= problem.tol_r) | (problem.gw == 0)).tolist()
     out = []
-    k = 0
-    for g in problem.goals if isinstance(problem.goals, (list, tuple)) else (problem.goals,):
-        if isinstance(g, Posture):
-            continue
-        n = len(g.rows())
-        out.append(bool(ok[k:k + n].all()))
-        k += n
+    i = 0
+    for n in problem.goal_rows:
+        out.append(all(ok[i:i + n]))
+        i += n
     return tuple(out)
 
 
@@ -716,7 +719,8 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     if chain:
         default = problem.joint_weights is robot.unit_weights
         if robot.floating:  # base restarts are sampled around q_start
-            lims, free, size = _lm_tables(robot, None if default else problem.joint_weights, q_start)
+            lims, free, size = (_lm_tables(robot, None, q_start) if default
+                                else _around(robot, _weighted_tables(robot, problem.joint_weights), q_start))
         else:
             lims, free, size = _lm_tables(robot) if default else (_lims_for(robot, problem.joint_weights), 0.0, 0)
             if not default:
@@ -748,7 +752,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
                                      problem.tol_r, q_start, q, best_q, st, int(budget), attempt_iters, max_attempts,
                                      seed_i, rowerr)
         if code == CONVERGED:
-            if np.isfinite(st[S_BEST_PERR]) and np.isfinite(st[S_BEST_RERR]) and np.all(np.isfinite(best_q)):
+            if math.isfinite(st[S_BEST_PERR]) and math.isfinite(st[S_BEST_RERR]) and _lm_finite(best_q):
                 status = Status.CONVERGED
                 break
             code = STALLED  # never call non-finite numbers converged

@@ -570,11 +570,11 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
     STALLED (max_attempts done) or UNREACHABLE (with hard goals: two attempts stalled, the hard
     goals met, at the same closest answer: the soft goals cannot be met with them). rowerr (G,)
     receives each goal row's error at best_q (Result.goals_met)."""
-    code = _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
-                          attempt_iters, max_attempts, seed)
     ni, nf, origin, mass, com = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
-    ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, 0)
+    ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, hard.shape[0])
+    code = _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                          attempt_iters, max_attempts, seed, ws)
     core_eval_rows(ni, nf, origin, mass, com, best_q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
                    ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], False, rowerr)
     return code
@@ -582,12 +582,11 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
 
 @njit(cache=True)
 def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
-                   attempt_iters, max_attempts, seed):
-    """core_attempts without the final row errors."""
+                   attempt_iters, max_attempts, seed, ws):
+    """core_attempts without the final row errors, on the scratch ws = core_workspace(...)."""
     ni, nf, origin, mass, com = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     dof = q.shape[0]
-    ws = core_workspace(ni.shape[0], dof, gvec, gR, hard.shape[0])
     used = 0
     while used < budget:
         if state[S_ATTEMPT] >= max_attempts:
