@@ -75,10 +75,10 @@ def _eval(robot, goals, q):
 
     p = compile_problem(robot, goals, 1e-6, 1e-6)
     model, table, *_ = core_args(p)
-    ws = core_workspace(robot.n_nodes, robot.dof, table[4], table[5], table[9].shape[0])
+    ws = core_workspace(robot.n_nodes, robot.dof, table[4], table[5], table[9].shape[0], 0)
     e = np.empty(3 * p.gnode.shape[0])
     J = np.zeros((e.shape[0], robot.dof))
-    core_eval(*model, q, *table[:8], ws[10], ws[11], ws[0], ws[1], ws[2], ws[3], e, J, np.zeros(4), True)
+    core_eval(*model[:5], q, *table[:8], ws[10], ws[11], ws[0], ws[1], ws[2], ws[3], e, J, np.zeros(4), True)
     return e, J
 
 
