@@ -20,13 +20,19 @@ import numpy as np
 
 import invkin as ik
 try:
-    from invkin.model.limits import swing_twist
-except ImportError:  # an older checkout (the "before" column): the same decomposition, inline
-    def swing_twist(R, axis):
+    from invkin.model.limits import twist_changes
+except ImportError:  # an older checkout (the "before" column): the same measure, inline
+    def twist_changes(robot, qs, frames, axis=(0.0, 0.0, 1.0)):
         from invkin.spatial import matrix_to_quat_wxyz
-        q = np.asarray(matrix_to_quat_wxyz(R))
-        p = float(q[1:] @ np.asarray(axis))
-        return None, math.remainder(2.0 * math.atan2(p, q[0]), 2 * math.pi)
+        Ts = [robot.fk_all(q) for q in qs]
+        out = []
+        for a, b in zip(Ts, Ts[1:]):
+            row = []
+            for f in frames:
+                q = np.asarray(matrix_to_quat_wxyz(a[f][:3, :3].T @ b[f][:3, :3]))
+                row.append(math.remainder(2.0 * math.atan2(float(q[1:] @ np.asarray(axis)), q[0]), 2 * math.pi))
+            out.append(row)
+        return np.array(out)
 
 
 def path(n_frames: int, reach: float) -> np.ndarray:
@@ -59,13 +65,8 @@ def run(n: int, method: str, n_frames: int, repeats: int):
             best = (med, qs, its, ok)
     med, qs, its, ok = best
     # each bone's twist between frames: its world frame's frame-to-frame rotation about the bone (z)
-    Ts = [robot.fk_all(q) for q in qs]
     segs = [f for f in robot.frame_names if f.startswith("seg")]
-    worst = 0.0
-    for a, b in zip(Ts, Ts[1:]):
-        for s in segs:
-            _, tw = swing_twist(a[s][:3, :3].T @ b[s][:3, :3], [0.0, 0.0, 1.0])
-            worst = max(worst, abs(math.degrees(tw)))
+    worst = math.degrees(float(np.max(np.abs(twist_changes(robot, qs, segs)))))
     return med * 1e3, float(np.median(its)), ok / len(qs), worst
 
 

@@ -42,7 +42,7 @@ from ..kinematics import kernels as K
 from .euler import euler_from_matrix, frame_groups, rot
 
 __all__ = ["swing_twist", "clamp_swing_twist", "project_limits", "limit_violation", "apply_limits",
-           "respect_cone_limits"]
+           "respect_cone_limits", "twist_changes"]
 
 
 def _quat(R):
@@ -101,6 +101,22 @@ def clamp_swing_twist(R, axis, swing_max, twist_lo, twist_hi):
     qs = np.array([math.cos(s / 2), *(rv / s * math.sin(s / 2))]) if s > 0 else np.array([1.0, 0, 0, 0])
     qt = np.array([math.cos(tau_c / 2), *(a * math.sin(tau_c / 2))])
     return _qmat(_qmul(qs, qt))
+
+
+def twist_changes(robot, qs, frames=None, axis=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """(T − 1, F) [rad]: how far each frame turns about its own bone ``axis`` (in the frame, default
+    +z, the bones of :func:`invkin.model.catalog.tentacle`) between consecutive configurations of
+    ``qs`` (T, dof): the twist of ``W_tᵀ W_{t+1}`` (swing-twist decomposition, :func:`swing_twist`),
+    the candy-wrapper measure of a skinned chain. ``frames``: default every frame with a moving joint."""
+    qs = np.asarray(qs, dtype=float)
+    if frames is None:
+        frames = [f for f in robot.frame_names if robot.qidx[robot.frame_index(f)] >= 0]
+    Ts = [robot.fk_all(q) for q in qs]
+    out = np.zeros((max(len(qs) - 1, 0), len(frames)))
+    for t, (a, b) in enumerate(zip(Ts, Ts[1:])):
+        for k, f in enumerate(frames):
+            out[t, k] = swing_twist(a[f][:3, :3].T @ b[f][:3, :3], axis)[1]
+    return out
 
 
 def _group(robot, frame: int) -> list:

@@ -69,11 +69,13 @@ from numba import njit
 from ..errors import SolverError
 from ..goals import KIND_POSITION
 from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
-from ..spatial import so3_exp_nb, so3_log_nb
+from ..spatial import so3_exp_nb
 from ._common import CONVERGED, RUNNING, STALLED, task_eval
 from ._iterate import end_iterations
 from ._linalg import sqnorm
-from ._rotfit import best_arc_angle, horn_rotation, min_rotvec, rigid_rotate_about, rigid_translate
+from ._rotfit import (ball_update, best_arc_angle, horn_quat, min_rotation_quat, min_rotvec, quat_from_rotvec,
+                      rigid_rotate_about, rigid_translate)
+from ._twist import cone_rows, resolve_twist, twist_structure
 
 NAME = "ccd"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -144,45 +146,6 @@ def column_factors(problem, stiffness) -> np.ndarray:
 
 
 @njit(cache=True)
-def _apply_ball(q, c, lower, upper, W, rv, sf, Q):
-    """Ball joint at q[c:c+3], world frame rotation W: apply the world rotation exp(rv) as the local
-    increment R ← R exp(sf Wᵀ rv), clamp, and write the world rotation actually applied into Q."""
-    d0 = sf * (W[0, 0] * rv[0] + W[1, 0] * rv[1] + W[2, 0] * rv[2])
-    d1 = sf * (W[0, 1] * rv[0] + W[1, 1] * rv[1] + W[2, 1] * rv[2])
-    d2 = sf * (W[0, 2] * rv[0] + W[1, 2] * rv[1] + W[2, 2] * rv[2])
-    Ro = np.empty((3, 3))
-    Rd = np.empty((3, 3))
-    Rn = np.empty((3, 3))
-    r = np.empty(3)
-    so3_exp_nb(q[c], q[c + 1], q[c + 2], Ro)
-    so3_exp_nb(d0, d1, d2, Rd)
-    for i in range(3):
-        for k in range(3):
-            Rn[i, k] = Ro[i, 0] * Rd[0, k] + Ro[i, 1] * Rd[1, k] + Ro[i, 2] * Rd[2, k]
-    so3_log_nb(Rn, r)
-    for k in range(3):
-        v = r[k]
-        if v < lower[c + k]:
-            v = lower[c + k]
-        elif v > upper[c + k]:
-            v = upper[c + k]
-        q[c + k] = v
-    so3_exp_nb(q[c], q[c + 1], q[c + 2], Rn)
-    # Q = W Roᵀ Rn Wᵀ
-    A = np.empty((3, 3))
-    B = np.empty((3, 3))
-    for i in range(3):
-        for k in range(3):
-            A[i, k] = W[i, 0] * Ro[k, 0] + W[i, 1] * Ro[k, 1] + W[i, 2] * Ro[k, 2]  # W Roᵀ
-    for i in range(3):
-        for k in range(3):
-            B[i, k] = A[i, 0] * Rn[0, k] + A[i, 1] * Rn[1, k] + A[i, 2] * Rn[2, k]
-    for i in range(3):
-        for k in range(3):
-            Q[i, k] = B[i, 0] * W[k, 0] + B[i, 1] * W[k, 1] + B[i, 2] * W[k, 2]
-
-
-@njit(cache=True)
 def set_joint(q, c, m, d, lower, upper):
     """q[c] += d / m, clamped into [lower[c], upper[c]]; returns the change actually made to
     θ = m q + offset (d in θ's units: rad for a hinge, m for a slider)."""
@@ -243,7 +206,8 @@ def _axis_rotation(ax, ay, az, th, Q):
 
 @njit(cache=True)
 def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
-                tol_p, tol_r, q, max_iter, state, simple, k_pos, threshold, gscale, visit, colfac):
+                tol_p, tol_r, q, max_iter, state, simple, k_pos, threshold, gscale, visit, colfac, cone, tw_axes,
+                tw_modes, twist):
     """Run up to ``max_iter`` CCD sweeps on q (in place), joints from the tip to the root.
 
     Welman (1993 §4.2.1, SEEDS.md §5), at a revolute joint with world axis a at j: over the goal
@@ -279,6 +243,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     W = np.empty((3, 3))
     ev = np.empty(3)
     tv = np.empty(3)
+    q_ref = q.copy()
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
     cost = sqnorm(e)
     best = state[0] if state[0] > 0.0 else cost
@@ -417,7 +382,8 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                         for r in range(3):
                             for k in range(3):
                                 W[r, k] = Ti[r, k]
-                        _apply_ball(q, c, lower, upper, W, rg, sfac[i], Q)
+                        dw, dx, dy, dz = quat_from_rotvec(rg[0], rg[1], rg[2])
+                        ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sfac[i], cone[i], Q)
                 else:
                     if npairs == 0:
                         continue
@@ -440,14 +406,13 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                         _axis_rotation(ax, ay, az, act, Q)
                     else:
                         if npairs == 1 and pos_only:
-                            min_rotvec(ev[0], ev[1], ev[2], tv[0], tv[1], tv[2], rv)
+                            dw, dx, dy, dz = min_rotation_quat(ev[0], ev[1], ev[2], tv[0], tv[1], tv[2])
                         else:
-                            horn_rotation(S, Q)
-                            so3_log_nb(Q, rv)
+                            dw, dx, dy, dz = horn_quat(S)
                         for r in range(3):
                             for k in range(3):
                                 W[r, k] = Ti[r, k]
-                        _apply_ball(q, c, lower, upper, W, rv, sfac[i], Q)
+                        ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sfac[i], cone[i], Q)
                 for g in range(G):
                     if anc[i, g]:
                         rigid_rotate_about(Tg[g], Q, jx, jy, jz)
@@ -461,6 +426,9 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
         if small >= STALL_SWEEPS:
             code = STALLED
             break
+    if twist and it > 0:
+        resolve_twist(ni, nf, origin, q, q_ref, tw_axes, tw_modes, cone, lower, upper, math.inf, Tall,
+                      np.empty((n, 4, 4)))
     state[0] = best
     state[4] = small
     return end_iterations(code, it, errs[0], errs[1], tol_p, tol_r, state)
@@ -557,8 +525,19 @@ def _options(problem, options):
 
 def _iterate(problem, q, max_iter, state, options):
     simple, k_pos, thr, scales, colfac = _options(problem, options)
+    twist = twist_option("ccd", options)
+    tw_axes, tw_modes = twist_structure(problem.robot, problem)
     return ccd_iterate(*problem.args, q, max_iter, state, simple, k_pos, thr, scales,
-                       visit_flags(problem.robot), colfac)
+                       visit_flags(problem.robot), colfac, cone_rows(problem.robot), tw_axes, tw_modes, twist)
+
+
+def twist_option(method, options) -> bool:
+    """The option ``twist``: "previous" (default: every free bone keeps its twist from the start of the
+    solve, :func:`invkin.solvers._twist.resolve_twist`) or "free" (whatever the updates leave)."""
+    tw = options.get("twist", "previous")
+    if tw not in ("previous", "free"):
+        raise SolverError(f"{method}: twist must be 'previous' or 'free', got {tw!r}")
+    return tw == "previous"
 
 
 def _register():
@@ -566,7 +545,8 @@ def _register():
 
     register(Method(NAME, _iterate,
                     "cyclic coordinate descent (Welman: position + orientation, limits, stiffness; or simple)",
-                    JOINT_TYPES, defaults=dict(variant="welman", threshold=None, position_gain=1.0, stiffness=None)))
+                    JOINT_TYPES, defaults=dict(variant="welman", threshold=None, position_gain=1.0, stiffness=None,
+                                  twist="previous")))
 
 
 _register()

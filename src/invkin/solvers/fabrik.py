@@ -55,11 +55,12 @@ from numba import njit
 from ..errors import SolverError
 from ..goals import KIND_POSITION
 from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
-from ..spatial import so3_exp_nb, so3_log_nb
+from ..spatial import so3_exp_nb
 from ._common import CONVERGED, RUNNING, STALLED
 from ._iterate import end_iterations
-from ._rotfit import best_arc_angle, horn_rotation, min_rotvec
-from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, visit_flags, welman_terms
+from ._rotfit import ball_update, best_arc_angle, horn_quat, min_rotation_quat
+from ._twist import cone_rows, resolve_twist, twist_structure
+from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, twist_option, visit_flags, welman_terms
 
 NAME = "fabrik"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -167,7 +168,7 @@ def _position_errors(gnode, gkind, gvec, gw, Tall):
 
 @njit(cache=True)
 def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
-                   tol_p, tol_r, q, max_iter, state, visit, cone_angle):
+                   tol_p, tol_r, q, max_iter, state, visit, cone_angle, cone, tw_axes, tw_modes, twist):
     """Run up to ``max_iter`` FABRIK iterations on q in place (Aristidou & Lasenby 2011).
 
     Stage 1, tip to root over the merged points: f_k = target (a goal point) or the centroid of
@@ -206,13 +207,12 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
             npts += 1
     S = np.empty((3, 3))
     Q = np.empty((3, 3))
-    P0 = np.empty((3, 3))
-    M2 = np.empty((3, 3))
-    rv = np.empty(3)
+    W = np.empty((3, 3))
     ev = np.empty(3)
     tv = np.empty(3)
     e1 = np.empty(3)
     t1 = np.empty(3)
+    q_ref = q.copy()
     fk_all_into(ni, nf, origin, q, Told)
     perr, cost = _position_errors(gnode, gkind, gvec, gw, Told)  # at the start
     best = state[0] if state[0] > 0.0 else cost
@@ -332,31 +332,19 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 set_revolute(q, ci, m, phi, lower, upper)
             else:
                 if nb == 1:
-                    min_rotvec(e1[0], e1[1], e1[2], t1[0], t1[1], t1[2], rv)
+                    dw, dx, dy, dz = min_rotation_quat(e1[0], e1[1], e1[2], t1[0], t1[1], t1[2])
                 else:
-                    horn_rotation(S, Q)
-                    so3_log_nb(Q, rv)
-                # world increment -> local: R <- R exp(Tcurᵀ rv); the increment's axis is ⟂ to the bone,
-                # so the bone keeps its twist from the previous frame
-                for c in range(3):
-                    tv[c] = Tcur[i, 0, c] * rv[0] + Tcur[i, 1, c] * rv[1] + Tcur[i, 2, c] * rv[2]
-                so3_exp_nb(q[ci], q[ci + 1], q[ci + 2], Q)
-                so3_exp_nb(tv[0], tv[1], tv[2], P0)
+                    dw, dx, dy, dz = horn_quat(S)
+                # R <- R (Wᵀ d W): the increment turns the bone from its current direction (its axis is
+                # ⟂ to the bone, so the bone keeps its twist); the cone/twist limit applies at once
                 for r in range(3):
                     for c in range(3):
-                        M2[r, c] = Q[r, 0] * P0[0, c] + Q[r, 1] * P0[1, c] + Q[r, 2] * P0[2, c]
-                so3_log_nb(M2, ev)
-                ang = math.sqrt(ev[0] ** 2 + ev[1] ** 2 + ev[2] ** 2)
-                f = 1.0
-                if ang > cone_angle:
-                    f = cone_angle / ang
-                for c in range(3):
-                    v = f * ev[c]
-                    if v < lower[ci + c]:
-                        v = lower[ci + c]
-                    elif v > upper[ci + c]:
-                        v = upper[ci + c]
-                    q[ci + c] = v
+                        W[r, c] = Tcur[i, r, c]
+                ball_update(q, ci, lower, upper, W, dw, dx, dy, dz, 1.0, cone[i], Q)
+                ang = math.sqrt(q[ci] ** 2 + q[ci + 1] ** 2 + q[ci + 2] ** 2)
+                if ang > cone_angle:  # the option cone_angle: |q| <= cone_angle on the rotation vector
+                    for c in range(3):
+                        q[ci + c] = min(max(q[ci + c] * cone_angle / ang, lower[ci + c]), upper[ci + c])
             _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
         fk_all_into(ni, nf, origin, q, Told)  # exact FK (mimic followers may precede leaders)
         perr, cost = _position_errors(gnode, gkind, gvec, gw, Told)
@@ -364,6 +352,8 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
         if small >= STALL_SWEEPS:
             code = STALLED
             break
+    if twist and it > 0:
+        resolve_twist(ni, nf, origin, q, q_ref, tw_axes, tw_modes, cone, lower, upper, cone_angle, Told, Tcur)
     state[0] = best
     state[4] = small
     return end_iterations(code, it, perr, 0.0, tol_p, tol_r, state)  # no rotation error (tol_r > 0)
@@ -396,14 +386,16 @@ def _iterate(problem, q, max_iter, state, options):
     elif isinstance(cone, bool) or not isinstance(cone, (int, float, np.integer, np.floating)) \
             or not (cone > 0 and math.isfinite(cone)):
         raise SolverError(f"fabrik: cone_angle must be a finite angle > 0 [rad] or None, got {cone!r}")
-    return fabrik_iterate(*problem.args, q, max_iter, state, visit_flags(problem.robot), float(cone))
+    tw_axes, tw_modes = twist_structure(problem.robot, problem)
+    return fabrik_iterate(*problem.args, q, max_iter, state, visit_flags(problem.robot), float(cone),
+                          cone_rows(problem.robot), tw_axes, tw_modes, twist_option("fabrik", options))
 
 
 def _register():
     from . import Method, register
 
     register(Method(NAME, _iterate, "FABRIK (Aristidou & Lasenby 2011): chains and trees, hinge and cone limits",
-                    JOINT_TYPES, goal_kinds=("position",), check=_check, defaults=dict(cone_angle=None)))
+                    JOINT_TYPES, goal_kinds=("position",), check=_check, defaults=dict(cone_angle=None, twist="previous")))
 
 
 _register()

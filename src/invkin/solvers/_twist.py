@@ -1,0 +1,241 @@
+"""Twist continuity and cone limits for the geometric solvers (``ccd``, ``fabrik``) on ball joints.
+
+**Twist gauge.** A ball joint ``i`` whose bone (the direction ``b`` from the joint to its child, in
+the joint's frame) carries only points on that line — fixed frames on the line with position goals
+at most, and child ball joints on the line — can turn about ``b`` without moving any goal, if each
+child ball joint ``d`` turns back by the same angle: with ``C`` the fixed rotation from ``i``'s frame
+to ``d``'s (the origins between them),
+
+    R_i ← R_i Rot(b, −τ),      R_d ← Rot(Cᵀ b, τ) R_d
+
+leaves every point and every frame below ``d`` where it was. That twist is therefore free (CCD's
+smallest rotations ê → t̂ about ê × t̂ pick it arbitrarily, which a skinned tail shows as a
+candy-wrapper pop between frames), and :func:`resolve_twist` sets it from the previous frame: root
+to tip, τ is the twist about ``b`` of the bone's world rotation change since the start of the solve,
+Wᵣₑ𝒻ᵀ W (swing-twist decomposition, τ = 2 atan2(2 s·b, 1 + tr), s the axial vector of that change),
+so each free bone keeps the twist it had in the previous frame. Joints with a twist range (cone
+limits) take the τ that keeps the joint and its children inside their ranges.
+
+**Cone limits in the kernels.** ``cone_rows(robot)`` gives (n, 6) rows ``(axis, swing_max, twist_lo,
+twist_hi)`` [rad] from ``robot.extras["cone_limits"]`` for ball joints (no limit: swing_max = inf,
+twist ±inf); ccd and fabrik project a ball joint onto its row at every update
+(:func:`invkin.solvers._rotfit.ball_update`), not only the returned pose.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+from numba import njit
+
+from ..goals import KIND_POSITION
+from ..kinematics.kernels import BALL, fk_all_into
+from ._rotfit import clamp_swing_twist_quat, has_cone, qmul, quat_from_rotvec, rotvec_from_quat, twist_angle
+
+ON_LINE = 1e-9  # [m, relative to the bone length] a point this close to the bone's line is on it
+FREE, FREE_LIMITED = 1, 2  # twist modes of a ball joint (0: its twist moves a goal)
+
+_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def cone_rows(robot) -> np.ndarray:
+    """(n, 6) per node: ``(ax, ay, az, swing_max, twist_lo, twist_hi)`` of a ball joint's cone limit
+    (model/limits.py), ``(0, 0, 1, inf, -inf, inf)`` elsewhere. Cached per robot, read-only."""
+    cache = _CACHE.setdefault(robot, {})
+    rows = cache.get("cone")
+    if rows is None:
+        rows = np.zeros((robot.n_nodes, 6))
+        rows[:, 2] = 1.0
+        rows[:, 3] = math.inf
+        rows[:, 4] = -math.inf
+        rows[:, 5] = math.inf
+        for frame, (axis, smax, tlo, thi) in (robot.extras.get("cone_limits") or {}).items():
+            i = robot.frame_index(frame)
+            if robot.joint_type[i] == BALL and robot.qidx[i] >= 0:
+                rows[i] = (*np.asarray(axis, float), smax, tlo, thi)
+        rows.setflags(write=False)
+        cache["cone"] = rows
+    return rows
+
+
+def cone_groups(robot) -> list:
+    """The frames whose cone limits the kernels do not apply inside their iterations (BVH/glTF joints of
+    three rotation channels: projected on the returned pose only)."""
+    return [f for f in (robot.extras.get("cone_limits") or {})
+            if not (robot.joint_type[robot.frame_index(f)] == BALL and robot.qidx[robot.frame_index(f)] >= 0)]
+
+
+def twist_structure(robot, problem):
+    """(axes (n, 6), modes (n, 2) int64) for :func:`resolve_twist`: axes[i, :3] = the bone direction
+    b of a free ball joint i (its frame), axes[d, 3:] = Cᵀ b for a child ball joint d that turns back
+    (module docstring); modes[i, 0] = 0, FREE or FREE_LIMITED, modes[d, 1] = the joint d turns back
+    for (−1: none). Cached per robot and set of frames with non-position goals."""
+    oriented = tuple(sorted({int(n) for n, k in zip(problem.gnode, problem.gkind) if k != KIND_POSITION}))
+    cache = _CACHE.setdefault(robot, {}).setdefault("twist", {})
+    out = cache.get(oriented)
+    if out is not None:
+        return out
+    n = robot.n_nodes
+    kids = [[] for _ in range(n)]
+    for i in range(n):
+        if robot.parent[i] >= 0:
+            kids[int(robot.parent[i])].append(i)
+    cone = cone_rows(robot)
+    axes = np.zeros((n, 6))
+    modes = np.zeros((n, 2), dtype=np.int64)
+    modes[:, 1] = -1
+    oriented = set(oriented)
+    mimic_cols = {int(robot.qidx[i]) for i in range(n) if robot.qidx[i] >= 0 and robot.mimic_leader[i]}
+
+    def ball(i):
+        return (robot.joint_type[i] == BALL and robot.qidx[i] >= 0 and not robot.mimic_leader[i]
+                and int(robot.qidx[i]) not in mimic_cols)
+
+    for i in range(n):
+        if not ball(i) or i in oriented:
+            continue
+        b = None
+        comps = []
+        ok = True
+        stack = [(d, robot.origin[d]) for d in kids[i]]
+        lines = []
+        while stack and ok:
+            d, C = stack.pop()
+            p = C[:3, 3]
+            lines.append(p)
+            if ball(d):
+                comps.append((d, C[:3, :3]))
+            elif robot.qidx[d] >= 0 or d in oriented:
+                ok = False  # a moving non-ball joint or an oriented goal rides on the twist
+            else:
+                stack.extend((k, C @ robot.origin[k]) for k in kids[d])
+        if not ok:
+            continue
+        for p in lines:
+            if np.linalg.norm(p) > 0.0:
+                b = p / np.linalg.norm(p)
+                break
+        if b is None or any(np.linalg.norm(p - (p @ b) * b) > ON_LINE * max(1.0, np.linalg.norm(p)) for p in lines):
+            continue
+        limited = has_cone(cone[i]) or any(has_cone(cone[d]) for d, _ in comps)
+        if limited:  # a twist range must be about the bone (the twist moves along it), else leave it
+            if any(has_cone(cone[d]) and abs(abs(CR.T @ b @ cone[d, :3]) - 1.0) > 1e-9 for d, CR in comps):
+                continue
+            if has_cone(cone[i]) and abs(abs(b @ cone[i, :3]) - 1.0) > 1e-9:
+                continue
+        modes[i, 0] = FREE_LIMITED if limited else FREE
+        axes[i, :3] = b
+        for d, CR in comps:
+            modes[d, 1] = i
+            axes[d, 3:] = CR.T @ b
+    axes.setflags(write=False)
+    modes.setflags(write=False)
+    cache[tuple(sorted(oriented))] = (axes, modes)
+    return axes, modes
+
+
+@njit(cache=True)
+def _twist_of(q, c, ax, ay, az, lim):
+    """The twist of the ball joint q[c:c+3] about its limit axis (sign: + when that axis is along a)."""
+    w, x, y, z = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
+    s = 1.0 if lim[0] * ax + lim[1] * ay + lim[2] * az > 0.0 else -1.0
+    return s, twist_angle(w, x, y, z, lim[0], lim[1], lim[2])
+
+
+@njit(cache=True)
+def _turn(q, c, ax, ay, az, ang, right):
+    """R ← R Rot(a, ang) (right) or Rot(a, ang) R on the ball joint q[c:c+3]."""
+    h = 0.5 * ang
+    s = math.sin(h)
+    ow, ox, oy, oz = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
+    if right:
+        w, x, y, z = qmul(ow, ox, oy, oz, math.cos(h), s * ax, s * ay, s * az)
+    else:
+        w, x, y, z = qmul(math.cos(h), s * ax, s * ay, s * az, ow, ox, oy, oz)
+    r0, r1, r2 = rotvec_from_quat(w, x, y, z)
+    q[c] = r0
+    q[c + 1] = r1
+    q[c + 2] = r2
+
+
+@njit(cache=True)
+def _inside(q, c, lower, upper, max_angle):
+    for k in range(3):
+        if q[c + k] < lower[c + k] or q[c + k] > upper[c + k]:
+            return False
+    return q[c] * q[c] + q[c + 1] * q[c + 1] + q[c + 2] * q[c + 2] <= max_angle * max_angle
+
+
+@njit(cache=True)
+def resolve_twist(ni, nf, origin, q, q_ref, axes, modes, cone, lower, upper, max_angle, Tref, Tcur):
+    """Give every free ball joint of q (in place) the twist of its bone in q_ref (module docstring).
+
+    Tref, Tcur (n, 4, 4): scratch. A turn that would take the joint or a child it turns back out of
+    its rotation-vector box [lower, upper] or beyond ``max_angle`` [rad] (|q| of a ball joint) is not
+    made; twist ranges bound τ (FREE_LIMITED joints).
+    """
+    n = ni.shape[0]
+    fk_all_into(ni, nf, origin, q_ref, Tref)
+    fk_all_into(ni, nf, origin, q, Tcur)
+    D = np.empty((3, 3))
+    saved = np.empty(3 * n)
+    for i in range(n):
+        if modes[i, 0] == 0:
+            continue
+        bx, by, bz = axes[i, 0], axes[i, 1], axes[i, 2]
+        # twist about b of the bone's world rotation change D = Wrefᵀ W: 2 atan2(2 s·b, 1 + tr D)
+        # (Tcur[i] still holds: the turns above i were turned back at i or above it)
+        tr = 0.0
+        for r in range(3):
+            for k in range(3):
+                D[r, k] = Tref[i, 0, r] * Tcur[i, 0, k] + Tref[i, 1, r] * Tcur[i, 1, k] + Tref[i, 2, r] * Tcur[i, 2, k]
+            tr += D[r, r]
+        sb = 0.5 * ((D[2, 1] - D[1, 2]) * bx + (D[0, 2] - D[2, 0]) * by + (D[1, 0] - D[0, 1]) * bz)
+        if abs(sb) < 1e-15 and 1.0 + tr < 1e-15:
+            continue
+        t = 2.0 * math.atan2(2.0 * sb, 1.0 + tr)
+        c = ni[i, 2]
+        if modes[i, 0] == FREE_LIMITED:  # keep i (twist − τ) and its children (twist + τ) inside their ranges
+            lo = -math.inf
+            hi = math.inf
+            if has_cone(cone[i]):
+                s, tw = _twist_of(q, c, bx, by, bz, cone[i])
+                a, b = s * (tw - cone[i, 5]), s * (tw - cone[i, 4])
+                lo, hi = max(lo, min(a, b)), min(hi, max(a, b))
+            for d in range(i + 1, n):
+                if modes[d, 1] == i and has_cone(cone[d]):
+                    s, tw = _twist_of(q, ni[d, 2], axes[d, 3], axes[d, 4], axes[d, 5], cone[d])
+                    a, b = s * (cone[d, 4] - tw), s * (cone[d, 5] - tw)
+                    lo, hi = max(lo, min(a, b)), min(hi, max(a, b))
+            if not lo <= hi:
+                continue
+            t = min(max(t, lo), hi)
+        if t == 0.0:
+            continue
+        # turn i and its children together; undo all of it if one leaves its bounds
+        ok = True
+        for d in range(i, n):
+            if d != i and modes[d, 1] != i:
+                continue
+            cd = ni[d, 2]
+            for k in range(3):
+                saved[3 * d + k] = q[cd + k]
+            if d == i:
+                _turn(q, cd, bx, by, bz, -t, True)
+            else:
+                _turn(q, cd, axes[d, 3], axes[d, 4], axes[d, 5], t, False)
+            ok = ok and _inside(q, cd, lower, upper, max_angle)
+        if not ok:
+            for d in range(i, n):
+                if d == i or modes[d, 1] == i:
+                    for k in range(3):
+                        q[ni[d, 2] + k] = saved[3 * d + k]
+
+
+@njit(cache=True)
+def within_cone(q, c, lim):
+    """True when the ball joint q[c:c+3] meets its cone/twist limit row (to 1e-12 rad)."""
+    w, x, y, z = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
+    _, _, _, _, changed = clamp_swing_twist_quat(w, x, y, z, lim)
+    return not changed
