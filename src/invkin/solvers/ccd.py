@@ -240,7 +240,6 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     S = np.empty((3, 3))
     rv = np.empty(3)
     rg = np.empty(3)
-    W = np.empty((3, 3))
     ev = np.empty(3)
     tv = np.empty(3)
     q_ref = q.copy()
@@ -357,8 +356,9 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                             w = w2 / (s * s)
                             sc = gscale[g]
                         npairs += 1
-                        kscale += w * sc * (math.sqrt(ev[0] * ev[0] + ev[1] * ev[1] + ev[2] * ev[2])
-                                            + math.sqrt(tv[0] * tv[0] + tv[1] * tv[1] + tv[2] * tv[2]))
+                        if jt == REVOLUTE:  # the flat-g test of a hinge
+                            kscale += w * sc * (math.sqrt(ev[0] * ev[0] + ev[1] * ev[1] + ev[2] * ev[2])
+                                                + math.sqrt(tv[0] * tv[0] + tv[1] * tv[1] + tv[2] * tv[2]))
                         # k1, k2, k3 (eqs. 4.20-4.22) and Horn's S = Σ w e tᵀ
                         d1, d2, d3 = welman_terms(ev, tv, ax, ay, az, w, S)
                         k1 += d1
@@ -379,11 +379,8 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                             continue
                         _axis_rotation(ax, ay, az, act, Q)
                     else:
-                        for r in range(3):
-                            for k in range(3):
-                                W[r, k] = Ti[r, k]
                         dw, dx, dy, dz = quat_from_rotvec(rg[0], rg[1], rg[2])
-                        ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sfac[i], cone[i], Q)
+                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone[i], Q)
                 else:
                     if npairs == 0:
                         continue
@@ -409,10 +406,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                             dw, dx, dy, dz = min_rotation_quat(ev[0], ev[1], ev[2], tv[0], tv[1], tv[2])
                         else:
                             dw, dx, dy, dz = horn_quat(S)
-                        for r in range(3):
-                            for k in range(3):
-                                W[r, k] = Ti[r, k]
-                        ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sfac[i], cone[i], Q)
+                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone[i], Q)
                 for g in range(G):
                     if anc[i, g]:
                         rigid_rotate_about(Tg[g], Q, jx, jy, jz)
@@ -523,12 +517,20 @@ def _options(problem, options):
     return simple, float(k_pos), float(thr), scales, colfac
 
 
-def _iterate(problem, q, max_iter, state, options):
+def kernel_call(problem, options):
+    """(kernel, tail): ``kernel(*problem.args, q, max_iter, state, *tail)`` runs the sweeps; the
+    driver (:func:`_iterate`) and :class:`invkin.Tracker` (which keeps ``tail`` between updates) both
+    call it so."""
     simple, k_pos, thr, scales, colfac = _options(problem, options)
     twist = twist_option("ccd", options)
     tw_axes, tw_modes = twist_structure(problem.robot, problem)
-    return ccd_iterate(*problem.args, q, max_iter, state, simple, k_pos, thr, scales,
-                       visit_flags(problem.robot), colfac, cone_rows(problem.robot), tw_axes, tw_modes, twist)
+    return ccd_iterate, (simple, k_pos, thr, scales, visit_flags(problem.robot), colfac, cone_rows(problem.robot),
+                         tw_axes, tw_modes, twist)
+
+
+def _iterate(problem, q, max_iter, state, options):
+    kernel, tail = kernel_call(problem, options)
+    return kernel(*problem.args, q, max_iter, state, *tail)
 
 
 def twist_option(method, options) -> bool:

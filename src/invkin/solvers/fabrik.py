@@ -205,6 +205,17 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
         if point[k] and movable[k]:
             pts[npts] = k
             npts += 1
+    chs = np.zeros(n + 1, np.int64)  # the moving points by parent point: chl[chs[r]:chs[r + 1]]
+    for kk in range(npts):
+        chs[pp[pts[kk]] + 1] += 1
+    for r in range(n):
+        chs[r + 1] += chs[r]
+    chl = np.empty(max(npts, 1), np.int64)
+    fill = chs[:n].copy()
+    for kk in range(npts):
+        r = pp[pts[kk]]
+        chl[fill[r]] = pts[kk]
+        fill[r] += 1
     S = np.empty((3, 3))
     Q = np.empty((3, 3))
     W = np.empty((3, 3))
@@ -285,8 +296,15 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
             ax = Tcur[i, 0, 0] * nf[i, 0] + Tcur[i, 0, 1] * nf[i, 1] + Tcur[i, 0, 2] * nf[i, 2]
             ay = Tcur[i, 1, 0] * nf[i, 0] + Tcur[i, 1, 1] * nf[i, 1] + Tcur[i, 1, 2] * nf[i, 2]
             az = Tcur[i, 2, 0] * nf[i, 0] + Tcur[i, 2, 1] * nf[i, 1] + Tcur[i, 2, 2] * nf[i, 2]
-            for kk in range(npts):
-                k = pts[kk]
+            lst = pts
+            a0 = 0
+            a1 = npts
+            if jt == BALL:  # a ball fits its own bones only: the points whose parent point is its own
+                lst = chl
+                a0 = chs[rep[i]]
+                a1 = chs[rep[i] + 1]
+            for kk in range(a0, a1):
+                k = lst[kk]
                 if k == rep[i] or not anc[i, k]:
                     continue
                 child = pp[k] == rep[i]
@@ -345,6 +363,12 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 if ang > cone_angle:  # the option cone_angle: |q| <= cone_angle on the rotation vector
                     for c in range(3):
                         q[ci + c] = min(max(q[ci + c] * cone_angle / ang, lower[ci + c]), upper[ci + c])
+                else:  # the frame turned by Q about its own point
+                    for c in range(3):
+                        a0_, a1_, a2_ = Tcur[i, 0, c], Tcur[i, 1, c], Tcur[i, 2, c]
+                        for r in range(3):
+                            Tcur[i, r, c] = Q[r, 0] * a0_ + Q[r, 1] * a1_ + Q[r, 2] * a2_
+                    continue
             _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
         fk_all_into(ni, nf, origin, q, Told)  # exact FK (mimic followers may precede leaders)
         perr, cost = _position_errors(gnode, gkind, gvec, gw, Told)
@@ -379,7 +403,9 @@ def _check(problem):
                                   f"'dls' or 'pinv'")
 
 
-def _iterate(problem, q, max_iter, state, options):
+def kernel_call(problem, options):
+    """(kernel, tail): ``kernel(*problem.args, q, max_iter, state, *tail)`` runs the iterations (as
+    :func:`invkin.solvers.ccd.kernel_call`); the goals are checked by ``_check`` before."""
     cone = options.get("cone_angle", None)
     if cone is None:
         cone = math.inf
@@ -387,8 +413,13 @@ def _iterate(problem, q, max_iter, state, options):
             or not (cone > 0 and math.isfinite(cone)):
         raise SolverError(f"fabrik: cone_angle must be a finite angle > 0 [rad] or None, got {cone!r}")
     tw_axes, tw_modes = twist_structure(problem.robot, problem)
-    return fabrik_iterate(*problem.args, q, max_iter, state, visit_flags(problem.robot), float(cone),
-                          cone_rows(problem.robot), tw_axes, tw_modes, twist_option("fabrik", options))
+    return fabrik_iterate, (visit_flags(problem.robot), float(cone), cone_rows(problem.robot), tw_axes, tw_modes,
+                            twist_option("fabrik", options))
+
+
+def _iterate(problem, q, max_iter, state, options):
+    kernel, tail = kernel_call(problem, options)
+    return kernel(*problem.args, q, max_iter, state, *tail)
 
 
 def _register():
