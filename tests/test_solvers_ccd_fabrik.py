@@ -336,3 +336,26 @@ def test_twist_option_is_validated():
     robot = ik.load_robot("tentacle", n=3, joint="ball")
     with pytest.raises(ik.SolverError, match="twist must be 'previous' or 'free'"):
         ik.solve(robot, [ik.Position("tip", [0.1, 0.0, 0.2])], method="fabrik", twist="none")
+
+
+@pytest.mark.parametrize("method", ["ccd", "fabrik"])
+def test_the_tracker_runs_the_same_sweeps_as_solve_frame_by_frame(method):
+    robot = ik.load_robot("tentacle", n=8, joint="ball")
+    t = np.linspace(0, 1, 12)
+    path = np.stack([0.3 * np.sin(3 * t), 0.2 * t, 0.6 + 0.1 * np.cos(3 * t)], axis=1)
+    q = robot.neutral()
+    q[0] = 1e-3
+    tr = ik.Tracker(robot, [ik.Position("tip", path[0])], max_joint_step=None, method=method, q0=q, iterations=200,
+                    position_tolerance=1e-6, rotation_tolerance=1e-6)
+    for p in path:
+        res = ik.solve(robot, [ik.Position("tip", p)], q0=q, method=method, restarts=False, max_iterations=200,
+                       timeout=None)
+        step = tr.update(p)
+        q = res.q
+        np.testing.assert_allclose(step.q, res.q, atol=1e-12)
+        assert step.iterations == res.iterations and (step.status == ik.Status.CONVERGED) == res.success
+        assert step.position_error == pytest.approx(res.position_error, abs=1e-12)
+    # a bound holds the chain back and says so
+    tr = ik.Tracker(robot, "tip", max_joint_step=0.01, method=method, iterations=200)
+    step = tr.update([0.3, 0.3, 0.4])
+    assert step.jump <= 0.01 + 1e-12 and step.flagged and step.status == ik.Status.ITERATION_LIMIT
