@@ -330,12 +330,13 @@ def twist_angle(w, x, y, z, ax, ay, az):
 
 
 @njit(cache=True)
-def clamp_swing_twist_quat(w, x, y, z, lim):
-    """The unit quaternion (w, x, y, z) projected onto the swing-cone/twist limit
-    ``lim = (ax, ay, az, swing_max, twist_lo, twist_hi)`` (angles [rad], a unit): the kernel twin of
+def clamp_swing_twist_quat(w, x, y, z, cone, i):
+    """The unit quaternion (w, x, y, z) projected onto the swing-cone/twist limit row
+    ``cone[i] = (ax, ay, az, swing_max, twist_lo, twist_hi)`` (angles [rad], a unit): the kernel twin of
     :func:`invkin.model.limits.clamp_swing_twist` (twist clamped into [lo, hi], the swing's angle
     scaled down to swing_max about its own axis). Returns ``(w, x, y, z, changed)``."""
-    ax, ay, az = lim[0], lim[1], lim[2]
+    ax, ay, az = cone[i, 0], cone[i, 1], cone[i, 2]
+    smax, tlo, thi = cone[i, 3], cone[i, 4], cone[i, 5]
     if w < 0.0:
         w, x, y, z = -w, -x, -y, -z
     p = x * ax + y * ay + z * az
@@ -351,11 +352,11 @@ def clamp_swing_twist_quat(w, x, y, z, lim):
         sw, sx, sy, sz = -sw, -sx, -sy, -sz
     sv = math.sqrt(sx * sx + sy * sy + sz * sz)
     sigma = 2.0 * math.atan2(sv, sw)
-    tau_c = min(max(tau, lim[4]), lim[5])
-    if sigma <= lim[3] and tau_c == tau:
+    tau_c = min(max(tau, tlo), thi)
+    if sigma <= smax and tau_c == tau:
         return w, x, y, z, False
-    if sigma > lim[3]:
-        h = 0.5 * lim[3]
+    if sigma > smax:
+        h = 0.5 * smax
         k = math.sin(h) / sv
         sw, sx, sy, sz = math.cos(h), k * sx, k * sy, k * sz
     if tau_c != tau:
@@ -367,16 +368,17 @@ def clamp_swing_twist_quat(w, x, y, z, lim):
 
 
 @njit(cache=True)
-def has_cone(lim):
-    """True when the limit row (ax, ay, az, swing_max, twist_lo, twist_hi) restricts anything."""
-    return lim[3] < math.pi or lim[4] > -math.pi or lim[5] < math.pi
+def has_cone(cone, i):
+    """True when the limit row cone[i] = (ax, ay, az, swing_max, twist_lo, twist_hi) restricts anything
+    (rows are read in place: a row view would cost more than the test)."""
+    return cone[i, 3] < math.pi or cone[i, 4] > -math.pi or cone[i, 5] < math.pi
 
 
 @njit(cache=True)
-def ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sf, lim, Q):
+def ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sf, cone, i, Q):
     """Turn the ball joint q[c:c+3] (rotation vector, world frame rotation W (3, 3)) by the world
     rotation d = (dw, dx, dy, dz), as the local increment R ← R (Wᵀ d W) with its angle scaled by the
-    stiffness ``sf``; then its limits, inside the update: the swing cone and twist range ``lim``
+    stiffness ``sf``; then its limits, inside the update: the swing cone and twist range ``cone[i]``
     (:func:`clamp_swing_twist_quat`) and the box [lower, upper] on the rotation vector. Writes the
     world rotation actually applied (W Rₒᵀ Rₙ Wᵀ) into Q (3, 3)."""
     lx = W[0, 0] * dx + W[1, 0] * dy + W[2, 0] * dz  # the increment's axis in the joint's frame
@@ -392,19 +394,13 @@ def ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sf, lim, Q):
             dw, lx, ly, lz = math.cos(h), k * lx, k * ly, k * lz
     ow, ox, oy, oz = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
     nw, nx, ny, nz = qmul(ow, ox, oy, oz, dw, lx, ly, lz)
-    if has_cone(lim):
-        nw, nx, ny, nz, _ = clamp_swing_twist_quat(nw, nx, ny, nz, lim)
+    if has_cone(cone, i):
+        nw, nx, ny, nz, _ = clamp_swing_twist_quat(nw, nx, ny, nz, cone, i)
     r0, r1, r2 = rotvec_from_quat(nw, nx, ny, nz)
-    boxed = False
-    for k, v in enumerate((r0, r1, r2)):
-        if v < lower[c + k]:
-            v = lower[c + k]
-            boxed = True
-        elif v > upper[c + k]:
-            v = upper[c + k]
-            boxed = True
-        q[c + k] = v
-    if boxed:
+    q[c] = min(max(r0, lower[c]), upper[c])
+    q[c + 1] = min(max(r1, lower[c + 1]), upper[c + 1])
+    q[c + 2] = min(max(r2, lower[c + 2]), upper[c + 2])
+    if q[c] != r0 or q[c + 1] != r1 or q[c + 2] != r2:
         nw, nx, ny, nz = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
     # the applied local increment Rₒᵀ Rₙ, turned into the world frame: (w, W v)
     aw, ax, ay, az = qmul(ow, -ox, -oy, -oz, nw, nx, ny, nz)

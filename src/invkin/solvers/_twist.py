@@ -118,11 +118,11 @@ def twist_structure(robot, problem):
                 break
         if b is None or any(np.linalg.norm(p - (p @ b) * b) > ON_LINE * max(1.0, np.linalg.norm(p)) for p in lines):
             continue
-        limited = has_cone(cone[i]) or any(has_cone(cone[d]) for d, _ in comps)
+        limited = has_cone(cone, i) or any(has_cone(cone, d) for d, _ in comps)
         if limited:  # a twist range must be about the bone (the twist moves along it), else leave it
-            if any(has_cone(cone[d]) and abs(abs(CR.T @ b @ cone[d, :3]) - 1.0) > 1e-9 for d, CR in comps):
+            if any(has_cone(cone, d) and abs(abs(CR.T @ b @ cone[d, :3]) - 1.0) > 1e-9 for d, CR in comps):
                 continue
-            if has_cone(cone[i]) and abs(abs(b @ cone[i, :3]) - 1.0) > 1e-9:
+            if has_cone(cone, i) and abs(abs(b @ cone[i, :3]) - 1.0) > 1e-9:
                 continue
         modes[i, 0] = FREE_LIMITED if limited else FREE
         axes[i, :3] = b
@@ -136,11 +136,12 @@ def twist_structure(robot, problem):
 
 
 @njit(cache=True)
-def _twist_of(q, c, ax, ay, az, lim):
-    """The twist of the ball joint q[c:c+3] about its limit axis (sign: + when that axis is along a)."""
+def _twist_of(q, c, ax, ay, az, cone, i):
+    """The twist of the ball joint q[c:c+3] about its limit axis cone[i, :3] (sign: + when that axis is
+    along a)."""
     w, x, y, z = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
-    s = 1.0 if lim[0] * ax + lim[1] * ay + lim[2] * az > 0.0 else -1.0
-    return s, twist_angle(w, x, y, z, lim[0], lim[1], lim[2])
+    s = 1.0 if cone[i, 0] * ax + cone[i, 1] * ay + cone[i, 2] * az > 0.0 else -1.0
+    return s, twist_angle(w, x, y, z, cone[i, 0], cone[i, 1], cone[i, 2])
 
 
 @njit(cache=True)
@@ -199,13 +200,13 @@ def resolve_twist(ni, nf, origin, q, q_ref, axes, modes, cone, lower, upper, max
         if modes[i, 0] == FREE_LIMITED:  # keep i (twist − τ) and its children (twist + τ) inside their ranges
             lo = -math.inf
             hi = math.inf
-            if has_cone(cone[i]):
-                s, tw = _twist_of(q, c, bx, by, bz, cone[i])
+            if has_cone(cone, i):
+                s, tw = _twist_of(q, c, bx, by, bz, cone, i)
                 a, b = s * (tw - cone[i, 5]), s * (tw - cone[i, 4])
                 lo, hi = max(lo, min(a, b)), min(hi, max(a, b))
             for d in range(i + 1, n):
-                if modes[d, 1] == i and has_cone(cone[d]):
-                    s, tw = _twist_of(q, ni[d, 2], axes[d, 3], axes[d, 4], axes[d, 5], cone[d])
+                if modes[d, 1] == i and has_cone(cone, d):
+                    s, tw = _twist_of(q, ni[d, 2], axes[d, 3], axes[d, 4], axes[d, 5], cone, d)
                     a, b = s * (cone[d, 4] - tw), s * (cone[d, 5] - tw)
                     lo, hi = max(lo, min(a, b)), min(hi, max(a, b))
             if not lo <= hi:
@@ -234,8 +235,8 @@ def resolve_twist(ni, nf, origin, q, q_ref, axes, modes, cone, lower, upper, max
 
 
 @njit(cache=True)
-def within_cone(q, c, lim):
-    """True when the ball joint q[c:c+3] meets its cone/twist limit row (to 1e-12 rad)."""
+def within_cone(q, c, cone, i):
+    """True when the ball joint q[c:c+3] meets its cone/twist limit row cone[i]."""
     w, x, y, z = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
-    _, _, _, _, changed = clamp_swing_twist_quat(w, x, y, z, lim)
+    _, _, _, _, changed = clamp_swing_twist_quat(w, x, y, z, cone, i)
     return not changed

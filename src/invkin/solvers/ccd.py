@@ -236,6 +236,16 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     errs = np.empty(20)  # task_eval uses the tail as scratch
     anc = goal_ancestry(ni, gnode)
     sfac = stiffness_factors(ni, colfac)
+    one_point = np.full(n, -1, np.int64)  # the one goal a node moves when that is a position goal
+    if not simple:
+        for i in range(n):
+            cnt = 0
+            for g in range(G):
+                if anc[i, g] and gw[g] > 0.0:
+                    cnt += 1
+                    one_point[i] = g if gkind[g] == 0 else -2
+            if cnt != 1 or one_point[i] < 0:
+                one_point[i] = -1
     Q = np.empty((3, 3))
     S = np.empty((3, 3))
     rv = np.empty(3)
@@ -290,6 +300,20 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                     if anc[i, g]:
                         rigid_translate(Tg[g], act * ax, act * ay, act * az)
                 moved = act != 0.0
+            elif jt == BALL and one_point[i] >= 0:
+                # the joint moves one position goal: Welman's best rotation is the smallest one,
+                # e = p − j onto t = p* − j (the general branch below gives the same), and only
+                # the goal's point needs to turn with it
+                g = one_point[i]
+                P = Tg[g]
+                dw, dx, dy, dz = min_rotation_quat(P[0, 3] - jx, P[1, 3] - jy, P[2, 3] - jz,
+                                                   gvec[g, 0] - jx, gvec[g, 1] - jy, gvec[g, 2] - jz)
+                ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Q)
+                ex, ey, ez = P[0, 3] - jx, P[1, 3] - jy, P[2, 3] - jz
+                P[0, 3] = jx + Q[0, 0] * ex + Q[0, 1] * ey + Q[0, 2] * ez
+                P[1, 3] = jy + Q[1, 0] * ex + Q[1, 1] * ey + Q[1, 2] * ez
+                P[2, 3] = jz + Q[2, 0] * ex + Q[2, 1] * ey + Q[2, 2] * ez
+                moved = True
             elif jt == REVOLUTE or jt == BALL:
                 if jt == REVOLUTE and m == 0.0:
                     continue
@@ -380,7 +404,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                         _axis_rotation(ax, ay, az, act, Q)
                     else:
                         dw, dx, dy, dz = quat_from_rotvec(rg[0], rg[1], rg[2])
-                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone[i], Q)
+                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Q)
                 else:
                     if npairs == 0:
                         continue
@@ -406,7 +430,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                             dw, dx, dy, dz = min_rotation_quat(ev[0], ev[1], ev[2], tv[0], tv[1], tv[2])
                         else:
                             dw, dx, dy, dz = horn_quat(S)
-                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone[i], Q)
+                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Q)
                 for g in range(G):
                     if anc[i, g]:
                         rigid_rotate_about(Tg[g], Q, jx, jy, jz)

@@ -224,6 +224,10 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
     e1 = np.empty(3)
     t1 = np.empty(3)
     q_ref = q.copy()
+    followers = False
+    for i in range(n):
+        if ni[i, 2] >= 0 and visit[i] == 0:
+            followers = True
     fk_all_into(ni, nf, origin, q, Told)
     perr, cost = _position_errors(gnode, gkind, gvec, gw, Told)  # at the start
     best = state[0] if state[0] > 0.0 else cost
@@ -332,10 +336,11 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                     for r in range(3):
                         e1[r] = ev[r]
                         t1[r] = tv[r]
-                d1, d2, d3 = welman_terms(ev, tv, ax, ay, az, w, S)
-                k1 += d1
-                k2 += d2
-                k3 += d3
+                if jt == REVOLUTE or a1 - a0 > 1:  # (one bone of a ball: its smallest rotation, below)
+                    d1, d2, d3 = welman_terms(ev, tv, ax, ay, az, w, S)
+                    k1 += d1
+                    k2 += d2
+                    k3 += d3
             if nb == 0:
                 continue
             if jt == REVOLUTE:
@@ -358,7 +363,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 for r in range(3):
                     for c in range(3):
                         W[r, c] = Tcur[i, r, c]
-                ball_update(q, ci, lower, upper, W, dw, dx, dy, dz, 1.0, cone[i], Q)
+                ball_update(q, ci, lower, upper, W, dw, dx, dy, dz, 1.0, cone, i, Q)
                 ang = math.sqrt(q[ci] ** 2 + q[ci + 1] ** 2 + q[ci + 2] ** 2)
                 if ang > cone_angle:  # the option cone_angle: |q| <= cone_angle on the rotation vector
                     for c in range(3):
@@ -370,7 +375,10 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                             Tcur[i, r, c] = Q[r, 0] * a0_ + Q[r, 1] * a1_ + Q[r, 2] * a2_
                     continue
             _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
-        fk_all_into(ni, nf, origin, q, Told)  # exact FK (mimic followers may precede leaders)
+        if followers:
+            fk_all_into(ni, nf, origin, q, Told)  # exact FK (mimic followers may precede leaders)
+        else:  # stage 2 left every frame at FK(q)
+            Told, Tcur = Tcur, Told
         perr, cost = _position_errors(gnode, gkind, gvec, gw, Told)
         best, small = sweep_progress(cost, best, small)
         if small >= STALL_SWEEPS:
