@@ -464,6 +464,7 @@ class Tracker:
                     self._reach.append((g, robot.fk(robot.neutral(), anchor)[:3, 3].copy(), radius))
         self._status = {CONVERGED: Status.CONVERGED, RUNNING: Status.ITERATION_LIMIT, STALLED: Status.STALLED}
         self._geo = None
+        self._geo_eps = None
         if options is not None and not isinstance(options, dict):
             raise GoalError(f"options: expected a dict of method options, got {options!r:.120}")
         if method in GEOMETRIC:
@@ -632,10 +633,17 @@ class Tracker:
         self._gR_ok[:] = self._gR
         kernel, args, tail, state = self._geo
         state[:] = 0.0
-        code = kernel(*args, self._q, self.iterations, state, *tail)
         out = self._out
-        geometric_after(args[0], args[1], args[2], p.gnode, p.gkind, self._gvec, self._gR, p.gaxis, p.gw, q_before,
-                        self._q, self._bound, p.balls, self._is_ball, out)
+        run = (*args, self._q, self.iterations, state, *tail)
+        after = (args[0], args[1], args[2], p.gnode, p.gkind, self._gvec, self._gR, p.gaxis, p.gw, q_before, self._q,
+                 self._bound, p.balls, self._is_ball, out)
+        if self._geo_eps is None:  # the first update picks (or compiles) the overloads; later ones call them directly
+            code = kernel(*run)
+            geometric_after(*after)
+            self._geo_eps = (_entry_point(kernel, run), _entry_point(geometric_after, after))
+        else:  # the argument types are fixed by construction: no per-call type dispatch (a few µs)
+            code = self._geo_eps[0](*run)
+            self._geo_eps[1](*after)
         out[O_ITERS] = state[1]
         if out[O_BOUND] > 0.5:
             code = CONVERGED if out[O_PERR] <= p.tol_p and out[O_RERR] <= p.tol_r else RUNNING
@@ -669,6 +677,13 @@ class Tracker:
     def __repr__(self) -> str:
         return (f"Tracker({self.robot.name!r}, goals={len(self._slots)}, method={self.method}, "
                 f"max_joint_step={float(self._bound.max()):g}, iterations={self.iterations})")
+
+
+def _entry_point(dispatcher, args):
+    """The compiled overload of ``dispatcher`` that these arguments select (called without dispatch)."""
+    import numba
+
+    return dispatcher.overloads[tuple(numba.typeof(a) for a in args)].entry_point
 
 
 def _errors(robot, p, q, gvec, gR):

@@ -18,6 +18,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..kinematics.kernels import BALL
+
 TWO_PI = 2.0 * math.pi
 
 
@@ -375,12 +377,23 @@ def has_cone(cone, i):
 
 
 @njit(cache=True)
-def ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sf, cone, i, Q):
-    """Turn the ball joint q[c:c+3] (rotation vector, world frame rotation W (3, 3)) by the world
-    rotation d = (dw, dx, dy, dz), as the local increment R ← R (Wᵀ d W) with its angle scaled by the
-    stiffness ``sf``; then its limits, inside the update: the swing cone and twist range ``cone[i]``
-    (:func:`clamp_swing_twist_quat`) and the box [lower, upper] on the rotation vector. Writes the
-    world rotation actually applied (W Rₒᵀ Rₙ Wᵀ) into Q (3, 3)."""
+def local_quats(ni, q, Lq):
+    """Lq[i] (n, 4) = the unit quaternion of every ball joint's rotation vector in q (the cache that
+    :func:`ball_update` keeps next to q)."""
+    for i in range(ni.shape[0]):
+        c = ni[i, 2]
+        if ni[i, 1] == BALL and c >= 0:
+            Lq[i, 0], Lq[i, 1], Lq[i, 2], Lq[i, 3] = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
+
+
+@njit(cache=True)
+def ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sf, cone, i, Lq, Q):
+    """Turn the ball joint q[c:c+3] (rotation vector; its quaternion in Lq[i], kept in step; world frame
+    rotation W (3, 3)) by the world rotation d = (dw, dx, dy, dz), as the local increment
+    R ← R (Wᵀ d W) with its angle scaled by the stiffness ``sf``; then its limits, inside the update:
+    the swing cone and twist range ``cone[i]`` (:func:`clamp_swing_twist_quat`) and the box
+    [lower, upper] on the rotation vector. Writes the world rotation actually applied
+    (W Rₒᵀ Rₙ Wᵀ) into Q (3, 3)."""
     lx = W[0, 0] * dx + W[1, 0] * dy + W[2, 0] * dz  # the increment's axis in the joint's frame
     ly = W[0, 1] * dx + W[1, 1] * dy + W[2, 1] * dz
     lz = W[0, 2] * dx + W[1, 2] * dy + W[2, 2] * dz
@@ -392,17 +405,24 @@ def ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sf, cone, i, Q):
             h = sf * math.atan2(s, dw)
             k = math.sin(h) / s
             dw, lx, ly, lz = math.cos(h), k * lx, k * ly, k * lz
-    ow, ox, oy, oz = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
+    ow, ox, oy, oz = Lq[i, 0], Lq[i, 1], Lq[i, 2], Lq[i, 3]
     nw, nx, ny, nz = qmul(ow, ox, oy, oz, dw, lx, ly, lz)
-    if has_cone(cone, i):
-        nw, nx, ny, nz, _ = clamp_swing_twist_quat(nw, nx, ny, nz, cone, i)
+    nn = 1.0 / math.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)  # no drift over many updates
+    nw, nx, ny, nz = nw * nn, nx * nn, ny * nn, nz * nn
+    exact = True  # the increment applied as asked (no limit took part of it)
+    if cone[i, 3] < math.pi or cone[i, 4] > -math.pi or cone[i, 5] < math.pi:
+        nw, nx, ny, nz, clamped = clamp_swing_twist_quat(nw, nx, ny, nz, cone, i)
+        exact = not clamped
     r0, r1, r2 = rotvec_from_quat(nw, nx, ny, nz)
     q[c] = min(max(r0, lower[c]), upper[c])
     q[c + 1] = min(max(r1, lower[c + 1]), upper[c + 1])
     q[c + 2] = min(max(r2, lower[c + 2]), upper[c + 2])
     if q[c] != r0 or q[c + 1] != r1 or q[c + 2] != r2:
         nw, nx, ny, nz = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
-    # the applied local increment Rₒᵀ Rₙ, turned into the world frame: (w, W v)
-    aw, ax, ay, az = qmul(ow, -ox, -oy, -oz, nw, nx, ny, nz)
-    quat_to_matrix_into(aw, W[0, 0] * ax + W[0, 1] * ay + W[0, 2] * az, W[1, 0] * ax + W[1, 1] * ay + W[1, 2] * az,
-                        W[2, 0] * ax + W[2, 1] * ay + W[2, 2] * az, Q)
+        exact = False
+    Lq[i, 0], Lq[i, 1], Lq[i, 2], Lq[i, 3] = nw, nx, ny, nz
+    if not exact:  # the applied local increment Rₒᵀ Rₙ
+        dw, lx, ly, lz = qmul(ow, -ox, -oy, -oz, nw, nx, ny, nz)
+    # turned into the world frame: (w, W v)
+    quat_to_matrix_into(dw, W[0, 0] * lx + W[0, 1] * ly + W[0, 2] * lz, W[1, 0] * lx + W[1, 1] * ly + W[1, 2] * lz,
+                        W[2, 0] * lx + W[2, 1] * ly + W[2, 2] * lz, Q)

@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from ..goals import KIND_POSITION
-from ..kinematics.kernels import BALL, fk_all_into
+from ..kinematics.kernels import BALL
 from ._rotfit import clamp_swing_twist_quat, has_cone, qmul, quat_from_rotvec, rotvec_from_quat, twist_angle
 
 ON_LINE = 1e-9  # [m, relative to the bone length] a point this close to the bone's line is on it
@@ -169,16 +169,14 @@ def _inside(q, c, lower, upper, max_angle):
 
 
 @njit(cache=True)
-def resolve_twist(ni, nf, origin, q, q_ref, axes, modes, cone, lower, upper, max_angle, Tref, Tcur):
-    """Give every free ball joint of q (in place) the twist of its bone in q_ref (module docstring).
-
-    Tref, Tcur (n, 4, 4): scratch. A turn that would take the joint or a child it turns back out of
+def resolve_twist(ni, q, axes, modes, cone, lower, upper, max_angle, Rref, Tcur):
+    """Give every free ball joint of q (in place) the twist of its bone in the reference pose (module
+    docstring): Rref (n, 3, 3) are the world rotations of the nodes there, Tcur (n, 4, 4) the world
+    frames at q (the caller's last FK). A turn that would take the joint or a child it turns back out of
     its rotation-vector box [lower, upper] or beyond ``max_angle`` [rad] (|q| of a ball joint) is not
     made; twist ranges bound τ (FREE_LIMITED joints).
     """
     n = ni.shape[0]
-    fk_all_into(ni, nf, origin, q_ref, Tref)
-    fk_all_into(ni, nf, origin, q, Tcur)
     D = np.empty((3, 3))
     saved = np.empty(3 * n)
     for i in range(n):
@@ -190,7 +188,7 @@ def resolve_twist(ni, nf, origin, q, q_ref, axes, modes, cone, lower, upper, max
         tr = 0.0
         for r in range(3):
             for k in range(3):
-                D[r, k] = Tref[i, 0, r] * Tcur[i, 0, k] + Tref[i, 1, r] * Tcur[i, 1, k] + Tref[i, 2, r] * Tcur[i, 2, k]
+                D[r, k] = Rref[i, 0, r] * Tcur[i, 0, k] + Rref[i, 1, r] * Tcur[i, 1, k] + Rref[i, 2, r] * Tcur[i, 2, k]
             tr += D[r, r]
         sb = 0.5 * ((D[2, 1] - D[1, 2]) * bx + (D[0, 2] - D[2, 0]) * by + (D[1, 0] - D[0, 1]) * bz)
         if abs(sb) < 1e-15 and 1.0 + tr < 1e-15:

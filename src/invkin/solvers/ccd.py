@@ -73,7 +73,7 @@ from ..spatial import so3_exp_nb
 from ._common import CONVERGED, RUNNING, STALLED, task_eval
 from ._iterate import end_iterations
 from ._linalg import sqnorm
-from ._rotfit import (ball_update, best_arc_angle, horn_quat, min_rotation_quat, min_rotvec, quat_from_rotvec,
+from ._rotfit import (ball_update, local_quats, best_arc_angle, horn_quat, min_rotation_quat, min_rotvec, quat_from_rotvec,
                       rigid_rotate_about, rigid_translate)
 from ._twist import cone_rows, resolve_twist, twist_structure
 
@@ -252,8 +252,10 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     rg = np.empty(3)
     ev = np.empty(3)
     tv = np.empty(3)
-    q_ref = q.copy()
+    Lq = np.empty((n, 4))  # the ball joints' quaternions, kept in step with q by ball_update
+    local_quats(ni, q, Lq)
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+    Rref = Tall[:, :3, :3].copy() if twist else Tall[:1, :3, :3].copy()  # the frames the twist is kept from
     cost = sqnorm(e)
     best = state[0] if state[0] > 0.0 else cost
     small = state[4]
@@ -276,9 +278,11 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
             jx = Ti[0, 3]
             jy = Ti[1, 3]
             jz = Ti[2, 3]
-            ax = Ti[0, 0] * nf[i, 0] + Ti[0, 1] * nf[i, 1] + Ti[0, 2] * nf[i, 2]
-            ay = Ti[1, 0] * nf[i, 0] + Ti[1, 1] * nf[i, 1] + Ti[1, 2] * nf[i, 2]
-            az = Ti[2, 0] * nf[i, 0] + Ti[2, 1] * nf[i, 1] + Ti[2, 2] * nf[i, 2]
+            ax = ay = az = 0.0  # the joint's world axis (not needed by the one-point ball branch)
+            if jt != BALL or one_point[i] < 0:
+                ax = Ti[0, 0] * nf[i, 0] + Ti[0, 1] * nf[i, 1] + Ti[0, 2] * nf[i, 2]
+                ay = Ti[1, 0] * nf[i, 0] + Ti[1, 1] * nf[i, 1] + Ti[1, 2] * nf[i, 2]
+                az = Ti[2, 0] * nf[i, 0] + Ti[2, 1] * nf[i, 1] + Ti[2, 2] * nf[i, 2]
             moved = False
             if jt == PRISMATIC:
                 if m == 0.0:
@@ -308,7 +312,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                 P = Tg[g]
                 dw, dx, dy, dz = min_rotation_quat(P[0, 3] - jx, P[1, 3] - jy, P[2, 3] - jz,
                                                    gvec[g, 0] - jx, gvec[g, 1] - jy, gvec[g, 2] - jz)
-                ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Q)
+                ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Lq, Q)
                 ex, ey, ez = P[0, 3] - jx, P[1, 3] - jy, P[2, 3] - jz
                 P[0, 3] = jx + Q[0, 0] * ex + Q[0, 1] * ey + Q[0, 2] * ez
                 P[1, 3] = jy + Q[1, 0] * ex + Q[1, 1] * ey + Q[1, 2] * ez
@@ -404,7 +408,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                         _axis_rotation(ax, ay, az, act, Q)
                     else:
                         dw, dx, dy, dz = quat_from_rotvec(rg[0], rg[1], rg[2])
-                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Q)
+                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Lq, Q)
                 else:
                     if npairs == 0:
                         continue
@@ -430,7 +434,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                             dw, dx, dy, dz = min_rotation_quat(ev[0], ev[1], ev[2], tv[0], tv[1], tv[2])
                         else:
                             dw, dx, dy, dz = horn_quat(S)
-                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Q)
+                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Lq, Q)
                 for g in range(G):
                     if anc[i, g]:
                         rigid_rotate_about(Tg[g], Q, jx, jy, jz)
@@ -445,8 +449,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
             code = STALLED
             break
     if twist and it > 0:
-        resolve_twist(ni, nf, origin, q, q_ref, tw_axes, tw_modes, cone, lower, upper, math.inf, Tall,
-                      np.empty((n, 4, 4)))
+        resolve_twist(ni, q, tw_axes, tw_modes, cone, lower, upper, math.inf, Rref, Tall)  # Tall: FK(q)
     state[0] = best
     state[4] = small
     return end_iterations(code, it, errs[0], errs[1], tol_p, tol_r, state)

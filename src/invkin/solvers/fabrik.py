@@ -58,7 +58,7 @@ from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
 from ..spatial import so3_exp_nb
 from ._common import CONVERGED, RUNNING, STALLED
 from ._iterate import end_iterations
-from ._rotfit import ball_update, best_arc_angle, horn_quat, min_rotation_quat
+from ._rotfit import ball_update, best_arc_angle, horn_quat, local_quats, min_rotation_quat, quat_from_rotvec
 from ._twist import cone_rows, resolve_twist, twist_structure
 from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, twist_option, visit_flags, welman_terms
 
@@ -223,12 +223,14 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
     tv = np.empty(3)
     e1 = np.empty(3)
     t1 = np.empty(3)
-    q_ref = q.copy()
+    Lq = np.empty((n, 4))  # the ball joints' quaternions, kept in step with q by ball_update
+    local_quats(ni, q, Lq)
     followers = False
     for i in range(n):
         if ni[i, 2] >= 0 and visit[i] == 0:
             followers = True
     fk_all_into(ni, nf, origin, q, Told)
+    Rref = Told[:, :3, :3].copy() if twist else Told[:1, :3, :3].copy()  # the frames the twist is kept from
     perr, cost = _position_errors(gnode, gkind, gvec, gw, Told)  # at the start
     best = state[0] if state[0] > 0.0 else cost
     small = state[4]
@@ -363,11 +365,12 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 for r in range(3):
                     for c in range(3):
                         W[r, c] = Tcur[i, r, c]
-                ball_update(q, ci, lower, upper, W, dw, dx, dy, dz, 1.0, cone, i, Q)
+                ball_update(q, ci, lower, upper, W, dw, dx, dy, dz, 1.0, cone, i, Lq, Q)
                 ang = math.sqrt(q[ci] ** 2 + q[ci + 1] ** 2 + q[ci + 2] ** 2)
                 if ang > cone_angle:  # the option cone_angle: |q| <= cone_angle on the rotation vector
                     for c in range(3):
                         q[ci + c] = min(max(q[ci + c] * cone_angle / ang, lower[ci + c]), upper[ci + c])
+                    Lq[i, 0], Lq[i, 1], Lq[i, 2], Lq[i, 3] = quat_from_rotvec(q[ci], q[ci + 1], q[ci + 2])
                 else:  # the frame turned by Q about its own point
                     for c in range(3):
                         a0_, a1_, a2_ = Tcur[i, 0, c], Tcur[i, 1, c], Tcur[i, 2, c]
@@ -385,7 +388,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
             code = STALLED
             break
     if twist and it > 0:
-        resolve_twist(ni, nf, origin, q, q_ref, tw_axes, tw_modes, cone, lower, upper, cone_angle, Told, Tcur)
+        resolve_twist(ni, q, tw_axes, tw_modes, cone, lower, upper, cone_angle, Rref, Told)  # Told: FK(q)
     state[0] = best
     state[4] = small
     return end_iterations(code, it, perr, 0.0, tol_p, tol_r, state)  # no rotation error (tol_r > 0)
