@@ -58,7 +58,8 @@ from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
 from ..spatial import so3_exp_nb
 from ._common import CONVERGED, RUNNING, STALLED
 from ._iterate import end_iterations
-from ._rotfit import ball_update, best_arc_angle, horn_quat, local_quats, min_rotation_quat, quat_from_rotvec
+from ._rotfit import (ball_update, best_arc_angle, horn_quat, local_quats, min_rotation_quat, quat_from_rotvec,
+                      quat_to_matrix_into)
 from ._twist import cone_rows, resolve_twist, twist_structure
 from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, twist_option, visit_flags, welman_terms
 
@@ -70,43 +71,40 @@ W_DEEP = 1e-3      # weight of points beyond a joint's own bones in the hinge fi
 
 
 @njit(cache=True)
-def _local_motion(jt, nf_i, qc, q, M):
-    """M (4, 4) = the joint motion of one node (identity outside the 3x3 / xyz parts)."""
-    for r in range(4):
-        for c in range(4):
-            M[r, c] = 1.0 if r == c else 0.0
-    if jt == REVOLUTE:
-        th = nf_i[3] * q[qc] + nf_i[4]
-        so3_exp_nb(nf_i[0] * th, nf_i[1] * th, nf_i[2] * th, M)
-    elif jt == PRISMATIC:
-        th = nf_i[3] * q[qc] + nf_i[4]
-        M[0, 3] = nf_i[0] * th
-        M[1, 3] = nf_i[1] * th
-        M[2, 3] = nf_i[2] * th
-    elif jt == BALL:
-        so3_exp_nb(q[qc], q[qc + 1], q[qc + 2], M)
-
-
-@njit(cache=True)
-def _node_fk(ni, nf, origin, q, Tall, i, M, tmp):
-    """Tall[i] = Tall[parent] @ origin[i] @ M(q) for one node."""
-    _local_motion(ni[i, 1], nf[i], ni[i, 2], q, M)
-    p = ni[i, 0]
-    for r in range(4):
-        for c in range(4):
-            s = 0.0
-            for k in range(4):
-                s += origin[i, r, k] * M[k, c]
-            tmp[r, c] = s
-    if p < 0:
-        Tall[i, :, :] = tmp
+def _node_fk(ni, nf, origin, q, Lq, Tall, i, M):
+    """Tall[i] = Tall[parent] @ origin[i] @ M(q) for one node, rows 0-2 only (the last row stays
+    [0 0 0 1]); a ball joint's rotation from its quaternion Lq[i] (kept by ball_update), a hinge's
+    from its angle. M (3, 4): scratch."""
+    jt = ni[i, 1]
+    if jt == BALL and ni[i, 2] >= 0:
+        quat_to_matrix_into(Lq[i, 0], Lq[i, 1], Lq[i, 2], Lq[i, 3], M)
+        M[0, 3] = M[1, 3] = M[2, 3] = 0.0
     else:
-        for r in range(4):
+        for r in range(3):
             for c in range(4):
-                s = 0.0
-                for k in range(4):
-                    s += Tall[p, r, k] * tmp[k, c]
-                Tall[i, r, c] = s
+                M[r, c] = 1.0 if r == c else 0.0
+        if jt == REVOLUTE and ni[i, 2] >= 0:
+            th = nf[i, 3] * q[ni[i, 2]] + nf[i, 4]
+            so3_exp_nb(nf[i, 0] * th, nf[i, 1] * th, nf[i, 2] * th, M)
+        elif jt == PRISMATIC and ni[i, 2] >= 0:
+            th = nf[i, 3] * q[ni[i, 2]] + nf[i, 4]
+            M[0, 3] = nf[i, 0] * th
+            M[1, 3] = nf[i, 1] * th
+            M[2, 3] = nf[i, 2] * th
+    p = ni[i, 0]
+    for r in range(3):  # A = (Tall[p] @ origin[i]) row r, then A @ M
+        if p < 0:
+            a0, a1, a2, a3 = origin[i, r, 0], origin[i, r, 1], origin[i, r, 2], origin[i, r, 3]
+        else:
+            a0 = Tall[p, r, 0] * origin[i, 0, 0] + Tall[p, r, 1] * origin[i, 1, 0] + Tall[p, r, 2] * origin[i, 2, 0]
+            a1 = Tall[p, r, 0] * origin[i, 0, 1] + Tall[p, r, 1] * origin[i, 1, 1] + Tall[p, r, 2] * origin[i, 2, 1]
+            a2 = Tall[p, r, 0] * origin[i, 0, 2] + Tall[p, r, 1] * origin[i, 1, 2] + Tall[p, r, 2] * origin[i, 2, 2]
+            a3 = (Tall[p, r, 0] * origin[i, 0, 3] + Tall[p, r, 1] * origin[i, 1, 3] + Tall[p, r, 2] * origin[i, 2, 3]
+                  + Tall[p, r, 3])
+        for c in range(4):
+            Tall[i, r, c] = a0 * M[0, c] + a1 * M[1, c] + a2 * M[2, c] + (a3 if c == 3 else 0.0)
+    Tall[i, 3, 0] = Tall[i, 3, 1] = Tall[i, 3, 2] = 0.0
+    Tall[i, 3, 3] = 1.0
 
 
 @njit(cache=True)
@@ -186,8 +184,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
     rep, point, movable, pp, anc = point_structure(ni, origin, gnode, gkind, gw)
     Told = np.empty((n, 4, 4))
     Tcur = np.empty((n, 4, 4))
-    M = np.empty((4, 4))
-    tmp = np.empty((4, 4))
+    M = np.empty((3, 4))
     fwd = np.empty((n, 3))
     acc = np.empty((n, 3))
     cnt = np.empty(n)
@@ -271,7 +268,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
             cnt[r] += 1.0
         # ---- stage 2: root to tip, in joint space
         for i in range(n):
-            _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
+            _node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
             if visit[i] == 0 or not point[rep[i]]:
                 continue
             jt = ni[i, 1]
@@ -289,7 +286,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                     a_r = Tcur[i, r, 0] * nf[i, 0] + Tcur[i, r, 1] * nf[i, 1] + Tcur[i, r, 2] * nf[i, 2]
                     lam += a_r * (fwd[i, r] - Tcur[i, r, 3])
                 set_joint(q, ci, m, lam, lower, upper)
-                _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
+                _node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
                 continue
             if jt != REVOLUTE and jt != BALL:
                 continue
@@ -377,7 +374,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                         for r in range(3):
                             Tcur[i, r, c] = Q[r, 0] * a0_ + Q[r, 1] * a1_ + Q[r, 2] * a2_
                     continue
-            _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
+            _node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
         if followers:
             fk_all_into(ni, nf, origin, q, Told)  # exact FK (mimic followers may precede leaders)
         else:  # stage 2 left every frame at FK(q)
