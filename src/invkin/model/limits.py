@@ -191,6 +191,23 @@ def limit_violation(robot, q) -> float:
     return worst
 
 
+def _bone_axis(robot, node: int) -> np.ndarray:
+    """The bone of a joint frame, in that frame: toward the first descendant (first children first)
+    that is not at the joint's own point (BVH channel nodes and zero-length bones such as CMU's
+    Spine1 → Neck are passed over); +y when there is none."""
+    kids = {}
+    for i in range(robot.n_nodes):
+        kids.setdefault(int(robot.parent[i]), []).append(i)
+    T = np.eye(4)
+    i = node
+    while kids.get(i):
+        i = kids[i][0]
+        T = T @ robot.origin[i]
+        if np.linalg.norm(T[:3, 3]) > 1e-12:
+            return T[:3, 3].copy()
+    return np.array([0.0, 1.0, 0.0])
+
+
 def _read_rig(path) -> dict:
     src = os.fspath(path)
     try:
@@ -275,9 +292,8 @@ def apply_limits(robot, spec):
             raise ModelError(f"with_limits: {name!r}: need swing >= 0 and twist lower <= upper")
         if "axis" in lim:
             axis = np.array([_num(x, f"{name!r} axis") for x in lim["axis"]], dtype=float)
-        else:  # the bone: toward the first child frame in the joint's frame
-            kids = [i for i in range(robot.n_nodes) if robot.parent[i] == node]
-            axis = robot.origin[kids[0]][:3, 3] if kids else np.array([0.0, 1.0, 0.0])
+        else:
+            axis = _bone_axis(robot, node)
         if axis.shape != (3,) or not np.linalg.norm(axis) > 0:
             raise ModelError(f"with_limits: {name!r}: axis must be a non-zero 3-vector, got {axis!r}")
         cones[name] = (axis / np.linalg.norm(axis), smax, tlo, thi)

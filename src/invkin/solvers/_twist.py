@@ -31,7 +31,9 @@ from numba import njit
 
 from ..goals import KIND_POSITION
 from ..kinematics.kernels import BALL
-from ._rotfit import clamp_swing_twist_quat, has_cone, qmul, quat_from_rotvec, rotvec_from_quat, twist_angle
+from ..kinematics.kernels import REVOLUTE as K_REVOLUTE
+from ._rotfit import (clamp_swing_twist_quat, has_cone, qmul, quat_from_rotvec, quat_to_matrix_into, rotvec_from_quat,
+                      twist_angle)
 
 ON_LINE = 1e-9  # [m, relative to the bone length] a point this close to the bone's line is on it
 FREE, FREE_LIMITED = 1, 2  # twist modes of a ball joint (0: its twist moves a goal)
@@ -238,3 +240,112 @@ def within_cone(q, c, cone, i):
     w, x, y, z = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
     _, _, _, _, changed = clamp_swing_twist_quat(w, x, y, z, cone, i)
     return not changed
+
+
+# --------------------------------------------------------------------------- cone limits on Euler groups
+
+_ORDER_SIGN = {(0, 1, 2): 1.0, (1, 2, 0): 1.0, (2, 0, 1): 1.0}  # cyclic Tait–Bryan orders (model/euler.py)
+
+
+def cone_groups_table(robot):
+    """(groups (m, 4) int64, rows (m, 6)): the BVH/glTF joints of three rotation channels with a cone
+    limit — their nodes (first to last) and ±1 in column 3 for a cyclic channel order — and their limit
+    rows (as :func:`cone_rows`). Groups whose channels are not about ±x, ±y, ±z are left out (the
+    returned pose is still projected). Cached per robot."""
+    cache = _CACHE.setdefault(robot, {})
+    out = cache.get("groups")
+    if out is not None:
+        return out
+    from ..model.euler import frame_groups
+
+    groups, rows = [], []
+    for frame, (axis, smax, tlo, thi) in (robot.extras.get("cone_limits") or {}).items():
+        nodes = frame_groups(robot, robot.frame_index(frame))
+        if len(nodes) != 3 or any(robot.joint_type[i] != K_REVOLUTE for i in nodes):
+            continue
+        idx = []
+        for i in nodes:
+            a = np.asarray(robot.axis[i], float)
+            k = int(np.argmax(np.abs(a)))
+            if abs(abs(a[k]) - 1.0) > 1e-12 or np.count_nonzero(a) != 1:
+                break
+            idx.append(k)
+        if len(idx) != 3 or len(set(idx)) != 3:
+            continue
+        groups.append([*nodes, 1 if tuple(idx) in _ORDER_SIGN else -1])
+        rows.append([*np.asarray(axis, float), smax, tlo, thi])
+    g = np.array(groups, dtype=np.int64).reshape(-1, 4)
+    r = np.array(rows, dtype=float).reshape(-1, 6)
+    g.setflags(write=False)
+    r.setflags(write=False)
+    cache["groups"] = (g, r)
+    return g, r
+
+
+@njit(cache=True)
+def _axis_index(nf, i):
+    k = 0
+    if abs(nf[i, 1]) > 0.5:
+        k = 1
+    elif abs(nf[i, 2]) > 0.5:
+        k = 2
+    return k, nf[i, k]
+
+
+@njit(cache=True)
+def project_groups(ni, nf, q, lower, upper, groups, rows):
+    """Project every limited three-channel joint of q (in place) onto its cone/twist limit: the
+    channels' composed rotation L = R_a R_b R_c is clamped (:func:`clamp_swing_twist_quat`) and written
+    back as the Euler angles nearest the current ones (model/limits.py's projection, in a kernel),
+    then the box limits. Returns True when some joint changed."""
+    changed_any = False
+    R = np.empty((3, 3))
+    for g in range(groups.shape[0]):
+        w, x, y, z = 1.0, 0.0, 0.0, 0.0
+        for k in range(3):
+            i = groups[g, k]
+            th = nf[i, 3] * q[ni[i, 2]] + nf[i, 4]
+            s = math.sin(0.5 * th)
+            w, x, y, z = qmul(w, x, y, z, math.cos(0.5 * th), s * nf[i, 0], s * nf[i, 1], s * nf[i, 2])
+        w, x, y, z, changed = clamp_swing_twist_quat(w, x, y, z, rows, g)
+        if not changed:
+            continue
+        changed_any = True
+        quat_to_matrix_into(w, x, y, z, R)
+        a_, sa = _axis_index(nf, groups[g, 0])
+        b_, sb = _axis_index(nf, groups[g, 1])
+        c_, sc = _axis_index(nf, groups[g, 2])
+        sg = float(groups[g, 3])
+        # R = R_i(a) R_j(b) R_k(c) (model/euler.py euler_from_matrix), i, j, k = the channels' axes
+        cb = math.hypot(R[a_, a_], R[a_, b_])
+        eb = math.atan2(sg * R[a_, c_], cb)
+        if cb < 1e-9:
+            ea = math.atan2(sg * R[c_, b_], R[b_, b_])
+            ec = 0.0
+        else:
+            ea = math.atan2(-sg * R[b_, c_], R[c_, c_])
+            ec = math.atan2(-sg * R[a_, b_], R[a_, a_])
+        best = math.inf
+        v0 = v1 = v2 = 0.0
+        for alt in range(2):
+            phis = (ea, eb, ec) if alt == 0 else (ea + math.pi, math.pi - eb, ec + math.pi)
+            vals = np.empty(3)
+            d = 0.0
+            for k in range(3):
+                i = groups[g, k]
+                c = ni[i, 2]
+                m = nf[i, 3]
+                sign = (sa, sb, sc)[k]
+                v = (phis[k] * sign - nf[i, 4]) / m
+                period = 2.0 * math.pi / abs(m)
+                dv = v - q[c]
+                v = q[c] + dv - period * math.floor(dv / period + 0.5)  # the turn nearest q[c]
+                vals[k] = v
+                d += (v - q[c]) ** 2
+            if d < best:
+                best = d
+                v0, v1, v2 = vals[0], vals[1], vals[2]
+        for k, v in ((0, v0), (1, v1), (2, v2)):
+            c = ni[groups[g, k], 2]
+            q[c] = min(max(v, lower[c]), upper[c])
+    return changed_any

@@ -75,7 +75,7 @@ from ._iterate import end_iterations
 from ._linalg import sqnorm
 from ._rotfit import (ball_update, local_quats, best_arc_angle, horn_quat, min_rotation_quat, min_rotvec, quat_from_rotvec,
                       rigid_rotate_about, rigid_translate)
-from ._twist import cone_rows, resolve_twist, twist_structure
+from ._twist import cone_groups_table, cone_rows, project_groups, resolve_twist, twist_structure
 
 NAME = "ccd"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -207,7 +207,7 @@ def _axis_rotation(ax, ay, az, th, Q):
 @njit(cache=True)
 def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
                 tol_p, tol_r, q, max_iter, state, simple, k_pos, threshold, gscale, visit, colfac, cone, tw_axes,
-                tw_modes, twist):
+                tw_modes, twist, groups, grows):
     """Run up to ``max_iter`` CCD sweeps on q (in place), joints from the tip to the root.
 
     Welman (1993 §4.2.1, SEEDS.md §5), at a revolute joint with world axis a at j: over the goal
@@ -443,6 +443,8 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                 fk_all_into(ni, nf, origin, q, Tall)
                 for g in range(G):
                     Tg[g, :, :] = Tall[gnode[g]]
+        if groups.shape[0] > 0:  # three-channel joints: their cone/twist limits after every sweep
+            project_groups(ni, nf, q, lower, upper, groups, grows)
         task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
         best, small = sweep_progress(sqnorm(e), best, small)
         if small >= STALL_SWEEPS:
@@ -552,7 +554,7 @@ def kernel_call(problem, options):
     twist = twist_option("ccd", options)
     tw_axes, tw_modes = twist_structure(problem.robot, problem)
     return ccd_iterate, (simple, k_pos, thr, scales, visit_flags(problem.robot), colfac, cone_rows(problem.robot),
-                         tw_axes, tw_modes, twist)
+                         tw_axes, tw_modes, twist, *cone_groups_table(problem.robot))
 
 
 def _iterate(problem, q, max_iter, state, options):

@@ -60,7 +60,7 @@ from ._common import CONVERGED, RUNNING, STALLED
 from ._iterate import end_iterations
 from ._rotfit import (ball_update, best_arc_angle, horn_quat, local_quats, min_rotation_quat, quat_from_rotvec,
                       quat_to_matrix_into)
-from ._twist import cone_rows, resolve_twist, twist_structure
+from ._twist import cone_groups_table, cone_rows, project_groups, resolve_twist, twist_structure
 from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, twist_option, visit_flags, welman_terms
 
 NAME = "fabrik"
@@ -166,7 +166,8 @@ def _position_errors(gnode, gkind, gvec, gw, Tall):
 
 @njit(cache=True)
 def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
-                   tol_p, tol_r, q, max_iter, state, visit, cone_angle, cone, tw_axes, tw_modes, twist):
+                   tol_p, tol_r, q, max_iter, state, visit, cone_angle, cone, tw_axes, tw_modes, twist,
+                   groups, grows):
     """Run up to ``max_iter`` FABRIK iterations on q in place (Aristidou & Lasenby 2011).
 
     Stage 1, tip to root over the merged points: f_k = target (a goal point) or the centroid of
@@ -375,7 +376,9 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                             Tcur[i, r, c] = Q[r, 0] * a0_ + Q[r, 1] * a1_ + Q[r, 2] * a2_
                     continue
             _node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
-        if followers:
+        # three-channel joints: their cone/twist limits after every iteration
+        projected = groups.shape[0] > 0 and project_groups(ni, nf, q, lower, upper, groups, grows)
+        if followers or projected:
             fk_all_into(ni, nf, origin, q, Told)  # exact FK (mimic followers may precede leaders)
         else:  # stage 2 left every frame at FK(q)
             Told, Tcur = Tcur, Told
@@ -422,7 +425,7 @@ def kernel_call(problem, options):
         raise SolverError(f"fabrik: cone_angle must be a finite angle > 0 [rad] or None, got {cone!r}")
     tw_axes, tw_modes = twist_structure(problem.robot, problem)
     return fabrik_iterate, (visit_flags(problem.robot), float(cone), cone_rows(problem.robot), tw_axes, tw_modes,
-                            twist_option("fabrik", options))
+                            twist_option("fabrik", options), *cone_groups_table(problem.robot))
 
 
 def _iterate(problem, q, max_iter, state, options):
