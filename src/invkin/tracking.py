@@ -465,6 +465,7 @@ class Tracker:
         self._status = {CONVERGED: Status.CONVERGED, RUNNING: Status.ITERATION_LIMIT, STALLED: Status.STALLED}
         self._geo = None
         self._geo_eps = None
+        self._cones = bool(robot.extras.get("cone_limits"))
         if options is not None and not isinstance(options, dict):
             raise GoalError(f"options: expected a dict of method options, got {options!r:.120}")
         if method in GEOMETRIC:
@@ -608,6 +609,15 @@ class Tracker:
             code = STALLED
             out[O_JUMP] = 0.0
             out[O_PERR], out[O_RERR] = _errors(self.robot, self._problem, self._q, self._gvec_ok, self._gR_ok)
+        if self._cones:  # swing-cone/twist limits: the returned pose meets them (ccd/fabrik already inside)
+            from .model.limits import project_limits
+
+            qp = project_limits(self.robot, self._q)
+            if not np.array_equal(qp, self._q):
+                self._q[:] = qp
+                out[O_PERR], out[O_RERR] = _errors(self.robot, self._problem, self._q, self._gvec_ok, self._gR_ok)
+                if code == CONVERGED and not (out[O_PERR] <= self._problem.tol_p and out[O_RERR] <= self._problem.tol_r):
+                    code = STALLED
         status = self._status[code]
         bound_active = out[O_BOUND] > 0.5
         if bound_active and code != CONVERGED:
