@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from ..goals import KIND_COM, KIND_REL_POSITION, KINDS
-from ..kinematics.kernels import NO_RC, fk_all_into, jacobian_from_all
+from ..kinematics.kernels import FAST, NO_RC, fk_all_into, jacobian_from_all
 from ..collision.rows import E_ROWS, E_VIOL, active_rows, ineq_eval, ineq_size, no_rows
 from ._common import com_row, goal_row_call, posture_residual, relative_frame
 from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BALL, L_JW, L_LOWER,
@@ -151,82 +151,143 @@ def _ldl_apply(A, n, b, x):
         x[i] = t
 
 
-@njit(cache=True)
-def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, g, X, S, r, lam, y, col, dq):
+@njit(cache=True, fastmath=FAST)
+def _udu_factor(H, n):
+    """H[:n, :n] = U D U^T in place from its lower triangle, eliminating the last index first
+    (U unit upper triangular, stored transposed below the diagonal; D on it). False if H is not
+    positive definite.
+
+    Eliminating leaves first keeps the tree's sparsity: q is in topological order (a joint's
+    ancestors have smaller indices) and H_ij of stacked frame rows is nonzero only when one of
+    joints i, j is an ancestor of the other, so eliminating a joint updates only its ancestors'
+    block and adds no fill; rows i with H_ki = 0 are skipped, and every update is a contiguous
+    axpy (vectorised without reassociation)."""
+    for k in range(n - 1, -1, -1):
+        d = H[k, k]
+        if not d > 0.0:
+            return False
+        inv = 1.0 / d
+        for i in range(k - 1, -1, -1):  # descending: H[k, :i + 1] is still unscaled when read
+            h = H[k, i]
+            if h == 0.0:
+                continue
+            f = h * inv
+            for j in range(i + 1):
+                H[i, j] -= f * H[k, j]
+            H[k, i] = f
+    return True
+
+
+@njit(cache=True, fastmath=FAST)
+def _udu_half(H, n, Z, ncol):
+    """Z[:n, :ncol] = U^-1 Z (the columns of Z, in place) for the factor of _udu_factor: the half of
+    H^-1 = U^-T D^-1 U^-1 that the Schur complement needs (zero rows of Z cost nothing)."""
+    for k in range(n - 1, 0, -1):
+        nonzero = False
+        for c in range(ncol):
+            if Z[k, c] != 0.0:
+                nonzero = True
+                break
+        if not nonzero:
+            continue
+        for j in range(k):
+            h = H[k, j]
+            if h != 0.0:
+                for c in range(ncol):
+                    Z[j, c] -= h * Z[k, c]
+
+
+@njit(cache=True, fastmath=FAST)
+def _udu_finish(H, n, w, x):
+    """x = U^-T D^-1 w (the other half of H^-1, for w = U^-1 b)."""
+    for i in range(n):
+        t = w[i] / H[i, i]
+        for j in range(i):
+            t -= H[i, j] * x[j]
+        x[i] = t
+
+
+@njit(cache=True, fastmath=FAST)
+def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
     """dq of the constrained damped step (see above) over the joints not held; a held joint k
     (hold[k] not NaN) moves by hold[k]. ``soft`` / ``hard``: row indices of J; with ``bias``
-    (dof,) the damping pulls toward bias (mu W |dq - bias|^2; settle). False if not solvable."""
+    (dof,) the damping pulls toward bias (mu W |dq - bias|^2; settle). False if not solvable.
+
+    With H = J_s^T J_s + mu W = U D U^T (_udu_factor) and Z = U^-1 [A^T g] (one half solve for
+    every hard row and the gradient g = J_s^T e_s + mu W bias at once):
+    A H^-1 A^T = Z_A^T D^-1 Z_A, A y = Z_A^T D^-1 z_g, and dq = U^-T D^-1 (z_g - Z_A lam)."""
     m, dof = J.shape
-    for r_ in range(m):  # the held joints' motion is taken off every row
+    mh = hard.shape[0]
+    nheld = 0
+    for k in range(dof):
+        if hold[k] == hold[k]:
+            nheld += 1
+    for r_ in range(m):  # Jm: J with the held joints' columns zeroed; r: e less their motion
         s = e[r_]
         for k in range(dof):
-            if hold[k] == hold[k]:
-                s -= J[r_, k] * hold[k]
+            v = J[r_, k]
+            if nheld > 0 and hold[k] == hold[k]:
+                s -= v * hold[k]
+                v = 0.0
+            Jm[r_, k] = v
         r[r_] = s
     for a in range(dof):
-        held_a = hold[a] == hold[a]
-        s = 0.0
-        if not held_a:
-            for i in range(soft.shape[0]):
-                s += J[soft[i], a] * r[soft[i]]
-            s += mu * jw[a] * bias[a]
-        g[a] = hold[a] if held_a else s
-        for c in range(a, dof):
-            s = 0.0
-            if not held_a and hold[c] != hold[c]:
-                for i in range(soft.shape[0]):
-                    s += J[soft[i], a] * J[soft[i], c]
-            H[a, c] = s
-            H[c, a] = s
-        H[a, a] = 1.0 if held_a else H[a, a] + mu * jw[a]
-    diagonal = soft.shape[0] == 0  # H = mu W (settle, second-order corrections): no factorisation
-    if diagonal:
-        for k in range(dof):
-            y[k] = g[k] / H[k, k]
-    else:
-        if not _ldl_factor(H, dof):
-            return False
-        _ldl_apply(H, dof, g, y)
-    mh = hard.shape[0]
-    if mh == 0:
-        for k in range(dof):
-            dq[k] = y[k]
-        return True
-    for i in range(mh):
-        for k in range(dof):
-            col[k] = 0.0 if hold[k] == hold[k] else J[hard[i], k]
-        if diagonal:
-            for k in range(dof):
-                X[i, k] = col[k] / H[k, k]
+        for c in range(a + 1):
+            H[a, c] = 0.0
+        Z[a, mh] = mu * jw[a] * bias[a]
+    for i in range(soft.shape[0]):  # H += Jm_s^T Jm_s (lower triangle), g += Jm_s^T r_s
+        row = soft[i]
+        ri = r[row]
+        for a in range(dof):
+            v = Jm[row, a]
+            if v != 0.0:
+                Z[a, mh] += v * ri
+                for c in range(a + 1):
+                    H[a, c] += v * Jm[row, c]
+    for a in range(dof):
+        if hold[a] == hold[a]:
+            H[a, a] = 1.0
+            Z[a, mh] = hold[a]
         else:
-            _ldl_apply(H, dof, col, X[i])
-    for i in range(mh):
-        t = -r[hard[i]]
-        for k in range(dof):
-            if hold[k] != hold[k]:
-                t += J[hard[i], k] * y[k]
-        lam[i] = t
-        for j in range(i + 1):
-            s = 0.0
-            for k in range(dof):
-                if hold[k] != hold[k]:
-                    s += J[hard[i], k] * X[j, k]
-            S[i, j] = s
-            S[j, i] = s
-        S[i, i] += mu_h
-    if not _ldl_factor(S, mh):
-        return False
-    _ldl_apply(S, mh, lam, col)
-    for k in range(dof):
-        s = y[k]
+            H[a, a] += mu * jw[a]
         for i in range(mh):
-            s -= X[i, k] * col[i]
-        dq[k] = s
+            Z[a, i] = Jm[hard[i], a]
+    if not _udu_factor(H, dof):
+        return False
+    _udu_half(H, dof, Z, mh + 1)
+    if mh > 0:
+        for i in range(mh + 1):  # S = [Z_A z_g]^T D^-1 [Z_A z_g] (lower triangle)
+            for j in range(i + 1):
+                S[i, j] = 0.0
+        for k in range(dof):
+            dk = 1.0 / H[k, k]
+            for i in range(mh + 1):
+                f = Z[k, i] * dk
+                if f != 0.0:
+                    for j in range(i + 1):
+                        S[i, j] += f * Z[k, j]
+        for i in range(mh):  # (A H^-1 A^T + mu_h I) lam = A y - b
+            lam[i] = S[mh, i] - r[hard[i]]
+            S[i, i] += mu_h
+        if not _ldl_factor(S, mh):
+            return False
+        _ldl_apply(S, mh, lam, col)
+        for k in range(dof):
+            t = Z[k, mh]
+            for i in range(mh):
+                t -= Z[k, i] * col[i]
+            Z[k, mh] = t
+    for k in range(dof):
+        col[k] = Z[k, mh]
+    _udu_finish(H, dof, col, dq)
+    for k in range(dof):
+        if hold[k] == hold[k]:
+            dq[k] = hold[k]
     return True
 
 
 @njit(cache=True)
-def core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, g, X, S, r, lam, y, col, dq):
+def core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
     """core_step with the active set on the bounds lo, hi (dof,): joints the step would push past
     a bound are held at it and the others re-solved (up to ACTIVE_SET_PASSES times)."""
     dof = q.shape[0]
@@ -234,7 +295,7 @@ def core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H,
         hold[k] = np.nan
     jw = lims[L_JW]
     for _ in range(ACTIVE_SET_PASSES):
-        if not core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, g, X, S, r, lam, y, col, dq):
+        if not core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
             return False
         new = 0
         for k in range(dof):
@@ -281,7 +342,7 @@ def _step_into(q, dq, lims, lo, hi, out):
 @njit(cache=True)
 def core_workspace(n, dof, gvec, gR, nhard, nrows):
     """Scratch of the general core, in this order: Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2,
-    wvec, wR, H, g, X, S, r, lam, y, col, dq, qn, hold, bias, zero, dqc, qc; room for every row as
+    wvec, wR, H, Jm, Z, S, r, lam, col, dq, qn, hold, bias, zero, dqc, qc; room for every row as
     a constraint (settle), and for nrows collision rows after the 3G goal rows (errs: 4 goal
     errors, then the collision slots of collision/rows.py)."""
     G = gvec.shape[0]
@@ -289,18 +350,17 @@ def core_workspace(n, dof, gvec, gR, nhard, nrows):
     mh = max(m, nhard, 1)
     return (np.empty((n, 4, 4)), np.empty((6, dof)), np.empty((6, dof)), np.empty((n, 4)), np.zeros(m),
             np.zeros((m, dof)), np.zeros(m), np.zeros((m, dof)), np.zeros(7), np.zeros(7), gvec.copy(), gR.copy(),
-            np.empty((dof, dof)), np.empty(dof), np.empty((mh, dof)), np.empty((mh, mh)), np.empty(m),
-            np.empty(mh), np.empty(dof), np.empty(max(dof, mh)), np.empty(dof), np.empty(dof), np.empty(dof),
+            np.empty((dof, dof)), np.empty((m, dof)), np.empty((dof, mh + 1)), np.empty((mh + 1, mh + 1)),
+            np.empty(m), np.empty(mh), np.empty(max(dof, mh)), np.empty(dof), np.empty(dof), np.empty(dof),
             np.empty(dof), np.zeros(dof), np.empty(dof), np.empty(dof))
 
 
 @njit(cache=True)
-def _ineq_step(J, e, soft, hard, hardx, m0, k, lims, lo, hi, q, mu, mu_h, bias, hold, H, g, X, S, r, lam, y, col,
-               dq):
+def _ineq_step(J, e, soft, hard, hardx, m0, k, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
     """core_active_step, then again with the collision rows (m0 … m0 + k − 1) the step would leave
     below their target as hard rows (collision/rows.py: active_rows), up to INEQ_PASSES times.
     The hook of the inequality rows: without collision rows (k = 0) it is core_active_step."""
-    ok = core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, g, X, S, r, lam, y, col, dq)
+    ok = core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq)
     if k == 0 or not ok:
         return ok
     n = hard.shape[0]
@@ -310,8 +370,8 @@ def _ineq_step(J, e, soft, hard, hardx, m0, k, lims, lo, hi, q, mu, mu_h, bias, 
         if n2 == n:
             break
         n = n2
-        if not core_active_step(J, e, soft, hardx[:n], lims, lo, hi, q, mu, max(mu_h, MU_INEQ), bias, hold, H, g,
-                                X, S, r, lam, y, col, dq):
+        if not core_active_step(J, e, soft, hardx[:n], lims, lo, hi, q, mu, max(mu_h, MU_INEQ), bias, hold, H, Jm,
+                                Z, S, r, lam, col, dq):
             return False
     return True
 
@@ -327,7 +387,7 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     return codes of lm_chain_iterate_ws (RUNNING, CONVERGED, STALLED)."""
     ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
-    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam_h, y, col, dq, qn, hold, bias, zero, \
+    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam_h, col, dq, qn, hold, bias, zero, \
         dqc, qc = ws
     dof = q.shape[0]
     lam = state[S_LAMBDA] if state[S_LAMBDA] > 0.0 else CHAIN_LAMBDA_INIT
@@ -352,7 +412,7 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
         mu = lam * 0.5 * (cs + ch) + EPS_DAMP
         mu_h = (lam * 0.5 * ch + EPS_HARD) / mu
         if not _ineq_step(J, e, soft, hard, hardx, m0, int(errs[E_ROWS]), lims, lo, hi, q, mu, mu_h, zero, hold, H,
-                          g, X, S, r, lam_h, y, col, dq):
+                          Jm, Z, S, r, lam_h, col, dq):
             lam *= 10.0
             if lam > LAMBDA_MAX:
                 code = STALLED
@@ -368,8 +428,8 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
             # project the trial back onto them (hard rows only, least norm) before judging it
             if hk > HARD_HOLD or _hard_key(errs2, tol_p, tol_r) <= HARD_HOLD:
                 break
-            if not core_active_step(J2, e2, none, hard, lims, lo, hi, qn, 1.0, 1e-12, zero, hold, H, g, X, S, r,
-                                    lam_h, y, col, dqc):
+            if not core_active_step(J2, e2, none, hard, lims, lo, hi, qn, 1.0, 1e-12, zero, hold, H, Jm, Z, S, r,
+                                    lam_h, col, dqc):
                 break
             for i in range(dof):
                 qc[i] = qn[i]
@@ -442,7 +502,7 @@ def settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, max_iter, ws):
     to q_rest falls; the gain halves after a refused step. Returns the iterations used."""
     ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
-    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam_h, y, col, dq, qn, hold, bias, zero, \
+    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam_h, col, dq, qn, hold, bias, zero, \
         dqc, qc = ws
     dof = q.shape[0]
     m0 = 3 * gvec.shape[0]
@@ -464,7 +524,7 @@ def settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, max_iter, ws):
         for i in range(dof):
             bias[i] *= gain
         if not _ineq_step(J, e, none, allrows, hardx, m0, int(errs[E_ROWS]), lims, lo, hi, q, 1.0, 1e-10, bias,
-                          hold, H, g, X, S, r, lam_h, y, col, dq):
+                          hold, H, Jm, Z, S, r, lam_h, col, dq):
             break
         _step_into(q, dq, lims, lo, hi, qn)
         core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
@@ -551,11 +611,11 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
     STALLED (max_attempts done) or UNREACHABLE (with hard goals: two attempts stalled, the hard
     goals met, at the same closest answer: the soft goals cannot be met with them). rowerr (G,)
     receives each goal row's error at best_q (Result.goals_met)."""
-    code = _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
-                          attempt_iters, max_attempts, seed)
     ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
-    ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, 0, 0)
+    ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, hard.shape[0], ineq_size(coll))
+    code = _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                          attempt_iters, max_attempts, seed, ws)
     core_eval_rows(ni, nf, origin, mass, com, best_q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
                    ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], False, rowerr)
     return code
@@ -563,12 +623,11 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
 
 @njit(cache=True)
 def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
-                   attempt_iters, max_attempts, seed):
-    """core_attempts without the final row errors."""
+                   attempt_iters, max_attempts, seed, ws):
+    """core_attempts without the final row errors, on the scratch ws = core_workspace(...)."""
     ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     dof = q.shape[0]
-    ws = core_workspace(ni.shape[0], dof, gvec, gR, hard.shape[0], ineq_size(coll))
     used = 0
     while used < budget:
         if state[S_ATTEMPT] >= max_attempts:
@@ -662,10 +721,10 @@ def core_tables(problem, coll=None):
     masses (cached per robot) and the collision rows ``coll`` (collision/rows.py: solve_rows; None:
     none), and the goal table with its soft and hard row indices."""
     robot = problem.robot
-    model = robot.__dict__.get("_core_model")
+    model = robot.cache.get("core_model")
     if model is None:
-        model = (robot._ni, robot._nf, robot.origin, robot.link_mass, robot.link_com, _NO_ROWS)
-        object.__setattr__(robot, "_core_model", model)
+        model = (robot.node_table, robot.node_params, robot.origin, robot.link_mass, robot.link_com, _NO_ROWS)
+        robot.cache["core_model"] = model
     if coll is not None:
         model = model[:5] + (coll,)
     rows = np.repeat(problem.glevel, 3)
@@ -681,7 +740,7 @@ def _iterate(problem, q, max_iter, state, options):
     r = problem.robot
     model, table = core_tables(problem)
     lims = limits_table(r.lower, r.upper, r.lower, np.zeros(r.dof), np.zeros(r.dof), problem.joint_weights,
-                        r._ball_starts)
+                        r.ball_starts)
     lo, hi = r.lower, r.upper
     st = new_core_state(0.0)
     st[S_LAMBDA] = state[0]
