@@ -58,9 +58,10 @@ from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
 from ..spatial import so3_exp_nb
 from ._common import CONVERGED, RUNNING, STALLED
 from ._iterate import end_iterations
-from ._rotfit import (ball_update, best_arc_angle, horn_quat, local_quats, min_rotation_quat, quat_from_rotvec,
-                      quat_to_matrix_into)
-from ._twist import cone_groups_table, cone_rows, project_groups, resolve_twist, twist_structure
+from ._rotfit import (ball_update, best_arc_angle, clamp_swing_twist_quat, has_cone, horn_quat, local_quats,
+                      min_rotation_quat, qmul, quat_from_rotvec, quat_to_matrix_into)
+from ._twist import (cone_groups_table, cone_rows, group_quat, project_groups, resolve_twist, twist_structure,
+                     write_group)
 from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, twist_option, visit_flags, welman_terms
 
 NAME = "fabrik"
@@ -203,6 +204,14 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
         if point[k] and movable[k]:
             pts[npts] = k
             npts += 1
+    # node -> the three-channel joint it is the first channel of (-2: one of its other two channels,
+    # set with the first; -1: none)
+    gstart = np.full(n, -1, np.int64)
+    for g in range(groups.shape[0]):
+        if visit[groups[g, 0]] != 0:
+            gstart[groups[g, 0]] = g
+            gstart[groups[g, 1]] = -2
+            gstart[groups[g, 2]] = -2
     chs = np.zeros(n + 1, np.int64)  # the moving points by parent point: chl[chs[r]:chs[r + 1]]
     for kk in range(npts):
         chs[pp[pts[kk]] + 1] += 1
@@ -300,10 +309,13 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
             ax = Tcur[i, 0, 0] * nf[i, 0] + Tcur[i, 0, 1] * nf[i, 1] + Tcur[i, 0, 2] * nf[i, 2]
             ay = Tcur[i, 1, 0] * nf[i, 0] + Tcur[i, 1, 1] * nf[i, 1] + Tcur[i, 1, 2] * nf[i, 2]
             az = Tcur[i, 2, 0] * nf[i, 0] + Tcur[i, 2, 1] * nf[i, 1] + Tcur[i, 2, 2] * nf[i, 2]
+            grp = gstart[i]  # the first channel of a three-channel joint: the joint turns as one (below)
+            if grp == -2:  # a second or third channel: set with the first
+                continue
             lst = pts
             a0 = 0
             a1 = npts
-            if jt == BALL:  # a ball fits its own bones only: the points whose parent point is its own
+            if jt == BALL or grp >= 0:  # fit its own bones only: the points whose parent point is its own
                 lst = chl
                 a0 = chs[rep[i]]
                 a1 = chs[rep[i] + 1]
@@ -312,7 +324,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 if k == rep[i] or not anc[i, k]:
                     continue
                 child = pp[k] == rep[i]
-                if jt == BALL and not child:
+                if (jt == BALL or grp >= 0) and not child:
                     continue
                 # b = the point in the old frame of i (local), e = where it is now (world, from p_j)
                 bx = Told[k, 0, 3] - Told[i, 0, 3]
@@ -336,12 +348,39 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                     for r in range(3):
                         e1[r] = ev[r]
                         t1[r] = tv[r]
-                if jt == REVOLUTE or a1 - a0 > 1:  # (one bone of a ball: its smallest rotation, below)
+                if (jt == REVOLUTE and grp < 0) or a1 - a0 > 1:  # (one bone of a ball: its smallest rotation)
                     d1, d2, d3 = welman_terms(ev, tv, ax, ay, az, w, S)
                     k1 += d1
                     k2 += d2
                     k3 += d3
             if nb == 0:
+                continue
+            if grp >= 0:
+                # a BVH/glTF joint of three channels turns like a ball: L ← (Wᵀ d W) L with d the
+                # smallest rotation of its bone(s) onto the stage-1 points, W the frame above its first
+                # channel (W = Tcur[i] R_a(θ_a)ᵀ); then its cone, the nearest Euler angles and their
+                # boxes (its other two channels are set here and not fitted again).
+                if nb == 1:
+                    dw, dx, dy, dz = min_rotation_quat(e1[0], e1[1], e1[2], t1[0], t1[1], t1[2])
+                else:
+                    dw, dx, dy, dz = horn_quat(S)
+                ux = Tcur[i, 0, 0] * dx + Tcur[i, 1, 0] * dy + Tcur[i, 2, 0] * dz
+                uy = Tcur[i, 0, 1] * dx + Tcur[i, 1, 1] * dy + Tcur[i, 2, 1] * dz
+                uz = Tcur[i, 0, 2] * dx + Tcur[i, 1, 2] * dy + Tcur[i, 2, 2] * dz
+                th = nf[i, 3] * q[ci] + nf[i, 4]
+                kx, ky, kz = nf[i, 0], nf[i, 1], nf[i, 2]
+                cth = math.cos(th)
+                sth = math.sin(th)
+                kd = (kx * ux + ky * uy + kz * uz) * (1.0 - cth)
+                vx = ux * cth + (ky * uz - kz * uy) * sth + kx * kd
+                vy = uy * cth + (kz * ux - kx * uz) * sth + ky * kd
+                vz = uz * cth + (kx * uy - ky * ux) * sth + kz * kd
+                lw, lx, ly, lz = group_quat(ni, nf, q, groups, grp)
+                lw, lx, ly, lz = qmul(dw, vx, vy, vz, lw, lx, ly, lz)
+                if has_cone(grows, grp):
+                    lw, lx, ly, lz, _ = clamp_swing_twist_quat(lw, lx, ly, lz, grows, grp)
+                write_group(ni, nf, q, lower, upper, groups, grp, lw, lx, ly, lz, W)
+                _node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
                 continue
             if jt == REVOLUTE:
                 m = nf[i, 3]
