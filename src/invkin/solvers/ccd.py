@@ -43,7 +43,17 @@ fully, a joint twice as heavy half as far; default all 1).
 * Ball joint: the rotation Q maximising the same objective Σ w t·(Q e) over all of SO(3) —
   Wahba's problem, solved exactly by Horn's quaternion method; with a single position pair this
   is the §4 rule, the smallest rotation (axis e × t, angle acos(ê·t̂)), used directly. Applied
-  as a local increment R ← R exp(s_i Wᵀ log Q), W the joint frame's world rotation.
+  as a local increment R ← R exp(s_i Wᵀ log Q), W the joint frame's world rotation, then projected
+  onto the joint's swing cone and twist range (``robot.with_limits``) inside the same update
+  (:func:`invkin.solvers._rotfit.ball_update`). Three-channel BVH/glTF joints with such a limit are
+  projected after every sweep (:func:`invkin.solvers._twist.project_groups`).
+
+Twist (option ``twist``, default ``"previous"``): the smallest rotations turn a ball joint's bone
+about itself whenever e is off the bone (8-14°/frame on a tracked 20-bone tail: a candy-wrapper pop
+on a skinned character). A bone's twist moves no goal when only its child ball joint and points on
+its line hang from it, so after the sweeps every such bone gets back the twist it had at the start
+of the solve, its child turning back by the same angle (:func:`invkin.solvers._twist.resolve_twist`);
+``"free"`` keeps whatever the sweeps left.
 
 ``variant="simple"`` (SEEDS.md §4, position goals only): per goal the rotation vector
 θ unit(e × t), θ = acos(ê·t̂), averaged with weights gw² over the goals the joint moves; skipped

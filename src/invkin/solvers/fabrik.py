@@ -29,14 +29,20 @@ works on joint values q, so each iteration is:
    * ball: the smallest rotation taking the bone's *current* direction to the target direction,
      applied as an increment ``R ← R exp(Rᵀ_world rv)`` (a minimal-rotation update: its axis is
      perpendicular to the bone, so the bone's twist is the previous frame's — no candy-wrapper
-     flips while a tail follows a moving target), then a cone limit |q| ≤ ``cone_angle`` on the
-     joint's rotation vector (scaled down); a ball carrying several bones takes the best rotation
+     flips while a tail follows a moving target), then the joint's swing cone and twist range
+     (``robot.with_limits``) inside the update, and the option ``cone_angle``, |q| ≤ cone_angle on
+     its rotation vector (scaled down); a ball carrying several bones takes the best rotation
      of all of them (Horn's quaternion fit);
+   * a BVH/glTF joint of three coincident channels: the ball rule on its composed rotation
+     L = R_a R_b R_c (L ← (Wᵀ d W) L, W the frame above its first channel), its cone, then the
+     Euler angles nearest the current ones, clamped into their boxes (three separate hinge fits
+     converged slowly: 93.5 % of reachable spine targets within 50 ms, benchmarks/spine_limits.py);
    * prismatic: stage 1 treats its bone as rigid (its current length); stage 2 slides the joint
      so that its node moves toward its stage-1 position along the axis, λ = (f − p)·a, clamped
      (a BVH root translation thus lets the whole skeleton follow its goals).
 
-   The FK after stage 2 gives the positions for the next iteration.
+   The FK after stage 2 gives the positions for the next iteration. After the iterations the
+   bones' twists are set from the start of the solve as in ccd (option ``twist``).
 
 Position goals only (an orientation goal raises SolverError at check time; use ``ccd`` or
 ``lm``). ``joint_weights`` and Posture goals are ignored. Hinge-only problems with few spare
