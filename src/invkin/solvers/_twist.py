@@ -374,3 +374,24 @@ def project_groups(ni, nf, q, lower, upper, groups, rows):
             changed_any = True
             write_group(ni, nf, q, lower, upper, groups, g, w, x, y, z, R)
     return changed_any
+
+
+@njit(cache=True)
+def project_cones(ni, nf, q, lower, upper, cone, groups, rows):
+    """q (in place) projected onto every cone/twist limit: ball joints (rows ``cone``, :func:`cone_rows`)
+    and three-channel joints (:func:`project_groups`), then clamped into the box limits — the kernel
+    twin of :func:`invkin.model.limits.project_limits`. Returns True when q changed."""
+    changed_any = project_groups(ni, nf, q, lower, upper, groups, rows)
+    for i in range(ni.shape[0]):
+        c = ni[i, 2]
+        if ni[i, 1] != BALL or c < 0 or not has_cone(cone, i):
+            continue
+        w, x, y, z = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
+        w, x, y, z, changed = clamp_swing_twist_quat(w, x, y, z, cone, i)
+        if changed:
+            changed_any = True
+            r0, r1, r2 = rotvec_from_quat(w, x, y, z)
+            q[c] = min(max(r0, lower[c]), upper[c])
+            q[c + 1] = min(max(r1, lower[c + 1]), upper[c + 1])
+            q[c + 2] = min(max(r2, lower[c + 2]), upper[c + 2])
+    return changed_any
