@@ -28,6 +28,12 @@ joint change of this update, ≤ max_joint_step), ``flagged`` (a discontinuity: 
 further than the bound lets the robot follow in one update, i.e. not converged while the bound
 was active) and ``near_singular`` (σ_min of the task Jacobian below ``singular_threshold``,
 default 0.01 [m/rad for position rows], see :mod:`invkin.diagnostics`).
+
+With ``world=`` / ``self_collision=True`` (``margin``, as :func:`invkin.solve`) an update runs
+the general LM core instead, with the collision distances as inequality rows (docs/architecture.md,
+"Collision"): the same warm start, update bound (q0 ± max_joint_step as joint bounds) and
+iteration budget, no restarts; ``near_singular`` is then not computed (False). An update whose
+goals are met only closer than the margin is ``Status.IN_COLLISION``.
 """
 from __future__ import annotations
 
@@ -398,7 +404,9 @@ class Tracker:
     def __init__(self, robot, goals_or_frames, max_joint_step=0.1, method: str = "dls", *, q0=None,
                  iterations: int = 20, position_tolerance: float = 1e-5, rotation_tolerance: float = 1e-5,
                  damping: float = 0.01, joint_weights=None, singular_threshold: float = NEAR_SINGULAR_THRESHOLD,
-                 options: dict | None = None):
+                 options: dict | None = None, world=None, self_collision: bool = False, margin: float = 0.005):
+        from .solve import _collision_options
+
         from .solvers.shared import compile_problem
 
         if method not in TRACK_METHODS:
@@ -463,6 +471,10 @@ class Tracker:
                 if anchor is not None:
                     self._reach.append((g, robot.fk(robot.neutral(), anchor)[:3, 3].copy(), radius))
         self._status = {CONVERGED: Status.CONVERGED, RUNNING: Status.ITERATION_LIMIT, STALLED: Status.STALLED}
+        self._collision = _collision_options(world, self_collision, margin)
+        if self._collision is not None:
+            from .collision.rows import solve_rows
+            self._coll = solve_rows(robot, *self._collision)
         self._geo = None
         self._geo_eps = None
         self._cones = bool(robot.extras.get("cone_limits"))
@@ -475,6 +487,10 @@ class Tracker:
             self._geo = (kernel, tuple(args), tail, np.zeros(8))
         elif options:
             raise SolverError(f"Tracker: method {method!r} takes no options, got {sorted(options)}")
+        if self._collision is not None and self._geo is not None:
+            raise SolverError(f"Tracker: method {method!r} cannot keep collision distances (world / "
+                              f"self_collision); use method='lm' or 'dls'")
+
 
     # ------------------------------------------------------------------ construction helpers
     @staticmethod
@@ -593,6 +609,8 @@ class Tracker:
             self._gvec[:] = self._gvec_ok  # a half-written update must not linger
             self._gR[:] = self._gR_ok
             raise
+        if self._collision is not None:
+            return self._update_collision(targets)
         out = self._out
         q_before = self._q.copy()
         if self._geo is not None:
@@ -630,6 +648,41 @@ class Tracker:
         return TrackStep(self._q.copy(), status, float(out[O_PERR]), float(out[O_RERR]), float(out[O_JUMP]),
                          bool(code != CONVERGED and bound_active), bool(out[O_SIGMA] < self.singular_threshold),
                          int(out[O_ITERS]))
+
+    def _update_collision(self, targets) -> TrackStep:
+        """update() with the collision rows: the general LM core from the current q, bounded by
+        max_joint_step, no restarts (solve._solve_lm)."""
+        import copy
+        import time
+
+        from .collision.rows import rows_clear
+        from .solve import _solve_lm
+
+        p = self._problem
+        if not _targets_ok(p.gkind, self._gvec, self._gR):
+            self._gvec[:] = self._gvec_ok
+            self._gR[:] = self._gR_ok
+            raise GoalError(f"targets: expected finite values within ±{MAX_LENGTH:g} m and proper rotations "
+                            f"(orthonormal, det +1), got {_short(targets)}")
+        self._gvec_ok[:] = self._gvec
+        self._gR_ok[:] = self._gR
+        problem = copy.copy(p)
+        problem.gvec, problem.gR = self._gvec_ok, self._gR_ok
+        q_before = self._q.copy()
+        res = _solve_lm(self.robot, problem, q_before, None, self.iterations, 0, False, "speed", self._bound,
+                        time.perf_counter(), self._coll)
+        q = res.q if np.all(np.isfinite(res.q)) else q_before
+        self._q[:] = q
+        status = res.status
+        if res.position_error <= p.tol_p and res.rotation_error <= p.tol_r and not rows_clear(self.robot, q,
+                                                                                                 self._coll):
+            status = Status.IN_COLLISION
+        elif status == Status.TIME_LIMIT:
+            status = Status.ITERATION_LIMIT
+        jump = float(np.max(np.abs(self.robot.difference(q_before, q)))) if self.robot.dof else 0.0
+        bound_active = bool(np.any(np.abs(q - q_before) >= self._bound - 1e-12))
+        return TrackStep(self._q.copy(), status, float(res.position_error), float(res.rotation_error), jump,
+                         bool(status != Status.CONVERGED and bound_active), False, int(res.iterations))
 
     def _update_geometric(self, q_before):
         """One ccd/fabrik update: the targets checked (a bad one restores the last good ones), the
@@ -699,7 +752,7 @@ def _entry_point(dispatcher, args):
 def _errors(robot, p, q, gvec, gR):
     from .solvers.shared import goal_errors
 
-    return goal_errors(robot._ni, robot._nf, robot.origin, q, p.gnode, p.gkind, gvec, gR, p.gaxis, p.gw)
+    return goal_errors(robot.node_table, robot.node_params, robot.origin, q, p.gnode, p.gkind, gvec, gR, p.gaxis, p.gw)
 
 
 def _short(v):

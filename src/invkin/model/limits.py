@@ -320,7 +320,7 @@ def respect_cone_limits(robot, goals, res, position_tolerance: float, rotation_t
     if np.array_equal(q, res.q):
         return res
     p = compile_problem(robot, goals, position_tolerance, rotation_tolerance)
-    pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, q, p.gnode, p.gkind, p.gvec, p.gR, p.gaxis, p.gw)
+    pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, p.gnode, p.gkind, p.gvec, p.gR, p.gaxis, p.gw)
     ok = pe <= position_tolerance and re_ <= rotation_tolerance
     status = Status.CONVERGED if ok else (res.status if res.status != Status.CONVERGED else Status.STALLED)
     info = dict(res.info)
