@@ -61,11 +61,11 @@ from numba import njit
 from ..errors import SolverError
 from ..goals import KIND_POSITION
 from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
-from ..spatial import so3_exp_nb
 from ._common import CONVERGED, RUNNING, STALLED
 from ._iterate import end_iterations
 from ._rotfit import (ball_update, best_arc_angle, clamp_swing_twist_quat, has_cone, horn_quat, local_quats,
-                      min_rotation_quat, qmul, quat_from_rotvec, quat_to_matrix_into)
+                      min_rotation_quat, qmul, quat_from_rotvec)
+from ._chain import node_fk, position_errors, sync_ball_q
 from ._twist import (cone_groups_table, cone_rows, group_quat, project_groups, resolve_twist, twist_structure,
                      write_group)
 from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, twist_option, visit_flags, welman_terms
@@ -75,43 +75,6 @@ JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
 
 EPS_LEN = 1e-9     # [m] bones shorter than this merge their two joints into one point
 W_DEEP = 1e-3      # weight of points beyond a joint's own bones in the hinge fit
-
-
-@njit(cache=True)
-def _node_fk(ni, nf, origin, q, Lq, Tall, i, M):
-    """Tall[i] = Tall[parent] @ origin[i] @ M(q) for one node, rows 0-2 only (the last row stays
-    [0 0 0 1]); a ball joint's rotation from its quaternion Lq[i] (kept by ball_update), a hinge's
-    from its angle. M (3, 4): scratch."""
-    jt = ni[i, 1]
-    if jt == BALL and ni[i, 2] >= 0:
-        quat_to_matrix_into(Lq[i, 0], Lq[i, 1], Lq[i, 2], Lq[i, 3], M)
-        M[0, 3] = M[1, 3] = M[2, 3] = 0.0
-    else:
-        for r in range(3):
-            for c in range(4):
-                M[r, c] = 1.0 if r == c else 0.0
-        if jt == REVOLUTE and ni[i, 2] >= 0:
-            th = nf[i, 3] * q[ni[i, 2]] + nf[i, 4]
-            so3_exp_nb(nf[i, 0] * th, nf[i, 1] * th, nf[i, 2] * th, M)
-        elif jt == PRISMATIC and ni[i, 2] >= 0:
-            th = nf[i, 3] * q[ni[i, 2]] + nf[i, 4]
-            M[0, 3] = nf[i, 0] * th
-            M[1, 3] = nf[i, 1] * th
-            M[2, 3] = nf[i, 2] * th
-    p = ni[i, 0]
-    for r in range(3):  # A = (Tall[p] @ origin[i]) row r, then A @ M
-        if p < 0:
-            a0, a1, a2, a3 = origin[i, r, 0], origin[i, r, 1], origin[i, r, 2], origin[i, r, 3]
-        else:
-            a0 = Tall[p, r, 0] * origin[i, 0, 0] + Tall[p, r, 1] * origin[i, 1, 0] + Tall[p, r, 2] * origin[i, 2, 0]
-            a1 = Tall[p, r, 0] * origin[i, 0, 1] + Tall[p, r, 1] * origin[i, 1, 1] + Tall[p, r, 2] * origin[i, 2, 1]
-            a2 = Tall[p, r, 0] * origin[i, 0, 2] + Tall[p, r, 1] * origin[i, 1, 2] + Tall[p, r, 2] * origin[i, 2, 2]
-            a3 = (Tall[p, r, 0] * origin[i, 0, 3] + Tall[p, r, 1] * origin[i, 1, 3] + Tall[p, r, 2] * origin[i, 2, 3]
-                  + Tall[p, r, 3])
-        for c in range(4):
-            Tall[i, r, c] = a0 * M[0, c] + a1 * M[1, c] + a2 * M[2, c] + (a3 if c == 3 else 0.0)
-    Tall[i, 3, 0] = Tall[i, 3, 1] = Tall[i, 3, 2] = 0.0
-    Tall[i, 3, 3] = 1.0
 
 
 @njit(cache=True)
@@ -154,21 +117,6 @@ def point_structure(ni, origin, gnode, gkind, gw):
         if point[k] and ni[k, 0] >= 0:
             pp[k] = rep[ni[k, 0]]
     return rep, point, movable, pp, anc
-
-
-@njit(cache=True)
-def _position_errors(gnode, gkind, gvec, gw, Tall):
-    """(largest position error [m], Σ gw² |p* − p|²) over the position goals, frames Tall."""
-    perr = 0.0
-    cost = 0.0
-    for g in range(gnode.shape[0]):
-        if gkind[g] == 0 and gw[g] > 0.0:
-            d2 = 0.0
-            for c in range(3):
-                d2 += (gvec[g, c] - Tall[gnode[g], c, 3]) ** 2
-            perr = max(perr, math.sqrt(d2))
-            cost += gw[g] * gw[g] * d2
-    return perr, cost
 
 
 @njit(cache=True)
@@ -242,9 +190,10 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
     for i in range(n):
         if ni[i, 2] >= 0 and visit[i] == 0:
             followers = True
+    lazy = not followers and cone_angle == math.inf  # ball rotations in Lq only; q written at the end
     fk_all_into(ni, nf, origin, q, Told)
     Rref = Told[:, :3, :3].copy() if twist else Told[:1, :3, :3].copy()  # the frames the twist is kept from
-    perr, cost = _position_errors(gnode, gkind, gvec, gw, Told)  # at the start
+    perr, cost = position_errors(gnode, gkind, gvec, gw, Told)  # at the start
     best = state[0] if state[0] > 0.0 else cost
     small = state[4]
     code = RUNNING
@@ -284,7 +233,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
             cnt[r] += 1.0
         # ---- stage 2: root to tip, in joint space
         for i in range(n):
-            _node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
+            node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
             if visit[i] == 0 or not point[rep[i]]:
                 continue
             jt = ni[i, 1]
@@ -302,7 +251,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                     a_r = Tcur[i, r, 0] * nf[i, 0] + Tcur[i, r, 1] * nf[i, 1] + Tcur[i, r, 2] * nf[i, 2]
                     lam += a_r * (fwd[i, r] - Tcur[i, r, 3])
                 set_joint(q, ci, m, lam, lower, upper)
-                _node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
+                node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
                 continue
             if jt != REVOLUTE and jt != BALL:
                 continue
@@ -386,7 +335,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 if has_cone(grows, grp):
                     lw, lx, ly, lz, _ = clamp_swing_twist_quat(lw, lx, ly, lz, grows, grp)
                 write_group(ni, nf, q, lower, upper, groups, grp, lw, lx, ly, lz, W)
-                _node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
+                node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
                 continue
             if jt == REVOLUTE:
                 m = nf[i, 3]
@@ -408,7 +357,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 for r in range(3):
                     for c in range(3):
                         W[r, c] = Tcur[i, r, c]
-                ball_update(q, ci, lower, upper, W, dw, dx, dy, dz, 1.0, cone, i, Lq, Q)
+                ball_update(q, ci, lower, upper, W, dw, dx, dy, dz, 1.0, cone, i, Lq, Q, not lazy)
                 ang = math.sqrt(q[ci] ** 2 + q[ci + 1] ** 2 + q[ci + 2] ** 2)
                 if ang > cone_angle:  # the option cone_angle: |q| <= cone_angle on the rotation vector
                     for c in range(3):
@@ -420,18 +369,22 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                         for r in range(3):
                             Tcur[i, r, c] = Q[r, 0] * a0_ + Q[r, 1] * a1_ + Q[r, 2] * a2_
                     continue
-            _node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
+            node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
         # three-channel joints: their cone/twist limits after every iteration
         projected = groups.shape[0] > 0 and project_groups(ni, nf, q, lower, upper, groups, grows)
         if followers or projected:
+            if lazy:
+                sync_ball_q(ni, Lq, q, lower, upper)
             fk_all_into(ni, nf, origin, q, Told)  # exact FK (mimic followers may precede leaders)
         else:  # stage 2 left every frame at FK(q)
             Told, Tcur = Tcur, Told
-        perr, cost = _position_errors(gnode, gkind, gvec, gw, Told)
+        perr, cost = position_errors(gnode, gkind, gvec, gw, Told)
         best, small = sweep_progress(cost, best, small)
         if small >= STALL_SWEEPS:
             code = STALLED
             break
+    if lazy:
+        sync_ball_q(ni, Lq, q, lower, upper)
     if twist and it > 0:
         resolve_twist(ni, q, tw_axes, tw_modes, cone, lower, upper, cone_angle, Rref, Told)  # Told: FK(q)
     state[0] = best
