@@ -20,7 +20,7 @@ from .errors import ConfigurationError, GoalError, SolverError
 from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KINDS, Pose, Position
 from .result import Result, Status
 from .solvers import get_method, methods
-from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors
+from .solvers.shared import CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, project_cones_in_place
 from .model.limits import respect_cone_limits
 from .solvers import lm as _lm
 from .solvers import lm_core as _core
@@ -322,6 +322,21 @@ def _needs_post(robot) -> bool:
     return post
 
 
+def _project_cones(robot, problem, q, state, code):
+    """q (in place) projected onto the robot's swing-cone/twist limits after an iteration of a method
+    that does not apply them itself; when that moved q, its errors are re-measured (state slots 2, 3)
+    and the code says whether the projected q meets the tolerances (CONVERGED) or not (RUNNING,
+    unless the method had STALLED)."""
+    if not project_cones_in_place(robot, q):
+        return code
+    perr, rerr = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
+                             problem.gR, problem.gaxis, problem.gw)
+    state[2], state[3] = perr, rerr
+    if perr <= problem.tol_p and rerr <= problem.tol_r:
+        return CONVERGED
+    return STALLED if code == STALLED else RUNNING
+
+
 def _wrap_near(robot, q, q0) -> None:
     """Shift every continuous joint of q ((dof,) or (B, dof), in place) by a multiple of 2 pi to
     within pi of its value in q0: the same poses (Robot.wrap_dofs lists only joints where a
@@ -467,6 +482,11 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
     stalled_errs = []
     stop_reason = None
     chunk = _FIRST_CHUNK
+    # ccd and fabrik apply cone limits inside their updates; the other methods get one iteration per
+    # call and a projection after it (a projected iteration; solvers/_twist.py, model/limits.py)
+    cones = bool(robot.extras.get("cone_limits")) and m.name not in ("ccd", "fabrik")
+    if cones:
+        chunk = 1
     unreachable_known = None
     per_iter = None
     attempt_cap = m.attempt_iterations
@@ -479,6 +499,8 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         it_before = state[1]
         t0 = time.perf_counter()
         code = m.iterate(problem, q, budget_it, state, opts)
+        if cones:  # swing-cone/twist limits the method's iterations do not see: projected every iteration
+            code = _project_cones(robot, problem, q, state, code)
         done = int(state[1] - it_before)
         total_it += done
         attempt_it += done
@@ -539,7 +561,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
                 state[4] = 1.0 if n_restarts % 2 == 1 else 0.0
             attempt_it = 0
             n_restarts += 1
-        if deadline is not None and per_iter:
+        if deadline is not None and per_iter and not cones:
             chunk = int(min(max(16, 0.25 * (deadline - now) / per_iter), 10_000))
     if best_conv_q is not None:
         best_q = best_conv_q
