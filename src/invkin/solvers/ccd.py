@@ -268,7 +268,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     Tg = np.empty((G, 4, 4))
     Jf = np.empty((6, dof))
     e = np.empty(3 * G)
-    J = np.empty((3 * G, dof))
+    J = np.empty((0, dof))  # task_eval: residual and errors only
     errs = np.empty(20)  # task_eval uses the tail as scratch
     anc = goal_ancestry(ni, gnode)
     sfac = stiffness_factors(ni, colfac)
@@ -279,7 +279,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     W = np.empty((3, 3))
     ev = np.empty(3)
     tv = np.empty(3)
-    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
     cost = sqnorm(e)
     best = state[0] if state[0] > 0.0 else cost
     small = state[4]
@@ -456,7 +456,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                 fk_all_into(ni, nf, origin, q, Tall)
                 for g in range(G):
                     Tg[g, :, :] = Tall[gnode[g]]
-        task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+        task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
         best, small = sweep_progress(sqnorm(e), best, small)
         if small >= STALL_SWEEPS:
             code = STALLED
