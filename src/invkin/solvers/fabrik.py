@@ -55,11 +55,13 @@ from numba import njit
 from ..errors import SolverError
 from ..goals import KIND_POSITION
 from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
-from ..spatial import so3_exp_nb, so3_log_nb
+from ..spatial import so3_exp_nb
 from ._common import CONVERGED, RUNNING, STALLED
 from ._iterate import end_iterations
-from ._rotfit import best_arc_angle, horn_rotation, min_rotvec
-from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, visit_flags, welman_terms
+from ._rotfit import (ball_update, best_arc_angle, horn_quat, local_quats, min_rotation_quat, quat_from_rotvec,
+                      quat_to_matrix_into)
+from ._twist import cone_groups_table, cone_rows, project_groups, resolve_twist, twist_structure
+from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, twist_option, visit_flags, welman_terms
 
 NAME = "fabrik"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -69,43 +71,40 @@ W_DEEP = 1e-3      # weight of points beyond a joint's own bones in the hinge fi
 
 
 @njit(cache=True)
-def _local_motion(jt, nf_i, qc, q, M):
-    """M (4, 4) = the joint motion of one node (identity outside the 3x3 / xyz parts)."""
-    for r in range(4):
-        for c in range(4):
-            M[r, c] = 1.0 if r == c else 0.0
-    if jt == REVOLUTE:
-        th = nf_i[3] * q[qc] + nf_i[4]
-        so3_exp_nb(nf_i[0] * th, nf_i[1] * th, nf_i[2] * th, M)
-    elif jt == PRISMATIC:
-        th = nf_i[3] * q[qc] + nf_i[4]
-        M[0, 3] = nf_i[0] * th
-        M[1, 3] = nf_i[1] * th
-        M[2, 3] = nf_i[2] * th
-    elif jt == BALL:
-        so3_exp_nb(q[qc], q[qc + 1], q[qc + 2], M)
-
-
-@njit(cache=True)
-def _node_fk(ni, nf, origin, q, Tall, i, M, tmp):
-    """Tall[i] = Tall[parent] @ origin[i] @ M(q) for one node."""
-    _local_motion(ni[i, 1], nf[i], ni[i, 2], q, M)
-    p = ni[i, 0]
-    for r in range(4):
-        for c in range(4):
-            s = 0.0
-            for k in range(4):
-                s += origin[i, r, k] * M[k, c]
-            tmp[r, c] = s
-    if p < 0:
-        Tall[i, :, :] = tmp
+def _node_fk(ni, nf, origin, q, Lq, Tall, i, M):
+    """Tall[i] = Tall[parent] @ origin[i] @ M(q) for one node, rows 0-2 only (the last row stays
+    [0 0 0 1]); a ball joint's rotation from its quaternion Lq[i] (kept by ball_update), a hinge's
+    from its angle. M (3, 4): scratch."""
+    jt = ni[i, 1]
+    if jt == BALL and ni[i, 2] >= 0:
+        quat_to_matrix_into(Lq[i, 0], Lq[i, 1], Lq[i, 2], Lq[i, 3], M)
+        M[0, 3] = M[1, 3] = M[2, 3] = 0.0
     else:
-        for r in range(4):
+        for r in range(3):
             for c in range(4):
-                s = 0.0
-                for k in range(4):
-                    s += Tall[p, r, k] * tmp[k, c]
-                Tall[i, r, c] = s
+                M[r, c] = 1.0 if r == c else 0.0
+        if jt == REVOLUTE and ni[i, 2] >= 0:
+            th = nf[i, 3] * q[ni[i, 2]] + nf[i, 4]
+            so3_exp_nb(nf[i, 0] * th, nf[i, 1] * th, nf[i, 2] * th, M)
+        elif jt == PRISMATIC and ni[i, 2] >= 0:
+            th = nf[i, 3] * q[ni[i, 2]] + nf[i, 4]
+            M[0, 3] = nf[i, 0] * th
+            M[1, 3] = nf[i, 1] * th
+            M[2, 3] = nf[i, 2] * th
+    p = ni[i, 0]
+    for r in range(3):  # A = (Tall[p] @ origin[i]) row r, then A @ M
+        if p < 0:
+            a0, a1, a2, a3 = origin[i, r, 0], origin[i, r, 1], origin[i, r, 2], origin[i, r, 3]
+        else:
+            a0 = Tall[p, r, 0] * origin[i, 0, 0] + Tall[p, r, 1] * origin[i, 1, 0] + Tall[p, r, 2] * origin[i, 2, 0]
+            a1 = Tall[p, r, 0] * origin[i, 0, 1] + Tall[p, r, 1] * origin[i, 1, 1] + Tall[p, r, 2] * origin[i, 2, 1]
+            a2 = Tall[p, r, 0] * origin[i, 0, 2] + Tall[p, r, 1] * origin[i, 1, 2] + Tall[p, r, 2] * origin[i, 2, 2]
+            a3 = (Tall[p, r, 0] * origin[i, 0, 3] + Tall[p, r, 1] * origin[i, 1, 3] + Tall[p, r, 2] * origin[i, 2, 3]
+                  + Tall[p, r, 3])
+        for c in range(4):
+            Tall[i, r, c] = a0 * M[0, c] + a1 * M[1, c] + a2 * M[2, c] + (a3 if c == 3 else 0.0)
+    Tall[i, 3, 0] = Tall[i, 3, 1] = Tall[i, 3, 2] = 0.0
+    Tall[i, 3, 3] = 1.0
 
 
 @njit(cache=True)
@@ -167,7 +166,8 @@ def _position_errors(gnode, gkind, gvec, gw, Tall):
 
 @njit(cache=True)
 def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
-                   tol_p, tol_r, q, max_iter, state, visit, cone_angle):
+                   tol_p, tol_r, q, max_iter, state, visit, cone_angle, cone, tw_axes, tw_modes, twist,
+                   groups, grows):
     """Run up to ``max_iter`` FABRIK iterations on q in place (Aristidou & Lasenby 2011).
 
     Stage 1, tip to root over the merged points: f_k = target (a goal point) or the centroid of
@@ -185,8 +185,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
     rep, point, movable, pp, anc = point_structure(ni, origin, gnode, gkind, gw)
     Told = np.empty((n, 4, 4))
     Tcur = np.empty((n, 4, 4))
-    M = np.empty((4, 4))
-    tmp = np.empty((4, 4))
+    M = np.empty((3, 4))
     fwd = np.empty((n, 3))
     acc = np.empty((n, 3))
     cnt = np.empty(n)
@@ -204,16 +203,32 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
         if point[k] and movable[k]:
             pts[npts] = k
             npts += 1
+    chs = np.zeros(n + 1, np.int64)  # the moving points by parent point: chl[chs[r]:chs[r + 1]]
+    for kk in range(npts):
+        chs[pp[pts[kk]] + 1] += 1
+    for r in range(n):
+        chs[r + 1] += chs[r]
+    chl = np.empty(max(npts, 1), np.int64)
+    fill = chs[:n].copy()
+    for kk in range(npts):
+        r = pp[pts[kk]]
+        chl[fill[r]] = pts[kk]
+        fill[r] += 1
     S = np.empty((3, 3))
     Q = np.empty((3, 3))
-    P0 = np.empty((3, 3))
-    M2 = np.empty((3, 3))
-    rv = np.empty(3)
+    W = np.empty((3, 3))
     ev = np.empty(3)
     tv = np.empty(3)
     e1 = np.empty(3)
     t1 = np.empty(3)
+    Lq = np.empty((n, 4))  # the ball joints' quaternions, kept in step with q by ball_update
+    local_quats(ni, q, Lq)
+    followers = False
+    for i in range(n):
+        if ni[i, 2] >= 0 and visit[i] == 0:
+            followers = True
     fk_all_into(ni, nf, origin, q, Told)
+    Rref = Told[:, :3, :3].copy() if twist else Told[:1, :3, :3].copy()  # the frames the twist is kept from
     perr, cost = _position_errors(gnode, gkind, gvec, gw, Told)  # at the start
     best = state[0] if state[0] > 0.0 else cost
     small = state[4]
@@ -254,7 +269,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
             cnt[r] += 1.0
         # ---- stage 2: root to tip, in joint space
         for i in range(n):
-            _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
+            _node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
             if visit[i] == 0 or not point[rep[i]]:
                 continue
             jt = ni[i, 1]
@@ -272,7 +287,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                     a_r = Tcur[i, r, 0] * nf[i, 0] + Tcur[i, r, 1] * nf[i, 1] + Tcur[i, r, 2] * nf[i, 2]
                     lam += a_r * (fwd[i, r] - Tcur[i, r, 3])
                 set_joint(q, ci, m, lam, lower, upper)
-                _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
+                _node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
                 continue
             if jt != REVOLUTE and jt != BALL:
                 continue
@@ -285,8 +300,15 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
             ax = Tcur[i, 0, 0] * nf[i, 0] + Tcur[i, 0, 1] * nf[i, 1] + Tcur[i, 0, 2] * nf[i, 2]
             ay = Tcur[i, 1, 0] * nf[i, 0] + Tcur[i, 1, 1] * nf[i, 1] + Tcur[i, 1, 2] * nf[i, 2]
             az = Tcur[i, 2, 0] * nf[i, 0] + Tcur[i, 2, 1] * nf[i, 1] + Tcur[i, 2, 2] * nf[i, 2]
-            for kk in range(npts):
-                k = pts[kk]
+            lst = pts
+            a0 = 0
+            a1 = npts
+            if jt == BALL:  # a ball fits its own bones only: the points whose parent point is its own
+                lst = chl
+                a0 = chs[rep[i]]
+                a1 = chs[rep[i] + 1]
+            for kk in range(a0, a1):
+                k = lst[kk]
                 if k == rep[i] or not anc[i, k]:
                     continue
                 child = pp[k] == rep[i]
@@ -314,10 +336,11 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                     for r in range(3):
                         e1[r] = ev[r]
                         t1[r] = tv[r]
-                d1, d2, d3 = welman_terms(ev, tv, ax, ay, az, w, S)
-                k1 += d1
-                k2 += d2
-                k3 += d3
+                if jt == REVOLUTE or a1 - a0 > 1:  # (one bone of a ball: its smallest rotation, below)
+                    d1, d2, d3 = welman_terms(ev, tv, ax, ay, az, w, S)
+                    k1 += d1
+                    k2 += d2
+                    k3 += d3
             if nb == 0:
                 continue
             if jt == REVOLUTE:
@@ -332,38 +355,40 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 set_revolute(q, ci, m, phi, lower, upper)
             else:
                 if nb == 1:
-                    min_rotvec(e1[0], e1[1], e1[2], t1[0], t1[1], t1[2], rv)
+                    dw, dx, dy, dz = min_rotation_quat(e1[0], e1[1], e1[2], t1[0], t1[1], t1[2])
                 else:
-                    horn_rotation(S, Q)
-                    so3_log_nb(Q, rv)
-                # world increment -> local: R <- R exp(Tcurᵀ rv); the increment's axis is ⟂ to the bone,
-                # so the bone keeps its twist from the previous frame
-                for c in range(3):
-                    tv[c] = Tcur[i, 0, c] * rv[0] + Tcur[i, 1, c] * rv[1] + Tcur[i, 2, c] * rv[2]
-                so3_exp_nb(q[ci], q[ci + 1], q[ci + 2], Q)
-                so3_exp_nb(tv[0], tv[1], tv[2], P0)
+                    dw, dx, dy, dz = horn_quat(S)
+                # R <- R (Wᵀ d W): the increment turns the bone from its current direction (its axis is
+                # ⟂ to the bone, so the bone keeps its twist); the cone/twist limit applies at once
                 for r in range(3):
                     for c in range(3):
-                        M2[r, c] = Q[r, 0] * P0[0, c] + Q[r, 1] * P0[1, c] + Q[r, 2] * P0[2, c]
-                so3_log_nb(M2, ev)
-                ang = math.sqrt(ev[0] ** 2 + ev[1] ** 2 + ev[2] ** 2)
-                f = 1.0
-                if ang > cone_angle:
-                    f = cone_angle / ang
-                for c in range(3):
-                    v = f * ev[c]
-                    if v < lower[ci + c]:
-                        v = lower[ci + c]
-                    elif v > upper[ci + c]:
-                        v = upper[ci + c]
-                    q[ci + c] = v
-            _node_fk(ni, nf, origin, q, Tcur, i, M, tmp)
-        fk_all_into(ni, nf, origin, q, Told)  # exact FK (mimic followers may precede leaders)
+                        W[r, c] = Tcur[i, r, c]
+                ball_update(q, ci, lower, upper, W, dw, dx, dy, dz, 1.0, cone, i, Lq, Q)
+                ang = math.sqrt(q[ci] ** 2 + q[ci + 1] ** 2 + q[ci + 2] ** 2)
+                if ang > cone_angle:  # the option cone_angle: |q| <= cone_angle on the rotation vector
+                    for c in range(3):
+                        q[ci + c] = min(max(q[ci + c] * cone_angle / ang, lower[ci + c]), upper[ci + c])
+                    Lq[i, 0], Lq[i, 1], Lq[i, 2], Lq[i, 3] = quat_from_rotvec(q[ci], q[ci + 1], q[ci + 2])
+                else:  # the frame turned by Q about its own point
+                    for c in range(3):
+                        a0_, a1_, a2_ = Tcur[i, 0, c], Tcur[i, 1, c], Tcur[i, 2, c]
+                        for r in range(3):
+                            Tcur[i, r, c] = Q[r, 0] * a0_ + Q[r, 1] * a1_ + Q[r, 2] * a2_
+                    continue
+            _node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
+        # three-channel joints: their cone/twist limits after every iteration
+        projected = groups.shape[0] > 0 and project_groups(ni, nf, q, lower, upper, groups, grows)
+        if followers or projected:
+            fk_all_into(ni, nf, origin, q, Told)  # exact FK (mimic followers may precede leaders)
+        else:  # stage 2 left every frame at FK(q)
+            Told, Tcur = Tcur, Told
         perr, cost = _position_errors(gnode, gkind, gvec, gw, Told)
         best, small = sweep_progress(cost, best, small)
         if small >= STALL_SWEEPS:
             code = STALLED
             break
+    if twist and it > 0:
+        resolve_twist(ni, q, tw_axes, tw_modes, cone, lower, upper, cone_angle, Rref, Told)  # Told: FK(q)
     state[0] = best
     state[4] = small
     return end_iterations(code, it, perr, 0.0, tol_p, tol_r, state)  # no rotation error (tol_r > 0)
@@ -389,21 +414,30 @@ def _check(problem):
                                   f"'dls' or 'pinv'")
 
 
-def _iterate(problem, q, max_iter, state, options):
+def kernel_call(problem, options):
+    """(kernel, tail): ``kernel(*problem.args, q, max_iter, state, *tail)`` runs the iterations (as
+    :func:`invkin.solvers.ccd.kernel_call`); the goals are checked by ``_check`` before."""
     cone = options.get("cone_angle", None)
     if cone is None:
         cone = math.inf
     elif isinstance(cone, bool) or not isinstance(cone, (int, float, np.integer, np.floating)) \
             or not (cone > 0 and math.isfinite(cone)):
         raise SolverError(f"fabrik: cone_angle must be a finite angle > 0 [rad] or None, got {cone!r}")
-    return fabrik_iterate(*problem.args, q, max_iter, state, visit_flags(problem.robot), float(cone))
+    tw_axes, tw_modes = twist_structure(problem.robot, problem)
+    return fabrik_iterate, (visit_flags(problem.robot), float(cone), cone_rows(problem.robot), tw_axes, tw_modes,
+                            twist_option("fabrik", options), *cone_groups_table(problem.robot))
+
+
+def _iterate(problem, q, max_iter, state, options):
+    kernel, tail = kernel_call(problem, options)
+    return kernel(*problem.args, q, max_iter, state, *tail)
 
 
 def _register():
     from . import Method, register
 
     register(Method(NAME, _iterate, "FABRIK (Aristidou & Lasenby 2011): chains and trees, hinge and cone limits",
-                    JOINT_TYPES, goal_kinds=("position",), check=_check, defaults=dict(cone_angle=None)))
+                    JOINT_TYPES, goal_kinds=("position",), check=_check, defaults=dict(cone_angle=None, twist="previous")))
 
 
 _register()

@@ -15,4 +15,26 @@ from ._linalg import damped_normal_equations, residual_sqnorm, smallest_singular
 
 __all__ = ["CONVERGED", "RUNNING", "STALLED", "chol_solve", "compile_problem", "goal_errors",
            "posture_residual", "step_and_clamp", "task_eval", "take_trial", "damped_normal_equations",
-           "residual_sqnorm", "smallest_singular_value", "sym_eigvals"]
+           "residual_sqnorm", "smallest_singular_value", "sym_eigvals", "GEOMETRIC", "geometric_kernel"]
+
+GEOMETRIC = ("ccd", "fabrik")  # the methods whose sweeps run through geometric_kernel
+
+
+def geometric_kernel(problem, method: str, options: dict):
+    """(kernel, tail) of ``ccd`` or ``fabrik`` for ``problem`` after the method's goal checks and with
+    its options validated: ``kernel(*problem.args, q, max_iter, state, *tail)`` runs its iterations
+    (what the solve driver calls through the registry, for a caller that keeps ``tail``)."""
+    from . import get_method
+
+    m = get_method(method)
+    unknown = set(options) - set(m.defaults)
+    if unknown:
+        from ..errors import SolverError
+        raise SolverError(f"method {method!r} has no option(s) {sorted(unknown)}; its options: {sorted(m.defaults)}")
+    if m.check is not None:
+        m.check(problem)
+    if method == "ccd":
+        from .ccd import kernel_call
+    else:
+        from .fabrik import kernel_call
+    return kernel_call(problem, {**m.defaults, **options})
