@@ -563,16 +563,21 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         return None  # timeout=None: the general path bounds it by DEFAULT_MAX_ITERATIONS
     if type(seed) is not int or not 0 <= seed < SEED_LIMIT:
         return None
+    frames = robot.cache.get("lm_fast")  # frame -> (chain program, lims, free, size, dof, q neutral)
+    fast = None if frames is None else frames.get(goal.frame)
+    if fast is None:
+        fast = _fast_tables(robot, goal.frame)
+        if fast is None:
+            return None
+    ch, lims, free, size, dof, q_neutral = fast
     if q0 is None:
-        q0 = robot.q_neutral
-    elif not (type(q0) is np.ndarray and q0.dtype is _F64 and q0.ndim == 1 and q0.shape[0] == robot.dof):
+        q0 = q_neutral
+    elif not (type(q0) is np.ndarray and q0.dtype is _F64 and q0.ndim == 1 and q0.shape[0] == dof):
         return None
-    if not robot.has_frame(goal.frame):
-        return None
-    ch = robot.chain_program(goal.frame)
+    if lims is None:  # a floating robot: its base restarts are sampled around q0
+        lims, free, size = _lm_tables(robot, None, q0)
     gkind, gvec, gR, gaxis, gw = goal.table()
-    lims, free, size = robot.cache.get("lm_tables") or _lm_tables(robot, None, q0)
-    best_q = np.empty(robot.dof)
+    best_q = np.empty(dof)
     st = _CHAIN_STATE0[1 if free else 0].copy()
     buf = _scratch(size)
     budget = _FIRST_CHUNK
@@ -618,6 +623,19 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         budget = 10_000 if deadline is None else int(min(max(16, 0.5 * (deadline - now) / per_iter), 10_000))
     return Result(best_q, False, status, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
                   time.perf_counter() - t_start, "lm")
+
+
+def _fast_tables(robot, frame):
+    """What _solve_lm_fast reads per (robot, frame), kept in ``robot.cache["lm_fast"][frame]`` (two
+    dict look-ups instead of five queries): (chain program, lims, free, scratch size, dof,
+    q neutral); lims None on a floating robot (its tables depend on q0). None for a name that is
+    not a frame of the robot, or not a str."""
+    if type(frame) is not str or not robot.has_frame(frame):
+        return None
+    lims, free, size = (None, None, None) if robot.floating else _lm_tables(robot)
+    fast = (robot.chain_program(frame), lims, free, size, robot.dof, robot.q_neutral)
+    robot.cache.setdefault("lm_fast", {})[frame] = fast
+    return fast
 
 
 def _seed_int(seed) -> int:
