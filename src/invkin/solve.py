@@ -242,11 +242,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             and max_joint_step is None and dt is None):
         res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is not None:
-            if not _needs_post(robot):
-                return res
-            if robot.wrap_dofs.size:
-                _wrap_near(robot, res.q, robot.q_neutral if q0 is None else q0)
-            return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
+            return res  # (with the last steps of _post_solve done where the robot needs them)
     if nullspace is None and rest is None and nullspace_gain is None:
         res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
                      seed, joint_weights, restarts, mode, options, max_joint_step, dt)
@@ -254,9 +250,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         res = _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout,
                               max_iterations, seed, joint_weights, restarts, mode, options, nullspace,
                               nullspace_gain, nullspace_iterations, rest, max_joint_step, dt)
-    if robot.wrap_dofs.size:
-        _wrap_near(robot, res.q, robot.q_neutral if q0 is None else robot.check_q(q0, "q0"))
-    return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
+    return _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance)
 
 
 def _needs_post(robot) -> bool:
@@ -267,6 +261,14 @@ def _needs_post(robot) -> bool:
     if post is None:
         post = memo["post_solve"] = bool(robot.wrap_dofs.size) or bool(robot.extras.get("cone_limits"))
     return post
+
+
+def _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance):
+    """The driver's last steps on a result: continuous joints wrapped near q0 (None: the neutral
+    configuration), the swing/twist limits respected (respect_cone_limits)."""
+    if robot.wrap_dofs.size:
+        _wrap_near(robot, res.q, robot.q_neutral if q0 is None else robot.check_q(q0, "q0"))
+    return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
 
 
 def _wrap_near(robot, q, q0) -> None:
@@ -563,13 +565,13 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         return None  # timeout=None: the general path bounds it by DEFAULT_MAX_ITERATIONS
     if type(seed) is not int or not 0 <= seed < SEED_LIMIT:
         return None
-    frames = robot.cache.get("lm_fast")  # frame -> (chain program, lims, free, size, dof, q neutral)
+    frames = robot.cache.get("lm_fast")  # frame -> _fast_tables
     fast = None if frames is None else frames.get(goal.frame)
     if fast is None:
         fast = _fast_tables(robot, goal.frame)
         if fast is None:
             return None
-    ch, lims, free, size, dof, q_neutral = fast
+    ch, lims, free, size, dof, q_neutral, post = fast
     if q0 is None:
         q0 = q_neutral
     elif not (type(q0) is np.ndarray and q0.dtype is _F64 and q0.ndim == 1 and q0.shape[0] == dof):
@@ -600,8 +602,9 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             s = st.tolist()  # one conversion instead of four scalar reads
             if not (math.isfinite(s[8]) and math.isfinite(s[9])):  # math: a fraction of numpy's call cost
                 return None  # never call non-finite numbers converged: the general path judges it
-            return Result._new(best_q, True, Status.CONVERGED, s[8], s[9], int(s[1]), int(s[5]),
-                               time.perf_counter() - t_start, "lm")
+            res = Result._new(best_q, True, Status.CONVERGED, s[8], s[9], int(s[1]), int(s[5]),
+                              time.perf_counter() - t_start, "lm")
+            return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
         if code < 0:
             return None  # a non-finite q0: the general path names the bad entry
         now = time.perf_counter()
@@ -621,19 +624,20 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             break
         per_iter = (now - t0) / max(st[1] - it0, 1)
         budget = 10_000 if deadline is None else int(min(max(16, 0.5 * (deadline - now) / per_iter), 10_000))
-    return Result(best_q, False, status, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
-                  time.perf_counter() - t_start, "lm")
+    res = Result(best_q, False, status, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
+                 time.perf_counter() - t_start, "lm")
+    return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
 
 
 def _fast_tables(robot, frame):
     """What _solve_lm_fast reads per (robot, frame), kept in ``robot.cache["lm_fast"][frame]`` (two
-    dict look-ups instead of five queries): (chain program, lims, free, scratch size, dof,
-    q neutral); lims None on a floating robot (its tables depend on q0). None for a name that is
-    not a frame of the robot, or not a str."""
+    dict look-ups instead of six queries): (chain program, lims, free, scratch size, dof,
+    q neutral, whether results need _post_solve); lims None on a floating robot (its tables
+    depend on q0). None for a name that is not a frame of the robot, or not a str."""
     if type(frame) is not str or not robot.has_frame(frame):
         return None
     lims, free, size = (None, None, None) if robot.floating else _lm_tables(robot)
-    fast = (robot.chain_program(frame), lims, free, size, robot.dof, robot.q_neutral)
+    fast = (robot.chain_program(frame), lims, free, size, robot.dof, robot.q_neutral, _needs_post(robot))
     robot.cache.setdefault("lm_fast", {})[frame] = fast
     return fast
 
