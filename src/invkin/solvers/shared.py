@@ -15,9 +15,20 @@ from ._linalg import damped_normal_equations, residual_sqnorm, smallest_singular
 
 __all__ = ["CONVERGED", "RUNNING", "STALLED", "chol_solve", "compile_problem", "goal_errors",
            "posture_residual", "step_and_clamp", "task_eval", "take_trial", "damped_normal_equations",
-           "residual_sqnorm", "smallest_singular_value", "sym_eigvals", "GEOMETRIC", "geometric_kernel"]
+           "residual_sqnorm", "smallest_singular_value", "sym_eigvals", "GEOMETRIC", "geometric_kernel",
+           "project_cones_in_place"]
 
-GEOMETRIC = ("ccd", "fabrik")  # the methods whose sweeps run through geometric_kernel
+GEOMETRIC = ("ccd", "fabrik")
+
+
+def project_cones_in_place(robot, q) -> bool:
+    """q (dof,) (in place) projected onto the robot's swing-cone/twist limits by the kernels
+    (solvers/_twist.project_cones); True when it moved. Three-channel joints about other axes than
+    ±x, ±y, ±z are not covered here (the result's projection in solve covers them)."""
+    from ._twist import cone_groups_table, cone_rows, project_cones
+
+    return project_cones(robot._ni, robot._nf, q, robot.lower, robot.upper, cone_rows(robot),
+                         *cone_groups_table(robot))  # the methods whose sweeps run through geometric_kernel
 
 
 def geometric_kernel(problem, method: str, options: dict):
