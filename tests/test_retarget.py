@@ -256,3 +256,90 @@ def test_bad_arguments_are_refused(g1):
         ik.retarget(sk, "clip.bvh", g1)
     with pytest.raises(ik.FileError, match="motion"):
         ik.read_motion(MOCAP / "cmu_02_01_walk.bvh")
+
+
+# --------------------------------------------------------------------------- command line and datasets
+
+def _cli(*args, cwd=None):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "invkin.cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=600)
+
+
+@pytest.mark.slow
+def test_cli_retargets_a_clip_to_npz_and_csv_with_a_progress_bar(tmp_path, g1):
+    out, csv = tmp_path / "m.npz", tmp_path / "m.csv"
+    mp = tmp_path / "map.toml"
+    mp.write_text(load_mapping(bundled_mappings()["cmu_g1"]).to_toml())
+    r = _cli("retarget", MOCAP / "fair1_wave_hello.bvh", "g1", "--mapping", mp, "--out", out, "--csv", csv)
+    assert r.returncode == 0, r.stderr
+    assert "frame" in r.stderr and "100%" in r.stderr  # the progress bar
+    assert "0 limit violations" in r.stdout and str(out) in r.stdout
+    motion = ik.read_motion(out)
+    assert motion.n_frames == 839 and len(csv.read_text().splitlines()) == 840
+    sk, clip = ik.read_bvh(MOCAP / "fair1_wave_hello.bvh")
+    direct = ik.retarget(sk, clip, g1, mapping=mp)
+    np.testing.assert_allclose(g1.fk_all_array(motion.q), g1.fk_all_array(direct.q), atol=1e-9)
+    r = _cli("retarget", MOCAP / "fair1_wave_hello.bvh", "g1", "--out", tmp_path / "x.npz", "--json", "--no-progress")
+    assert r.returncode == 0 and json.loads(r.stdout)["limit_violations"] == 0 and r.stderr == ""
+
+
+@pytest.mark.slow
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path):
+    r = _cli("retarget", tmp_path / "missing.bvh", "g1", "--out", tmp_path / "m.npz")
+    assert r.returncode == 2 and "missing.bvh" in r.stderr and "Traceback" not in r.stderr
+    r = _cli("retarget", MOCAP / "fair1_wave_hello.bvh", "g1", "--out", tmp_path / "m.txt")
+    assert r.returncode == 2 and ".npz" in r.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text(load_mapping(bundled_mappings()["cmu_g1"]).to_toml().replace('"LeftHand"', '"LeftHnd"'))
+    r = _cli("retarget", MOCAP / "fair1_wave_hello.bvh", "g1", "--mapping", bad, "--out", tmp_path / "m.npz")
+    assert r.returncode == 2 and "LeftHnd" in r.stderr and "LeftHand" in r.stderr
+    assert not (tmp_path / "m.npz").exists()
+
+
+@pytest.mark.slow
+def test_cli_retargets_a_folder_resumably_and_records_failures(tmp_path):
+    import shutil
+
+    src = tmp_path / "clips"
+    (src / "sub").mkdir(parents=True)
+    shutil.copy(MOCAP / "fair1_wave_hello.bvh", src)
+    shutil.copy(MOCAP / "cmu_49_04_run_leap.bvh", src / "sub")
+    (src / "broken.bvh").write_text("HIERARCHY\nROOT")
+    out = tmp_path / "out"
+    r = _cli("retarget", src, "g1", "--out", out, "--no-progress")
+    assert r.returncode == 1 and "broken.bvh" in r.stderr and "tmp" not in r.stderr.split("broken.bvh:")[1][:3]
+    m = json.loads((out / "retarget_manifest.json").read_text())
+    assert sorted(m["clips"]) == ["broken.bvh", "fair1_wave_hello.bvh", "sub/cmu_49_04_run_leap.bvh"]
+    assert m["failed"] == ["broken.bvh"] and m["computed"] == 3
+    assert ik.read_motion(out / "sub" / "cmu_49_04_run_leap.npz").n_frames == 252
+    first = (out / "fair1_wave_hello.npz").read_bytes()
+    (out / "sub" / "cmu_49_04_run_leap.npz").unlink()  # a lost output is redone, the rest skipped
+    r = _cli("retarget", src, "g1", "--out", out, "--no-progress", "--json")
+    s = json.loads(r.stdout)
+    assert s["computed"] == 1 and s["skipped"] == 2 and (out / "fair1_wave_hello.npz").read_bytes() == first
+    r = _cli("retarget", src, "g1", "--out", out, "--no-progress", "--margin", "0.01")  # another job
+    assert r.returncode == 2 and "another retargeting job" in r.stderr
+
+
+@pytest.mark.slow
+def test_dataset_on_a_dask_cluster_writes_the_same_files(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    import shutil
+
+    from invkin.retarget.dataset import retarget_dataset
+
+    src = tmp_path / "clips"
+    src.mkdir()
+    shutil.copy(MOCAP / "cmu_49_04_run_leap.bvh", src)
+    retarget_dataset(src, "g1", tmp_path / "local", progress=False)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster, \
+            distributed.Client(cluster) as client:
+        m = retarget_dataset(src, "g1", tmp_path / "dask", client=client, progress=False)
+    assert m["computed"] == 1 and not m["failed"]
+    a = np.load(tmp_path / "local" / "cmu_49_04_run_leap.npz")
+    b = np.load(tmp_path / "dask" / "cmu_49_04_run_leap.npz")
+    for k in a.files:
+        np.testing.assert_array_equal(a[k], b[k])
