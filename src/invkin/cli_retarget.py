@@ -123,7 +123,7 @@ def register(sub) -> None:
     p.add_argument("--mapping", metavar="MAP", help="a .toml/.json map (default: the bundled map that fits)")
     p.add_argument("--csv", metavar="FILE.csv", help="also write the motion as CSV (one clip)")
     p.add_argument("--up", choices=("y", "z"), help="the clip's up axis (default: the map's, else detected)")
-    p.add_argument("--iterations", type=int, metavar="N", help="iterations per frame (default 3)")
+    p.add_argument("--iterations", type=int, metavar="N", help="iterations per frame (default 2)")
     p.add_argument("--margin", type=float, metavar="M", help="self-collision margin [m] (default 0.005)")
     p.add_argument("--no-self-collision", action="store_true", help="do not keep the links apart")
     p.add_argument("--scheduler", metavar="ADDR", help="a Dask scheduler (tcp://host:8786) for a folder")

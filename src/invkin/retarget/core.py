@@ -13,13 +13,13 @@ from .motion import RobotMotion
 
 __all__ = ["retarget", "DEFAULT_ITERATIONS"]
 
-DEFAULT_ITERATIONS = 3
+DEFAULT_ITERATIONS = 2
 FIRST_ITERATIONS = 200
-FALLBACK_ITERATIONS = 20
+FALLBACK_ITERATIONS = 6
 TOL_P = 1e-3   # [m] hard goals (feet in contact) held within HARD_HOLD x this (0.1 mm)
 TOL_R = 1e-2   # [rad]
 DAMPING = 1e-3  # the floor of the per-frame step's damping (kernel._track_iterate)
-CUTOFF = 0.05  # [m] collision pairs farther apart than this are not evaluated per frame
+CUTOFF = 0.01  # [m] beyond the margin: collision pairs farther apart are not evaluated (kernel.NEAR)
 MIN_FOOT_ROTATION_WEIGHT = 0.1  # a foot always has a rotation row (held flat in contact)
 
 
@@ -88,7 +88,7 @@ def retarget(skeleton, clip, robot, mapping=None, *, up=None, iterations: int = 
     from ..animation.skeleton import _robot_for
     from .kernel import retarget_frames
     from .report import measure
-    from .scale import make_targets, rest_clearance
+    from .scale import make_targets, rest_clearance, robot_rest
 
     skeleton = _robot_for(skeleton, clip)
     if not robot.floating:
@@ -127,13 +127,22 @@ def retarget(skeleton, clip, robot, mapping=None, *, up=None, iterations: int = 
     out_flags = np.zeros(F, dtype=np.int64)
     out_iters = np.zeros(F)
     q = _start(robot, bodies, targets)
+    B = len(bodies)
+    contact = targets.contact
+    contact_start = contact & ~np.vstack([np.zeros((1, B), dtype=bool), contact[:-1]])
+    body_node = np.array([robot.frame_index(b.link) for b in bodies], dtype=np.int64)
+    sole_height = np.array([targets.sole_height.get(i, 0.0) for i in range(B)])
+    rest_R = np.ascontiguousarray(np.stack([robot.fk(robot_rest(robot), b.link)[:3, :3] for b in bodies]))
+    hold_p = np.zeros((B, 3))
+    hold_R = np.tile(np.eye(3), (B, 1, 1))
     t0 = time.perf_counter()
     chunk = F if progress is None else max(1, min(F, 256))
     f0 = 0
     while f0 < F:
         f1 = min(F, f0 + chunk)
         retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec, row_body, row_rot, targets.p[f0:f1],
-                        targets.R[f0:f1], targets.contact[f0:f1], lims, robot.lower, robot.upper, step, TOL_P,
+                        targets.R[f0:f1], contact[f0:f1], contact_start[f0:f1], body_node, sole_height, rest_R,
+                        hold_p, hold_R, lims, robot.lower, robot.upper, step, TOL_P,
                         TOL_R, q, iterations, FIRST_ITERATIONS, f0 == 0, DAMPING, FALLBACK_ITERATIONS, ctables, max_rows(ctables), margin,
                         clearance, margin + CUTOFF, sole_node, sole_local, out_q[f0:f1], out_err[f0:f1], out_flags[f0:f1], out_iters[f0:f1])
         f0 = f1

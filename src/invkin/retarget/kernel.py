@@ -3,7 +3,9 @@ r"""The retargeting loop: every frame of a clip in one Numba call.
 Frame ``t`` starts from the answer of frame ``t − 1`` (warm start; no restarts, no random samples,
 so no branch flips) and:
 
-1. writes the frame's targets into the goal table; a foot row in contact becomes a hard row;
+1. writes the frame's targets into the goal table; a foot row in contact becomes a hard row whose
+   target is the contact's hold, taken on its first frame: the foot where the robot has it, on
+   the floor, flat, with its heading (so a contact never pulls a foot sideways);
 2. first projects the hard goals back (a contact that just began), then runs up to
    ``iterations`` damped steps of the general core's constrained step (``core_active_step``, see
    docs/architecture.md "The general core in one page": soft rows least squares, hard rows
@@ -25,20 +27,25 @@ only.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
 from ..collision.kernels import collision_rows
-from ..kinematics.kernels import jacobian_from_all
+from ..kinematics.kernels import fk_all_into, jacobian_from_all
 from ..solvers.shared import L_BALL, core_active_step, core_eval_rows, core_workspace, step_into
 
 PROJECT_PASSES = 4
+PROJECT_REG = 1e-6    # regularisation of the projection's row system (contradicting rows stay bounded)
 GROUND_SLACK = 1e-5   # [m] a floor row is active below -GROUND_SLACK (a held foot sits at 0)
 LIFT = 1e-4           # [m] a projected row aims this far inside its margin
+INEQ_TOL = 1e-3       # [m] an inequality violated by more than this after the projection: a fallback
 HARD_WEIGHT = 1.0     # hard rows in the merit function of the damped steps (the projection restores them)
 PENALTY = 100.0       # violated inequality rows in that merit function [1/m²]
 NEAR = 0.01           # [m] inequality rows this close to their bound join the steps' active set
 INEQ_PASSES = 3
+FIRST_SETTLE = 30     # iterations with the inequality rows after the first pose's free solve
 HOLD = 0.05           # hard goals are projected back once off by more than HOLD x tolerance (the core
                       # judges soft steps only while they are within 0.1 x: lm_core.HARD_HOLD)
 # out_flags bits
@@ -113,16 +120,30 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
     cb, Jc, ec, Jc2, ec2, Jp, ep, idx, X, S, r, lam, col, H, g, y, dq, qn, hold, zero = pb
     dof = q.shape[0]
     worst = 0.0
+    before = np.inf
+    qb = np.empty(dof)
     for it in range(PROJECT_PASSES + 1):
         _eval(model, table, q, ws, rowerr)
-        k, _ = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec, 0.0)
+        k, viol = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec, 0.0)
         n = 0
+        ch = 0.0
         for i in range(hard.shape[0]):
             for c in range(dof):
                 Jp[n, c] = J[hard[i], c]
             ep[n] = e[hard[i]]
+            ch += e[hard[i]] * e[hard[i]]
             n += 1
         n_goal = n
+        if ch + viol > before:  # a conflict (the rows cannot all hold): keep the better point
+            for c in range(dof):
+                q[c] = qb[c]
+            _eval(model, table, q, ws, rowerr)
+            k, viol = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec, 0.0)
+            worst = 0.0
+            for i in range(k):
+                worst = max(worst, ec[i])
+            break
+        before = ch + viol
         worst = 0.0
         for i in range(k):
             if ec[i] > 0.0:
@@ -135,9 +156,12 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
             break
         for i in range(n):
             idx[i] = i
-        if not core_active_step(Jp[:n], ep[:n], idx[:0], idx[:n], lims, lo, hi, q, 1.0, 1e-10, zero, hold, H, g,
-                                X, S, r, lam, y, col, dq):
+        # regularised least norm: rows that contradict each other give a bounded step, not a jump
+        if not core_active_step(Jp[:n], ep[:n], idx[:0], idx[:n], lims, lo, hi, q, 1.0, PROJECT_REG, zero, hold,
+                                H, g, X, S, r, lam, y, col, dq):
             break
+        for c in range(dof):
+            qb[c] = q[c]
         step_into(q, dq, lims, lo, hi, qn)
         for c in range(dof):
             q[c] = qn[c]
@@ -273,11 +297,38 @@ def _hard_error(table, rowerr, tol_p, tol_r):
 
 
 @njit(cache=True)
-def retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec0, row_body, row_rot, tp, tR, contact, lims, lower,
+def _new_hold(model, q, node, height, R0, Tall, hp, hR):
+    """A contact's hold: the link's position now with its height set to ``height`` (on the floor),
+    and its rest orientation R0 turned about the vertical to its heading now (flat)."""
+    ni, nf, origin = model[0], model[1], model[2]
+    fk_all_into(ni, nf, origin, q, Tall)
+    T = Tall[node]
+    hp[0] = T[0, 3]
+    hp[1] = T[1, 3]
+    hp[2] = height
+    # Rh = R R0^T: the turn away from rest; its heading psi about z
+    a00 = T[0, 0] * R0[0, 0] + T[0, 1] * R0[0, 1] + T[0, 2] * R0[0, 2]
+    a01 = T[0, 0] * R0[1, 0] + T[0, 1] * R0[1, 1] + T[0, 2] * R0[1, 2]
+    a10 = T[1, 0] * R0[0, 0] + T[1, 1] * R0[0, 1] + T[1, 2] * R0[0, 2]
+    a11 = T[1, 0] * R0[1, 0] + T[1, 1] * R0[1, 1] + T[1, 2] * R0[1, 2]
+    psi = math.atan2(a10 - a01, a00 + a11)
+    c, s = math.cos(psi), math.sin(psi)
+    for j in range(3):
+        hR[0, j] = c * R0[0, j] - s * R0[1, j]
+        hR[1, j] = s * R0[0, j] + c * R0[1, j]
+        hR[2, j] = R0[2, j]
+
+
+@njit(cache=True)
+def retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec0, row_body, row_rot, tp, tR, contact, contact_start,
+                    body_node, sole_height, rest_R, hold_p, hold_R, lims, lower,
                     upper, step, tol_p, tol_r, q, iterations, first_iterations, fresh, damping, fallback_iterations, ctables,
                     n_rows, margin, clearance, cutoff, sole_node, sole_local, out_q, out_err, out_flags, out_iters):
     """Retarget every frame (see the module docstring). tp (F, B, 3), tR (F, B, 3, 3) targets per
-    body; contact (F, B); row_body, row_rot (G,): the body of each goal row and whether it is a
+    body; contact (F, B); contact_start (F, B): a contact begins (its hold is taken: the foot where
+    it is, on the floor, flat with its heading; body_node, sole_height [m], rest_R (B, 3, 3): each
+    body's node, its link's height above the floor when flat, its rest orientation); hold_p (B, 3),
+    hold_R (B, 3, 3): the holds, kept between calls; row_body, row_rot (G,): the body of each goal row and whether it is a
     rotation row. q (dof,): the start of frame 0 (changed in place); ``fresh``: frame 0 is the clip's
     first (first_iterations, no step bound), else it continues from the previous frame's q. Writes out_q (F, dof),
     out_err (F, G) each row's error [m or rad], out_flags (F,) and out_iters (F,)."""
@@ -304,20 +355,25 @@ def retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec0, row_body, row_r
     lo = np.empty(dof)
     hi = np.empty(dof)
     rowerr = np.empty(G)
+    Tb = np.empty((n, 4, 4))
     for f in range(F):
         ns = 0
         nh = 0
+        for b in range(contact.shape[1]):
+            if contact[f, b] and (contact_start[f, b] or (f == 0 and fresh)):
+                _new_hold(model, q, body_node[b], sole_height[b], rest_R[b], Tb, hold_p[b], hold_R[b])
         for g in range(G):
             b = row_body[g]
+            held = contact[f, b]
             if row_rot[g]:
                 for i in range(3):
                     gvec[g, i] = gvec0[g, i]
             else:
                 for i in range(3):
-                    gvec[g, i] = tp[f, b, i]
+                    gvec[g, i] = hold_p[b, i] if held else tp[f, b, i]
             for i in range(3):
                 for j in range(3):
-                    gR[g, i, j] = tR[f, b, i, j]
+                    gR[g, i, j] = hold_R[b, i, j] if held else tR[f, b, i, j]
             for i in range(3):  # the core reads the world targets from its workspace (wvec, wR)
                 wvec[g, i] = gvec[g, i]
                 for j in range(3):
@@ -339,8 +395,13 @@ def retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec0, row_body, row_r
         # the inequalities (and the hard goals bent by the soft steps) by projection
         _project(model, table, lims, lo, hi, q, ws, pb, ctables, -np.inf, clearance, cutoff, sole_node, sole_local,
                  rowerr, tol_p, tol_r)
-        used = _track_iterate(model, table, lims, lo, hi, q, first_iterations if not bounded else iterations,
-                              damping, ws, pb, ctables, margin, clearance, cutoff, sole_node, sole_local)
+        used = 0
+        if not bounded:  # the clip's first pose from the rest pose: reach it free of the link pairs, then
+            # push the pairs apart (a rest pose far from the first pose would leave the limbs tangled)
+            used = _track_iterate(model, table, lims, lo, hi, q, first_iterations, damping, ws, pb, ctables,
+                                  -np.inf, clearance, cutoff, sole_node, sole_local)
+        used += _track_iterate(model, table, lims, lo, hi, q, iterations if bounded else FIRST_SETTLE, damping, ws, pb,
+                               ctables, margin, clearance, cutoff, sole_node, sole_local)
         flags = 0
         if bounded:
             for i in range(dof):
@@ -349,7 +410,7 @@ def retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec0, row_body, row_r
                     flags = F_BOUND
         worst = _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, cutoff, sole_node, sole_local, rowerr,
                          tol_p, tol_r)
-        if worst > LIFT or _hard_error(table, rowerr, tol_p, tol_r) > 1.0:
+        if worst > INEQ_TOL or _hard_error(table, rowerr, tol_p, tol_r) > 1.0:
             flags |= F_FALLBACK
             used += _track_iterate(model, table, lims, lo, hi, q, fallback_iterations, damping, ws, pb, ctables, margin,
                                    clearance, cutoff, sole_node, sole_local)
@@ -357,7 +418,7 @@ def retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec0, row_body, row_r
                              rowerr, tol_p, tol_r)
             if _hard_error(table, rowerr, tol_p, tol_r) > 1.0:
                 flags |= F_HARD_MISSED
-            if worst > LIFT:
+            if worst > INEQ_TOL:
                 flags |= F_INEQ_MISSED
         for i in range(dof):
             out_q[f, i] = q[i]

@@ -10,8 +10,9 @@ solver's rows:
 * ground penetration: per frame, the deepest sole point of a foot below the floor z = 0 [m]
   (:func:`invkin.retarget.scale.sole_points`: the lowest points of the foot's collision capsules);
 * self-collision: per frame, the number of the robot's collision pairs
-  (:func:`invkin.collision_pairs`) whose capsules overlap (signed distance < 0) by more than 1 mm
-  beyond their overlap in the robot's rest pose (capsules enclose the meshes: G1's hanging arms
+  (:func:`invkin.collision_pairs`) whose capsules overlap (signed distance < 0) by more than
+  1 mm beyond what the retargeting allows them (:func:`invkin.retarget.scale.rest_clearance`: a
+  pair that overlaps at rest may overlap as much, no more; capsules enclose the meshes: G1's hanging arms
   overlap its torso's capsule where the meshes are 9 mm apart; tests check the meshes with coal);
 * joint limits: entries outside [lower, upper] (more than 1e-9);
 * joint velocity and acceleration: largest |Δq|·fps [rad/s] and |Δ²q|·fps² [rad/s²] over the
@@ -47,6 +48,7 @@ class RetargetReport:
     fallback_frames: tuple
     missed_frames: tuple
     bounded_frames: tuple          # frames where the velocity bound cut the solve's answer
+    flags: np.ndarray = None       # (F,) the kernel's bits per frame (kernel.F_*), zeros when not solved here
     seconds: float = 0.0           # the solve's wall time [s]
 
     @property
@@ -154,5 +156,5 @@ def measure(robot, q, fps, bodies, targets, has_pos, has_rot, flags=None, second
         max_joint_acceleration=float(a.max(initial=0.0)), max_joint_jump=float(v.max(initial=0.0)) / fps,
         fallback_frames=tuple(int(i) for i in np.nonzero(flags & F_FALLBACK)[0]),
         missed_frames=tuple(int(i) for i in np.nonzero(flags & (F_HARD_MISSED | F_INEQ_MISSED))[0]),
-        bounded_frames=tuple(int(i) for i in np.nonzero(flags & F_BOUND)[0]),
+        bounded_frames=tuple(int(i) for i in np.nonzero(flags & F_BOUND)[0]), flags=flags,
         seconds=float(seconds))

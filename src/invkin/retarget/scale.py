@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import ModelError
 
-__all__ = ["Targets", "make_targets", "sole_points", "rest_clearance", "robot_rest"]
+__all__ = ["Targets", "make_targets", "sole_points", "rest_clearance", "robot_rest", "REST_SLACK"]
 
 _UP_ROT = {"z": np.eye(3), "y": np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]),
            "x": np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])}
@@ -81,16 +81,24 @@ def sole_points(robot, link: str) -> np.ndarray:
     return np.unique(pts[bottom <= bottom.min() + 0.01].round(12), axis=0)
 
 
+REST_SLACK = 0.0  # [m] a pair closer than the margin at rest may come this much closer still (1 cm let
+#                   G1's arm meshes touch its torso: tests/test_retarget.py checks the meshes with coal)
+
+
 def rest_clearance(robot) -> np.ndarray:
-    """(n_nodes, n_nodes) [m] each collision pair's signed capsule distance in the rest pose
-    (inf for pairs not checked): the retargeting keeps a pair at least min(margin, this) apart."""
+    """(n_nodes, n_nodes) [m] the least distance the retargeting keeps each collision pair's
+    capsules apart, before the margin: inf for pairs apart at rest (the margin applies), the rest
+    pose's distance − REST_SLACK for pairs whose capsules are closer than 5 cm at rest (capsules
+    that enclose meshes overlap where the meshes do not: G1's hanging arms and its torso; the
+    kernel keeps such a pair at min(margin, this))."""
     from ..collision.distance import distances
 
     def build():
         out = np.full((robot.n_nodes, robot.n_nodes), np.inf)
         d = distances(robot, robot_rest(robot))
         for a, b, x in zip(d.node_a, d.node_b, d.distance):
-            out[a, b] = out[b, a] = x
+            if x < 0.05:
+                out[a, b] = out[b, a] = x - REST_SLACK
         out.setflags(write=False)
         return out
 
