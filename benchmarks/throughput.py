@@ -67,7 +67,7 @@ def verify(robot, T, q) -> np.ndarray:
     """Independent success: FK of q against the goal (1e-5 m, 1e-5 rad) and inside the limits."""
     from invkin.kinematics.kernels import fk_frame_batch
 
-    Ts = fk_frame_batch(robot._ni, robot._nf, robot.origin, np.ascontiguousarray(q), robot.frame_index(FRAME))
+    Ts = fk_frame_batch(robot.node_table, robot.node_params, robot.origin, np.ascontiguousarray(q), robot.frame_index(FRAME))
     pe = np.linalg.norm(Ts[:, :3, 3] - T[:, :3, 3], axis=1)
     Rrel = np.einsum("bji,bjk->bik", T[:, :3, :3], Ts[:, :3, :3])
     ang = np.arccos(np.clip((np.trace(Rrel, axis1=1, axis2=2) - 1) / 2, -1, 1))

@@ -13,6 +13,8 @@ from invkin.kinematics import kernels as K
 from invkin.model.build import RobotBuilder
 from invkin.spatial import make_transform, so3_exp, so3_log
 
+from support import fd_jacobian
+
 
 def _T(p=(0.0, 0.0, 0.0), r=(0.0, 0.0, 0.0)):
     return make_transform(so3_exp(np.asarray(r, dtype=float)), p)
@@ -29,20 +31,6 @@ def floating_arm(kind: str = "free") -> ik.Robot:
     b.add_joint("j2", "l1", "l2", "continuous", _T((0.3, 0.0, 0.0)), (1, 0, 0))
     b.add_joint("tip_joint", "l2", "tip", "fixed", _T((0.0, 0.0, 0.25)))
     return b.build()
-
-
-def _numeric_jacobian(robot, q, frame, h=1e-7):
-    """Central differences of the frame pose along each increment of Robot.integrate: position
-    change [m] and rotation log(R1 R0^T) [rad] (world-aligned, as the geometric Jacobian)."""
-    J = np.zeros((6, robot.dof))
-    for k in range(robot.dof):
-        d = np.zeros(robot.dof)
-        d[k] = h
-        Tp = robot.fk(robot.integrate(q, d), frame)
-        Tm = robot.fk(robot.integrate(q, -d), frame)
-        J[:3, k] = (Tp[:3, 3] - Tm[:3, 3]) / (2 * h)
-        J[3:, k] = so3_log(Tp[:3, :3] @ Tm[:3, :3].T) / (2 * h)
-    return J
 
 
 @pytest.mark.parametrize("kind", ["free", "planar"])
@@ -92,7 +80,7 @@ def test_jacobian_matches_finite_differences_through_integrate(kind, frame):
     for _ in range(6):
         q = r.sample(rng=rng, around=rng.normal(size=r.dof) * 2.0)
         J = r.jacobian(q, frame)
-        np.testing.assert_allclose(J, _numeric_jacobian(r, q, frame), atol=2e-7)
+        np.testing.assert_allclose(J, fd_jacobian(r, q, frame, h=1e-7), atol=2e-7)
         T, J2 = r.fk_jacobian(q, frame)
         np.testing.assert_allclose(J2, J, atol=1e-14)
         np.testing.assert_allclose(T, r.fk(q, frame), atol=1e-14)
@@ -110,7 +98,7 @@ def test_batch_fk_and_jacobian_equal_single_calls(kind):
         np.testing.assert_allclose(Ts[b], r.fk(qs[b], "tip"), atol=1e-14)
         np.testing.assert_allclose(Js[b], r.jacobian(qs[b], "tip"), atol=1e-14)
         np.testing.assert_allclose(all_["tip"][b], Ts[b], atol=1e-14)
-        np.testing.assert_allclose(Js[b], _numeric_jacobian(r, qs[b], "tip"), atol=2e-7)
+        np.testing.assert_allclose(Js[b], fd_jacobian(r, qs[b], "tip", h=1e-7), atol=2e-7)
 
 
 def test_free_joint_integrate_and_difference_round_trip_near_zero_and_pi():

@@ -7,7 +7,6 @@ instead of stalling the suite.
 from __future__ import annotations
 
 import math
-import threading
 import warnings
 
 import numpy as np
@@ -17,26 +16,14 @@ import invkin as ik
 from invkin import _checks
 from invkin.solve import DEFAULT_MAX_ITERATIONS, MAX_RESTARTS
 
+import support
+
 WATCHDOG = 300.0  # [s] generous: the first call of a method compiles its kernels on a busy machine
 
 
 def bounded(fn, seconds=WATCHDOG):
-    """fn() in a watchdog thread; fails if it has not returned within ``seconds``."""
-    box = {}
-
-    def run():
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = e
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"still running after {seconds} s: a hang"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    """fn() under the shared watchdog (tests/support.py)."""
+    return support.bounded(fn, seconds)
 
 
 def _fk_errors(robot, goals, q):

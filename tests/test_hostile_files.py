@@ -8,7 +8,6 @@ import os
 import stat
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -18,6 +17,8 @@ import pytest
 import invkin as ik
 from invkin import _io
 from invkin.model.bvh import read_bvh, write_bvh
+
+import support
 
 ROOT = Path(__file__).resolve().parents[1]
 INVKIN = [sys.executable, "-m", "invkin.cli"]
@@ -39,21 +40,8 @@ def one_line_error(p, code=2):
 
 
 def bounded(fn, seconds=60.0):
-    box = {}
-
-    def go():
-        try:
-            box["v"] = fn()
-        except BaseException as e:  # noqa: BLE001 - re-raised below
-            box["e"] = e
-
-    t = threading.Thread(target=go, daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"blocked for {seconds} s"
-    if "e" in box:
-        raise box["e"]
-    return box.get("v")
+    """fn() under the shared watchdog (tests/support.py)."""
+    return support.bounded(fn, seconds)
 
 
 def leftovers(folder) -> list:

@@ -8,7 +8,8 @@ import invkin as ik
 from invkin import ConfigurationError, FrameError, ModelError
 from invkin.spatial import make_transform, so3_exp
 
-H = 1e-6
+from support import fd_jacobian
+
 
 
 def rot(axis, t):
@@ -38,19 +39,6 @@ def seed_document_fk(q):
     for F in factors:
         M = M @ F.T  # row-vector convention
     return M.T
-
-
-def fd_jacobian(robot, q, frame):
-    """Central differences of position and of orientation (log of the relative rotation)."""
-    J = np.zeros((6, robot.dof))
-    for k in range(robot.dof):
-        dq = np.zeros(robot.dof)
-        dq[k] = H
-        Tp = robot.fk(robot.integrate(q, dq), frame)
-        Tm = robot.fk(robot.integrate(q, -dq), frame)
-        J[:3, k] = (Tp[:3, 3] - Tm[:3, 3]) / (2 * H)
-        J[3:, k] = ik.spatial.so3_log(Tp[:3, :3] @ Tm[:3, :3].T) / (2 * H)
-    return J
 
 
 def test_seed8dof_fk_equals_the_seed_documents_matrix_product():

@@ -80,3 +80,81 @@ def test_bvh_three_channel_joint_limits_hold():
     t = leg.fk(q0, "LeftFoot")[:3, 3] + [5.0, 3.0, 4.0]
     res = ik.solve(leg, [ik.Position("LeftFoot", t)], q0=q0, method="lm")
     assert limit_violation(leg, res.q) <= 1e-9
+
+
+ITERATIVE = ["lm", "ccd", "fabrik", "dls", "pinv", "transpose", "gauss-seidel"]
+limit_specs = st.lists(st.tuples(st.floats(5, 170), st.floats(-170, 0), st.floats(0, 170)), min_size=4, max_size=4)
+targets = st.tuples(st.floats(-0.5, 0.5), st.floats(-0.5, 0.5), st.floats(-0.2, 0.5))
+
+
+@settings(max_examples=25, deadline=None)
+@given(limit_specs, targets, st.sampled_from(ITERATIVE))
+def test_no_method_returns_a_pose_outside_random_cone_and_twist_limits(spec, target, method):
+    """Every iterative method honours swing-cone/twist limits on what it returns (ccd and fabrik inside
+    their iterations, the others by the projection of solve's result)."""
+    robot = ik.load_robot("tentacle", n=4, joint="ball").with_limits(
+        {f"seg{i + 1}": {"swing": s, "twist": [lo, hi], "axis": [0, 0, 1]} for i, (s, lo, hi) in enumerate(spec)})
+    res = ik.solve(robot, [ik.Position("tip", target)], method=method, seed=0, timeout=0.05)
+    assert limit_violation(robot, res.q) <= 1e-9
+    assert np.all(np.isfinite(res.q))
+
+
+@settings(max_examples=20, deadline=None)
+@given(limit_specs, st.lists(targets, min_size=3, max_size=3), st.sampled_from(["ccd", "fabrik", "dls", "lm"]))
+def test_the_tracker_never_leaves_random_cone_and_twist_limits(spec, path, method):
+    robot = ik.load_robot("tentacle", n=4, joint="ball").with_limits(
+        {f"seg{i + 1}": {"swing": s, "twist": [lo, hi], "axis": [0, 0, 1]} for i, (s, lo, hi) in enumerate(spec)})
+    tr = ik.Tracker(robot, "tip", max_joint_step=None, method=method, iterations=50)
+    for p in path:
+        assert limit_violation(robot, tr.update(p).q) <= 1e-9
+
+
+@settings(max_examples=25, deadline=None)
+@given(limit_specs, targets, st.sampled_from(["ccd", "fabrik"]))
+def test_ccd_and_fabrik_stay_inside_ball_cone_limits_at_every_update_not_only_at_the_end(spec, target, method):
+    """The kernels' own output, before solve's final projection, already meets the limits."""
+    from invkin.solvers import get_method
+    from invkin.solvers.shared import compile_problem
+
+    robot = ik.load_robot("tentacle", n=4, joint="ball").with_limits(
+        {f"seg{i + 1}": {"swing": s, "twist": [lo, hi], "axis": [0, 0, 1]} for i, (s, lo, hi) in enumerate(spec)})
+    m = get_method(method)
+    problem = compile_problem(robot, [ik.Position("tip", target)], 1e-6, 1e-6)
+    q = robot.neutral()
+    for _ in range(5):  # a few kernel calls, as the driver makes them
+        m.iterate(problem, q, 7, np.zeros(8), m.defaults)
+        assert limit_violation(robot, q) <= 1e-9
+
+
+def _spine(cones: bool):
+    robot, _ = ik.read_bvh(ik.model.bvh.__file__.replace("model/bvh.py", "data/mocap/cmu_02_01_walk.bvh"))
+    spine = robot.subchain("LowerBack", "Head_End")
+    spec = {n: [-30, 30] for n in spine.joint_names}
+    if cones:
+        spec.update({j: {"swing": 30, "twist": [-15, 15]}
+                     for j in ("LowerBack", "Spine", "Spine1", "Neck", "Neck1", "Head")})
+    return spine.with_limits(spec)
+
+
+@pytest.mark.parametrize("method", ["ccd", "fabrik", "dls", "pinv"])
+def test_methods_reach_a_limited_bvh_spine_with_cone_limits_on_its_three_channel_joints(method):
+    """benchmarks/spine_limits.py in small: the cones act inside the iterations (ccd, fabrik: in their
+    updates; dls, pinv: the driver projects after every iteration). Projected only at the end they gave
+    0-5 % (ccd, fabrik) and 50-57 % (dls) success; every returned pose within the cones and boxes."""
+    robot = _spine(True)
+    rng = np.random.default_rng(0)
+    qs = project_limits(robot, robot.lower + (robot.upper - robot.lower) * rng.random((12, robot.dof)))
+    ok = 0
+    for t in robot.fk(qs, "Head_End")[:, :3, 3]:
+        res = ik.solve(robot, [ik.Position("Head_End", t)], q0=np.zeros(robot.dof), method=method,
+                       position_tolerance=1e-5, timeout=None, max_iterations=4000, seed=0)
+        ok += res.success
+        assert limit_violation(robot, res.q) <= 1e-9
+        assert np.all(res.q >= robot.lower) and np.all(res.q <= robot.upper)
+    assert ok >= 10, f"{method}: {ok}/12"
+
+
+def test_with_limits_default_axis_passes_over_zero_length_bones():
+    robot = _spine(True)  # CMU's Spine1 -> Neck bone has length 0
+    axis = robot.extras["cone_limits"]["Spine1"][0]
+    assert np.linalg.norm(axis) == pytest.approx(1.0) and axis[1] > 0.9  # up the neck

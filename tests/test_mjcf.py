@@ -54,26 +54,18 @@ def test_a_free_joint_is_x_y_z_and_a_rotation_vector_and_fk_equals_mujoco():
         q = robot.sample(rng=rng)
         q[:3] = rng.uniform(-5, 5, 3)
         q[3:6] = ik.spatial.so3_log(ik.spatial.so3_exp(rng.normal(size=3) * 2))
-        assert np.allclose(robot.fk(q, "foot"), _mj_site(m, qpos_from_q(robot, q), 0), atol=1e-12)
+        assert np.allclose(robot.fk(q, "foot"), _mj_pose(m, qpos_from_q(robot, q), site=0), atol=1e-12)
 
 
-def _mj_pose(m, qpos, body):
+def _mj_pose(m, qpos, body=None, site=None):
+    """World pose of a body (or a site) after MuJoCo's own forward kinematics at qpos."""
     d = mujoco.MjData(m)
     d.qpos[:] = qpos
     mujoco.mj_kinematics(m, d)
+    R, p = (d.xmat[body], d.xpos[body]) if site is None else (d.site_xmat[site], d.site_xpos[site])
     T = np.eye(4)
-    T[:3, :3] = d.xmat[body].reshape(3, 3)
-    T[:3, 3] = d.xpos[body]
-    return T
-
-
-def _mj_site(m, qpos, site):
-    d = mujoco.MjData(m)
-    d.qpos[:] = qpos
-    mujoco.mj_kinematics(m, d)
-    T = np.eye(4)
-    T[:3, :3] = d.site_xmat[site].reshape(3, 3)
-    T[:3, 3] = d.site_xpos[site]
+    T[:3, :3] = R.reshape(3, 3)
+    T[:3, 3] = p
     return T
 
 

@@ -295,3 +295,67 @@ def test_ccd_options_are_validated():
         ik.solve(robot, [ik.Position("effector", [1, 1, 1])], method="ccd", variant="fast")
     with pytest.raises(ik.SolverError, match="cone_angle"):
         ik.solve(robot, [ik.Position("effector", [1, 1, 1])], method="fabrik", cone_angle=-1.0)
+
+
+def _track_tail(method, n_frames=300, **options):
+    """The tracked-tail protocol of benchmarks/chains.py: a 20-bone ball tentacle whose tip follows a
+    slow Lissajous curve inside its reach, one warm-started solve per frame."""
+    robot = ik.load_robot("tentacle", n=20, joint="ball")
+    tip = robot.frame_names[-1]
+    t = np.linspace(0, 2 * np.pi, n_frames)
+    r = 0.55 * 2.0
+    path = np.stack([r * np.sin(t), r * np.sin(2 * t) * 0.6, 1.0 + 0.3 * r * np.cos(t)], axis=1)
+    q = robot.neutral()
+    q[0] = 1e-3  # off the straight singular pose
+    qs, tips = [], []
+    for p in path:
+        res = ik.solve(robot, [ik.Position(tip, p)], q0=q, method=method, restarts=False, max_iterations=200,
+                       timeout=None, **options)
+        q = res.q
+        qs.append(q)
+        tips.append(robot.fk(q, tip)[:3, 3])
+    return robot, np.array(qs), np.array(tips)
+
+
+@pytest.mark.parametrize("method", ["ccd", "fabrik"])
+def test_a_tracked_twenty_bone_tail_turns_no_bone_more_than_5_degrees_about_itself_per_frame(method):
+    from invkin.model.limits import twist_changes
+
+    robot, qs, tips = _track_tail(method)
+    segs = [f for f in robot.frame_names if f.startswith("seg")]
+    worst = np.degrees(np.max(np.abs(twist_changes(robot, qs, segs))))
+    assert worst <= 5.0, f"{method}: a bone twists {worst:.1f} deg between two frames"
+    # the twist is a free choice: the tip follows the same path as with whatever twist the updates leave
+    robot, qs_free, tips_free = _track_tail(method, twist="free")
+    np.testing.assert_allclose(tips, tips_free, atol=1e-9)
+    if method == "ccd":  # CCD's smallest rotations about ê × t̂ twist the bones (8-14 deg/frame before)
+        assert np.degrees(np.max(np.abs(twist_changes(robot, qs_free, segs)))) > 5.0
+
+
+def test_twist_option_is_validated():
+    robot = ik.load_robot("tentacle", n=3, joint="ball")
+    with pytest.raises(ik.SolverError, match="twist must be 'previous' or 'free'"):
+        ik.solve(robot, [ik.Position("tip", [0.1, 0.0, 0.2])], method="fabrik", twist="none")
+
+
+@pytest.mark.parametrize("method", ["ccd", "fabrik"])
+def test_the_tracker_runs_the_same_sweeps_as_solve_frame_by_frame(method):
+    robot = ik.load_robot("tentacle", n=8, joint="ball")
+    t = np.linspace(0, 1, 12)
+    path = np.stack([0.3 * np.sin(3 * t), 0.2 * t, 0.6 + 0.1 * np.cos(3 * t)], axis=1)
+    q = robot.neutral()
+    q[0] = 1e-3
+    tr = ik.Tracker(robot, [ik.Position("tip", path[0])], max_joint_step=None, method=method, q0=q, iterations=200,
+                    position_tolerance=1e-6, rotation_tolerance=1e-6)
+    for p in path:
+        res = ik.solve(robot, [ik.Position("tip", p)], q0=q, method=method, restarts=False, max_iterations=200,
+                       timeout=None)
+        step = tr.update(p)
+        q = res.q
+        np.testing.assert_allclose(step.q, res.q, atol=1e-12)
+        assert step.iterations == res.iterations and (step.status == ik.Status.CONVERGED) == res.success
+        assert step.position_error == pytest.approx(res.position_error, abs=1e-12)
+    # a bound holds the chain back and says so
+    tr = ik.Tracker(robot, "tip", max_joint_step=0.01, method=method, iterations=200)
+    step = tr.update([0.3, 0.3, 0.4])
+    assert step.jump <= 0.01 + 1e-12 and step.flagged and step.status == ik.Status.ITERATION_LIMIT

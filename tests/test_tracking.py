@@ -224,7 +224,9 @@ def test_tracker_rejects_a_non_rotation():
 
 @pytest.mark.parametrize("kw, err, match", [
     (dict(max_joint_step=0.0), GoalError, "max_joint_step"), (dict(max_joint_step=-0.1), GoalError, "max_joint_step"),
-    (dict(max_joint_step=[0.1, 0.2]), GoalError, "max_joint_step"), (dict(method="ccd"), SolverError, "dls, lm"),
+    (dict(max_joint_step=[0.1, 0.2]), GoalError, "max_joint_step"), (dict(method="ccdd"), SolverError, "dls, lm, ccd, fabrik"),
+    (dict(method="dls", options={"variant": "simple"}), SolverError, "takes no options"),
+    (dict(method="fabrik", options={"variant": "simple"}), SolverError, "no option"),
     (dict(iterations=0), GoalError, "iterations"), (dict(damping=-1.0), GoalError, "damping"),
 ])
 def test_tracker_bad_settings(kw, err, match):

@@ -18,6 +18,8 @@ from invkin.model import load_robot
 from invkin.model.catalog import URDF_MODELS, seed8dof
 from invkin.model.urdf import load_urdf, parse_urdf
 
+from support import fd_jacobian
+
 ROBOTS = Path(__file__).resolve().parents[1] / "src" / "invkin" / "data" / "robots"
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -219,17 +221,9 @@ def test_mimic_follower_fk_matches_formula_and_has_no_dof():
 
 def test_mimic_jacobian_equals_central_finite_differences():
     r = parse_urdf(MIMIC)
-    h = 1e-6
     for q in np.random.default_rng(4).uniform([-2, -0.5], [2, 0.5], size=(5, 2)):
         J = r.jacobian(q)
-        Jfd = np.empty((6, 2))
-        for i in range(2):
-            dq = np.zeros(2)
-            dq[i] = h
-            Tp, Tm = r.fk(q + dq), r.fk(q - dq)
-            Jfd[:3, i] = (Tp[:3, 3] - Tm[:3, 3]) / (2 * h)
-            W = Tp[:3, :3] @ Tm[:3, :3].T  # exp(2h [w]x) to first order
-            Jfd[3:, i] = 0.5 * np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]]) / (2 * h)
+        Jfd = fd_jacobian(r, q)
         np.testing.assert_allclose(J, Jfd, rtol=0, atol=1e-7)
 
 

@@ -75,10 +75,10 @@ def _eval(robot, goals, q):
 
     p = compile_problem(robot, goals, 1e-6, 1e-6)
     model, table, *_ = core_args(p)
-    ws = core_workspace(robot.n_nodes, robot.dof, table[4], table[5], table[9].shape[0])
+    ws = core_workspace(robot.n_nodes, robot.dof, table[4], table[5], table[9].shape[0], 0)
     e = np.empty(3 * p.gnode.shape[0])
     J = np.zeros((e.shape[0], robot.dof))
-    core_eval(*model, q, *table[:8], ws[10], ws[11], ws[0], ws[1], ws[2], ws[3], e, J, np.zeros(4), True)
+    core_eval(*model[:5], q, *table[:8], ws[10], ws[11], ws[0], ws[1], ws[2], ws[3], e, J, np.zeros(4), True)
     return e, J
 
 
@@ -290,3 +290,86 @@ def test_distance_mode_with_the_goals_met_at_the_start_ends_and_returns_the_star
     res = ik.solve(hum, goals, q0=q0, mode="distance", timeout=None, max_iterations=50)
     assert res.success and np.allclose(res.q, q0)
     assert res.iterations <= 50
+
+
+@pytest.mark.parametrize("shape", ["pose", "position"])
+def test_solve_many_item_and_the_fast_path_return_the_same_bits(shape):
+    """solve_many's item b is seeded with seed + b and runs the same chain kernel as solve's fast
+    path: one target through both gives the same q, iterations and restarts."""
+    panda = ik.load_robot("panda")
+    for k in range(4):
+        T = panda.fk(panda.sample(rng=200 + k), "panda_hand")
+        goal = ik.Pose("panda_hand", T) if shape == "pose" else ik.Position("panda_hand", T[:3, 3])
+        one = ik.solve(panda, goal, seed=k, timeout=0.2)
+        many = ik.solve_many(panda, "panda_hand", T[None] if shape == "pose" else T[None, :3, 3], seed=k)
+        assert one.success and bool(many.success[0])
+        assert np.array_equal(one.q, many.q[0]), (shape, k)
+        assert one.iterations == int(many.iterations[0]) and one.restarts == int(many.restarts[0])
+
+
+_WHOLE_BODY_ZOO = {
+    "hard-feet+hand-pose": lambda r, q0: _feet(r, q0) + [ik.Pose("l_hand", _moved(r, q0, "l_hand", [0.1, 0.0, -0.1]))],
+    "soft-feet+hand-position": lambda r, q0: [ik.Pose(f, r.fk(q0, f)) for f in ("l_foot", "r_foot")]
+    + [ik.Position("r_hand", r.fk(q0, "r_hand")[:3, 3] + [0.05, -0.05, 0.1])],
+    "hard-feet+com": lambda r, q0: _feet(r, q0) + [ik.CenterOfMass(_com(r, q0) + [0.03, 0.02, 0.0], axes="xy")],
+    "hard-feet+relative": lambda r, q0: _feet(r, q0) + [
+        ik.Relative("l_hand", "r_hand", np.linalg.inv(r.fk(q0, "r_hand")) @ _moved(r, q0, "l_hand", [0.0, -0.05, 0.05]))],
+    "hard-feet+aim+orientation": lambda r, q0: _feet(r, q0) + [
+        ik.Aim("head", [1, 0, 0], [2.0, 0.3, 1.2]), ik.Orientation("r_hand", r.fk(q0, "r_hand")[:3, :3])],
+    "hard-feet+hand+posture": lambda r, q0: _feet(r, q0) + [
+        ik.Position("l_hand", r.fk(q0, "l_hand")[:3, 3] + [0.05, 0.0, -0.05]), ik.Posture(q0, weight=0.1)],
+}
+
+
+def _moved(robot, q0, frame, dp):
+    T = robot.fk(q0, frame).copy()
+    T[:3, 3] += dp
+    return T
+
+
+def _com(robot, q0):
+    from invkin.solvers.lm_core import core_tables  # noqa: F401  (the core's model arrays)
+
+    e, _ = _eval(robot, [ik.CenterOfMass([0.0, 0.0, 0.0], axes="xyz")], q0)
+    return -e  # e = p* - c with p* = 0
+
+
+@pytest.mark.parametrize("shape", sorted(_WHOLE_BODY_ZOO))
+def test_every_whole_body_shape_gives_the_same_answer_through_every_core_route(hum, shape):
+    """The general core through its routes: the plain call, joint_weights of ones (the weighted
+    path), a max_joint_step that never binds (the tightened-bounds path) run the same iterates;
+    mode="distance" and a Tracker update reach the same verdict."""
+    q0 = _stance(hum)
+    goals = _WHOLE_BODY_ZOO[shape](hum, q0)
+    plain = ik.solve(hum, goals, q0=q0, seed=3, timeout=None, max_iterations=3000)
+    assert plain.success, (shape, plain)
+    assert all(plain.goals_met)
+    for kw in (dict(joint_weights=np.ones(hum.dof)), dict(max_joint_step=1e3)):
+        other = ik.solve(hum, goals, q0=q0, seed=3, timeout=None, max_iterations=3000, **kw)
+        assert other.status == plain.status and other.iterations == plain.iterations, (shape, kw)
+        assert np.array_equal(other.q, plain.q), (shape, kw)
+    dist = ik.solve(hum, goals, q0=q0, seed=3, mode="distance", timeout=None, max_iterations=600)
+    assert dist.success and np.sum((dist.q - q0) ** 2) <= np.sum((plain.q - q0) ** 2) + 1e-9
+    for g, ok in zip([g for g in goals if not isinstance(g, ik.Posture)], plain.goals_met):
+        assert ok, g
+    for f in ("l_foot", "r_foot"):  # held feet (hard in every shape but one) move at most 0.1 x tolerance
+        if any(getattr(g, "hard", False) and getattr(g, "frame", None) == f for g in goals):
+            assert np.linalg.norm(hum.fk(plain.q, f)[:3, 3] - hum.fk(q0, f)[:3, 3]) <= 1e-6
+
+
+def test_a_goal_row_of_a_kind_the_kernels_do_not_know_is_refused_before_any_kernel_runs():
+    """Kernels dispatch on goals.KINDS only; compile_problem refuses any other code, so an unknown
+    kind can never be read as another (it used to fall through to the aim branch)."""
+    import dataclasses
+
+    panda = ik.load_robot("panda")
+
+    @dataclasses.dataclass(frozen=True)
+    class Forged(ik.Position):
+        def _make_rows(self):
+            return [(99,) + super()._make_rows()[0][1:]]
+
+    with pytest.raises(GoalError, match="99"):
+        ik.solve(panda, [Forged("panda_hand", np.zeros(3)), ik.Position("panda_link4", np.zeros(3))])
+    with pytest.raises(GoalError, match="99"):
+        ik.solve(panda, Forged("panda_hand", np.zeros(3)))

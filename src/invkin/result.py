@@ -18,6 +18,7 @@ class Status(str, enum.Enum):
     TIME_LIMIT = "time_limit"            # timeout spent while still improving
     STALLED = "stalled"                  # every attempt stopped in a local minimum
     OUT_OF_WORKSPACE = "out_of_workspace"  # (reach) the target is beyond the reach radius
+    IN_COLLISION = "in_collision"        # the goals are met only closer than the margin (world / self_collision)
 
     def __str__(self) -> str:
         return self.value
@@ -25,7 +26,7 @@ class Status(str, enum.Enum):
 
 #: Integer codes used by kernels and batch results, in this order.
 STATUS_CODES = (Status.CONVERGED, Status.UNREACHABLE, Status.ITERATION_LIMIT, Status.TIME_LIMIT,
-                Status.STALLED, Status.OUT_OF_WORKSPACE)
+                Status.STALLED, Status.OUT_OF_WORKSPACE, Status.IN_COLLISION)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,9 @@ class Result:
     position_error [m], rotation_error [rad]: the largest error over the goals.
     time [s]: wall time of the call. iterations: total over restarts.
     goals_met: which goals are met (lm), e.g. hard feet met and a hand out of reach not.
+    info["collision"] (with ``world=`` / ``self_collision=True``): ``pairs`` checked, ``min_distance``
+    [m] and the ``closest`` pair at q, ``collision_free`` (every pair at least ``margin`` apart),
+    ``static`` (pairs closer than the margin that no joint moves).
     """
 
     q: np.ndarray

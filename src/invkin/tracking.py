@@ -28,6 +28,12 @@ joint change of this update, ≤ max_joint_step), ``flagged`` (a discontinuity: 
 further than the bound lets the robot follow in one update, i.e. not converged while the bound
 was active) and ``near_singular`` (σ_min of the task Jacobian below ``singular_threshold``,
 default 0.01 [m/rad for position rows], see :mod:`invkin.diagnostics`).
+
+With ``world=`` / ``self_collision=True`` (``margin``, as :func:`invkin.solve`) an update runs
+the general LM core instead, with the collision distances as inequality rows (docs/architecture.md,
+"Collision"): the same warm start, update bound (q0 ± max_joint_step as joint bounds) and
+iteration budget, no restarts; ``near_singular`` is then not computed (False). An update whose
+goals are met only closer than the margin is ``Status.IN_COLLISION``.
 """
 from __future__ import annotations
 
@@ -42,13 +48,14 @@ from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import GoalError, SolverError
 from .goals import KIND_AXIS, Aim, Goal, Orientation, Pose, Position, Posture
 from .result import Status
-from .solvers.shared import (CONVERGED, RUNNING, STALLED, chol_solve, damped_normal_equations, posture_residual,
-                             residual_sqnorm, smallest_singular_value, step_and_clamp, take_trial, task_eval)
+from .solvers.shared import (CONVERGED, GEOMETRIC, RUNNING, STALLED, chol_solve, damped_normal_equations,
+                             geometric_kernel, posture_residual, residual_sqnorm, smallest_singular_value,
+                             step_and_clamp, take_trial, task_eval)
 from .spatial import so3_exp_nb, so3_log_nb
 
 __all__ = ["Tracker", "TrackStep", "TRACK_METHODS"]
 
-TRACK_METHODS = ("dls", "lm")
+TRACK_METHODS = ("dls", "lm", "ccd", "fabrik")
 
 # kernel outputs (out array)
 O_PERR, O_RERR, O_JUMP, O_ITERS, O_BOUND, O_SIGMA, O_BAD = range(7)
@@ -344,6 +351,25 @@ def track_update(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, ga
     return code
 
 
+@njit(cache=True)
+def geometric_after(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q0, q, bound, balls, is_ball, out):
+    """After a ccd/fabrik update of q (from q0): the update bound, then out = [perr, rerr, jump, -, bound
+    active, σ_min of the task Jacobian] as :func:`track_update` writes them."""
+    clipped = _bound_step(q0, q, bound, balls, is_ball)
+    dof = q.shape[0]
+    m = 3 * gnode.shape[0]
+    Tall = np.empty((ni.shape[0], 4, 4))
+    J = np.empty((m, dof))
+    errs = np.empty(20)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, np.empty((6, dof)), np.empty(m), J, errs,
+              True)
+    out[O_PERR] = errs[0]
+    out[O_RERR] = errs[1]
+    out[O_JUMP] = _jump(q0, q, balls, is_ball)
+    out[O_BOUND] = 1.0 if clipped else 0.0
+    out[O_SIGMA] = smallest_singular_value(J)
+
+
 class Tracker:
     """Follow streaming targets with warm-started, step-bounded local IK (see the module docstring).
 
@@ -354,8 +380,12 @@ class Tracker:
             Aim; a Posture goal is a soft term with fixed q_rest). The goals' own targets are only
             the initial ones: :meth:`update` replaces them.
         max_joint_step: the update bound [rad or m per update]: a number, or (dof,) per entry (a
-            ball joint reads its first entry, as an angle).
-        method: "dls" (constant damping) or "lm" (Levenberg–Marquardt step acceptance).
+            ball joint reads its first entry, as an angle); None: no bound.
+        method: "dls" (constant damping), "lm" (Levenberg–Marquardt step acceptance), or "ccd" /
+            "fabrik": their sweeps (``iterations`` of them per update, the method's own update rules,
+            cone/twist limits and twist continuity, :mod:`invkin.solvers.ccd`), warm-started, with the
+            goal table and the kernel's arguments kept between updates — the lean per-frame path for
+            a character's chains; the update bound is applied after the sweeps.
         q0: (dof,) start configuration (clamped into the limits); default ``robot.neutral()``.
         iterations: the most iterations per update (≥ 1).
         position_tolerance [m], rotation_tolerance [rad]: an update stops iterating once every
@@ -363,6 +393,8 @@ class Tracker:
         damping: λ of "dls" [units of J's singular values: m/rad for position rows].
         joint_weights: (dof,) > 0, per-joint stiffness W (stiffer joints move less).
         singular_threshold: σ_min of the task Jacobian below which ``near_singular`` is set.
+        options: the options of "ccd" / "fabrik" (as in :func:`invkin.solve`), e.g. ``variant``,
+            ``twist``; refused for "dls" and "lm".
 
     Targets per goal in :meth:`update`: Position → point (3,) [m]; Orientation → rotation (3, 3)
     (or, for ``axes='x'|'y'|'z'``, the world direction (3,) of that axis); Pose → transform (4, 4);
@@ -371,7 +403,10 @@ class Tracker:
 
     def __init__(self, robot, goals_or_frames, max_joint_step=0.1, method: str = "dls", *, q0=None,
                  iterations: int = 20, position_tolerance: float = 1e-5, rotation_tolerance: float = 1e-5,
-                 damping: float = 0.01, joint_weights=None, singular_threshold: float = NEAR_SINGULAR_THRESHOLD):
+                 damping: float = 0.01, joint_weights=None, singular_threshold: float = NEAR_SINGULAR_THRESHOLD,
+                 options: dict | None = None, world=None, self_collision: bool = False, margin: float = 0.005):
+        from .solve import _collision_options
+
         from .solvers.shared import compile_problem
 
         if method not in TRACK_METHODS:
@@ -436,6 +471,26 @@ class Tracker:
                 if anchor is not None:
                     self._reach.append((g, robot.fk(robot.neutral(), anchor)[:3, 3].copy(), radius))
         self._status = {CONVERGED: Status.CONVERGED, RUNNING: Status.ITERATION_LIMIT, STALLED: Status.STALLED}
+        self._collision = _collision_options(world, self_collision, margin)
+        if self._collision is not None:
+            from .collision.rows import solve_rows
+            self._coll = solve_rows(robot, *self._collision)
+        self._geo = None
+        self._geo_eps = None
+        self._cones = bool(robot.extras.get("cone_limits"))
+        if options is not None and not isinstance(options, dict):
+            raise GoalError(f"options: expected a dict of method options, got {options!r:.120}")
+        if method in GEOMETRIC:
+            kernel, tail = geometric_kernel(problem, method, options or {})
+            args = list(problem.args)
+            args[8], args[9] = self._gvec, self._gR  # the live targets
+            self._geo = (kernel, tuple(args), tail, np.zeros(8))
+        elif options:
+            raise SolverError(f"Tracker: method {method!r} takes no options, got {sorted(options)}")
+        if self._collision is not None and self._geo is not None:
+            raise SolverError(f"Tracker: method {method!r} cannot keep collision distances (world / "
+                              f"self_collision); use method='lm' or 'dls'")
+
 
     # ------------------------------------------------------------------ construction helpers
     @staticmethod
@@ -466,6 +521,8 @@ class Tracker:
 
     @staticmethod
     def _make_bound(robot, max_joint_step):
+        if max_joint_step is None:
+            return np.full(robot.dof, np.inf)
         try:
             b = np.array(np.broadcast_to(np.asarray(max_joint_step, dtype=np.float64), (robot.dof,)))
         except (TypeError, ValueError):
@@ -552,10 +609,15 @@ class Tracker:
             self._gvec[:] = self._gvec_ok  # a half-written update must not linger
             self._gR[:] = self._gR_ok
             raise
+        if self._collision is not None:
+            return self._update_collision(targets)
         out = self._out
         q_before = self._q.copy()
-        code = track_update(*self._head, self._q, self._gvec_ok, self._gR_ok, self._bound, self._is_ball,
-                            self.iterations, self._use_lm, self.damping, out)
+        if self._geo is not None:
+            code = self._update_geometric(q_before)
+        else:
+            code = track_update(*self._head, self._q, self._gvec_ok, self._gR_ok, self._bound, self._is_ball,
+                                self.iterations, self._use_lm, self.damping, out)
         if code == BAD_TARGET:
             raise GoalError(f"targets: expected finite values within ±{MAX_LENGTH:g} m and proper rotations "
                             f"(orthonormal, det +1), got {_short(targets)}")
@@ -565,6 +627,15 @@ class Tracker:
             code = STALLED
             out[O_JUMP] = 0.0
             out[O_PERR], out[O_RERR] = _errors(self.robot, self._problem, self._q, self._gvec_ok, self._gR_ok)
+        if self._cones:  # swing-cone/twist limits: the returned pose meets them (ccd/fabrik already inside)
+            from .model.limits import project_limits
+
+            qp = project_limits(self.robot, self._q)
+            if not np.array_equal(qp, self._q):
+                self._q[:] = qp
+                out[O_PERR], out[O_RERR] = _errors(self.robot, self._problem, self._q, self._gvec_ok, self._gR_ok)
+                if code == CONVERGED and not (out[O_PERR] <= self._problem.tol_p and out[O_RERR] <= self._problem.tol_r):
+                    code = STALLED
         status = self._status[code]
         bound_active = out[O_BOUND] > 0.5
         if bound_active and code != CONVERGED:
@@ -577,6 +648,69 @@ class Tracker:
         return TrackStep(self._q.copy(), status, float(out[O_PERR]), float(out[O_RERR]), float(out[O_JUMP]),
                          bool(code != CONVERGED and bound_active), bool(out[O_SIGMA] < self.singular_threshold),
                          int(out[O_ITERS]))
+
+    def _update_collision(self, targets) -> TrackStep:
+        """update() with the collision rows: the general LM core from the current q, bounded by
+        max_joint_step, no restarts (solve._solve_lm)."""
+        import copy
+        import time
+
+        from .collision.rows import rows_clear
+        from .solve import _solve_lm
+
+        p = self._problem
+        if not _targets_ok(p.gkind, self._gvec, self._gR):
+            self._gvec[:] = self._gvec_ok
+            self._gR[:] = self._gR_ok
+            raise GoalError(f"targets: expected finite values within ±{MAX_LENGTH:g} m and proper rotations "
+                            f"(orthonormal, det +1), got {_short(targets)}")
+        self._gvec_ok[:] = self._gvec
+        self._gR_ok[:] = self._gR
+        problem = copy.copy(p)
+        problem.gvec, problem.gR = self._gvec_ok, self._gR_ok
+        q_before = self._q.copy()
+        res = _solve_lm(self.robot, problem, q_before, None, self.iterations, 0, False, "speed", self._bound,
+                        time.perf_counter(), self._coll)
+        q = res.q if np.all(np.isfinite(res.q)) else q_before
+        self._q[:] = q
+        status = res.status
+        if res.position_error <= p.tol_p and res.rotation_error <= p.tol_r and not rows_clear(self.robot, q,
+                                                                                                 self._coll):
+            status = Status.IN_COLLISION
+        elif status == Status.TIME_LIMIT:
+            status = Status.ITERATION_LIMIT
+        jump = float(np.max(np.abs(self.robot.difference(q_before, q)))) if self.robot.dof else 0.0
+        bound_active = bool(np.any(np.abs(q - q_before) >= self._bound - 1e-12))
+        return TrackStep(self._q.copy(), status, float(res.position_error), float(res.rotation_error), jump,
+                         bool(status != Status.CONVERGED and bound_active), False, int(res.iterations))
+
+    def _update_geometric(self, q_before):
+        """One ccd/fabrik update: the targets checked (a bad one restores the last good ones), the
+        kernel's sweeps from the current q, then the update bound and the step's report."""
+        p = self._problem
+        if not _targets_ok(p.gkind, self._gvec, self._gR):
+            self._gvec[:] = self._gvec_ok
+            self._gR[:] = self._gR_ok
+            return BAD_TARGET
+        self._gvec_ok[:] = self._gvec
+        self._gR_ok[:] = self._gR
+        kernel, args, tail, state = self._geo
+        state[:] = 0.0
+        out = self._out
+        run = (*args, self._q, self.iterations, state, *tail)
+        after = (args[0], args[1], args[2], p.gnode, p.gkind, self._gvec, self._gR, p.gaxis, p.gw, q_before, self._q,
+                 self._bound, p.balls, self._is_ball, out)
+        if self._geo_eps is None:  # the first update picks (or compiles) the overloads; later ones call them directly
+            code = kernel(*run)
+            geometric_after(*after)
+            self._geo_eps = (_entry_point(kernel, run), _entry_point(geometric_after, after))
+        else:  # the argument types are fixed by construction: no per-call type dispatch (a few µs)
+            code = self._geo_eps[0](*run)
+            self._geo_eps[1](*after)
+        out[O_ITERS] = state[1]
+        if out[O_BOUND] > 0.5:
+            code = CONVERGED if out[O_PERR] <= p.tol_p and out[O_RERR] <= p.tol_r else RUNNING
+        return code
 
     def _write_many(self, targets):
         slots = self._slots
@@ -608,10 +742,17 @@ class Tracker:
                 f"max_joint_step={float(self._bound.max()):g}, iterations={self.iterations})")
 
 
+def _entry_point(dispatcher, args):
+    """The compiled overload of ``dispatcher`` that these arguments select (called without dispatch)."""
+    import numba
+
+    return dispatcher.overloads[tuple(numba.typeof(a) for a in args)].entry_point
+
+
 def _errors(robot, p, q, gvec, gR):
     from .solvers.shared import goal_errors
 
-    return goal_errors(robot._ni, robot._nf, robot.origin, q, p.gnode, p.gkind, gvec, gR, p.gaxis, p.gw)
+    return goal_errors(robot.node_table, robot.node_params, robot.origin, q, p.gnode, p.gkind, gvec, gR, p.gaxis, p.gw)
 
 
 def _short(v):

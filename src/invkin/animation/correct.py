@@ -210,7 +210,8 @@ def _limb_top(clip, heel, g):
 
 
 def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None, position_tolerance=None,
-                 max_iterations: int = 60, progress=False):
+                 max_iterations: int = 60, progress=False, world=None, self_collision: bool = False,
+                 margin: float = 0.005):
     """Correct ``clip`` with per-frame IK goals: ``(new_clip, report)``.
 
     Args:
@@ -225,14 +226,18 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
         position_tolerance: goal tolerance [clip units] (default 1e-6 × the skeleton's size).
         max_iterations: LM iterations per frame.
         progress: True for a tqdm bar on stderr, or a callable ``progress(i, n_frames)``.
+        world, self_collision, margin: collision distances kept by every frame's solve, as in
+            :func:`invkin.solve` (the skeleton needs collision shapes, ``robot.collision``); the
+            per-frame bound ``max_step`` may still hold a frame short of the solve's answer.
 
     Returns the corrected clip and a :class:`ClipReport`. See :mod:`invkin.animation` for the method.
     """
     import time
 
-    from ..solve import solve
+    from ..solve import _collision_options, solve
 
     t0 = time.perf_counter()
+    _collision_options(world, self_collision, margin)  # bad options fail before any frame
     robot = _robot_for(robot, clip)
     if isinstance(goals, (FootPlant, Reach)):
         goals = [goals]
@@ -391,7 +396,7 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
                 res = solve(robot, [Position(name, t, weight=w) for name, w, _, t, _ in act if name is not None] + locks,
                             q0=start,
                             method="lm", position_tolerance=tol, timeout=None, max_iterations=int(max_iterations),
-                            restarts=False, joint_weights=jw)
+                            restarts=False, joint_weights=jw, world=world, self_collision=self_collision, margin=margin)
                 iters += res.iterations
                 desired[cols_all] = _wrap(res.q[cols_all] - q0[cols_all])
             d = desired - corr

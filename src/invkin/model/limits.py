@@ -15,9 +15,12 @@ rotation vector down to ``σ_max`` (the nearest swing on the same great circle).
 A limited joint is either a ball joint (``q`` holds its rotation vector) or a BVH/glTF joint of three
 rotation channels about x, y and z (its composed rotation is limited; the projection is written back
 as the Euler angles nearest the current ones). Limits are kept in ``robot.extras["cone_limits"]``
-({frame: (axis (3,), swing_max, twist_lo, twist_hi)}, angles in radians) and enforced by
-:func:`project_limits`, which :func:`invkin.solve` applies to every returned configuration
-(:func:`respect_cone_limits`).
+({frame: (axis (3,), swing_max, twist_lo, twist_hi)}, angles in radians). ``ccd`` and ``fabrik``
+honour them inside their updates (:mod:`invkin.solvers._twist`); dls, pinv, transpose and
+gauss-seidel after every iteration (the solve driver projects); for every method :func:`invkin.solve`
+projects the returned configuration (:func:`project_limits`, through :func:`respect_cone_limits`) —
+the only way lm and analytic honour them (their iterations do not see the cones;
+``info["cone_limits_projected"]`` says when the projection moved the result).
 
 Rig files (JSON, or TOML on Python ≥ 3.11) hold the same mapping as the dict, angles in degrees::
 
@@ -42,7 +45,7 @@ from ..kinematics import kernels as K
 from .euler import euler_from_matrix, frame_groups, rot
 
 __all__ = ["swing_twist", "clamp_swing_twist", "project_limits", "limit_violation", "apply_limits",
-           "respect_cone_limits"]
+           "respect_cone_limits", "twist_changes"]
 
 
 def _quat(R):
@@ -101,6 +104,22 @@ def clamp_swing_twist(R, axis, swing_max, twist_lo, twist_hi):
     qs = np.array([math.cos(s / 2), *(rv / s * math.sin(s / 2))]) if s > 0 else np.array([1.0, 0, 0, 0])
     qt = np.array([math.cos(tau_c / 2), *(a * math.sin(tau_c / 2))])
     return _qmat(_qmul(qs, qt))
+
+
+def twist_changes(robot, qs, frames=None, axis=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """(T − 1, F) [rad]: how far each frame turns about its own bone ``axis`` (in the frame, default
+    +z, the bones of :func:`invkin.model.catalog.tentacle`) between consecutive configurations of
+    ``qs`` (T, dof): the twist of ``W_tᵀ W_{t+1}`` (swing-twist decomposition, :func:`swing_twist`),
+    the candy-wrapper measure of a skinned chain. ``frames``: default every frame with a moving joint."""
+    qs = np.asarray(qs, dtype=float)
+    if frames is None:
+        frames = [f for f in robot.frame_names if robot.qidx[robot.frame_index(f)] >= 0]
+    Ts = [robot.fk_all(q) for q in qs]
+    out = np.zeros((max(len(qs) - 1, 0), len(frames)))
+    for t, (a, b) in enumerate(zip(Ts, Ts[1:])):
+        for k, f in enumerate(frames):
+            out[t, k] = swing_twist(a[f][:3, :3].T @ b[f][:3, :3], axis)[1]
+    return out
 
 
 def _group(robot, frame: int) -> list:
@@ -173,6 +192,23 @@ def limit_violation(robot, q) -> float:
                               axis)
         worst = max(worst, float(np.linalg.norm(rv)) - smax, tlo - tau, tau - thi)
     return worst
+
+
+def _bone_axis(robot, node: int) -> np.ndarray:
+    """The bone of a joint frame, in that frame: toward the first descendant (first children first)
+    that is not at the joint's own point (BVH channel nodes and zero-length bones such as CMU's
+    Spine1 → Neck are passed over); +y when there is none."""
+    kids = {}
+    for i in range(robot.n_nodes):
+        kids.setdefault(int(robot.parent[i]), []).append(i)
+    T = np.eye(4)
+    i = node
+    while kids.get(i):
+        i = kids[i][0]
+        T = T @ robot.origin[i]
+        if np.linalg.norm(T[:3, 3]) > 1e-12:
+            return T[:3, 3].copy()
+    return np.array([0.0, 1.0, 0.0])
 
 
 def _read_rig(path) -> dict:
@@ -259,9 +295,8 @@ def apply_limits(robot, spec):
             raise ModelError(f"with_limits: {name!r}: need swing >= 0 and twist lower <= upper")
         if "axis" in lim:
             axis = np.array([_num(x, f"{name!r} axis") for x in lim["axis"]], dtype=float)
-        else:  # the bone: toward the first child frame in the joint's frame
-            kids = [i for i in range(robot.n_nodes) if robot.parent[i] == node]
-            axis = robot.origin[kids[0]][:3, 3] if kids else np.array([0.0, 1.0, 0.0])
+        else:
+            axis = _bone_axis(robot, node)
         if axis.shape != (3,) or not np.linalg.norm(axis) > 0:
             raise ModelError(f"with_limits: {name!r}: axis must be a non-zero 3-vector, got {axis!r}")
         cones[name] = (axis / np.linalg.norm(axis), smax, tlo, thi)
@@ -285,7 +320,7 @@ def respect_cone_limits(robot, goals, res, position_tolerance: float, rotation_t
     if np.array_equal(q, res.q):
         return res
     p = compile_problem(robot, goals, position_tolerance, rotation_tolerance)
-    pe, re_ = goal_errors(robot._ni, robot._nf, robot.origin, q, p.gnode, p.gkind, p.gvec, p.gR, p.gaxis, p.gw)
+    pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, p.gnode, p.gkind, p.gvec, p.gR, p.gaxis, p.gw)
     ok = pe <= position_tolerance and re_ <= rotation_tolerance
     status = Status.CONVERGED if ok else (res.status if res.status != Status.CONVERGED else Status.STALLED)
     info = dict(res.info)

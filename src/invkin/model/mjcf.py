@@ -189,7 +189,7 @@ def robot_from_mjmodel(m, source: str = "<mjmodel>", name: str | None = None) ->
                  for i in range(m.nbody)}
     qpos0 = np.array(m.qpos0, dtype=np.float64)
     qpos0.setflags(write=False)
-    robot = robot._replace_nodes(offset=off)
+    robot = robot.replace(offset=off)
     return robot.with_extras(geoms={k: tuple(v) for k, v in geoms.items()}, inertials=inertials,
                              mjcf_joints=tuple(joints), mjcf_qpos0=qpos0)
 

@@ -274,10 +274,9 @@ class Robot:
         object.__setattr__(self, "_node_chains", {})  # node index -> chain program
 
     #: Per-instance caches (derived from the arrays, rebuilt on demand): left out of pickles, so a
-    #: pickled Robot does not depend on which calls were made before.
-    _CACHES = ("_inertial_cache", "_velocity_limit", "_core_model", "_lims_cache",
-               "_chains", "_node_chains", "_reach_cache", "_sample_bounds", "_gnode_cache", "_lm_tables",
-               "_lm_tables_origin", "_lm_tables_at", "_memo")
+    #: pickled Robot does not depend on which calls were made before. Code outside the Robot keeps
+    #: its derived tables in :attr:`cache` / :meth:`memo`, never in attributes of its own.
+    _CACHES = ("_inertial_cache", "_velocity_limit", "_base_spread_cache", "_chains", "_node_chains", "_memo")
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -337,7 +336,7 @@ class Robot:
 
     def with_extras(self, **kw) -> "Robot":
         """A copy of this Robot with entries of :attr:`extras` replaced (same arrays)."""
-        return self._replace_nodes(extras={**self.extras, **kw})
+        return self.replace(extras={**self.extras, **kw})
 
     @property
     def named_configurations(self) -> tuple:
@@ -444,19 +443,63 @@ class Robot:
         """(dof,) ones, read-only: the default joint weights (compare with ``is`` to detect the default)."""
         return self._ones
 
+    @property
+    def q_neutral(self) -> np.ndarray:
+        """(dof,) read-only: :meth:`neutral` without the copy (for callers that only read it)."""
+        return self._neutral
+
+    @property
+    def base_dofs(self) -> np.ndarray:
+        """int64, read-only: the q indices of the free and planar joints (a floating base), sorted."""
+        return self._base_dofs
+
+    @property
+    def base_spread(self) -> np.ndarray:
+        """Read-only, one entry per :attr:`base_dofs`: the half-width within which restarts and
+        :meth:`sample` draw the base around a configuration (:data:`BASE_SAMPLE_SPREAD`: metres
+        for the translations, radians for the rotations)."""
+        out = self.__dict__.get("_base_spread_cache")
+        if out is None:
+            spread = np.zeros(self.dof)
+            for i in range(self.n_nodes):
+                c = int(self.qidx[i])
+                if self.composite[i] and c >= 0:
+                    jt = self.joint_type[i]
+                    spread[c:c + (3 if jt == K.BALL else 1)] = BASE_SAMPLE_SPREAD[0 if jt == K.PRISMATIC else 1]
+            out = _readonly(spread[self._base_dofs])
+            object.__setattr__(self, "_base_spread_cache", out)
+        return out
+
+    @property
+    def wrap_dofs(self) -> np.ndarray:
+        """int64, read-only: the q indices of continuous joints that a turn of 2 pi leaves in place
+        (every node on the entry is a revolute joint with an integer multiplier); solve() wraps
+        them to within pi of q0."""
+        return self._wrap_dofs
+
+    def has_frame(self, name) -> bool:
+        """True when ``name`` is the name of a node of this robot (no error, no suggestions)."""
+        return name in self._frame_index
+
     def chain_program(self, frame) -> np.ndarray:
-        """The chain program from the root to ``frame`` (kinematics.kernels.chain_program), cached."""
+        """The chain program from the root to ``frame`` (kinematics.kernels.chain_program), cached;
+        ``frame`` is a name, a node index or None (the last node); FrameError for anything else."""
         return self._chain(frame)
 
-    def memo(self, key, build):
-        """A per-robot cache entry: ``build()`` on the first call for ``key``, the same object after.
-
-        Entries are derived data (tables the solvers precompute from the arrays): left out of pickles.
-        """
+    @property
+    def cache(self) -> dict:
+        """This robot's cache of derived data ({key: value}): tables that the solvers precompute
+        from the arrays, valid as long as the Robot lives (it is immutable). Left out of pickles
+        and of the Robots that :meth:`replace` and the other derivations return."""
         memo = self.__dict__.get("_memo")
         if memo is None:
             memo = {}
             object.__setattr__(self, "_memo", memo)
+        return memo
+
+    def memo(self, key, build):
+        """A :attr:`cache` entry: ``build()`` on the first call for ``key``, the same object after."""
+        memo = self.cache
         if key not in memo:
             memo[key] = build()
         return memo[key]
@@ -679,27 +722,12 @@ class Robot:
             if c.ndim != 1:
                 raise ConfigurationError(f"around: expected shape ({self.dof},), got {c.shape}")
             d = np.zeros_like(q2)
-            spread = self._base_spread()
+            spread = self.base_spread
             d[:, self._base_dofs] = rng.uniform(-1.0, 1.0, size=(q2.shape[0], self._base_dofs.size)) * spread
             moved = self.integrate(np.broadcast_to(c, q2.shape), d)
             q2[:, self._base_dofs] = np.atleast_2d(moved)[:, self._base_dofs]
             q = q2 if n is not None else q2[0]
         return q
-
-    def _base_spread(self) -> np.ndarray:
-        """Sampling half-width of each base q entry (BASE_SAMPLE_SPREAD: metres for the
-        translations, radians for the rest)."""
-        out = self.__dict__.get("_base_spread_cache")
-        if out is None:
-            spread = np.zeros(self.dof)
-            for i in range(self.n_nodes):
-                c = int(self.qidx[i])
-                if self.composite[i] and c >= 0:
-                    jt = self.joint_type[i]
-                    spread[c:c + (3 if jt == K.BALL else 1)] = BASE_SAMPLE_SPREAD[0 if jt == K.PRISMATIC else 1]
-            out = _readonly(spread[self._base_dofs])
-            object.__setattr__(self, "_base_spread_cache", out)
-        return out
 
     def _sample_uniform(self, n, rng) -> np.ndarray:
         shape = (1 if n is None else int(n), self.dof)
@@ -847,7 +875,7 @@ class Robot:
         if name in self._frame_index:
             raise ModelError(f"frame {name!r} already exists on robot {self.name!r}")
         T = np.eye(4) if T is None else as_transform(T, f"add_frame({name!r}) transform")
-        return self._replace_nodes(
+        return self.replace(
             parent=np.append(self.parent, p),
             joint_type=np.append(self.joint_type, K.FIXED),
             axis=np.vstack([self.axis, np.zeros((1, 3))]),
@@ -961,12 +989,15 @@ class Robot:
                 axis[i] = 0.0
             else:
                 qidx[i] = remap[c]
-        return self._replace_nodes(origin=origin, joint_type=jtype, qidx=qidx, axis=axis,
+        return self.replace(origin=origin, joint_type=jtype, qidx=qidx, axis=axis,
                                    mimic_leader=tuple(leaders), composite=tuple(composite),
                                    joint_names=tuple(self.joint_names[c] for c in keep),
                                    lower=self.lower[keep], upper=self.upper[keep])
 
-    def _replace_nodes(self, **kw) -> "Robot":
+    def replace(self, **kw) -> "Robot":
+        """A new Robot with the constructor fields in ``kw`` replaced (``origin=``, ``lower=``,
+        ``extras=``, ...), validated again like any new Robot; the URDF shapes of the links it keeps
+        come along. The caches start empty."""
         args = dict(
             name=self.name, parent=self.parent, joint_type=self.joint_type, axis=self.axis, origin=self.origin,
             qidx=self.qidx, multiplier=self.multiplier, offset=self.offset, node_names=self.node_names,

@@ -117,7 +117,7 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
     (0 when none)."""
     hard = table[9]
     Tall, e, J = ws[0], ws[4], ws[5]
-    cb, Jc, ec, Jc2, ec2, Jp, ep, idx, X, S, r, lam, col, H, g, y, dq, qn, hold, zero = pb
+    cb, Jc, ec, Jc2, ec2, Jp, ep, idx, Jm, Z, S, r, lam, col, H, dq, qn, hold, zero = pb
     dof = q.shape[0]
     worst = 0.0
     before = np.inf
@@ -158,7 +158,7 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
             idx[i] = i
         # regularised least norm: rows that contradict each other give a bounded step, not a jump
         if not core_active_step(Jp[:n], ep[:n], idx[:0], idx[:n], lims, lo, hi, q, 1.0, PROJECT_REG, zero, hold,
-                                H, g, X, S, r, lam, y, col, dq):
+                                H, Jm, Z, S, r, lam, col, dq):
             break
         for c in range(dof):
             qb[c] = q[c]
@@ -191,9 +191,9 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
     ``J_i δq = bound − value`` and the step is solved again (up to INEQ_PASSES times). A step is
     kept when the merit cost_soft + HARD_WEIGHT·cost_hard + PENALTY·Σ violation² falls, else λ
     grows 4x. Returns the iterations used."""
-    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam_h, y, col, dq, qn, hold, bias, zero, \
+    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm_, Z_, S_, r_, lam_, col_, dq, qn, hold, bias, zero, \
         dqc, qc = ws
-    cb, Jc, ec, Jc2, ec2, Jp, ep, idx, Xp, Sp, rp, lamp, colp, Hp, gp, yp, dqp, qnp, holdp, zerop = pb
+    cb, Jc, ec, Jc2, ec2, Jp, ep, idx, Jm, Z, S, r, lam_a, col, Hp, dqp, qnp, holdp, zerop = pb
     ni, nf, origin, mass, com = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     dof = q.shape[0]
@@ -233,8 +233,8 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
             ec2[i] = 1.0 if ec[i] > 0.0 else 0.0
         ok = True
         for _ in range(INEQ_PASSES):
-            ok = core_active_step(Jp[:n], ep[:n], soft, idx[:nh], lims, lo, hi, q, mu, 1e-10, zero, hold, H, g, Xp,
-                                  Sp, rp, lamp, yp, colp, dq)
+            ok = core_active_step(Jp[:n], ep[:n], soft, idx[:nh], lims, lo, hi, q, mu, 1e-10, zero, hold, H, Jm, Z,
+                                  S, r, lam_a, col, dq)
             if not ok:
                 break
             added = 0
@@ -341,17 +341,19 @@ def retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec0, row_body, row_r
     glevel = np.ones(G, dtype=np.int64)
     soft_buf = np.empty(3 * G, dtype=np.int64)
     hard_buf = np.empty(3 * G, dtype=np.int64)
-    ws = core_workspace(n, dof, gvec, gR, 3 * G)
+    ws = core_workspace(n, dof, gvec, gR, 3 * G, 0)
     wvec, wR = ws[10], ws[11]
     nr = max(n_rows, 1)
     nc = n_rows + sole_node.shape[0]
     mp = 3 * G + nc
     cb = (np.empty(nr), np.empty((nr, dof)), np.empty(nr, dtype=np.int64), np.empty(nr, dtype=np.int64),
           np.empty((6, dof)))
+    # cb, Jc, ec, Jc2, ec2, Jp, ep, idx, then core_active_step's scratch for mp rows: Jm, Z, S, r, lam,
+    # col, H, dq, qn, hold, zero
     pb = (cb, np.empty((nc, dof)), np.empty(nc), np.empty((nc, dof)), np.empty(nc), np.empty((mp, dof)),
-          np.empty(mp), np.empty(mp, dtype=np.int64), np.empty((mp, dof)), np.empty((mp, mp)), np.empty(mp),
-          np.empty(mp), np.empty(max(dof, mp)), np.empty((dof, dof)), np.empty(dof), np.empty(dof), np.empty(dof),
-          np.empty(dof), np.empty(dof), np.zeros(dof))
+          np.empty(mp), np.empty(mp, dtype=np.int64), np.empty((mp, dof)), np.empty((dof, mp + 1)),
+          np.empty((mp + 1, mp + 1)), np.empty(mp), np.empty(mp), np.empty(max(dof, mp)), np.empty((dof, dof)),
+          np.empty(dof), np.empty(dof), np.empty(dof), np.zeros(dof))
     lo = np.empty(dof)
     hi = np.empty(dof)
     rowerr = np.empty(G)

@@ -53,6 +53,7 @@ class Problem:
     scratch: dict = field(default_factory=dict)  # per-solve caches of a method
     glevel: np.ndarray | None = None  # (G,) 0 = hard row, 1 = soft row
     gref: np.ndarray | None = None    # (G,) reference node of a relative row, else -1
+    goal_rows: tuple = ()             # rows of each goal in order (Posture left out)
 
     @property
     def dof(self) -> int:
@@ -60,7 +61,7 @@ class Problem:
 
     def __post_init__(self):
         r = self.robot
-        self.args = (r._ni, r._nf, r.origin, self.lower, self.upper, self.balls, self.gnode, self.gkind,
+        self.args = (r.node_table, r.node_params, r.origin, self.lower, self.upper, self.balls, self.gnode, self.gkind,
                 self.gvec, self.gR, self.gaxis, self.gw, self.q_rest, self.w_posture, self.joint_weights,
                 self.tol_p, self.tol_r)
 
@@ -90,8 +91,12 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
             goals = tuple(goals)
         except TypeError:
             raise GoalError(f"goals: expected a goal or a list of goals, got {goals!r}") from None
-    rows = []
-    q_rest = robot._neutral
+    tables = []   # each goal's cached row arrays (Goal.table), concatenated below
+    nodes = []
+    refs = []
+    levels = []
+    counts = []   # rows per goal (Posture left out): Result.goals_met
+    q_rest = robot.q_neutral
     w_post = 0.0
     for g in goals:
         if not isinstance(g, Goal):
@@ -103,39 +108,35 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
             q_rest = g.q_rest
             w_post = g.weight
             continue
-        if g.rows() and g.rows()[0][0] == KIND_COM and not robot.link_mass.sum() > 0:
+        rows = g.rows()
+        if rows and rows[0][0] == KIND_COM and not robot.link_mass.sum() > 0:
             raise GoalError(f"CenterOfMass: robot {robot.name!r} has no link masses (its model has no "
                             f"<inertial> mass); expected a model with inertials")
         level = g.level
-        rows.extend(r + (level,) if len(r) == 7 else r + (None, level) for r in g.rows())
-    if not rows and w_post == 0.0:
+        for r in rows:
+            if r[0] not in KINDS:  # goals.py makes rows of KINDS only; a subclass might not
+                raise GoalError(f"goal row kind {r[0]!r} is not one of {sorted(KINDS)}")
+            nodes.append(0 if r[1] is None else _node(robot, r[1]))
+            refs.append(-1 if len(r) < 7 or r[6] is None else _node(robot, r[6]))
+            levels.append(level)
+        counts.append(len(rows))
+        tables.append(g.table())
+    if not tables and w_post == 0.0:
         raise GoalError("goals: expected at least one goal, got none")
-    G = len(rows)
-    gnode = np.empty(G, dtype=np.int64)
-    gkind = np.empty(G, dtype=np.int64)
-    gvec = np.empty((G, 3))
-    gR = np.empty((G, 3, 3))
-    gaxis = np.empty((G, 3))
-    gw = np.empty(G)
-    glevel = np.empty(G, dtype=np.int64)
-    gref = np.full(G, -1, dtype=np.int64)
-    for k, (kind, frame, vec, R, axis, w, ref, level) in enumerate(rows):
-        if kind not in KINDS:  # pragma: no cover - goals.py only makes rows of KINDS
-            raise GoalError(f"goal row kind {kind!r} is not one of {sorted(KINDS)}")
-        gnode[k] = 0 if frame is None else _node(robot, frame)
-        if ref is not None:
-            gref[k] = _node(robot, ref)
-        glevel[k] = level
-        gkind[k] = kind
-        gvec[k] = vec
-        gR[k] = R
-        gaxis[k] = axis
-        gw[k] = w
+    G = len(nodes)
+    gnode = np.array(nodes, dtype=np.int64)
+    gref = np.array(refs, dtype=np.int64)
+    glevel = np.array(levels, dtype=np.int64)
+    if tables:
+        gkind, gvec, gR, gaxis, gw = (np.concatenate([t[i] for t in tables]) for i in range(5))
+    else:
+        gkind, gvec, gR, gaxis, gw = (np.empty(G, dtype=np.int64), np.empty((G, 3)), np.empty((G, 3, 3)),
+                                      np.empty((G, 3)), np.empty(G))
     for nm, v in (("position_tolerance", position_tolerance), ("rotation_tolerance", rotation_tolerance)):
         if not isinstance(v, (int, float, np.floating, np.integer)) or not v > 0 or not math.isfinite(v):
             raise GoalError(f"{nm}: expected a finite number > 0, got {v!r}")
     if joint_weights is None:
-        jw = robot._ones
+        jw = robot.unit_weights
     else:
         try:
             jw = np.array(joint_weights, dtype=np.float64)
@@ -144,18 +145,15 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
         if jw.shape != (robot.dof,) or not np.all(np.isfinite(jw)) or np.any(jw <= 0):
             raise GoalError(f"joint_weights: expected {robot.dof} finite numbers > 0, got {joint_weights!r}")
     return Problem(robot, goals, gnode, gkind, gvec, gR, gaxis, gw, q_rest, float(w_post), jw, robot.lower,
-                   robot.upper, robot._ball_starts, float(position_tolerance), float(rotation_tolerance),
-                   glevel=glevel, gref=gref)
+                   robot.upper, robot.ball_starts, float(position_tolerance), float(rotation_tolerance),
+                   glevel=glevel, gref=gref, goal_rows=tuple(counts))
 
 
 def _node(robot, frame) -> int:
     try:
-        return robot._frame_index[frame]
-    except (KeyError, TypeError):
-        try:
-            return robot.frame_index(frame)
-        except FrameError as exc:
-            raise FrameError(f"goal on frame {frame!r}: {exc}") from None
+        return robot.frame_index(frame)
+    except FrameError as exc:
+        raise FrameError(f"goal on frame {frame!r}: {exc}") from None
 
 
 # --------------------------------------------------------------------------- kernels

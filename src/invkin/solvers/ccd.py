@@ -43,7 +43,17 @@ fully, a joint twice as heavy half as far; default all 1).
 * Ball joint: the rotation Q maximising the same objective Σ w t·(Q e) over all of SO(3) —
   Wahba's problem, solved exactly by Horn's quaternion method; with a single position pair this
   is the §4 rule, the smallest rotation (axis e × t, angle acos(ê·t̂)), used directly. Applied
-  as a local increment R ← R exp(s_i Wᵀ log Q), W the joint frame's world rotation.
+  as a local increment R ← R exp(s_i Wᵀ log Q), W the joint frame's world rotation, then projected
+  onto the joint's swing cone and twist range (``robot.with_limits``) inside the same update
+  (:func:`invkin.solvers._rotfit.ball_update`). Three-channel BVH/glTF joints with such a limit are
+  projected after every sweep (:func:`invkin.solvers._twist.project_groups`).
+
+Twist (option ``twist``, default ``"previous"``): the smallest rotations turn a ball joint's bone
+about itself whenever e is off the bone (8-14°/frame on a tracked 20-bone tail: a candy-wrapper pop
+on a skinned character). A bone's twist moves no goal when only its child ball joint and points on
+its line hang from it, so after the sweeps every such bone gets back the twist it had at the start
+of the solve, its child turning back by the same angle (:func:`invkin.solvers._twist.resolve_twist`);
+``"free"`` keeps whatever the sweeps left.
 
 ``variant="simple"`` (SEEDS.md §4, position goals only): per goal the rotation vector
 θ unit(e × t), θ = acos(ê·t̂), averaged with weights gw² over the goals the joint moves; skipped
@@ -69,11 +79,14 @@ from numba import njit
 from ..errors import SolverError
 from ..goals import KIND_POSITION
 from ..kinematics.kernels import BALL, PRISMATIC, REVOLUTE, fk_all_into
-from ..spatial import so3_exp_nb, so3_log_nb
+from ..spatial import so3_exp_nb
 from ._common import CONVERGED, RUNNING, STALLED, task_eval
 from ._iterate import end_iterations
 from ._linalg import sqnorm
-from ._rotfit import best_arc_angle, horn_rotation, min_rotvec, rigid_rotate_about, rigid_translate
+from ._rotfit import (ball_update, local_quats, best_arc_angle, horn_quat, min_rotation_quat, min_rotvec, quat_from_rotvec,
+                      rigid_rotate_about, rigid_translate)
+from ._chain import node_fk, position_errors, sync_ball_q
+from ._twist import cone_groups_table, cone_rows, project_groups, resolve_twist, twist_structure
 
 NAME = "ccd"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -144,45 +157,6 @@ def column_factors(problem, stiffness) -> np.ndarray:
 
 
 @njit(cache=True)
-def _apply_ball(q, c, lower, upper, W, rv, sf, Q):
-    """Ball joint at q[c:c+3], world frame rotation W: apply the world rotation exp(rv) as the local
-    increment R ← R exp(sf Wᵀ rv), clamp, and write the world rotation actually applied into Q."""
-    d0 = sf * (W[0, 0] * rv[0] + W[1, 0] * rv[1] + W[2, 0] * rv[2])
-    d1 = sf * (W[0, 1] * rv[0] + W[1, 1] * rv[1] + W[2, 1] * rv[2])
-    d2 = sf * (W[0, 2] * rv[0] + W[1, 2] * rv[1] + W[2, 2] * rv[2])
-    Ro = np.empty((3, 3))
-    Rd = np.empty((3, 3))
-    Rn = np.empty((3, 3))
-    r = np.empty(3)
-    so3_exp_nb(q[c], q[c + 1], q[c + 2], Ro)
-    so3_exp_nb(d0, d1, d2, Rd)
-    for i in range(3):
-        for k in range(3):
-            Rn[i, k] = Ro[i, 0] * Rd[0, k] + Ro[i, 1] * Rd[1, k] + Ro[i, 2] * Rd[2, k]
-    so3_log_nb(Rn, r)
-    for k in range(3):
-        v = r[k]
-        if v < lower[c + k]:
-            v = lower[c + k]
-        elif v > upper[c + k]:
-            v = upper[c + k]
-        q[c + k] = v
-    so3_exp_nb(q[c], q[c + 1], q[c + 2], Rn)
-    # Q = W Roᵀ Rn Wᵀ
-    A = np.empty((3, 3))
-    B = np.empty((3, 3))
-    for i in range(3):
-        for k in range(3):
-            A[i, k] = W[i, 0] * Ro[k, 0] + W[i, 1] * Ro[k, 1] + W[i, 2] * Ro[k, 2]  # W Roᵀ
-    for i in range(3):
-        for k in range(3):
-            B[i, k] = A[i, 0] * Rn[0, k] + A[i, 1] * Rn[1, k] + A[i, 2] * Rn[2, k]
-    for i in range(3):
-        for k in range(3):
-            Q[i, k] = B[i, 0] * W[k, 0] + B[i, 1] * W[k, 1] + B[i, 2] * W[k, 2]
-
-
-@njit(cache=True)
 def set_joint(q, c, m, d, lower, upper):
     """q[c] += d / m, clamped into [lower[c], upper[c]]; returns the change actually made to
     θ = m q + offset (d in θ's units: rad for a hinge, m for a slider)."""
@@ -243,7 +217,8 @@ def _axis_rotation(ax, ay, az, th, Q):
 
 @njit(cache=True)
 def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
-                tol_p, tol_r, q, max_iter, state, simple, k_pos, threshold, gscale, visit, colfac):
+                tol_p, tol_r, q, max_iter, state, simple, k_pos, threshold, gscale, visit, colfac, cone, tw_axes,
+                tw_modes, twist, groups, grows):
     """Run up to ``max_iter`` CCD sweeps on q (in place), joints from the tip to the root.
 
     Welman (1993 §4.2.1, SEEDS.md §5), at a revolute joint with world axis a at j: over the goal
@@ -272,14 +247,36 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     errs = np.empty(20)  # task_eval uses the tail as scratch
     anc = goal_ancestry(ni, gnode)
     sfac = stiffness_factors(ni, colfac)
+    one_point = np.full(n, -1, np.int64)  # the one goal a node moves when that is a position goal
+    if not simple:
+        for i in range(n):
+            cnt = 0
+            for g in range(G):
+                if anc[i, g] and gw[g] > 0.0:
+                    cnt += 1
+                    one_point[i] = g if gkind[g] == 0 else -2
+            if cnt != 1 or one_point[i] < 0:
+                one_point[i] = -1
     Q = np.empty((3, 3))
     S = np.empty((3, 3))
     rv = np.empty(3)
     rg = np.empty(3)
-    W = np.empty((3, 3))
     ev = np.empty(3)
     tv = np.empty(3)
+    Lq = np.empty((n, 4))  # the ball joints' quaternions, kept in step with q by ball_update
+    local_quats(ni, q, Lq)
+    # position goals only and no mimic leader: ball rotations live in Lq during the call, q is written
+    # at its end (_chain.sync_ball_q), the frames come from Lq (_chain.node_fk)
+    lazy = True
+    for g in range(G):
+        if gkind[g] != 0:
+            lazy = False
+    for i in range(n):
+        if visit[i] == 2:
+            lazy = False
+    M34 = np.empty((3, 4))
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+    Rref = Tall[:, :3, :3].copy() if twist else Tall[:1, :3, :3].copy()  # the frames the twist is kept from
     cost = sqnorm(e)
     best = state[0] if state[0] > 0.0 else cost
     small = state[4]
@@ -302,9 +299,11 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
             jx = Ti[0, 3]
             jy = Ti[1, 3]
             jz = Ti[2, 3]
-            ax = Ti[0, 0] * nf[i, 0] + Ti[0, 1] * nf[i, 1] + Ti[0, 2] * nf[i, 2]
-            ay = Ti[1, 0] * nf[i, 0] + Ti[1, 1] * nf[i, 1] + Ti[1, 2] * nf[i, 2]
-            az = Ti[2, 0] * nf[i, 0] + Ti[2, 1] * nf[i, 1] + Ti[2, 2] * nf[i, 2]
+            ax = ay = az = 0.0  # the joint's world axis (not needed by the one-point ball branch)
+            if jt != BALL or one_point[i] < 0:
+                ax = Ti[0, 0] * nf[i, 0] + Ti[0, 1] * nf[i, 1] + Ti[0, 2] * nf[i, 2]
+                ay = Ti[1, 0] * nf[i, 0] + Ti[1, 1] * nf[i, 1] + Ti[1, 2] * nf[i, 2]
+                az = Ti[2, 0] * nf[i, 0] + Ti[2, 1] * nf[i, 1] + Ti[2, 2] * nf[i, 2]
             moved = False
             if jt == PRISMATIC:
                 if m == 0.0:
@@ -326,6 +325,20 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                     if anc[i, g]:
                         rigid_translate(Tg[g], act * ax, act * ay, act * az)
                 moved = act != 0.0
+            elif jt == BALL and one_point[i] >= 0:
+                # the joint moves one position goal: Welman's best rotation is the smallest one,
+                # e = p − j onto t = p* − j (the general branch below gives the same), and only
+                # the goal's point needs to turn with it
+                g = one_point[i]
+                P = Tg[g]
+                dw, dx, dy, dz = min_rotation_quat(P[0, 3] - jx, P[1, 3] - jy, P[2, 3] - jz,
+                                                   gvec[g, 0] - jx, gvec[g, 1] - jy, gvec[g, 2] - jz)
+                ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Lq, Q, not lazy)
+                ex, ey, ez = P[0, 3] - jx, P[1, 3] - jy, P[2, 3] - jz
+                P[0, 3] = jx + Q[0, 0] * ex + Q[0, 1] * ey + Q[0, 2] * ez
+                P[1, 3] = jy + Q[1, 0] * ex + Q[1, 1] * ey + Q[1, 2] * ez
+                P[2, 3] = jz + Q[2, 0] * ex + Q[2, 1] * ey + Q[2, 2] * ez
+                moved = True
             elif jt == REVOLUTE or jt == BALL:
                 if jt == REVOLUTE and m == 0.0:
                     continue
@@ -392,8 +405,9 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                             w = w2 / (s * s)
                             sc = gscale[g]
                         npairs += 1
-                        kscale += w * sc * (math.sqrt(ev[0] * ev[0] + ev[1] * ev[1] + ev[2] * ev[2])
-                                            + math.sqrt(tv[0] * tv[0] + tv[1] * tv[1] + tv[2] * tv[2]))
+                        if jt == REVOLUTE:  # the flat-g test of a hinge
+                            kscale += w * sc * (math.sqrt(ev[0] * ev[0] + ev[1] * ev[1] + ev[2] * ev[2])
+                                                + math.sqrt(tv[0] * tv[0] + tv[1] * tv[1] + tv[2] * tv[2]))
                         # k1, k2, k3 (eqs. 4.20-4.22) and Horn's S = Σ w e tᵀ
                         d1, d2, d3 = welman_terms(ev, tv, ax, ay, az, w, S)
                         k1 += d1
@@ -414,10 +428,8 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                             continue
                         _axis_rotation(ax, ay, az, act, Q)
                     else:
-                        for r in range(3):
-                            for k in range(3):
-                                W[r, k] = Ti[r, k]
-                        _apply_ball(q, c, lower, upper, W, rg, sfac[i], Q)
+                        dw, dx, dy, dz = quat_from_rotvec(rg[0], rg[1], rg[2])
+                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Lq, Q, not lazy)
                 else:
                     if npairs == 0:
                         continue
@@ -440,14 +452,10 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                         _axis_rotation(ax, ay, az, act, Q)
                     else:
                         if npairs == 1 and pos_only:
-                            min_rotvec(ev[0], ev[1], ev[2], tv[0], tv[1], tv[2], rv)
+                            dw, dx, dy, dz = min_rotation_quat(ev[0], ev[1], ev[2], tv[0], tv[1], tv[2])
                         else:
-                            horn_rotation(S, Q)
-                            so3_log_nb(Q, rv)
-                        for r in range(3):
-                            for k in range(3):
-                                W[r, k] = Ti[r, k]
-                        _apply_ball(q, c, lower, upper, W, rv, sfac[i], Q)
+                            dw, dx, dy, dz = horn_quat(S)
+                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Lq, Q, not lazy)
                 for g in range(G):
                     if anc[i, g]:
                         rigid_rotate_about(Tg[g], Q, jx, jy, jz)
@@ -456,11 +464,24 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                 fk_all_into(ni, nf, origin, q, Tall)
                 for g in range(G):
                     Tg[g, :, :] = Tall[gnode[g]]
-        task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
-        best, small = sweep_progress(sqnorm(e), best, small)
+        if groups.shape[0] > 0:  # three-channel joints: their cone/twist limits after every sweep
+            project_groups(ni, nf, q, lower, upper, groups, grows)
+        if lazy:  # position goals only: the frames from Lq, no trigonometry
+            for k in range(n):
+                node_fk(ni, nf, origin, q, Lq, Tall, k, M34)
+            errs[0], cost = position_errors(gnode, gkind, gvec, gw, Tall)
+            errs[1] = 0.0
+        else:
+            task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+            cost = sqnorm(e)
+        best, small = sweep_progress(cost, best, small)
         if small >= STALL_SWEEPS:
             code = STALLED
             break
+    if lazy:
+        sync_ball_q(ni, Lq, q, lower, upper)
+    if twist and it > 0:
+        resolve_twist(ni, q, tw_axes, tw_modes, cone, lower, upper, math.inf, Rref, Tall)  # Tall: FK(q)
     state[0] = best
     state[4] = small
     return end_iterations(code, it, errs[0], errs[1], tol_p, tol_r, state)
@@ -555,10 +576,29 @@ def _options(problem, options):
     return simple, float(k_pos), float(thr), scales, colfac
 
 
-def _iterate(problem, q, max_iter, state, options):
+def kernel_call(problem, options):
+    """(kernel, tail): ``kernel(*problem.args, q, max_iter, state, *tail)`` runs the sweeps; the
+    driver (:func:`_iterate`) and :class:`invkin.Tracker` (which keeps ``tail`` between updates) both
+    call it so."""
     simple, k_pos, thr, scales, colfac = _options(problem, options)
-    return ccd_iterate(*problem.args, q, max_iter, state, simple, k_pos, thr, scales,
-                       visit_flags(problem.robot), colfac)
+    twist = twist_option("ccd", options)
+    tw_axes, tw_modes = twist_structure(problem.robot, problem)
+    return ccd_iterate, (simple, k_pos, thr, scales, visit_flags(problem.robot), colfac, cone_rows(problem.robot),
+                         tw_axes, tw_modes, twist, *cone_groups_table(problem.robot))
+
+
+def _iterate(problem, q, max_iter, state, options):
+    kernel, tail = kernel_call(problem, options)
+    return kernel(*problem.args, q, max_iter, state, *tail)
+
+
+def twist_option(method, options) -> bool:
+    """The option ``twist``: "previous" (default: every free bone keeps its twist from the start of the
+    solve, :func:`invkin.solvers._twist.resolve_twist`) or "free" (whatever the updates leave)."""
+    tw = options.get("twist", "previous")
+    if tw not in ("previous", "free"):
+        raise SolverError(f"{method}: twist must be 'previous' or 'free', got {tw!r}")
+    return tw == "previous"
 
 
 def _register():
@@ -566,7 +606,8 @@ def _register():
 
     register(Method(NAME, _iterate,
                     "cyclic coordinate descent (Welman: position + orientation, limits, stiffness; or simple)",
-                    JOINT_TYPES, defaults=dict(variant="welman", threshold=None, position_gain=1.0, stiffness=None)))
+                    JOINT_TYPES, defaults=dict(variant="welman", threshold=None, position_gain=1.0, stiffness=None,
+                                  twist="previous")))
 
 
 _register()

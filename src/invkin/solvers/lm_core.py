@@ -9,7 +9,8 @@ import numpy as np
 from numba import njit
 
 from ..goals import KIND_COM, KIND_REL_POSITION, KINDS
-from ..kinematics.kernels import NO_RC, fk_all_into, jacobian_from_all
+from ..kinematics.kernels import FAST, NO_RC, fk_all_into, jacobian_from_all
+from ..collision.rows import E_ROWS, E_VIOL, active_rows, ineq_eval, ineq_size, no_rows
 from ._common import com_row, goal_row_call, posture_residual, relative_frame
 from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BALL, L_JW, L_LOWER,
                  L_SAMPLE_LO, L_SAMPLE_SPAN, L_UPPER, LAMBDA_MAX, LAMBDA_MIN, LAMBDA_SHRINK, NEAR, PROGRESS_FACTOR,
@@ -37,10 +38,12 @@ from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVER
 #
 # Inequality rows: the joint box (limits, tightened per solve by max_joint_step) is an active
 # set: joints a step would push past a bound are held there and the others re-solved (as on the
-# chain path). Other inequality rows d_i(q) >= margin (the collision distances of the next
-# issue) join the same way: a row that is violated, or that the step would violate, becomes a
-# hard row d_i + grad d_i . dq = margin of that step (core_step's hard rows); see
-# docs/architecture.md, "Adding a goal kind or an inequality row".
+# chain path). The collision distances d_i(q) >= margin (collision/rows.py; model[5], empty
+# without collision) join the same way: evaluated after the goal rows at every point (rows
+# 3G.. of e, J; ineq_eval), a row that is violated, or that the step would violate, becomes a
+# hard row d_i + grad d_i . dq = margin of that step (_ineq_step). A point closer than the
+# margin (errs[E_VIOL] > 0) is never converged and a step from it must lower the violation; from
+# a point without one, a step that makes one is refused. See docs/architecture.md, "Collision".
 #
 # Posture is a regulariser: once every goal is met, settle() moves q toward q_rest inside the
 # null space of the goals (all goal rows as constraints, the damping term pulling toward
@@ -56,6 +59,8 @@ CORE_PROGRESS_WINDOW = 8
 SOC_PASSES = 3        # second-order corrections of a trial point that bent the hard goals
 SOFT_PROGRESS = 1e-3  # with hard goals, an attempt ends when its soft cost falls less over a window
 AGREE = 1e-2          # two attempts agree when their largest errors differ by less than this fraction
+INEQ_PASSES = 4       # re-solves of a step with the collision rows it would violate
+MU_INEQ = 1e-10       # least regularisation of the hard system once collision rows join it
 UNREACHABLE = 3       # core_attempts: two attempts agree on the same closest, non-converged answer
 # core state slots after the chain kernel's (CHAIN_STATE of them)
 S_BEST_HARD, S_AGREE, S_DISTANCE, S_BEST_DIST, S_HARD = range(13, 18)
@@ -146,82 +151,143 @@ def _ldl_apply(A, n, b, x):
         x[i] = t
 
 
-@njit(cache=True)
-def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, g, X, S, r, lam, y, col, dq):
+@njit(cache=True, fastmath=FAST)
+def _udu_factor(H, n):
+    """H[:n, :n] = U D U^T in place from its lower triangle, eliminating the last index first
+    (U unit upper triangular, stored transposed below the diagonal; D on it). False if H is not
+    positive definite.
+
+    Eliminating leaves first keeps the tree's sparsity: q is in topological order (a joint's
+    ancestors have smaller indices) and H_ij of stacked frame rows is nonzero only when one of
+    joints i, j is an ancestor of the other, so eliminating a joint updates only its ancestors'
+    block and adds no fill; rows i with H_ki = 0 are skipped, and every update is a contiguous
+    axpy (vectorised without reassociation)."""
+    for k in range(n - 1, -1, -1):
+        d = H[k, k]
+        if not d > 0.0:
+            return False
+        inv = 1.0 / d
+        for i in range(k - 1, -1, -1):  # descending: H[k, :i + 1] is still unscaled when read
+            h = H[k, i]
+            if h == 0.0:
+                continue
+            f = h * inv
+            for j in range(i + 1):
+                H[i, j] -= f * H[k, j]
+            H[k, i] = f
+    return True
+
+
+@njit(cache=True, fastmath=FAST)
+def _udu_half(H, n, Z, ncol):
+    """Z[:n, :ncol] = U^-1 Z (the columns of Z, in place) for the factor of _udu_factor: the half of
+    H^-1 = U^-T D^-1 U^-1 that the Schur complement needs (zero rows of Z cost nothing)."""
+    for k in range(n - 1, 0, -1):
+        nonzero = False
+        for c in range(ncol):
+            if Z[k, c] != 0.0:
+                nonzero = True
+                break
+        if not nonzero:
+            continue
+        for j in range(k):
+            h = H[k, j]
+            if h != 0.0:
+                for c in range(ncol):
+                    Z[j, c] -= h * Z[k, c]
+
+
+@njit(cache=True, fastmath=FAST)
+def _udu_finish(H, n, w, x):
+    """x = U^-T D^-1 w (the other half of H^-1, for w = U^-1 b)."""
+    for i in range(n):
+        t = w[i] / H[i, i]
+        for j in range(i):
+            t -= H[i, j] * x[j]
+        x[i] = t
+
+
+@njit(cache=True, fastmath=FAST)
+def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
     """dq of the constrained damped step (see above) over the joints not held; a held joint k
     (hold[k] not NaN) moves by hold[k]. ``soft`` / ``hard``: row indices of J; with ``bias``
-    (dof,) the damping pulls toward bias (mu W |dq - bias|^2; settle). False if not solvable."""
+    (dof,) the damping pulls toward bias (mu W |dq - bias|^2; settle). False if not solvable.
+
+    With H = J_s^T J_s + mu W = U D U^T (_udu_factor) and Z = U^-1 [A^T g] (one half solve for
+    every hard row and the gradient g = J_s^T e_s + mu W bias at once):
+    A H^-1 A^T = Z_A^T D^-1 Z_A, A y = Z_A^T D^-1 z_g, and dq = U^-T D^-1 (z_g - Z_A lam)."""
     m, dof = J.shape
-    for r_ in range(m):  # the held joints' motion is taken off every row
+    mh = hard.shape[0]
+    nheld = 0
+    for k in range(dof):
+        if hold[k] == hold[k]:
+            nheld += 1
+    for r_ in range(m):  # Jm: J with the held joints' columns zeroed; r: e less their motion
         s = e[r_]
         for k in range(dof):
-            if hold[k] == hold[k]:
-                s -= J[r_, k] * hold[k]
+            v = J[r_, k]
+            if nheld > 0 and hold[k] == hold[k]:
+                s -= v * hold[k]
+                v = 0.0
+            Jm[r_, k] = v
         r[r_] = s
     for a in range(dof):
-        held_a = hold[a] == hold[a]
-        s = 0.0
-        if not held_a:
-            for i in range(soft.shape[0]):
-                s += J[soft[i], a] * r[soft[i]]
-            s += mu * jw[a] * bias[a]
-        g[a] = hold[a] if held_a else s
-        for c in range(a, dof):
-            s = 0.0
-            if not held_a and hold[c] != hold[c]:
-                for i in range(soft.shape[0]):
-                    s += J[soft[i], a] * J[soft[i], c]
-            H[a, c] = s
-            H[c, a] = s
-        H[a, a] = 1.0 if held_a else H[a, a] + mu * jw[a]
-    diagonal = soft.shape[0] == 0  # H = mu W (settle, second-order corrections): no factorisation
-    if diagonal:
-        for k in range(dof):
-            y[k] = g[k] / H[k, k]
-    else:
-        if not _ldl_factor(H, dof):
-            return False
-        _ldl_apply(H, dof, g, y)
-    mh = hard.shape[0]
-    if mh == 0:
-        for k in range(dof):
-            dq[k] = y[k]
-        return True
-    for i in range(mh):
-        for k in range(dof):
-            col[k] = 0.0 if hold[k] == hold[k] else J[hard[i], k]
-        if diagonal:
-            for k in range(dof):
-                X[i, k] = col[k] / H[k, k]
+        for c in range(a + 1):
+            H[a, c] = 0.0
+        Z[a, mh] = mu * jw[a] * bias[a]
+    for i in range(soft.shape[0]):  # H += Jm_s^T Jm_s (lower triangle), g += Jm_s^T r_s
+        row = soft[i]
+        ri = r[row]
+        for a in range(dof):
+            v = Jm[row, a]
+            if v != 0.0:
+                Z[a, mh] += v * ri
+                for c in range(a + 1):
+                    H[a, c] += v * Jm[row, c]
+    for a in range(dof):
+        if hold[a] == hold[a]:
+            H[a, a] = 1.0
+            Z[a, mh] = hold[a]
         else:
-            _ldl_apply(H, dof, col, X[i])
-    for i in range(mh):
-        t = -r[hard[i]]
-        for k in range(dof):
-            if hold[k] != hold[k]:
-                t += J[hard[i], k] * y[k]
-        lam[i] = t
-        for j in range(i + 1):
-            s = 0.0
-            for k in range(dof):
-                if hold[k] != hold[k]:
-                    s += J[hard[i], k] * X[j, k]
-            S[i, j] = s
-            S[j, i] = s
-        S[i, i] += mu_h
-    if not _ldl_factor(S, mh):
-        return False
-    _ldl_apply(S, mh, lam, col)
-    for k in range(dof):
-        s = y[k]
+            H[a, a] += mu * jw[a]
         for i in range(mh):
-            s -= X[i, k] * col[i]
-        dq[k] = s
+            Z[a, i] = Jm[hard[i], a]
+    if not _udu_factor(H, dof):
+        return False
+    _udu_half(H, dof, Z, mh + 1)
+    if mh > 0:
+        for i in range(mh + 1):  # S = [Z_A z_g]^T D^-1 [Z_A z_g] (lower triangle)
+            for j in range(i + 1):
+                S[i, j] = 0.0
+        for k in range(dof):
+            dk = 1.0 / H[k, k]
+            for i in range(mh + 1):
+                f = Z[k, i] * dk
+                if f != 0.0:
+                    for j in range(i + 1):
+                        S[i, j] += f * Z[k, j]
+        for i in range(mh):  # (A H^-1 A^T + mu_h I) lam = A y - b
+            lam[i] = S[mh, i] - r[hard[i]]
+            S[i, i] += mu_h
+        if not _ldl_factor(S, mh):
+            return False
+        _ldl_apply(S, mh, lam, col)
+        for k in range(dof):
+            t = Z[k, mh]
+            for i in range(mh):
+                t -= Z[k, i] * col[i]
+            Z[k, mh] = t
+    for k in range(dof):
+        col[k] = Z[k, mh]
+    _udu_finish(H, dof, col, dq)
+    for k in range(dof):
+        if hold[k] == hold[k]:
+            dq[k] = hold[k]
     return True
 
 
 @njit(cache=True)
-def core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, g, X, S, r, lam, y, col, dq):
+def core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
     """core_step with the active set on the bounds lo, hi (dof,): joints the step would push past
     a bound are held at it and the others re-solved (up to ACTIVE_SET_PASSES times)."""
     dof = q.shape[0]
@@ -229,7 +295,7 @@ def core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H,
         hold[k] = np.nan
     jw = lims[L_JW]
     for _ in range(ACTIVE_SET_PASSES):
-        if not core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, g, X, S, r, lam, y, col, dq):
+        if not core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
             return False
         new = 0
         for k in range(dof):
@@ -277,18 +343,40 @@ step_into = _step_into  # public name for kernels outside solvers/ (solvers.shar
 
 
 @njit(cache=True)
-def core_workspace(n, dof, gvec, gR, nhard):
+def core_workspace(n, dof, gvec, gR, nhard, nrows):
     """Scratch of the general core, in this order: Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2,
-    wvec, wR, H, g, X, S, r, lam, y, col, dq, qn, hold, bias, zero, dqc, qc; room for every row as
-    a constraint (settle)."""
+    wvec, wR, H, Jm, Z, S, r, lam, col, dq, qn, hold, bias, zero, dqc, qc; room for every row as
+    a constraint (settle), and for nrows collision rows after the 3G goal rows (errs: 4 goal
+    errors, then the collision slots of collision/rows.py)."""
     G = gvec.shape[0]
-    m = 3 * G
+    m = 3 * G + nrows
     mh = max(m, nhard, 1)
-    return (np.empty((n, 4, 4)), np.empty((6, dof)), np.empty((6, dof)), np.empty((n, 4)), np.empty(m),
-            np.zeros((m, dof)), np.empty(m), np.zeros((m, dof)), np.zeros(4), np.zeros(4), gvec.copy(), gR.copy(),
-            np.empty((dof, dof)), np.empty(dof), np.empty((mh, dof)), np.empty((mh, mh)), np.empty(m),
-            np.empty(mh), np.empty(dof), np.empty(max(dof, mh)), np.empty(dof), np.empty(dof), np.empty(dof),
+    return (np.empty((n, 4, 4)), np.empty((6, dof)), np.empty((6, dof)), np.empty((n, 4)), np.zeros(m),
+            np.zeros((m, dof)), np.zeros(m), np.zeros((m, dof)), np.zeros(7), np.zeros(7), gvec.copy(), gR.copy(),
+            np.empty((dof, dof)), np.empty((m, dof)), np.empty((dof, mh + 1)), np.empty((mh + 1, mh + 1)),
+            np.empty(m), np.empty(mh), np.empty(max(dof, mh)), np.empty(dof), np.empty(dof), np.empty(dof),
             np.empty(dof), np.zeros(dof), np.empty(dof), np.empty(dof))
+
+
+@njit(cache=True)
+def _ineq_step(J, e, soft, hard, hardx, m0, k, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
+    """core_active_step, then again with the collision rows (m0 … m0 + k − 1) the step would leave
+    below their target as hard rows (collision/rows.py: active_rows), up to INEQ_PASSES times.
+    The hook of the inequality rows: without collision rows (k = 0) it is core_active_step."""
+    ok = core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq)
+    if k == 0 or not ok:
+        return ok
+    n = hard.shape[0]
+    hardx[:n] = hard
+    for _ in range(INEQ_PASSES):
+        n2 = active_rows(J, e, m0, k, dq, hardx, n)
+        if n2 == n:
+            break
+        n = n2
+        if not core_active_step(J, e, soft, hardx[:n], lims, lo, hi, q, mu, max(mu_h, MU_INEQ), bias, hold, H, Jm,
+                                Z, S, r, lam, col, dq):
+            return False
+    return True
 
 
 @njit(cache=True)
@@ -300,31 +388,34 @@ def _hard_key(errs, tol_p, tol_r):
 def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, ws):
     """Up to max_iter constrained LM iterations on q (in place) for one attempt; the state and
     return codes of lm_chain_iterate_ws (RUNNING, CONVERGED, STALLED)."""
-    ni, nf, origin, mass, com = model
+    ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
-    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam_h, y, col, dq, qn, hold, bias, zero, \
+    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam_h, col, dq, qn, hold, bias, zero, \
         dqc, qc = ws
     dof = q.shape[0]
     lam = state[S_LAMBDA] if state[S_LAMBDA] > 0.0 else CHAIN_LAMBDA_INIT
     # with hard goals an attempt minimises the soft goals to the end (they may be out of reach)
     progress_test = not (state[S_MINIMIZE] > 0.5) and hard.shape[0] == 0
     none = soft[:0]
+    m0 = 3 * gvec.shape[0]
+    hardx = np.empty(hard.shape[0] + ineq_size(coll), dtype=np.int64)
     core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf, Jr,
               sub, e, J, errs, True)
+    ineq_eval(coll, ni, nf, Tall, m0, e, J, errs)
     cs, ch = _costs(e, soft, hard)
     code = RUNNING
     it = 0
     small = 0
     window = cs + ch if progress_test else cs
     while it < max_iter:
-        if errs[0] <= tol_p and errs[1] <= tol_r:
+        if errs[0] <= tol_p and errs[1] <= tol_r and errs[E_VIOL] == 0.0:
             code = CONVERGED
             break
         it += 1
         mu = lam * 0.5 * (cs + ch) + EPS_DAMP
         mu_h = (lam * 0.5 * ch + EPS_HARD) / mu
-        if not core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, zero, hold, H, g, X, S, r, lam_h, y,
-                                col, dq):
+        if not _ineq_step(J, e, soft, hard, hardx, m0, int(errs[E_ROWS]), lims, lo, hi, q, mu, mu_h, zero, hold, H,
+                          Jm, Z, S, r, lam_h, col, dq):
             lam *= 10.0
             if lam > LAMBDA_MAX:
                 code = STALLED
@@ -333,20 +424,22 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
         _step_into(q, dq, lims, lo, hi, qn)
         core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
                   Jf, Jr, sub, e2, J2, errs2, True)
+        ineq_eval(coll, ni, nf, Tall, m0, e2, J2, errs2)
         hk = _hard_key(errs, tol_p, tol_r)
         for _ in range(SOC_PASSES):
             # second-order correction: a long soft step bends the hard goals off by its square;
             # project the trial back onto them (hard rows only, least norm) before judging it
             if hk > HARD_HOLD or _hard_key(errs2, tol_p, tol_r) <= HARD_HOLD:
                 break
-            if not core_active_step(J2, e2, none, hard, lims, lo, hi, qn, 1.0, 1e-12, zero, hold, H, g, X, S, r,
-                                    lam_h, y, col, dqc):
+            if not core_active_step(J2, e2, none, hard, lims, lo, hi, qn, 1.0, 1e-12, zero, hold, H, Jm, Z, S, r,
+                                    lam_h, col, dqc):
                 break
             for i in range(dof):
                 qc[i] = qn[i]
             _step_into(qc, dqc, lims, lo, hi, qn)
             core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
                       Jf, Jr, sub, e2, J2, errs2, True)
+            ineq_eval(coll, ni, nf, Tall, m0, e2, J2, errs2)
         cs2, ch2 = _costs(e2, soft, hard)
         if it % CORE_PROGRESS_WINDOW == 0:
             # no attempt: cut when it does not halve its cost (restart); with hard goals: end the
@@ -359,12 +452,16 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
                 code = STALLED
                 break
             window = cs + ch if progress_test else cs
-        if hk > HARD_HOLD:
-            ok = ch2 < ch
+        if errs[E_VIOL] > 0.0:  # closer than the margin: get out first
+            ok = errs2[E_VIOL] < errs[E_VIOL]
+            before = errs[E_VIOL]
+            after = errs2[E_VIOL]
+        elif hk > HARD_HOLD:
+            ok = ch2 < ch and errs2[E_VIOL] == 0.0
             before = ch + cs
             after = ch2 + cs2
         else:
-            ok = _hard_key(errs2, tol_p, tol_r) <= HARD_HOLD and cs2 < cs
+            ok = _hard_key(errs2, tol_p, tol_r) <= HARD_HOLD and cs2 < cs and errs2[E_VIOL] == 0.0
             before = cs
             after = cs2
         if ok:
@@ -389,13 +486,14 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
             if lam > LAMBDA_MAX:
                 code = STALLED
                 break
-    if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r:
+    if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r and errs[E_VIOL] == 0.0:
         code = CONVERGED
     state[S_LAMBDA] = lam
     state[S_ITERS] += it
     state[S_PERR] = errs[0]
     state[S_RERR] = errs[1]
-    state[S_HARD] = _hard_key(errs, tol_p, tol_r)
+    # an attempt that ends closer than the margin ranks below every collision-free one
+    state[S_HARD] = _hard_key(errs, tol_p, tol_r) + (1e6 if errs[E_VIOL] > 0.0 else 0.0)
     return code
 
 
@@ -405,16 +503,19 @@ def settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, max_iter, ws):
     null space of the goals (every goal row a constraint, the damping pulling toward
     q_rest ⊖ q), accepting a step only while every goal stays within tolerance and the distance
     to q_rest falls; the gain halves after a refused step. Returns the iterations used."""
-    ni, nf, origin, mass, com = model
+    ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
-    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, g, X, S, r, lam_h, y, col, dq, qn, hold, bias, zero, \
+    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam_h, col, dq, qn, hold, bias, zero, \
         dqc, qc = ws
     dof = q.shape[0]
-    allrows = np.arange(e.shape[0])
+    m0 = 3 * gvec.shape[0]
+    allrows = np.arange(m0)  # the goal rows; collision rows join a step when it would violate them
     none = allrows[:0]
+    hardx = np.empty(m0 + ineq_size(coll), dtype=np.int64)
     balls = _balls(lims)
     core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf, Jr,
               sub, e, J, errs, True)
+    ineq_eval(coll, ni, nf, Tall, m0, e, J, errs)
     posture_residual(q, q_rest, balls, bias)
     cost = 0.0
     for i in range(dof):
@@ -425,17 +526,18 @@ def settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, max_iter, ws):
         it += 1
         for i in range(dof):
             bias[i] *= gain
-        if not core_active_step(J, e, none, allrows, lims, lo, hi, q, 1.0, 1e-10, bias, hold, H, g, X, S, r,
-                                lam_h, y, col, dq):
+        if not _ineq_step(J, e, none, allrows, hardx, m0, int(errs[E_ROWS]), lims, lo, hi, q, 1.0, 1e-10, bias,
+                          hold, H, Jm, Z, S, r, lam_h, col, dq):
             break
         _step_into(q, dq, lims, lo, hi, qn)
         core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
                   Jf, Jr, sub, e2, J2, errs2, True)
+        ineq_eval(coll, ni, nf, Tall, m0, e2, J2, errs2)
         posture_residual(qn, q_rest, balls, bias)
         cost2 = 0.0
         for i in range(dof):
             cost2 += lims[L_JW, i] * bias[i] * bias[i]
-        if errs2[0] <= tol_p and errs2[1] <= tol_r and cost2 < cost:
+        if errs2[0] <= tol_p and errs2[1] <= tol_r and errs2[E_VIOL] == 0.0 and cost2 < cost:
             rel = (cost - cost2) / cost
             for i in range(dof):
                 q[i] = qn[i]
@@ -512,11 +614,11 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
     STALLED (max_attempts done) or UNREACHABLE (with hard goals: two attempts stalled, the hard
     goals met, at the same closest answer: the soft goals cannot be met with them). rowerr (G,)
     receives each goal row's error at best_q (Result.goals_met)."""
-    code = _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
-                          attempt_iters, max_attempts, seed)
-    ni, nf, origin, mass, com = model
+    ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
-    ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, 0)
+    ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, hard.shape[0], ineq_size(coll))
+    code = _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                          attempt_iters, max_attempts, seed, ws)
     core_eval_rows(ni, nf, origin, mass, com, best_q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
                    ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], False, rowerr)
     return code
@@ -524,12 +626,11 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
 
 @njit(cache=True)
 def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
-                   attempt_iters, max_attempts, seed):
-    """core_attempts without the final row errors."""
-    ni, nf, origin, mass, com = model
+                   attempt_iters, max_attempts, seed, ws):
+    """core_attempts without the final row errors, on the scratch ws = core_workspace(...)."""
+    ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     dof = q.shape[0]
-    ws = core_workspace(ni.shape[0], dof, gvec, gR, hard.shape[0])
     used = 0
     while used < budget:
         if state[S_ATTEMPT] >= max_attempts:
@@ -606,23 +707,29 @@ def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0,
 
 def row_errors(model, table, q):
     """(G,) unweighted error of every goal row at q [m or rad] (solve's per-goal report)."""
-    ni, nf, origin, mass, com = model
+    ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
-    ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, hard.shape[0])
+    ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, hard.shape[0], 0)
     out = np.empty(gnode.shape[0])
     core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
                    ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], False, out)
     return out
 
 
-def core_tables(problem):
+_NO_ROWS = no_rows()
+
+
+def core_tables(problem, coll=None):
     """(model, table) of core_attempts for a compiled problem: the model arrays with the link
-    masses (cached per robot) and the goal table with its soft and hard row indices."""
+    masses (cached per robot) and the collision rows ``coll`` (collision/rows.py: solve_rows; None:
+    none), and the goal table with its soft and hard row indices."""
     robot = problem.robot
-    model = robot.__dict__.get("_core_model")
+    model = robot.cache.get("core_model")
     if model is None:
-        model = (robot._ni, robot._nf, robot.origin, robot.link_mass, robot.link_com)
-        object.__setattr__(robot, "_core_model", model)
+        model = (robot.node_table, robot.node_params, robot.origin, robot.link_mass, robot.link_com, _NO_ROWS)
+        robot.cache["core_model"] = model
+    if coll is not None:
+        model = model[:5] + (coll,)
     rows = np.repeat(problem.glevel, 3)
     idx = np.arange(rows.shape[0], dtype=np.int64)
     table = (problem.gnode, problem.gkind, problem.gref, problem.glevel, problem.gvec, problem.gR, problem.gaxis,
@@ -636,11 +743,11 @@ def _iterate(problem, q, max_iter, state, options):
     r = problem.robot
     model, table = core_tables(problem)
     lims = limits_table(r.lower, r.upper, r.lower, np.zeros(r.dof), np.zeros(r.dof), problem.joint_weights,
-                        r._ball_starts)
+                        r.ball_starts)
     lo, hi = r.lower, r.upper
     st = new_core_state(0.0)
     st[S_LAMBDA] = state[0]
-    ws = core_workspace(model[0].shape[0], q.shape[0], table[4], table[5], table[9].shape[0])
+    ws = core_workspace(model[0].shape[0], q.shape[0], table[4], table[5], table[9].shape[0], 0)
     code = core_iterate(model, table, lims, lo, hi, problem.tol_p, problem.tol_r, q, max_iter, st, ws)
     state[0] = st[S_LAMBDA]
     state[1] += st[S_ITERS]

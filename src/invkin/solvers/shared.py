@@ -17,6 +17,39 @@ from .lm_core import core_active_step, core_eval_rows, core_workspace, step_into
 
 __all__ = ["CONVERGED", "RUNNING", "STALLED", "chol_solve", "compile_problem", "goal_errors",
            "posture_residual", "step_and_clamp", "task_eval", "take_trial", "damped_normal_equations",
-           "residual_sqnorm", "smallest_singular_value", "sym_eigvals",
+           "residual_sqnorm", "smallest_singular_value", "sym_eigvals", "GEOMETRIC", "geometric_kernel",
+           "project_cones_in_place",
            # the LM general core's step and rows, for kernels that iterate frame by frame (retarget)
            "L_BALL", "core_active_step", "core_eval_rows", "core_workspace", "step_into"]
+
+GEOMETRIC = ("ccd", "fabrik")
+
+
+def project_cones_in_place(robot, q) -> bool:
+    """q (dof,) (in place) projected onto the robot's swing-cone/twist limits by the kernels
+    (solvers/_twist.project_cones); True when it moved. Three-channel joints about other axes than
+    ±x, ±y, ±z are not covered here (the result's projection in solve covers them)."""
+    from ._twist import cone_groups_table, cone_rows, project_cones
+
+    return project_cones(robot._ni, robot._nf, q, robot.lower, robot.upper, cone_rows(robot),
+                         *cone_groups_table(robot))  # the methods whose sweeps run through geometric_kernel
+
+
+def geometric_kernel(problem, method: str, options: dict):
+    """(kernel, tail) of ``ccd`` or ``fabrik`` for ``problem`` after the method's goal checks and with
+    its options validated: ``kernel(*problem.args, q, max_iter, state, *tail)`` runs its iterations
+    (what the solve driver calls through the registry, for a caller that keeps ``tail``)."""
+    from . import get_method
+
+    m = get_method(method)
+    unknown = set(options) - set(m.defaults)
+    if unknown:
+        from ..errors import SolverError
+        raise SolverError(f"method {method!r} has no option(s) {sorted(unknown)}; its options: {sorted(m.defaults)}")
+    if m.check is not None:
+        m.check(problem)
+    if method == "ccd":
+        from .ccd import kernel_call
+    else:
+        from .fabrik import kernel_call
+    return kernel_call(problem, {**m.defaults, **options})

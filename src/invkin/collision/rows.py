@@ -1,0 +1,195 @@
+r"""Collision distances as inequality rows of the general LM core (solvers/lm_core.py).
+
+Every checked pair ``i`` (self pairs of :func:`~invkin.collision.pairs.collision_pairs`, and every
+(link, obstacle) of a :class:`~invkin.collision.world.World`) must keep ``d_i(q) ≥ margin``. At
+each point the core evaluates (:func:`ineq_eval`, from the FK of that point) the pairs whose
+bounds lie within ``cutoff`` (broad phase), and stores them after the goal rows as
+
+    J_i = ∂d_i/∂q,   e_i = margin + BUFFER − d_i        (rows m0 … m0 + k − 1 of J, e)
+
+so that ``J_i δq = e_i`` is the linearised ``d_i + ∇d_i·δq = margin + BUFFER``. A row joins the
+hard rows of a step (:func:`active_rows`) when the step would leave it below that target
+(``J_i δq < e_i``: violated now and not repaired by the step, or violated by the step), exactly
+as a held joint joins the joint box's active set; the step is then solved again with it.
+``BUFFER`` (1 mm) aims the pinned rows a little above the margin, so that the second-order error
+of a long step (the rows are linear, the distances are not) seldom takes a trial point below the
+margin itself, which is what acceptance demands.
+
+The core reads three numbers per point in its ``errs`` array (slots :data:`E_VIOL`,
+:data:`E_DMIN`, :data:`E_ROWS`): ``V = Σ max(0, margin − d_i)²`` (0: every checked pair at least
+``margin`` apart; a point with ``V > 0`` is never converged, and a step from it must lower ``V``),
+the smallest distance, and the number of rows. Rows no joint can change (a base standing on a
+table) are left out by :func:`~invkin.collision.kernels.collision_rows`: no step can move them,
+so the driver reports them instead (:func:`final_check`).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from numba import njit
+
+from .errors import CollisionError, CollisionWarning
+from .kernels import collision_rows
+
+__all__ = ["BUFFER", "CUTOFF", "E_VIOL", "E_DMIN", "E_ROWS", "no_rows", "solve_rows", "ineq_eval", "ineq_size",
+           "active_rows", "check_options", "rows_clear", "final_check"]
+
+BUFFER = 1e-3      # [m] pinned rows aim at margin + BUFFER (see above)
+CUTOFF = 0.05      # [m] broad phase: pairs whose bounds are farther than margin + CUTOFF are not evaluated
+E_VIOL, E_DMIN, E_ROWS = 4, 5, 6  # slots of the core's errs array
+
+
+def _empty(shape, dtype=np.float64, writeable=False):
+    a = np.zeros(shape, dtype=dtype)
+    a.setflags(write=writeable)
+    return a
+
+
+def _readonly(a):
+    if a.flags.writeable:
+        a = a.view()
+        a.setflags(write=False)
+    return a
+
+
+def no_rows() -> tuple:
+    """The ``coll`` tuple of a problem without collision rows (same types as :func:`solve_rows`, so
+    the core compiles once): every table empty."""
+    i64 = np.int64
+    tables = (_empty(0, i64), _empty(1, i64), _empty((0, 7)), _empty((0, 4)), _empty((0, 2), i64), _empty((0, 7)),
+              _empty(0, i64), _empty((0, 15)), _empty(0, i64), _empty((0, 4)), _empty(0, i64),
+              _empty((0, 7), writeable=True), _empty((0, 4), writeable=True), _empty((0, 10), writeable=True),
+              _empty((0, 0, 10), writeable=True), _empty((0, 2), i64), _empty((0, 4)))
+    return (tables, np.array([0.0, 0.0, BUFFER]), np.zeros(0, dtype=i64), np.zeros(0, dtype=i64))
+
+
+def check_options(world, self_collision, margin):
+    """(world as a World or None, self_collision, margin) validated for solve(); CollisionError
+    naming the value otherwise."""
+    from .world import World
+
+    if world is not None and not isinstance(world, World):
+        if isinstance(world, (list, tuple)):
+            world = World(world)
+        else:
+            raise CollisionError(f"world: expected an ik.World (or a list of obstacles), got {type(world).__name__}")
+    if not isinstance(self_collision, (bool, np.bool_)):
+        raise CollisionError(f"self_collision: expected True or False, got {self_collision!r}")
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)) \
+            or not (0.0 <= float(margin) < math.inf):
+        raise CollisionError(f"margin: expected a finite distance >= 0 [m], got {margin!r}")
+    return world, bool(self_collision), float(margin)
+
+
+def solve_rows(robot, world, self_collision: bool, margin: float) -> tuple:
+    """The ``coll`` tuple the core reads: (tables of
+    :func:`~invkin.collision.distance.collision_tables`, (cutoff, margin, BUFFER) [m], node
+    scratch).
+    Holds scratch: one per solve (not shared between threads)."""
+    from .distance import collision_tables, max_rows
+
+    tables = collision_tables(robot, world, self_collision)
+    # the static tables read-only, the scratch writable, whatever their source: one compiled core
+    tables = tuple(_readonly(a) for a in tables[:11]) + tables[11:15] + tuple(_readonly(a) for a in tables[15:])
+    m = max_rows(tables)
+    return (tables, np.array([margin + CUTOFF, margin, BUFFER]), np.empty(m, dtype=np.int64),
+            np.empty(m, dtype=np.int64))
+
+
+@njit(cache=True)
+def ineq_size(coll) -> int:
+    """The most collision rows of ``coll`` (0 without collision)."""
+    return coll[2].shape[0]
+
+
+@njit(cache=True)
+def ineq_eval(coll, ni, nf, Tall, m0, e, J, errs):
+    """Collision rows at the FK ``Tall`` into rows m0… of ``e`` and ``J`` (see the module
+    docstring), and errs[E_VIOL], errs[E_DMIN], errs[E_ROWS]."""
+    tables, par, na, nb = coll
+    errs[E_VIOL] = 0.0
+    errs[E_DMIN] = np.inf
+    errs[E_ROWS] = 0.0
+    if na.shape[0] == 0:
+        return
+    k = collision_rows(ni, nf, Tall, tables, par[0], e[m0:], J[m0:], na, nb)
+    margin = par[1]
+    target = margin + par[2]
+    v = 0.0
+    dmin = np.inf
+    for i in range(m0, m0 + k):
+        d = e[i]
+        if d < dmin:
+            dmin = d
+        if d < margin:
+            v += (margin - d) * (margin - d)
+        e[i] = target - d
+    errs[E_VIOL] = v
+    errs[E_DMIN] = dmin
+    errs[E_ROWS] = k
+
+
+@njit(cache=True)
+def active_rows(J, e, m0, k, dq, hardx, n):
+    """Append to ``hardx[n:]`` the collision rows (m0 … m0 + k − 1) that the step ``dq`` leaves
+    below their target (J_i δq < e_i) and that are not there yet; returns the new count."""
+    for i in range(m0, m0 + k):
+        s = 0.0
+        for j in range(dq.shape[0]):
+            s += J[i, j] * dq[j]
+        if s < e[i] - 1e-12:
+            there = False
+            for t in range(n):
+                if hardx[t] == i:
+                    there = True
+                    break
+            if not there:
+                hardx[n] = i
+                n += 1
+    return n
+
+
+def rows_clear(robot, q, coll) -> bool:
+    """True when every row of ``coll`` (pairs some joint moves) is at least ``margin`` apart at q
+    (the core's own test: errs[E_VIOL] == 0)."""
+    tables, par, na, nb = coll
+    m = na.shape[0]
+    if m == 0:
+        return True
+    d = np.empty(m)
+    J = np.empty((m, robot.dof))
+    k = collision_rows(robot.node_table, robot.node_params, robot.fk_all_array(q), tables, par[1], d, J, na, nb)
+    return bool(np.all(d[:k] >= par[1]))
+
+
+def final_check(robot, q, world, self_collision: bool, margin: float) -> dict:
+    """What a solve reports about its final q (``Result.info["collision"]``): every checked pair is
+    measured again with the distance kernels (broad phase at margin + CUTOFF). Keys: ``margin`` [m],
+    ``pairs`` (pairs checked: self pairs plus links × obstacles), ``min_distance`` [m] and
+    ``closest`` (a, b) over the pairs some joint can move (inf and None when no pair lies within
+    margin + CUTOFF), ``collision_free`` (every such pair at least ``margin`` apart, up to
+    1e-9 m), ``static`` (pairs no joint moves that are closer than ``margin``: the solve cannot
+    change them; warned about once per solve)."""
+    from .distance import distance_jacobian
+
+    d, J, info = distance_jacobian(robot, q, world, self_collision, cutoff=margin + CUTOFF)
+    moving = np.abs(J).max(axis=1) > 0.0 if len(d) else np.zeros(0, dtype=bool)
+    n_self = 0
+    if self_collision and len(robot.collision.links) > 1:
+        from .pairs import collision_pairs
+        n_self = len(collision_pairs(robot))
+    n_world = len(robot.collision.links) * (len(world) if world is not None else 0)
+    static = tuple(p for p, v, m in zip(info.pairs, d, moving) if not m and v < margin)
+    if static:
+        warnings.warn(f"{len(static)} pair(s) closer than margin={margin} m that no joint can move (not part of "
+                      f"the solve): {', '.join(f'{a} – {b}' for a, b in static[:4])}", CollisionWarning, stacklevel=4)
+    idx = np.nonzero(moving)[0]
+    if len(idx):
+        i = int(idx[np.argmin(d[idx])])
+        dmin, closest = float(d[i]), info.pairs[i]
+    else:
+        dmin, closest = math.inf, None
+    return {"margin": margin, "pairs": n_self + n_world, "min_distance": dmin, "closest": closest,
+            "collision_free": bool(dmin >= margin - 1e-9), "static": static}

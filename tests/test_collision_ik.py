@@ -1,0 +1,243 @@
+"""Collision-aware IK: the distances as inequality rows of the LM core (solve(world=...,
+self_collision=..., margin=...)), checked against coal on the robots' original meshes."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import invkin as ik
+from invkin.collision.errors import CollisionError, CollisionWarning
+
+coal = pytest.importorskip("coal")
+pytest.importorskip("trimesh")
+
+DATA = Path(__file__).parent / "data"
+PANDA = DATA / "erd" / "panda_fingers.urdf"   # example-robot-data's Panda with its collision meshes
+PANDA_SRDF = DATA / "erd" / "panda.srdf"
+MARGIN = 0.005
+
+
+@pytest.fixture(scope="module")
+def panda():
+    return ik.load_robot(str(PANDA), srdf=str(PANDA_SRDF))
+
+
+def _box(c, size):
+    T = np.eye(4)
+    T[:3, 3] = c
+    return ik.Box(T, size)
+
+
+def shelf_world(x=0.45, depth=0.3, width=0.8, boards=(0.0, 0.3, 0.6, 0.9), t=0.02):
+    """Four boards, a back and two sides in front of the robot, on a floor at z = 0."""
+    mid, height = (boards[0] + boards[-1]) / 2, boards[-1] - boards[0]
+    obs = [_box((x + depth / 2, 0, z), (depth, width, t)) for z in boards]
+    obs.append(_box((x + depth + t / 2, 0, mid), (t, width, height)))
+    obs += [_box((x + depth / 2, s * (width / 2 + t / 2), mid), (depth, t, height)) for s in (-1, 1)]
+    return ik.World(obs + [ik.HalfSpace((0, 0, 1), 0.0)])
+
+
+def shelf_targets(robot, world, n_samples, seed=0):
+    """Hand poses inside the shelf from sampled configurations that are collision-free (every
+    pair some joint moves at least 1 cm apart): each target has a collision-free solution."""
+    from invkin.collision.rows import final_check
+
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)  # the base stands on the floor
+        for q in robot.sample(n_samples, rng=np.random.default_rng(seed)):
+            T = robot.fk(q, "panda_hand")
+            if 0.5 < T[0, 3] < 0.72 and abs(T[1, 3]) < 0.35 and final_check(robot, q, world, True, 0.01)["collision_free"]:
+                out.append(T)
+    return out
+
+
+def test_panda_reaching_into_a_shelf_succeeds_only_collision_free_by_coal_on_the_original_meshes(panda):
+    from invkin.collision.reference import CoalReference
+
+    world = shelf_world()
+    targets = shelf_targets(panda, world, 30000)
+    assert len(targets) >= 8
+    ref = CoalReference(panda, world)
+    n_pairs = len(ik.collision_pairs(panda)) + len(panda.collision.link_names) * len(world)
+    ok = plain_hits = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        for i, T in enumerate(targets):
+            res = ik.solve(panda, ik.Pose("panda_hand", T), world=world, self_collision=True, margin=MARGIN, seed=i,
+                           timeout=0.5)
+            report = res.info["collision"]
+            assert report["pairs"] == n_pairs and report["static"] == (("panda_link0", "obstacle 7 (HalfSpace)"),)
+            if res.success:
+                ok += 1
+                assert report["collision_free"] and report["min_distance"] >= MARGIN - 1e-9
+                assert ref.min_distance(res.q) >= MARGIN - 1e-6, i   # the meshes are at least as far as the capsules
+            plain = ik.solve(panda, ik.Pose("panda_hand", T), seed=i)
+            plain_hits += plain.success and ref.min_distance(plain.q) < 0
+    assert ok >= len(targets) - 1
+    assert plain_hits > 0   # without the world, some answers go through the shelf: the check can fail
+
+
+def test_a_humanoid_reaching_across_its_chest_keeps_its_hand_out_with_self_collision():
+    g1 = ik.load_robot("g1")
+    q0 = g1.neutral()
+    torso = g1.collision.shapes("torso_link")
+    T = g1.fk(q0, "torso_link")
+    across = T[:3, :3] @ (0.5 * (torso[0, 0:3] + torso[0, 3:6])) + T[:3, 3] + (0.06, -0.08, 0.0)
+    goals = [ik.Position("left_rubber_hand", across), ik.Pose("pelvis", g1.fk(q0, "pelvis"), hard=True)]
+    plain = ik.solve(g1, goals, q0=q0, seed=0)
+    assert plain.success and ik.distances(g1, plain.q).min_distance < 0       # the hand goes into the chest
+    res = ik.solve(g1, goals, q0=q0, seed=0, self_collision=True, margin=MARGIN, timeout=0.5)
+    d = ik.distances(g1, res.q)
+    assert d.min_distance >= MARGIN - 1e-9, d      # no checked pair penetrates, none closer than the margin
+    assert res.info["collision"]["collision_free"]
+    assert not res.success or res.position_error <= 1e-6
+    # the hand gets as close as the chest allows
+    assert np.linalg.norm(g1.fk(res.q, "left_rubber_hand")[:3, 3] - across) < 0.15
+
+
+def _keys(coll, k):
+    """Row keys (node a, node b, n-th row with those nodes: the obstacles of one link come in order)."""
+    seen, out = {}, []
+    for a, b in zip(coll[2][:k].tolist(), coll[3][:k].tolist()):
+        seen[(a, b)] = seen.get((a, b), -1) + 1
+        out.append((a, b, seen[(a, b)]))
+    return out
+
+
+def test_distance_rows_of_the_solve_path_equal_finite_differences():
+    """The rows the core reads (collision/rows.py: ineq_eval on solve_rows' tables) against
+    central differences of the distances, through Robot.integrate (the floating G1)."""
+    from invkin.collision.rows import E_ROWS, ineq_eval, solve_rows
+
+    g1 = ik.load_robot("g1")
+    world = ik.World([ik.Sphere((0.25, 0.1, 0.9), 0.12), ik.Box(np.eye(4), (2.0, 2.0, 0.05)),
+                      ik.Points(np.random.default_rng(2).uniform((-0.2, -0.4, 0.2), (0.5, 0.4, 1.2), (400, 3)), 0.01)])
+    coll = solve_rows(g1, world, True, MARGIN)
+    m = coll[2].shape[0]
+    rng = np.random.default_rng(4)
+    checked = 0
+    for q in g1.sample(4, rng=rng, around=g1.neutral()):
+        e, J, errs = np.zeros(m), np.zeros((m, g1.dof)), np.zeros(7)
+        ineq_eval(coll, g1.node_table, g1.node_params, g1.fk_all_array(q), 0, e, J, errs)
+        k = int(errs[E_ROWS])
+        assert k > 5
+        d = MARGIN + coll[1][2] - e[:k]           # e = margin + BUFFER - d
+        pairs = _keys(coll, k)
+        h = 1e-6
+        for j in rng.choice(g1.dof, 8, replace=False):
+            dq = np.zeros(g1.dof)
+            dq[j] = h
+            side = []
+            for s in (1, -1):
+                e2, J2, errs2 = np.zeros(m), np.zeros((m, g1.dof)), np.zeros(7)
+                ineq_eval(coll, g1.node_table, g1.node_params, g1.fk_all_array(g1.integrate(q, s * dq)), 0, e2, J2,
+                          errs2)
+                k2 = int(errs2[E_ROWS])
+                side.append(dict(zip(_keys(coll, k2), e2[:k2])))
+            for i, p in enumerate(pairs):
+                if p in side[0] and p in side[1] and d[i] > 0:   # apart: the distance is smooth there
+                    fd = -(side[0][p] - side[1][p]) / (2 * h)    # e = target - d
+                    assert J[i, j] == pytest.approx(fd, abs=2e-5), (p, j)
+                    checked += 1
+    assert checked > 100
+
+
+def test_bad_collision_options_raise_a_clear_error(panda):
+    goal = ik.Position("panda_hand", (0.4, 0.1, 0.5))
+    world = shelf_world()
+    with pytest.raises(CollisionError, match=r"margin: expected a finite distance >= 0 \[m\], got -0.01"):
+        ik.solve(panda, goal, world=world, margin=-0.01)
+    with pytest.raises(CollisionError, match="margin"):
+        ik.solve(panda, goal, world=world, margin=float("nan"))
+    with pytest.raises(CollisionError, match="margin"):
+        ik.solve(panda, goal, margin=-1.0)      # checked even when nothing is asked
+    with pytest.raises(CollisionError, match="expected an ik.World"):
+        ik.solve(panda, goal, world="shelf")
+    with pytest.raises(CollisionError, match="self_collision: expected True or False"):
+        ik.solve(panda, goal, self_collision="yes")
+    with pytest.raises(CollisionError, match="center holds NaN"):
+        ik.solve(panda, goal, world=[ik.Sphere((np.nan, 0, 0), 0.1)])
+    with pytest.raises(CollisionError, match="radius"):
+        ik.solve(panda, goal, world=[ik.Sphere((0.5, 0, 0), 0.0)])
+    for method in ("dls", "pinv", "ccd", "fabrik", "transpose", "gauss-seidel"):
+        with pytest.raises(ik.SolverError, match=f"method '{method}' cannot keep collision distances"):
+            ik.solve(panda, goal, method=method, world=world)
+
+
+def test_a_solve_with_nothing_to_check_says_so(panda):
+    goal = ik.Position("panda_hand", (0.4, 0.1, 0.5))
+    with pytest.warns(CollisionWarning, match="no collision pair to check"):
+        res = ik.solve(panda, goal, world=ik.World([]))
+    assert res.success and res.info["collision"]["pairs"] == 0
+    plain = ik.solve(panda, goal)               # world None, self_collision False: a plain solve
+    assert "collision" not in plain.info
+
+
+def test_a_target_inside_an_obstacle_is_in_collision_never_success(panda):
+    p = np.array([0.5, 0.1, 0.4])
+    res = ik.solve(panda, ik.Position("panda_hand", p), world=[ik.Sphere(p, 0.05)], timeout=0.05)
+    assert not res.success
+    # either the hand stays out of the sphere (the goal unmet) or it reached it in collision, and says so
+    if res.status == ik.Status.IN_COLLISION:
+        assert res.position_error <= 1e-6 and not res.info["collision"]["collision_free"]
+    else:
+        assert res.position_error > 1e-6 and res.info["collision"]["collision_free"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(x=st.floats(0.35, 0.7), y=st.floats(-0.5, 0.5), z=st.floats(0.05, 0.9), r=st.floats(0.03, 0.2),
+       seed=st.integers(0, 1000))
+def test_every_successful_solve_keeps_the_margin_to_a_random_obstacle(panda, x, y, z, r, seed):
+    rng = np.random.default_rng(seed)
+    world = ik.World([ik.Sphere((x, y, z), r)])
+    target = ik.Position("panda_hand", rng.uniform((0.2, -0.5, 0.1), (0.7, 0.5, 0.9)))
+    res = ik.solve(panda, target, world=world, self_collision=True, seed=seed, timeout=0.05)
+    assert np.all(np.isfinite(res.q)) and np.all(res.q >= panda.lower) and np.all(res.q <= panda.upper)
+    if res.success:
+        assert ik.distances(panda, res.q, world).min_distance >= MARGIN - 1e-9
+
+
+def test_solve_many_with_a_world_returns_only_collision_free_successes(panda):
+    world = shelf_world()
+    targets = np.array(shelf_targets(panda, world, 8000, seed=1))[:5]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        batch = ik.solve_many(panda, "panda_hand", targets, world=world, self_collision=True, timeout=0.3)
+    assert batch.success.sum() >= len(targets) - 1
+    for q, ok in zip(batch.q, batch.success):
+        if ok:
+            assert ik.distances(panda, q, world).distance[ik.distances(panda, q, world).node_a > 1].min() >= MARGIN - 1e-9
+
+
+def test_tracker_with_a_world_never_enters_an_obstacle_on_the_path(panda):
+    """The hand follows a line through a sphere: without the world it goes through, with it every
+    update stays at least the margin away (each update starts from a clear q and accepts only
+    clear steps)."""
+    q0 = panda.neutral()
+    p0 = panda.fk(q0, "panda_hand")[:3, 3]
+    sphere = ik.Sphere(p0 + (0.08, 0.15, -0.15), 0.06)   # beside the line: the hand can go around
+    path = [p0 + s * np.array([0.0, 0.3, -0.3]) for s in np.linspace(0, 1, 40)]
+    plain = ik.Tracker(panda, "panda_hand", max_joint_step=0.1, q0=q0)
+    safe = ik.Tracker(panda, "panda_hand", max_joint_step=0.1, q0=q0, world=[sphere], margin=MARGIN)
+    d_plain, d_safe = [], []
+    for p in path:
+        d_plain.append(ik.distances(panda, plain.update(p).q, [sphere], self_collision=False).min_distance)
+        step = safe.update(p)
+        d_safe.append(ik.distances(panda, step.q, [sphere], self_collision=False).min_distance)
+        assert step.status != ik.Status.IN_COLLISION
+    assert min(d_plain) < 0 and min(d_safe) >= MARGIN - 1e-9
+    assert step.status == ik.Status.CONVERGED      # past the sphere it reaches the end of the line
+
+
+def test_correct_clip_takes_the_collision_options():
+    robot, clip = ik.read_bvh(DATA / "two_joints.bvh")
+    with pytest.raises(CollisionError, match="margin"):
+        ik.correct_clip(robot, clip, [], margin=-0.1)
+    with pytest.raises(CollisionError, match="expected an ik.World"):
+        ik.correct_clip(robot, clip, [], world=3)
