@@ -54,7 +54,7 @@ F_FALLBACK, F_HARD_MISSED, F_INEQ_MISSED, F_BOUND = 1, 2, 4, 8
 
 @njit(cache=True)
 def _eval(model, table, q, ws, rowerr):
-    ni, nf, origin, mass, com = model
+    ni, nf, origin, mass, com = model[0], model[1], model[2], model[3], model[4]
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
                    ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], True, rowerr)
@@ -194,7 +194,7 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
     Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm_, Z_, S_, r_, lam_, col_, dq, qn, hold, bias, zero, \
         dqc, qc = ws
     cb, Jc, ec, Jc2, ec2, Jp, ep, idx, Jm, Z, S, r, lam_a, col, Hp, dqp, qnp, holdp, zerop = pb
-    ni, nf, origin, mass, com = model
+    ni, nf, origin, mass, com = model[0], model[1], model[2], model[3], model[4]
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     dof = q.shape[0]
     m = e.shape[0]
