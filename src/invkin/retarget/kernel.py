@@ -40,7 +40,7 @@ PROJECT_PASSES = 4
 PROJECT_REG = 1e-6    # regularisation of the projection's row system (contradicting rows stay bounded)
 GROUND_SLACK = 1e-5   # [m] a floor row is active below -GROUND_SLACK (a held foot sits at 0)
 LIFT = 1e-4           # [m] a projected row aims this far inside its margin
-INEQ_TOL = 1e-3       # [m] an inequality violated by more than this after the projection: a fallback
+INEQ_TOL = 1e-3       # [m] a collision deeper than this after the projection (not the margin): a fallback
 HARD_WEIGHT = 1.0     # hard rows in the merit function of the damped steps (the projection restores them)
 PENALTY = 100.0       # violated inequality rows in that merit function [1/m²]
 NEAR = 0.01           # [m] inequality rows this close to their bound join the steps' active set
@@ -77,12 +77,15 @@ def _sole_row(Tall, J, node, local, row):
 def _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec, near):
     """The inequality rows within ``near`` [m] of their bound at the FK ``Tall``: self-collision
     pairs (bound m_i = min(margin, clearance_i)) and sole points (bound 0, the floor), as rows
-    ``Jc[i] δq ≥ ec[i]`` with ec = bound − value (> 0: violated). Returns (rows, Σ violation²)."""
+    ``Jc[i] δq ≥ ec[i]`` with ec = bound − value (> 0: violated). Returns (rows, Σ violation², the
+    deepest collision [m]: a pair closer than min(0, clearance) or a sole below the floor; being
+    inside the margin is not one)."""
     ni, nf = model[0], model[1]
     d, Jd, na, nb, Js = cb
     dof = Jc.shape[1]
     n = 0
     viol = 0.0
+    miss = 0.0
     if margin > -np.inf:
         k = collision_rows(ni, nf, Tall, ctables, cutoff, d, Jd, na, nb)
         for i in range(k):
@@ -91,6 +94,7 @@ def _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local
                 for c in range(dof):
                     Jc[n, c] = Jd[i, c]
                 ec[n] = m - d[i]
+                miss = max(miss, min(0.0, clearance[na[i], nb[i]]) - d[i])
                 if ec[n] > 0.0:
                     viol += ec[n] * ec[n]
                 n += 1
@@ -103,18 +107,19 @@ def _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local
         z = _sole_row(Tall, Js, node, sole_local[i], Jc[n])
         if z < near - GROUND_SLACK:
             ec[n] = -z - GROUND_SLACK
+            miss = max(miss, -z)
             if ec[n] > 0.0:
                 viol += ec[n] * ec[n]
             n += 1
-    return n, viol
+    return n, viol, miss
 
 
 @njit(cache=True)
 def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, cutoff, sole_node, sole_local, rowerr,
              tol_p, tol_r):
     """Least-norm steps onto the violated inequality rows with the hard goal rows held (also when
-    only a hard goal is off by more than HOLD x its tolerance); returns the worst violation left [m]
-    (0 when none)."""
+    only a hard goal is off by more than HOLD x its tolerance); returns the deepest collision left
+    [m] (0 when none; see _ineq)."""
     hard = table[9]
     Tall, e, J = ws[0], ws[4], ws[5]
     cb, Jc, ec, Jc2, ec2, Jp, ep, idx, Jm, Z, S, r, lam, col, H, dq, qn, hold, zero = pb
@@ -124,7 +129,7 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
     qb = np.empty(dof)
     for it in range(PROJECT_PASSES + 1):
         _eval(model, table, q, ws, rowerr)
-        k, viol = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec, 0.0)
+        k, viol, miss = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec, 0.0)
         n = 0
         ch = 0.0
         for i in range(hard.shape[0]):
@@ -138,16 +143,14 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
             for c in range(dof):
                 q[c] = qb[c]
             _eval(model, table, q, ws, rowerr)
-            k, viol = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec, 0.0)
-            worst = 0.0
-            for i in range(k):
-                worst = max(worst, ec[i])
+            k, viol, miss = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec,
+                                  0.0)
+            worst = miss
             break
         before = ch + viol
-        worst = 0.0
+        worst = miss
         for i in range(k):
             if ec[i] > 0.0:
-                worst = max(worst, ec[i])
                 for c in range(dof):
                     Jp[n, c] = Jc[i, c]
                 ep[n] = ec[i] + LIFT
@@ -200,7 +203,7 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
     m = e.shape[0]
     none = idx[:0]
     _eval(model, table, q, ws, none.astype(np.float64))
-    nc, viol = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec, NEAR)
+    nc, viol, _ = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec, NEAR)
     cost = _costs(e, soft, hard) + PENALTY * viol
     for i in range(m):
         for c in range(dof):
@@ -260,7 +263,7 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
         step_into(q, dq, lims, lo, hi, qn)
         core_eval_rows(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR,
                        Tall, Jf, Jr, sub, e2, J2, errs2, True, none.astype(np.float64))
-        nc2, viol2 = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc2, ec2, NEAR)
+        nc2, viol2, _ = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc2, ec2, NEAR)
         cost2 = _costs(e2, soft, hard) + PENALTY * viol2
         if cost2 < cost:
             rel = (cost - cost2) / cost
