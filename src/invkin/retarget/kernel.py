@@ -201,8 +201,8 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     dof = q.shape[0]
     m = e.shape[0]
-    none = idx[:0]
-    _eval(model, table, q, ws, none.astype(np.float64))
+    nof = ep[:0]  # no per-row errors wanted
+    _eval(model, table, q, ws, nof)
     nc, viol, _ = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec, NEAR)
     cost = _costs(e, soft, hard) + PENALTY * viol
     for i in range(m):
@@ -262,7 +262,7 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
             break
         step_into(q, dq, lims, lo, hi, qn)
         core_eval_rows(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR,
-                       Tall, Jf, Jr, sub, e2, J2, errs2, True, none.astype(np.float64))
+                       Tall, Jf, Jr, sub, e2, J2, errs2, True, nof)
         nc2, viol2, _ = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc2, ec2, NEAR)
         cost2 = _costs(e2, soft, hard) + PENALTY * viol2
         if cost2 < cost:
@@ -283,7 +283,7 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
             if lam > 1e6:
                 break
     if it > 0:  # leave the goal rows at q in the workspace (the swaps may have moved them)
-        _eval(model, table, q, ws, none.astype(np.float64))
+        _eval(model, table, q, ws, nof)
     return it
 
 
@@ -398,8 +398,9 @@ def retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec0, row_body, row_r
             hi[i] = min(upper[i], q[i] + step[i]) if bounded else upper[i]
         # hard goals met first, then damped steps toward the soft ones inside the step box, then
         # the inequalities (and the hard goals bent by the soft steps) by projection
-        _project(model, table, lims, lo, hi, q, ws, pb, ctables, -np.inf, clearance, cutoff, sole_node, sole_local,
-                 rowerr, tol_p, tol_r)
+        if nh > 0:
+            _project(model, table, lims, lo, hi, q, ws, pb, ctables, -np.inf, clearance, cutoff, sole_node,
+                     sole_local, rowerr, tol_p, tol_r)
         used = 0
         if not bounded:  # the clip's first pose from the rest pose: reach it free of the link pairs, then
             # push the pairs apart (a rest pose far from the first pose would leave the limbs tangled)
