@@ -284,9 +284,23 @@ def _cloud_point(wcaps, c0, c1, bx, by, bz, br, ocaps, k, o, cutoff, out, tmp):
     if gap - reach > 0.0 and (gap - reach) * (gap - reach) > hx * hx + hy * hy + hz * hz:
         return
     res = out[o]
+    px, py, pz = 0.5 * (ocaps[k, 0] + ocaps[k, 3]), 0.5 * (ocaps[k, 1] + ocaps[k, 4]), 0.5 * (ocaps[k, 2] + ocaps[k, 5])
+    slack = math.sqrt(hx * hx + hy * hy + hz * hz) + ocaps[k, 6]  # the obstacle capsule lies within this of p
     for c in range(c0, c1):
+        # a lower bound first (the middle of the obstacle capsule to the link capsule's segment): a
+        # cloud's point is then measured in full only when it can be the closest within the cutoff
+        ax, ay, az = wcaps[c, 0], wcaps[c, 1], wcaps[c, 2]
+        ex, ey, ez = wcaps[c, 3] - ax, wcaps[c, 4] - ay, wcaps[c, 5] - az
+        ee = ex * ex + ey * ey + ez * ez
+        t = ((px - ax) * ex + (py - ay) * ey + (pz - az) * ez) / ee if ee > _EPS else 0.0
+        t = _clamp01(t)
+        dx, dy, dz = px - ax - t * ex, py - ay - t * ey, pz - az - t * ez
+        low = math.sqrt(dx * dx + dy * dy + dz * dz) - wcaps[c, 6] - slack
+        if low > reach:
+            continue
         capsule_capsule(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], ocaps[k, 0:3], ocaps[k, 3:6], ocaps[k, 6], tmp)
         _keep(res, tmp)
+        reach = cutoff if cutoff < res[0] else res[0]
 
 
 @njit(cache=True)
