@@ -19,15 +19,16 @@ import sys
 EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def _robot(name):
-    """(Robot, spec for workers): the robot as named, or given a free root joint when it has none
-    (then the model itself travels to the workers)."""
-    from .model import load_robot
+def _robot(args):
+    """(Robot, spec for workers): the robot as named (with --base/--tip/--floating-base/--srdf), given a
+    free root joint when it has none; a bundled or URDF name travels to the workers as it is, a
+    changed model as itself."""
+    from .cli_robot import robot_from_args, robot_options_given
 
-    r = load_robot(name)
+    r = robot_from_args(args)
     if r.floating:
-        return r, name
-    r = load_robot(name, floating_base=True)
+        return r, (args.robot if not robot_options_given(args) else r)
+    r = r.with_floating_base()
     return r, r
 
 
@@ -58,7 +59,7 @@ def cmd_retarget(args) -> int:
     from .model.bvh import read_bvh
     from .retarget import retarget
 
-    robot = _robot(args.robot)[0]
+    robot = _robot(args)[0]
     sk, clip = read_bvh(src)
     bar = None
     if not args.no_progress:
@@ -97,7 +98,7 @@ def cmd_retarget(args) -> int:
 def _folder(args, src) -> int:
     from .retarget.dataset import retarget_dataset
 
-    spec = _robot(args.robot)[1]
+    spec = _robot(args)[1]
     m = retarget_dataset(src, spec, args.out, mapping=args.mapping, scheduler=args.scheduler,
                          overwrite=args.overwrite, progress=not args.no_progress, **_options(args))
     if args.json:
@@ -119,6 +120,9 @@ def register(sub) -> None:
                                    "root_quat_wxyz, joint positions, joint names, fps) or .csv.")
     p.add_argument("input", metavar="CLIP.bvh|FOLDER")
     p.add_argument("robot", metavar="ROBOT", help="bundled name (g1) or URDF path")
+    from .cli_robot import add_robot_options
+
+    add_robot_options(p)
     p.add_argument("--out", required=True, metavar="OUT", help="MOTION.npz / .csv for a clip, a folder for a folder")
     p.add_argument("--mapping", metavar="MAP", help="a .toml/.json map (default: the bundled map that fits)")
     p.add_argument("--csv", metavar="FILE.csv", help="also write the motion as CSV (one clip)")
