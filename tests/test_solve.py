@@ -142,7 +142,7 @@ def test_goal_residual_jacobians_equal_finite_differences(panda, goals):
         e = np.empty(m)
         J = np.empty((m, 7))
         task_eval(a[0], a[1], a[2], q, a[6], a[7], a[8], a[9], a[10], a[11], np.empty((panda.n_nodes, 4, 4)),
-                  np.empty((6, 7)), e, J, np.empty(20), True)
+                  np.empty((6, 7)), e, J, np.empty(20))
         return e, J
 
     _, J = ev(q)
@@ -152,6 +152,25 @@ def test_goal_residual_jacobians_equal_finite_differences(panda, goals):
         de = (ev(q + dq)[0] - ev(q - dq)[0]) / 2e-6
         # e is the change wanted (minus the residual), J the residual's derivative
         assert np.allclose(-de, J[:, k], atol=1e-7), (k, -de, J[:, k])
+
+
+def test_task_eval_with_an_empty_jacobian_gives_the_same_residual_and_errors(panda):
+    from invkin.solvers._common import compile_problem, task_eval
+
+    goals = [ik.Aim("panda_hand", [0, 0, 1], [0.5, 0.2, 0.3]),
+             ik.Pose("panda_link5", panda.fk(panda.sample(rng=3), "panda_link5"))]
+    problem = compile_problem(panda, goals, 1e-6, 1e-6)
+    a = problem.args
+    q = panda.sample(rng=4)
+    m = 3 * problem.gnode.shape[0]
+    out = []
+    for J in (np.full((m, 7), np.nan), np.empty((0, 7))):
+        e, errs = np.empty(m), np.empty(20)
+        task_eval(a[0], a[1], a[2], q, a[6], a[7], a[8], a[9], a[10], a[11], np.empty((panda.n_nodes, 4, 4)),
+                  np.empty((6, 7)), e, J, errs)
+        out.append((e, errs[:2].copy(), J))
+    assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
+    assert np.all(np.isfinite(out[0][2]))  # a J with rows is filled
 
 
 def test_posture_goal_biases_the_redundant_solution(panda):

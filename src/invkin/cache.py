@@ -26,8 +26,9 @@ Importing numba stays lazy: :func:`install` (called by ``import invkin``) only r
 import hook that adds the locator once ``numba`` has finished importing (at once if it already
 has). The same hook registers a listener on Numba's compile event that prints one line on
 stderr the first time an invkin kernel is really compiled in a process (a cache miss), so a
-long first call is never silent; ``INVKIN_QUIET=1`` silences it. :func:`warmup` compiles the
-kernels ahead of time with a progress line per step (``invkin warmup``).
+long first call is never silent (``INVKIN_QUIET=1`` silences it), and that adds up the compile
+time in :mod:`invkin._compile_clock` (the solve driver keeps it out of the timeout).
+:func:`warmup` compiles the kernels ahead of time with a progress line per step (``invkin warmup``).
 """
 from __future__ import annotations
 
@@ -184,9 +185,14 @@ def _on_numba_loaded():
     impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # the name before numba 0.61
     impl._locator_classes.insert(0, _make_locator(caching))
 
+    from ._compile_clock import add_compile_seconds
+
+    starts = []  # perf_counter of the open compile events (a kernel's callees nest inside it)
+
     class _FirstCompileNotice(event.Listener):
         def on_start(self, ev):
             global _announced
+            starts.append(time.perf_counter())
             if _announced or _quiet or os.environ.get("INVKIN_QUIET"):
                 return
             disp = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
@@ -198,7 +204,9 @@ def _on_numba_loaded():
                       file=sys.stderr, flush=True)
 
         def on_end(self, ev):
-            pass
+            t0 = starts.pop() if starts else time.perf_counter()
+            if not starts:
+                add_compile_seconds(time.perf_counter() - t0)
 
     event.register("numba:compile", _FirstCompileNotice())
 

@@ -224,7 +224,7 @@ class _TaskEval:
         e = np.empty(self.m)
         J = np.empty((self.m, r.dof))
         task_eval(r.node_table, r.node_params, r.origin, q, p.gnode, p.gkind, p.gvec, p.gR, p.gaxis, p.gw, self.Tall, self.Jf,
-                  e, J, self.errs, True)
+                  e, J, self.errs)
         return e, J, float(self.errs[0]), float(self.errs[1])
 
 

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from ._compile_clock import compile_seconds
 from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
@@ -206,8 +207,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         position_tolerance [m], rotation_tolerance [rad]: success thresholds on every goal.
         timeout [s]: wall-clock budget including restarts; None: no clock, the solve is bounded by
             ``max_iterations`` alone. The first call of a method in a process also compiles (or
-            loads from Numba's cache) its kernels; that time is spent before the clock is first
-            read and is not bounded by the timeout.
+            loads from Numba's cache) its kernels; that time is not bounded by the timeout (the
+            driver moves its deadline by the compile time it observes, :mod:`invkin._compile_clock`).
         max_iterations: total iterations over all restarts (default: :data:`DEFAULT_MAX_ITERATIONS`
             = 1000 without a timeout; with one, as many as fit in it, never more than
             :data:`ITERATION_CAP` = 1,000,000). Every attempt counts at least one, so a loop of
@@ -253,11 +254,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             and margin == 0.005):
         res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is not None:
-            if not _needs_post(robot):
-                return res
-            if robot.wrap_dofs.size:
-                _wrap_near(robot, res.q, robot.q_neutral if q0 is None else q0)
-            return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
+            return res  # (with the last steps of _post_solve done where the robot needs them)
     collision = _collision_options(world, self_collision, margin)
     if nullspace is None and rest is None and nullspace_gain is None:
         res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
@@ -269,9 +266,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         res = _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout,
                               max_iterations, seed, joint_weights, restarts, mode, options, nullspace,
                               nullspace_gain, nullspace_iterations, rest, max_joint_step, dt)
-    if robot.wrap_dofs.size:
-        _wrap_near(robot, res.q, robot.q_neutral if q0 is None else robot.check_q(q0, "q0"))
-    res = respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
+    res = _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance)
     if collision is None:
         return res
     return _collision_result(robot, res, collision, position_tolerance, rotation_tolerance)
@@ -329,12 +324,20 @@ def _project_cones(robot, problem, q, state, code):
     unless the method had STALLED)."""
     if not project_cones_in_place(robot, q):
         return code
-    perr, rerr = goal_errors(robot._ni, robot._nf, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
+    perr, rerr = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
                              problem.gR, problem.gaxis, problem.gw)
     state[2], state[3] = perr, rerr
     if perr <= problem.tol_p and rerr <= problem.tol_r:
         return CONVERGED
     return STALLED if code == STALLED else RUNNING
+
+
+def _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance):
+    """The driver's last steps on a result: continuous joints wrapped near q0 (None: the neutral
+    configuration), the swing/twist limits respected (respect_cone_limits)."""
+    if robot.wrap_dofs.size:
+        _wrap_near(robot, res.q, robot.q_neutral if q0 is None else robot.check_q(q0, "q0"))
+    return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
 
 
 def _wrap_near(robot, q, q0) -> None:
@@ -498,7 +501,13 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
             budget_it = min(budget_it, attempt_cap - attempt_it)
         it_before = state[1]
         t0 = time.perf_counter()
+        c0 = compile_seconds()
         code = m.iterate(problem, q, budget_it, state, opts)
+        compiled = compile_seconds() - c0
+        if compiled > 0.0:  # a first call compiled kernels: that time is not the solve's
+            t0 += compiled
+            if deadline is not None:
+                deadline += compiled
         if cones:  # swing-cone/twist limits the method's iterations do not see: projected every iteration
             code = _project_cones(robot, problem, q, state, code)
         done = int(state[1] - it_before)
@@ -644,16 +653,21 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         return None  # timeout=None: the general path bounds it by DEFAULT_MAX_ITERATIONS
     if type(seed) is not int or not 0 <= seed < SEED_LIMIT:
         return None
+    frames = robot.cache.get("lm_fast")  # frame -> _fast_tables
+    fast = None if frames is None else frames.get(goal.frame)
+    if fast is None:
+        fast = _fast_tables(robot, goal.frame)
+        if fast is None:
+            return None
+    ch, lims, free, size, dof, q_neutral, post = fast
     if q0 is None:
-        q0 = robot.q_neutral
-    elif not (type(q0) is np.ndarray and q0.dtype is _F64 and q0.ndim == 1 and q0.shape[0] == robot.dof):
+        q0 = q_neutral
+    elif not (type(q0) is np.ndarray and q0.dtype is _F64 and q0.ndim == 1 and q0.shape[0] == dof):
         return None
-    if not robot.has_frame(goal.frame):
-        return None
-    ch = robot.chain_program(goal.frame)
+    if lims is None:  # a floating robot: its base restarts are sampled around q0
+        lims, free, size = _lm_tables(robot, None, q0)
     gkind, gvec, gR, gaxis, gw = goal.table()
-    lims, free, size = robot.cache.get("lm_tables") or _lm_tables(robot, None, q0)
-    best_q = np.empty(robot.dof)
+    best_q = np.empty(dof)
     st = _CHAIN_STATE0[1 if free else 0].copy()
     buf = _scratch(size)
     budget = _FIRST_CHUNK
@@ -676,8 +690,9 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             s = st.tolist()  # one conversion instead of four scalar reads
             if not (math.isfinite(s[8]) and math.isfinite(s[9])):  # math: a fraction of numpy's call cost
                 return None  # never call non-finite numbers converged: the general path judges it
-            return Result._new(best_q, True, Status.CONVERGED, s[8], s[9], int(s[1]), int(s[5]),
-                               time.perf_counter() - t_start, "lm")
+            res = Result._new(best_q, True, Status.CONVERGED, s[8], s[9], int(s[1]), int(s[5]),
+                              time.perf_counter() - t_start, "lm")
+            return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
         if code < 0:
             return None  # a non-finite q0: the general path names the bad entry
         now = time.perf_counter()
@@ -697,8 +712,22 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             break
         per_iter = (now - t0) / max(st[1] - it0, 1)
         budget = 10_000 if deadline is None else int(min(max(16, 0.5 * (deadline - now) / per_iter), 10_000))
-    return Result(best_q, False, status, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
-                  time.perf_counter() - t_start, "lm")
+    res = Result(best_q, False, status, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
+                 time.perf_counter() - t_start, "lm")
+    return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
+
+
+def _fast_tables(robot, frame):
+    """What _solve_lm_fast reads per (robot, frame), kept in ``robot.cache["lm_fast"][frame]`` (two
+    dict look-ups instead of six queries): (chain program, lims, free, scratch size, dof,
+    q neutral, whether results need _post_solve); lims None on a floating robot (its tables
+    depend on q0). None for a name that is not a frame of the robot, or not a str."""
+    if type(frame) is not str or not robot.has_frame(frame):
+        return None
+    lims, free, size = (None, None, None) if robot.floating else _lm_tables(robot)
+    fast = (robot.chain_program(frame), lims, free, size, robot.dof, robot.q_neutral, _needs_post(robot))
+    robot.cache.setdefault("lm_fast", {})[frame] = fast
+    return fast
 
 
 def _seed_int(seed) -> int:
@@ -769,13 +798,17 @@ def _joint_step(robot, max_joint_step, dt):
     return s
 
 
+FIRST_SHARE = 0.25  # of a collision solve's budget, for the solve without rows that goes first
+
+
 def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step, t_start,
                         collision) -> Result:
     """LM with the collision distances as inequality rows of the general core. In mode "speed"
-    without a joint step bound, one attempt without the rows goes first (the chain route when the
-    goals allow it): when it converges at least ``margin`` clear of everything it is the answer
-    (measured on Panda reaching into a shelf: most answers; ~35 % less mean time), otherwise the
-    core starts from it with the rows (benchmarks/collision_ik.py)."""
+    without a joint step bound, a solve without the rows goes first (the chain route when the goals
+    allow it), with a quarter of the budget: when it converges at least ``margin`` clear of
+    everything it is the answer (Panda reaching into a shelf: most answers; ~35 % less mean time
+    than the rows from the start), otherwise the core starts from it with the rows
+    (benchmarks/collision_ik.py)."""
     import dataclasses
 
     from .collision.rows import rows_clear, solve_rows
@@ -783,7 +816,9 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
     coll = solve_rows(robot, *collision)
     first_iters = 0
     if mode == "speed" and step is None:
-        first = _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, False, mode, None, t_start)
+        first = _solve_lm(robot, problem, q_start, None if timeout is None else FIRST_SHARE * timeout,
+                          None if max_iterations is None else max(int(FIRST_SHARE * max_iterations), 1), seed,
+                          restarts, mode, None, t_start)
         if first.success and rows_clear(robot, first.q, coll):
             return first
         first_iters = first.iterations

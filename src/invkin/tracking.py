@@ -223,7 +223,7 @@ def track_update(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, ga
         if is_ball[i]:  # ball joints: the angle bound is applied on SO(3) by _bound_step
             box_lo[i] = -np.inf
             box_hi[i] = np.inf
-    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
     if w_post > 0.0:
         posture_residual(q, q_rest, balls, pr)
     cost = residual_sqnorm(e, w_post, pr)
@@ -305,7 +305,7 @@ def track_update(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, ga
         moved = 0.0
         for i in range(dof):
             moved = max(moved, abs(qn[i] - q[i]))
-        task_eval(ni, nf, origin, qn, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e2, J2, errs2, True)
+        task_eval(ni, nf, origin, qn, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e2, J2, errs2)
         if w_post > 0.0:
             posture_residual(qn, q_rest, balls, pr)
         cost2 = residual_sqnorm(e2, w_post, pr)
@@ -361,8 +361,7 @@ def geometric_after(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q0, q, bo
     Tall = np.empty((ni.shape[0], 4, 4))
     J = np.empty((m, dof))
     errs = np.empty(20)
-    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, np.empty((6, dof)), np.empty(m), J, errs,
-              True)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, np.empty((6, dof)), np.empty(m), J, errs)
     out[O_PERR] = errs[0]
     out[O_RERR] = errs[1]
     out[O_JUMP] = _jump(q0, q, balls, is_ball)

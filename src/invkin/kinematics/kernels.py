@@ -203,36 +203,6 @@ def jacobian_into(ni, nf, origin, q, node, J, T_out):
     jacobian_from_all(ni, nf, Ts, node, J)
 
 
-
-
-class EntryPoints:
-    """Compiled overloads called without Numba's per-call type dispatch.
-
-    Only for call sites whose argument types are fixed by construction (read-only model arrays,
-    a writable C-contiguous float64 q, an int node, a fresh output array): the first call goes
-    through the dispatcher (compiling or loading the cache), later calls use the entry point of
-    the overload it picked (saves ~0.5-1 µs per call)."""
-
-    def __init__(self):
-        self._eps = {}
-
-    def call(self, dispatcher, *args):
-        ep = self._eps.get(dispatcher)
-        if ep is not None:
-            return ep(*args)
-        # a read-only q would type differently: make the first call with the canonical types
-        args = tuple(np.array(a) if isinstance(a, np.ndarray) and a.ndim == 1 and a.dtype == np.float64
-                     and not a.flags.writeable else a for a in args)
-        res = dispatcher(*args)
-        import numba
-
-        self._eps[dispatcher] = dispatcher.overloads[tuple(numba.typeof(a) for a in args)].entry_point
-        return res
-
-
-ENTRY = EntryPoints()
-
-
 @njit(cache=True)
 def jacobian(ni, nf, origin, q, node, dof):
     """Single-frame Jacobian; returns (J (6, dof), ok)."""

@@ -50,7 +50,6 @@ __all__ = ["Geom", "load_mjcf", "robot_from_mjmodel", "qpos_from_q", "q_from_qpo
 _GEOM_TYPES = {0: "plane", 1: "hfield", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder",
                6: "box", 7: "mesh", 8: "sdf"}
 _FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3
-_FREE_SUFFIXES = (".x", ".y", ".z", ".rx", ".ry", ".rz")
 
 
 @dataclass(frozen=True, eq=False)

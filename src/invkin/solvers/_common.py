@@ -144,7 +144,9 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
             raise GoalError(f"joint_weights: expected {robot.dof} finite numbers > 0, got {joint_weights!r:.200}") from None
         if jw.shape != (robot.dof,) or not np.all(np.isfinite(jw)) or np.any(jw <= 0):
             raise GoalError(f"joint_weights: expected {robot.dof} finite numbers > 0, got {joint_weights!r}")
-    return Problem(robot, goals, gnode, gkind, gvec, gR, gaxis, gw, q_rest, float(w_post), jw, robot.lower,
+    # q_rest is a writable copy: kernels compare it with other writable configurations (gauss-seidel's
+    # springs), and Numba compiles a callee once per read-only/writable mix of its arguments
+    return Problem(robot, goals, gnode, gkind, gvec, gR, gaxis, gw, q_rest.copy(), float(w_post), jw, robot.lower,
                    robot.upper, robot.ball_starts, float(position_tolerance), float(rotation_tolerance),
                    glevel=glevel, gref=gref, goal_rows=tuple(counts))
 
@@ -508,18 +510,23 @@ def relative_frame(kind, g, Tref, T, gvec, gR, wvec, wR, Jf, Jr, want_jac):
 
 
 @njit(cache=True)
-def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, want_jac):
-    """Stacked weighted residual ``e`` (3G,) and Jacobian ``J`` (3G, dof) at q.
+def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs):
+    """Stacked weighted residual ``e`` (3G,) and Jacobian ``J`` (3G, dof) at q; a ``J`` with no
+    rows, (0, dof), asks for the residual and the errors only.
 
     errs[0] = largest position error [m], errs[1] = largest rotation error [rad] (unweighted,
     over goals with weight > 0). ``Tall`` (n, 4, 4) and ``Jf`` (6, dof) are scratch; ``errs``
     has room for 20 entries (kept for callers; only the first two are written).
+
+    Whether to fill J is read from J's shape, not from a bool argument: kernels passing the
+    literal True or False had Numba compile task_eval once per literal (about 1 s each).
 
     ``e`` is the change wanted (minus the residual r) and ``J = dr/dq`` exactly (finite-difference
     tested): position ``r = p - p*``, ``J = Jv``; rotation ``r = -log(R* R^T)``,
     ``J = Jr^-1(phi) Jw``; axis/aim ``r = a x d``, ``J = [d]x[a]x Jw - [a]x (I - d d^T) Jv / L``.
     """
     fk_all_into(ni, nf, origin, q, Tall)
+    want_jac = J.shape[0] > 0
     G = gnode.shape[0]
     perr = 0.0
     rerr = 0.0
@@ -606,7 +613,19 @@ def chol_solve(A, b, x):
 
 @njit(cache=True)
 def step_and_clamp(q, dq, lower, upper, balls, out):
-    """out = clamp(q ⊕ dq): plain sum, ball joints composed on SO(3), then joint limits."""
+    """out = clamp(q ⊕ dq): :func:`integrate_into`, then the joint limits [lower, upper]."""
+    integrate_into(q, dq, balls, out)
+    for i in range(q.shape[0]):
+        if out[i] < lower[i]:
+            out[i] = lower[i]
+        elif out[i] > upper[i]:
+            out[i] = upper[i]
+
+
+@njit(cache=True)
+def integrate_into(q, dq, balls, out):
+    """out = q ⊕ dq (Robot.integrate of one configuration): the plain sum, and for the ball joint
+    starting at each index of ``balls`` ``log(exp(q[ball]) exp(dq[ball]))`` (a local increment)."""
     n = q.shape[0]
     for i in range(n):
         out[i] = q[i] + dq[i]
@@ -626,11 +645,6 @@ def step_and_clamp(q, dq, lower, upper, balls, out):
             out[s] = r[0]
             out[s + 1] = r[1]
             out[s + 2] = r[2]
-    for i in range(n):
-        if out[i] < lower[i]:
-            out[i] = lower[i]
-        elif out[i] > upper[i]:
-            out[i] = upper[i]
 
 
 @njit(cache=True)
@@ -664,9 +678,8 @@ def goal_errors(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw):
     Tall = np.empty((ni.shape[0], 4, 4))
     Jf = np.empty((6, dof))
     e = np.empty(3 * G)
-    J = np.empty((3 * G, dof))
     errs = np.empty(20)
-    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, np.empty((0, dof)), errs)
     return errs[0], errs[1]
 
 

@@ -243,7 +243,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     Tg = np.empty((G, 4, 4))
     Jf = np.empty((6, dof))
     e = np.empty(3 * G)
-    J = np.empty((3 * G, dof))
+    J = np.empty((0, dof))  # task_eval: residual and errors only
     errs = np.empty(20)  # task_eval uses the tail as scratch
     anc = goal_ancestry(ni, gnode)
     sfac = stiffness_factors(ni, colfac)
@@ -274,7 +274,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     for i in range(n):
         if visit[i] == 2:
             lazy = False
-    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
     Rref = Tall[:, :3, :3].copy() if twist else Tall[:1, :3, :3].copy()  # the frames the twist is kept from
     cost = sqnorm(e)
     best = state[0] if state[0] > 0.0 else cost
@@ -470,7 +470,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
             errs[0], cost = position_errors(gnode, gkind, gvec, gw, Tall)
             errs[1] = 0.0
         else:
-            task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+            task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
             cost = sqnorm(e)
         best, small = sweep_progress(cost, best, small)
         if small >= STALL_SWEEPS:

@@ -233,7 +233,7 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
             spring_point(th_orig, th_ik, t_settle, lower, upper, balls, rel, qn)
             for c in range(dof):
                 q[c] = qn[c]
-    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
     cost = 0.5 * sqnorm(e)
     start_attempt(q, qbest, cost, state)
     code = RUNNING
@@ -339,7 +339,7 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
             step_and_clamp(q, dq, lower, upper, balls, qn)
         for c in range(dof):
             q[c] = qn[c]
-        task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
+        task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
         cost = 0.5 * sqnorm(e)
         if _track_best(q, qbest, cost, state):
             if not (errs[0] <= tol_p and errs[1] <= tol_r):

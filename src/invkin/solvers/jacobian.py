@@ -76,7 +76,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import SolverError
-from ._common import CONVERGED, RUNNING, STALLED, posture_residual, step_and_clamp, task_eval
+from ._common import CONVERGED, RUNNING, STALLED, integrate_into, posture_residual, step_and_clamp, task_eval
 from ._iterate import end_iterations, take_trial
 from ._linalg import cap_step, damped_solve, scale_columns, sigma_min_and_w, sqnorm
 from ._linalg import sym_eigvals  # noqa: F401 - re-exported: its home before _linalg
@@ -89,6 +89,7 @@ NS_JOINT_LIMITS = 1
 NS_POSTURE = 2
 NS_MANIPULABILITY = 3
 NS_EXTERNAL = 4  # η supplied by the caller in eta_ext (Python callable path)
+ONE_ITERATION = 1  # a global, not the literal 1: Numba would compile dls_iterate again for Literal[int](1)
 NULLSPACE_NAMES = {None: NS_NONE, "joint_limits": NS_JOINT_LIMITS, "posture": NS_POSTURE,
                    "manipulability": NS_MANIPULABILITY}
 
@@ -170,7 +171,7 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
     qn = np.empty(dof)
     w2 = w_post * w_post
     cap = state[S_SCALAR] if state[S_SCALAR] > 0.0 else max_step
-    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
     if w_post > 0.0:
         posture_residual(q, q_rest, balls, pr)
     cost = 0.5 * (sqnorm(e) + w2 * sqnorm(pr))
@@ -213,7 +214,7 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
             d[c] *= alpha
         cap_step(d, cap if alpha_fixed <= 0.0 else max_step)
         step_and_clamp(q, d, lower, upper, balls, qn)
-        task_eval(ni, nf, origin, qn, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e2, J2, errs2, True)
+        task_eval(ni, nf, origin, qn, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e2, J2, errs2)
         if w_post > 0.0:
             posture_residual(qn, q_rest, balls, pr2)
         cost2 = 0.5 * (sqnorm(e2) + w2 * sqnorm(pr2))
@@ -246,7 +247,7 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
 
 @njit(cache=True)
 def _manipulability(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, jw, Tall, Jf, e, J, Jh, G, ev, errs):
-    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
     scale_columns(J, jw, Jh)
     return sigma_min_and_w(Jh, J.shape[0], J.shape[1], G, ev)[1]
 
@@ -267,17 +268,15 @@ def manipulability_gradient(ni, nf, origin, balls, gnode, gkind, gvec, gR, gaxis
     G = np.empty((k, k))
     ev = np.empty(k)
     errs = np.empty(20)  # task_eval uses the tail as scratch
-    free_lo = np.full(dof, -np.inf)
-    free_hi = np.full(dof, np.inf)
     dq = np.zeros(dof)
     qp = np.empty(dof)
     for j in range(dof):
         dq[j] = MANIP_H
-        step_and_clamp(q, dq, free_lo, free_hi, balls, qp)
+        integrate_into(q, dq, balls, qp)
         wp = _manipulability(ni, nf, origin, qp, gnode, gkind, gvec, gR, gaxis, gw, jw, Tall, Jf, e, J, Jh, G, ev,
                              errs)
         dq[j] = -MANIP_H
-        step_and_clamp(q, dq, free_lo, free_hi, balls, qp)
+        integrate_into(q, dq, balls, qp)
         wm = _manipulability(ni, nf, origin, qp, gnode, gkind, gvec, gR, gaxis, gw, jw, Tall, Jf, e, J, Jh, G, ev,
                              errs)
         dq[j] = 0.0
@@ -319,20 +318,22 @@ def restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Ta
     """q = qbest and its errors into errs (an attempt that stalled returns its best point)."""
     for i in range(q.shape[0]):
         q[i] = qbest[i]
-    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, False)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
 
 
 @njit(cache=True)
-def weighted_solve(J, r, jw, Lt, lam2, dq, Jt, dy, ones, Jh, A, y, b):
+def weighted_solve(J, r, jw, Lt, lam2, dq, Jt, dy, Jh, A, y, b):
     """dq = W⁻¹Jᵀ(J W⁻¹ Jᵀ + λ²I)⁻¹ r for W = diag(jw) or, when ``Lt`` (dof, dof) is not empty, the
     full W = L Lᵀ with ``Lt = L⁻ᵀ``: with J̃ = J L⁻ᵀ, ``W⁻¹Jᵀ = L⁻ᵀ J̃ᵀ`` and ``J W⁻¹ Jᵀ = J̃ J̃ᵀ``,
-    so dq = L⁻ᵀ J̃⁺ r (:func:`damped_solve` on J̃ with unit weights). Returns False when the system
-    could not be factorised."""
+    so dq = L⁻ᵀ J̃⁺ r (:func:`damped_solve` on J̃ with unit weights: ``jw`` is then all ones, as
+    the callers guarantee, and passed on rather than a fresh array of ones, so that damped_solve
+    is compiled once for the read-only weights of the Robot). Returns False when the system could
+    not be factorised."""
     if Lt.shape[0] == 0:
         return damped_solve(J, r, jw, lam2, dq, Jh, A, y, b)
     dof = J.shape[1]
     mat_mul(J, Lt, Jt)
-    if not damped_solve(Jt, r, ones, lam2, dy, Jh, A, y, b):
+    if not damped_solve(Jt, r, jw, lam2, dy, Jh, A, y, b):
         return False
     for i in range(dof):
         s = 0.0
@@ -370,7 +371,9 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     state: [η scale (halved whenever the residual grows), iterations, position error, rotation
     error, (driver's), iterations since progress, best cost, reference cost]; ``qbest`` (dof,)
     holds the best configuration of the attempt (restored on STALLED). Returns RUNNING,
-    CONVERGED or STALLED.
+    CONVERGED or STALLED. The manipulability objective is not computed here: it arrives as an
+    external η from :func:`dls_manipulability`, so that a plain pinv/dls solve does not compile
+    the gradient's kernels.
     """
     dof = q.shape[0]
     G = gnode.shape[0]
@@ -389,15 +392,13 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     b = np.empty(kk)
     r = np.empty(m)
     eta = np.zeros(dof)
-    grad = np.empty(dof)
     pr = np.empty(dof)
     dq = np.empty(dof)
     qn = np.empty(dof)
     full_w = Lt.shape[0] > 0
     Jt = np.empty((m if full_w else 0, dof if full_w else 0))
     dy = np.empty(dof)
-    ones = np.ones(dof)
-    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
+    task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
     cost = 0.5 * sqnorm(e)
     if start_attempt(q, qbest, cost, state):
         state[S_SCALAR] = 1.0
@@ -414,7 +415,7 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
         if mode == MODE_DLS:
             if full_w:
                 mat_mul(J, Lt, Jt)
-                scale_columns(Jt, ones, Jh)  # J̃ = J L⁻ᵀ has the singular values of J W^-1/2
+                scale_columns(Jt, jw, Jh)  # J̃ = J L⁻ᵀ (jw all ones) has the singular values of J W^-1/2
             else:
                 scale_columns(J, jw, Jh)
             smin = sigma_min_and_w(Jh, m, dof, A, ev)[0]
@@ -426,11 +427,6 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
             eta[i] = 0.0
         if ns_kind == NS_JOINT_LIMITS:
             joint_limit_eta(q, lower, upper, ns_gain, eta)
-        elif ns_kind == NS_MANIPULABILITY:
-            wq = manipulability_gradient(ni, nf, origin, balls, gnode, gkind, gvec, gR, gaxis, gw, jw, q, grad)
-            wq = max(wq, 1e-9)
-            for i in range(dof):
-                eta[i] = ns_gain * grad[i] / wq
         elif ns_kind == NS_EXTERNAL:
             for i in range(dof):
                 eta[i] = eta_ext[i]
@@ -445,7 +441,7 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
             for c in range(dof):
                 s -= J[k, c] * eta[c]
             r[k] = s
-        if not weighted_solve(J, r, jw, Lt, lam2, dq, Jt, dy, ones, Jh, A, y, b):
+        if not weighted_solve(J, r, jw, Lt, lam2, dq, Jt, dy, Jh, A, y, b):
             code = STALLED
             restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
             break
@@ -459,7 +455,7 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
         step_and_clamp(q, dq, lower, upper, balls, qn)
         for i in range(dof):
             q[i] = qn[i]
-        task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs, True)
+        task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
         cost_old = cost
         cost = 0.5 * sqnorm(e)
         if cost > cost_old:
@@ -473,6 +469,29 @@ def dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
             break
     state[S_SCALAR] = eta_scale
     return end_iterations(code, it, errs[0], errs[1], tol_p, tol_r, state)
+
+
+@njit(cache=True)
+def dls_manipulability(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post, jw,
+                       tol_p, tol_r, q, max_iter, state, qbest, eta_ext, mode, ns_gain, posture_on, reg, lam_max,
+                       sigma0, max_step, Lt):
+    """:func:`dls_iterate` with the manipulability objective: before every iteration
+    ``η = ns_gain ∇w / max(w, 1e-9)`` (:func:`manipulability_gradient`) goes to dls_iterate as an
+    external η (one iteration per call; the attempt's state carries over between calls, as on
+    the Python path of a callable objective). Same arguments as dls_iterate without ``ns_kind``."""
+    grad = np.empty(q.shape[0])
+    code = RUNNING
+    for _ in range(max_iter):
+        wq = manipulability_gradient(ni, nf, origin, balls, gnode, gkind, gvec, gR, gaxis, gw, jw, q, grad)
+        wq = max(wq, 1e-9)
+        for i in range(q.shape[0]):
+            eta_ext[i] = ns_gain * grad[i] / wq
+        code = dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post,
+                           jw, tol_p, tol_r, q, ONE_ITERATION, state, qbest, eta_ext, mode, NS_EXTERNAL, ns_gain, posture_on,
+                           reg, lam_max, sigma0, max_step, Lt)
+        if code != RUNNING:
+            break
+    return code
 
 
 # --------------------------------------------------------------------------- Python side
@@ -565,6 +584,9 @@ def _run_dls(problem, q, max_iter, state, options, mode):
     Lt = problem_scratch(problem, "weight_factor", lambda: weight_factor(
         options["weight_matrix"], dof, problem.joint_weights is not problem.robot.unit_weights))
     args = problem.args
+    if kind == NS_MANIPULABILITY:
+        return dls_manipulability(*args, q, max_iter, state, qbest, eta_ext, mode, gain, posture_on, reg, lam_max,
+                                  sigma0, max_step, Lt)
     if kind != NS_EXTERNAL:
         return dls_iterate(*args, q, max_iter, state, qbest, eta_ext, mode, kind, gain, posture_on, reg, lam_max,
                            sigma0, max_step, Lt)
@@ -616,8 +638,7 @@ def pinv_step(J, e, eta=None, joint_weights=None, damping: float = 0.0, regulari
         Lt = NO_MATRIX
     k = min(m, dof)
     lam2 = regularization + damping * damping
-    scratch = (np.empty((m, dof)), np.empty(dof), ones, np.empty((m, dof)), np.empty((k, k)), np.empty(k),
-               np.empty(k))
+    scratch = (np.empty((m, dof)), np.empty(dof), np.empty((m, dof)), np.empty((k, k)), np.empty(k), np.empty(k))
     dq_task = np.empty(dof)
     dq_all = np.empty(dof)
     ok = weighted_solve(J, e, jw, Lt, lam2, dq_task, *scratch)
