@@ -258,7 +258,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     if (method == "lm" and mode == "speed" and nullspace is None and rest is None and nullspace_gain is None
             and joint_weights is None and restarts is True and max_iterations is None and not options
             and max_joint_step is None and dt is None and world is None and self_collision is False
-            and margin == 0.005):
+            and type(margin) is float and margin == 0.005):
         res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is not None:
             return res  # (with the last steps of _post_solve done where the robot needs them)
@@ -282,7 +282,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
 def _collision_options(world, self_collision, margin):
     """(world, self_collision, margin) validated, or None when nothing is asked (world None and
     self_collision False; margin is still checked)."""
-    if world is None and self_collision is False and margin == 0.005:
+    if world is None and self_collision is False and type(margin) is float and margin == 0.005:
         return None
     from .collision.rows import check_options
 
