@@ -16,6 +16,10 @@ that interpreter: a fresh install as a user gets it.
     PYTHONPATH=$PWD/src python benchmarks/cold_start.py --fresh-venv --only import,dls
     PYTHONPATH=$PWD/src python benchmarks/cold_start.py --baseline /tmp/old/src   # before/after
 
+``--cpu`` reports each step's CPU time (user + system of its process, interpreter start-up
+included) instead of the wall clock: on a machine shared with other jobs the wall clock of a
+compile grows with the load, its CPU time far less.
+
 ``--baseline SRC`` runs every step also with another checkout's ``src`` folder (e.g. ``git archive
 <commit> src | tar -x -C /tmp/old``), alternating the two step by step so both see the same load,
 and prints the ratio.
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -86,18 +91,27 @@ CLI = {"cli help": ["--help"],
 STEPS.update(dict.fromkeys(CLI))
 
 
-def _run_step(python: str, name: str, cache: str, src: str | None = None) -> float:
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _run_step(python: str, name: str, cache: str, src: str | None = None, cpu: bool = False) -> float:
+    """Seconds of one step in a fresh process: wall clock from before ``import invkin`` to the end
+    of the first call, or with ``cpu`` the process's whole CPU time (user + system, interpreter
+    start-up included), which a busy machine inflates far less than the wall clock."""
     env = dict(os.environ, NUMBA_CACHE_DIR=cache, INVKIN_CACHE_DIR=cache, INVKIN_QUIET="1")
     if src is not None:
         env["PYTHONPATH"] = src
+    c0 = _children_cpu()
     if name in CLI:
         t0 = time.perf_counter()
         subprocess.run([python, "-m", "invkin.cli", *CLI[name]], env=env, check=False, capture_output=True)
-        return time.perf_counter() - t0
+        return _children_cpu() - c0 if cpu else time.perf_counter() - t0
     out = subprocess.run([python, "-c", STEPS[name]], env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"step {name} failed:\n{out.stderr[-2000:]}")
-    return float(out.stdout.strip().splitlines()[-1])
+    return _children_cpu() - c0 if cpu else float(out.stdout.strip().splitlines()[-1])
 
 
 def _fresh_venv(tmp: Path) -> str:
@@ -128,6 +142,8 @@ def main() -> None:
     ap.add_argument("--fresh-venv", action="store_true", help="install into a new venv first")
     ap.add_argument("--no-warm", action="store_true", help="skip the second (cached) run of each step")
     ap.add_argument("--baseline", metavar="SRC", help="also run every step with this src folder (before/after)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="report each step's CPU seconds (user + system of its process) instead of the wall clock")
     args = ap.parse_args()
     names = list(STEPS) if not args.only else [s.strip() for s in args.only.split(",")]
     unknown = [n for n in names if n not in STEPS]
@@ -141,6 +157,8 @@ def main() -> None:
             os.chdir(tmp)
         base = None if args.baseline is None else str(Path(args.baseline).resolve())
         head = f"{'step':<14} {'cold [s]':>9} {'cached [s]':>11}"
+        if args.cpu:
+            head = f"{'step (CPU)':<14} {'cold [s]':>9} {'cached [s]':>11}"
         if base:
             head += f" {'baseline cold':>14} {'baseline cached':>16} {'cold ratio':>11}"
         print(head, flush=True)
@@ -148,8 +166,8 @@ def main() -> None:
             row = []
             for src in ([base] if base else []) + [None]:  # the baseline first, then this tree
                 cache = tempfile.mkdtemp(prefix="cache-", dir=tmp)
-                cold = _run_step(python, name, cache, src)
-                warm = float("nan") if args.no_warm else _run_step(python, name, cache, src)
+                cold = _run_step(python, name, cache, src, args.cpu)
+                warm = float("nan") if args.no_warm else _run_step(python, name, cache, src, args.cpu)
                 row.append((cold, warm))
             cold, warm = row[-1]
             line = f"{name:<14} {cold:>9.2f} {warm:>11.2f}"

@@ -70,16 +70,23 @@ def _check_positive(name, v, allow_none=False):
 
 def provably_unreachable(problem) -> bool:
     """True when a position goal lies beyond the reach radius of its frame."""
-    robot = problem.robot
-    for g in range(problem.gnode.shape[0]):
-        if problem.gkind[g] != KIND_POSITION or problem.gw[g] <= 0:
+    return _beyond_reach(problem.robot, problem.gnode, problem.gkind, problem.gvec, problem.gw, problem.tol_p)
+
+
+def _beyond_reach(robot, gnode, gkind, gvec, gw, tol_p) -> bool:
+    """provably_unreachable on the goal rows' arrays (gnode: a node per row, or one int for all)."""
+    reach = robot.cache.setdefault("reach_points", {})  # node -> (anchor's point [m] or None, radius [m])
+    for g in range(gkind.shape[0]):
+        if gkind[g] != KIND_POSITION or gw[g] <= 0:
             continue
-        anchor, radius = robot.reach_bound(int(problem.gnode[g]))
-        if anchor is None:
-            continue
-        # the anchor does not move: its position at any q
-        p_anchor = robot.fk(robot.neutral(), anchor)[:3, 3]
-        if np.linalg.norm(problem.gvec[g] - p_anchor) > radius + problem.tol_p:
+        node = int(gnode if isinstance(gnode, int) else gnode[g])
+        bound = reach.get(node)
+        if bound is None:
+            anchor, radius = robot.reach_bound(node)
+            # the anchor does not move: its position at any q
+            bound = reach[node] = (None if anchor is None else robot.fk(robot.neutral(), anchor)[:3, 3], radius)
+        p_anchor, radius = bound
+        if p_anchor is not None and np.linalg.norm(gvec[g] - p_anchor) > radius + tol_p:
             return True
     return False
 
@@ -698,8 +705,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         now = time.perf_counter()
         if not checked_reach:
             checked_reach = True
-            problem = compile_problem(robot, [goal], tol_p, tol_r)
-            unreachable = provably_unreachable(problem)
+            unreachable = _beyond_reach(robot, robot.frame_index(goal.frame), gkind, gvec, gw, tol_p)
             if unreachable:  # minimise to the end in a few long attempts (see _solve_lm)
                 max_attempts = min(max_attempts, int(st[5]) + 3)
                 attempt_iters = 10 * _LM_ATTEMPT_ITERATIONS

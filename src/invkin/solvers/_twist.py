@@ -20,6 +20,11 @@ limits) take the τ that keeps the joint and its children inside their ranges.
 twist_hi)`` [rad] from ``robot.extras["cone_limits"]`` for ball joints (no limit: swing_max = inf,
 twist ±inf); ccd and fabrik project a ball joint onto its row at every update
 (:func:`invkin.solvers._rotfit.ball_update`), not only the returned pose.
+``cone_groups_table(robot)`` lists the BVH/glTF joints of three coincident channels about ±x, ±y, ±z
+with their rows: :func:`project_groups` projects their composed rotation L = R_a R_b R_c and writes
+the Euler angles nearest the current ones back (ccd after every sweep, the solve driver after every
+iteration of dls/pinv/transpose/gauss-seidel through :func:`project_cones`), and fabrik turns such a
+joint as one (:func:`group_quat`, :func:`write_group`).
 """
 from __future__ import annotations
 
@@ -59,13 +64,6 @@ def cone_rows(robot) -> np.ndarray:
         rows.setflags(write=False)
         cache["cone"] = rows
     return rows
-
-
-def cone_groups(robot) -> list:
-    """The frames whose cone limits the kernels do not apply inside their iterations (BVH/glTF joints of
-    three rotation channels: projected on the returned pose only)."""
-    return [f for f in (robot.extras.get("cone_limits") or {})
-            if not (robot.joint_type[robot.frame_index(f)] == BALL and robot.qidx[robot.frame_index(f)] >= 0)]
 
 
 def twist_structure(robot, problem):
@@ -232,14 +230,6 @@ def resolve_twist(ni, q, axes, modes, cone, lower, upper, max_angle, Rref, Tcur)
                 if d == i or modes[d, 1] == i:
                     for k in range(3):
                         q[ni[d, 2] + k] = saved[3 * d + k]
-
-
-@njit(cache=True)
-def within_cone(q, c, cone, i):
-    """True when the ball joint q[c:c+3] meets its cone/twist limit row cone[i]."""
-    w, x, y, z = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
-    _, _, _, _, changed = clamp_swing_twist_quat(w, x, y, z, cone, i)
-    return not changed
 
 
 # --------------------------------------------------------------------------- cone limits on Euler groups

@@ -85,7 +85,7 @@ from ._iterate import end_iterations
 from ._linalg import sqnorm
 from ._rotfit import (ball_update, local_quats, best_arc_angle, horn_quat, min_rotation_quat, min_rotvec, quat_from_rotvec,
                       rigid_rotate_about, rigid_translate)
-from ._chain import node_fk, position_errors, sync_ball_q
+from ._chain import fk_quat, position_errors, sync_ball_q
 from ._twist import cone_groups_table, cone_rows, project_groups, resolve_twist, twist_structure
 
 NAME = "ccd"
@@ -266,7 +266,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     Lq = np.empty((n, 4))  # the ball joints' quaternions, kept in step with q by ball_update
     local_quats(ni, q, Lq)
     # position goals only and no mimic leader: ball rotations live in Lq during the call, q is written
-    # at its end (_chain.sync_ball_q), the frames come from Lq (_chain.node_fk)
+    # at its end (_chain.sync_ball_q), the frames come from Lq (_chain.fk_quat)
     lazy = True
     for g in range(G):
         if gkind[g] != 0:
@@ -274,7 +274,6 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     for i in range(n):
         if visit[i] == 2:
             lazy = False
-    M34 = np.empty((3, 4))
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
     Rref = Tall[:, :3, :3].copy() if twist else Tall[:1, :3, :3].copy()  # the frames the twist is kept from
     cost = sqnorm(e)
@@ -467,8 +466,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
         if groups.shape[0] > 0:  # three-channel joints: their cone/twist limits after every sweep
             project_groups(ni, nf, q, lower, upper, groups, grows)
         if lazy:  # position goals only: the frames from Lq, no trigonometry
-            for k in range(n):
-                node_fk(ni, nf, origin, q, Lq, Tall, k, M34)
+            fk_quat(ni, nf, origin, q, Lq, Tall, 0, n)
             errs[0], cost = position_errors(gnode, gkind, gvec, gw, Tall)
             errs[1] = 0.0
         else:

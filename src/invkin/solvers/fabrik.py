@@ -65,7 +65,7 @@ from ._common import CONVERGED, RUNNING, STALLED
 from ._iterate import end_iterations
 from ._rotfit import (ball_update, best_arc_angle, clamp_swing_twist_quat, has_cone, horn_quat, local_quats,
                       min_rotation_quat, qmul, quat_from_rotvec)
-from ._chain import node_fk, position_errors, sync_ball_q
+from ._chain import fk_quat, position_errors, sync_ball_q
 from ._twist import (cone_groups_table, cone_rows, group_quat, project_groups, resolve_twist, twist_structure,
                      write_group)
 from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, twist_option, visit_flags, welman_terms
@@ -140,7 +140,6 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
     rep, point, movable, pp, anc = point_structure(ni, origin, gnode, gkind, gw)
     Told = np.empty((n, 4, 4))
     Tcur = np.empty((n, 4, 4))
-    M = np.empty((3, 4))
     fwd = np.empty((n, 3))
     acc = np.empty((n, 3))
     cnt = np.empty(n)
@@ -233,7 +232,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
             cnt[r] += 1.0
         # ---- stage 2: root to tip, in joint space
         for i in range(n):
-            node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
+            fk_quat(ni, nf, origin, q, Lq, Tcur, i, i + 1)
             if visit[i] == 0 or not point[rep[i]]:
                 continue
             jt = ni[i, 1]
@@ -251,7 +250,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                     a_r = Tcur[i, r, 0] * nf[i, 0] + Tcur[i, r, 1] * nf[i, 1] + Tcur[i, r, 2] * nf[i, 2]
                     lam += a_r * (fwd[i, r] - Tcur[i, r, 3])
                 set_joint(q, ci, m, lam, lower, upper)
-                node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
+                fk_quat(ni, nf, origin, q, Lq, Tcur, i, i + 1)
                 continue
             if jt != REVOLUTE and jt != BALL:
                 continue
@@ -335,7 +334,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 if has_cone(grows, grp):
                     lw, lx, ly, lz, _ = clamp_swing_twist_quat(lw, lx, ly, lz, grows, grp)
                 write_group(ni, nf, q, lower, upper, groups, grp, lw, lx, ly, lz, W)
-                node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
+                fk_quat(ni, nf, origin, q, Lq, Tcur, i, i + 1)
                 continue
             if jt == REVOLUTE:
                 m = nf[i, 3]
@@ -369,7 +368,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                         for r in range(3):
                             Tcur[i, r, c] = Q[r, 0] * a0_ + Q[r, 1] * a1_ + Q[r, 2] * a2_
                     continue
-            node_fk(ni, nf, origin, q, Lq, Tcur, i, M)
+            fk_quat(ni, nf, origin, q, Lq, Tcur, i, i + 1)
         # three-channel joints: their cone/twist limits after every iteration
         projected = groups.shape[0] > 0 and project_groups(ni, nf, q, lower, upper, groups, grows)
         if followers or projected:

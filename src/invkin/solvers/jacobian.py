@@ -89,7 +89,6 @@ NS_JOINT_LIMITS = 1
 NS_POSTURE = 2
 NS_MANIPULABILITY = 3
 NS_EXTERNAL = 4  # η supplied by the caller in eta_ext (Python callable path)
-ONE_ITERATION = 1  # a global, not the literal 1: Numba would compile dls_iterate again for Literal[int](1)
 NULLSPACE_NAMES = {None: NS_NONE, "joint_limits": NS_JOINT_LIMITS, "posture": NS_POSTURE,
                    "manipulability": NS_MANIPULABILITY}
 
@@ -480,6 +479,10 @@ def dls_manipulability(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, 
     external η (one iteration per call; the attempt's state carries over between calls, as on
     the Python path of a callable objective). Same arguments as dls_iterate without ``ns_kind``."""
     grad = np.empty(q.shape[0])
+    # int(...): plain int64 values, the types the Python path passes. A literal or a global
+    # constant would arrive as Literal[int](1) / Literal[int](4), a second compile of dls_iterate.
+    one = int(1)
+    external = int(NS_EXTERNAL)
     code = RUNNING
     for _ in range(max_iter):
         wq = manipulability_gradient(ni, nf, origin, balls, gnode, gkind, gvec, gR, gaxis, gw, jw, q, grad)
@@ -487,7 +490,7 @@ def dls_manipulability(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, 
         for i in range(q.shape[0]):
             eta_ext[i] = ns_gain * grad[i] / wq
         code = dls_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxis, gw, q_rest, w_post,
-                           jw, tol_p, tol_r, q, ONE_ITERATION, state, qbest, eta_ext, mode, NS_EXTERNAL, ns_gain, posture_on,
+                           jw, tol_p, tol_r, q, one, state, qbest, eta_ext, mode, external, ns_gain, posture_on,
                            reg, lam_max, sigma0, max_step, Lt)
         if code != RUNNING:
             break
