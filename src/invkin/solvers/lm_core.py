@@ -38,8 +38,8 @@ from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVER
 #
 # Inequality rows: the joint box (limits, tightened per solve by max_joint_step) is an active
 # set: joints a step would push past a bound are held there and the others re-solved (as on the
-# chain path). The collision distances d_i(q) >= margin (collision/rows.py; model[5], empty
-# without collision) join the same way: evaluated after the goal rows at every point (rows
+# chain path). The collision distances d_i(q) >= margin (collision/rows.py; model[5], None
+# without collision: the kernels then compile without collision code) join the same way: evaluated after the goal rows at every point (rows
 # 3G.. of e, J; ineq_eval), a row that is violated, or that the step would violate, becomes a
 # hard row d_i + grad d_i . dq = margin of that step (_ineq_step). A point closer than the
 # margin (errs[E_VIOL] > 0) is never converged and a step from it must lower the violation; from
