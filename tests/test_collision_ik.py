@@ -157,6 +157,8 @@ def test_bad_collision_options_raise_a_clear_error(panda):
         ik.solve(panda, goal, world=world, margin=float("nan"))
     with pytest.raises(CollisionError, match="margin"):
         ik.solve(panda, goal, margin=-1.0)      # checked even when nothing is asked
+    with pytest.raises(CollisionError, match="margin"):
+        ik.solve(panda, goal, margin=np.array([0.01, 0.02]))
     with pytest.raises(CollisionError, match="expected an ik.World"):
         ik.solve(panda, goal, world="shelf")
     with pytest.raises(CollisionError, match="self_collision: expected True or False"):

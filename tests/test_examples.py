@@ -83,3 +83,14 @@ def test_humanoid_reach_example(tmp_path):
     np.testing.assert_allclose(data["targets"][-1] - robot.fk(q_stand, "right_rubber_hand")[:3, 3],
                                (0.2, 0.0, -0.4), atol=1e-12)
     assert number(r"final pelvis drop: ([0-9.]+) cm", out) > 3.0  # it crouched
+
+
+def test_retarget_example(tmp_path):
+    out = run_example("retarget_g1.py", tmp_path)
+    check_png(tmp_path / "retarget_g1.png")
+    motion = ik.read_motion(tmp_path / "walk_g1.npz")
+    assert motion.n_frames == 344 and motion.robot_name.startswith("g1")
+    slides = [float(x) for x in re.findall(r"slide ([0-9.]+) mm", out)]
+    assert len(slides) >= 4 and max(slides) <= 10.0
+    assert number(r"max penetration ([0-9.]+) mm", out) <= 5.0
+    assert number(r"([0-9]+) limit violations", out) == 0

@@ -632,3 +632,50 @@ def test_the_reach_demo_draws_in_the_page(browser, started):
         assert _robot_pixels(img) >= 150
     finally:
         page.close()
+
+
+def _g1_hand_in_chest():
+    """(g1, q): the G1 with its left hand pushed into its chest (a plain solve, no self-collision)."""
+    g1 = ik.load_robot("g1")
+    q0 = g1.neutral()
+    torso = g1.collision.shapes("torso_link")
+    T = g1.fk(q0, "torso_link")
+    inside = T[:3, :3] @ (0.5 * (torso[0, 0:3] + torso[0, 3:6])) + T[:3, 3] + (0.08, 0.0, 0.0)
+    res = ik.solve(g1, [ik.Position("left_rubber_hand", inside), ik.Pose("pelvis", g1.fk(q0, "pelvis"))], q0=q0)
+    return g1, res.q
+
+
+def test_links_in_contact_are_coloured_while_the_collision_shapes_are_shown(started):
+    g1, q_in = _g1_hand_in_chest()
+    app = started(ViewerApp(g1, port=0, targets=[]))
+    app.show_collisions(True)
+    app.set_q(g1.neutral())
+    assert app.contacts == ()                          # the neutral pose touches nothing checked
+    app.set_q(q_in)
+    assert "torso_link" in app.contacts and any(link.startswith("left_") for link in app.contacts)
+    red = [h for name, ms in zip(app._collision_shapes.links, app._collision_shapes._meshes) for h, _ in ms
+           if name in app.contacts]
+    assert red and all(tuple(h.color) == (235, 30, 30) for h in red)
+    app.set_q(g1.neutral())
+    assert app.contacts == () and all(tuple(h.color) != (235, 30, 30) for h in red)
+
+
+def test_the_page_draws_links_in_contact_red(browser, started):
+    g1, q_in = _g1_hand_in_chest()
+    app = started(ViewerApp(g1, port=free_port(), targets=[]))
+    page = _open(browser, app)
+    try:
+        _place_camera(app, (1.6, -0.9, 0.4), (0.0, 0.0, 0.1))
+        app.set_q(g1.neutral())
+        app.show_collisions(True)
+        before = _settled(page)
+        app.set_q(q_in)
+        after = _settled(page, unlike=before)
+        _shot(page, "viewer_g1_contact.png")
+
+        def red(img):
+            v = _view(img).astype(int)
+            return int(np.count_nonzero((v[..., 0] > v[..., 1] + 80) & (v[..., 0] > v[..., 2] + 80)))
+        assert red(after) > 500 and red(after) > 5 * max(red(before), 1), (red(before), red(after))
+    finally:
+        page.close()

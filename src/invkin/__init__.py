@@ -54,6 +54,9 @@ _LAZY = {
     "CollisionError": ".collision.errors", "CollisionWarning": ".collision.errors",
     "collision": None, "collision_model": ".collision.model", "collision_pairs": ".collision.pairs",
     "distances": ".collision.distance", "distance_jacobian": ".collision.distance",
+    "retarget": ".retarget", "RobotMotion": ".retarget", "RetargetReport": ".retarget", "read_motion": ".retarget",
+    "Mapping": ".retarget", "load_mapping": ".retarget", "propose_mapping": ".retarget",
+    "bundled_mapping": ".retarget",
 }
 
 __all__ = [
@@ -75,6 +78,8 @@ __all__ = [
     "manipulability", "condition_number", "distance_to_limits",
     "Sphere", "Capsule", "Box", "HalfSpace", "Points", "World", "CollisionError", "CollisionWarning",
     "collision", "collision_model", "collision_pairs", "distances", "distance_jacobian",
+    "retarget", "RobotMotion", "RetargetReport", "read_motion", "Mapping", "load_mapping", "propose_mapping",
+    "bundled_mapping",
 ]
 
 
@@ -82,7 +87,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 class _Package(types.ModuleType):
-    """This package's module type: keeps ``invkin.solve`` the function.
+    """This package's module type: keeps ``invkin.solve`` and ``invkin.retarget`` the functions.
 
     Importing the submodule ``invkin.solve`` (which any solver call does) makes the import
     system set the package attribute ``solve`` to that module; with lazy names nothing would
@@ -91,7 +96,7 @@ class _Package(types.ModuleType):
     """
 
     def __setattr__(self, name, value):
-        if name == "solve" and isinstance(value, types.ModuleType):
+        if name in ("solve", "retarget") and isinstance(value, types.ModuleType):
             return
         super().__setattr__(name, value)
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 _COMMAND_MODULES = (
     "invkin.cli",            # info, fk, solve, methods, demo
     "invkin.cli_clip",       # clip ...   (animation)
+    "invkin.cli_retarget",   # retarget   (motion capture onto robots)
     "invkin.bench.cli",      # bench ...  (method comparisons)
     "invkin.jobs.cli",       # batch, reachability
     "invkin.viewer.cli",     # view

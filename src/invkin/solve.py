@@ -21,7 +21,7 @@ from .errors import ConfigurationError, GoalError, SolverError
 from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KINDS, Pose, Position
 from .result import Result, Status
 from .solvers import get_method, methods
-from .solvers.shared import CONVERGED, STALLED, compile_problem, goal_errors
+from .solvers.shared import CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, project_cones_in_place
 from .model.limits import respect_cone_limits
 from .solvers import lm as _lm
 from .solvers import lm_core as _core
@@ -70,16 +70,23 @@ def _check_positive(name, v, allow_none=False):
 
 def provably_unreachable(problem) -> bool:
     """True when a position goal lies beyond the reach radius of its frame."""
-    robot = problem.robot
-    for g in range(problem.gnode.shape[0]):
-        if problem.gkind[g] != KIND_POSITION or problem.gw[g] <= 0:
+    return _beyond_reach(problem.robot, problem.gnode, problem.gkind, problem.gvec, problem.gw, problem.tol_p)
+
+
+def _beyond_reach(robot, gnode, gkind, gvec, gw, tol_p) -> bool:
+    """provably_unreachable on the goal rows' arrays (gnode: a node per row, or one int for all)."""
+    reach = robot.cache.setdefault("reach_points", {})  # node -> (anchor's point [m] or None, radius [m])
+    for g in range(gkind.shape[0]):
+        if gkind[g] != KIND_POSITION or gw[g] <= 0:
             continue
-        anchor, radius = robot.reach_bound(int(problem.gnode[g]))
-        if anchor is None:
-            continue
-        # the anchor does not move: its position at any q
-        p_anchor = robot.fk(robot.neutral(), anchor)[:3, 3]
-        if np.linalg.norm(problem.gvec[g] - p_anchor) > radius + problem.tol_p:
+        node = int(gnode if isinstance(gnode, int) else gnode[g])
+        bound = reach.get(node)
+        if bound is None:
+            anchor, radius = robot.reach_bound(node)
+            # the anchor does not move: its position at any q
+            bound = reach[node] = (None if anchor is None else robot.fk(robot.neutral(), anchor)[:3, 3], radius)
+        p_anchor, radius = bound
+        if p_anchor is not None and np.linalg.norm(gvec[g] - p_anchor) > radius + tol_p:
             return True
     return False
 
@@ -251,14 +258,10 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     if (method == "lm" and mode == "speed" and nullspace is None and rest is None and nullspace_gain is None
             and joint_weights is None and restarts is True and max_iterations is None and not options
             and max_joint_step is None and dt is None and world is None and self_collision is False
-            and margin == 0.005):
+            and type(margin) is float and margin == 0.005):
         res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is not None:
-            if not _needs_post(robot):
-                return res
-            if robot.wrap_dofs.size:
-                _wrap_near(robot, res.q, robot.q_neutral if q0 is None else q0)
-            return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
+            return res  # (with the last steps of _post_solve done where the robot needs them)
     collision = _collision_options(world, self_collision, margin)
     if nullspace is None and rest is None and nullspace_gain is None:
         res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
@@ -270,9 +273,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         res = _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout,
                               max_iterations, seed, joint_weights, restarts, mode, options, nullspace,
                               nullspace_gain, nullspace_iterations, rest, max_joint_step, dt)
-    if robot.wrap_dofs.size:
-        _wrap_near(robot, res.q, robot.q_neutral if q0 is None else robot.check_q(q0, "q0"))
-    res = respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
+    res = _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance)
     if collision is None:
         return res
     return _collision_result(robot, res, collision, position_tolerance, rotation_tolerance)
@@ -281,7 +282,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
 def _collision_options(world, self_collision, margin):
     """(world, self_collision, margin) validated, or None when nothing is asked (world None and
     self_collision False; margin is still checked)."""
-    if world is None and self_collision is False and margin == 0.005:
+    if world is None and self_collision is False and type(margin) is float and margin == 0.005:
         return None
     from .collision.rows import check_options
 
@@ -321,6 +322,29 @@ def _needs_post(robot) -> bool:
     if post is None:
         post = memo["post_solve"] = bool(robot.wrap_dofs.size) or bool(robot.extras.get("cone_limits"))
     return post
+
+
+def _project_cones(robot, problem, q, state, code):
+    """q (in place) projected onto the robot's swing-cone/twist limits after an iteration of a method
+    that does not apply them itself; when that moved q, its errors are re-measured (state slots 2, 3)
+    and the code says whether the projected q meets the tolerances (CONVERGED) or not (RUNNING,
+    unless the method had STALLED)."""
+    if not project_cones_in_place(robot, q):
+        return code
+    perr, rerr = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
+                             problem.gR, problem.gaxis, problem.gw)
+    state[2], state[3] = perr, rerr
+    if perr <= problem.tol_p and rerr <= problem.tol_r:
+        return CONVERGED
+    return STALLED if code == STALLED else RUNNING
+
+
+def _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance):
+    """The driver's last steps on a result: continuous joints wrapped near q0 (None: the neutral
+    configuration), the swing/twist limits respected (respect_cone_limits)."""
+    if robot.wrap_dofs.size:
+        _wrap_near(robot, res.q, robot.q_neutral if q0 is None else robot.check_q(q0, "q0"))
+    return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
 
 
 def _wrap_near(robot, q, q0) -> None:
@@ -468,6 +492,11 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
     stalled_errs = []
     stop_reason = None
     chunk = _FIRST_CHUNK
+    # ccd and fabrik apply cone limits inside their updates; the other methods get one iteration per
+    # call and a projection after it (a projected iteration; solvers/_twist.py, model/limits.py)
+    cones = bool(robot.extras.get("cone_limits")) and m.name not in ("ccd", "fabrik")
+    if cones:
+        chunk = 1
     unreachable_known = None
     per_iter = None
     attempt_cap = m.attempt_iterations
@@ -486,6 +515,8 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
             t0 += compiled
             if deadline is not None:
                 deadline += compiled
+        if cones:  # swing-cone/twist limits the method's iterations do not see: projected every iteration
+            code = _project_cones(robot, problem, q, state, code)
         done = int(state[1] - it_before)
         total_it += done
         attempt_it += done
@@ -546,7 +577,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
                 state[4] = 1.0 if n_restarts % 2 == 1 else 0.0
             attempt_it = 0
             n_restarts += 1
-        if deadline is not None and per_iter:
+        if deadline is not None and per_iter and not cones:
             chunk = int(min(max(16, 0.25 * (deadline - now) / per_iter), 10_000))
     if best_conv_q is not None:
         best_q = best_conv_q
@@ -629,16 +660,21 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         return None  # timeout=None: the general path bounds it by DEFAULT_MAX_ITERATIONS
     if type(seed) is not int or not 0 <= seed < SEED_LIMIT:
         return None
+    frames = robot.cache.get("lm_fast")  # frame -> _fast_tables
+    fast = None if frames is None else frames.get(goal.frame)
+    if fast is None:
+        fast = _fast_tables(robot, goal.frame)
+        if fast is None:
+            return None
+    ch, lims, free, size, dof, q_neutral, post = fast
     if q0 is None:
-        q0 = robot.q_neutral
-    elif not (type(q0) is np.ndarray and q0.dtype is _F64 and q0.ndim == 1 and q0.shape[0] == robot.dof):
+        q0 = q_neutral
+    elif not (type(q0) is np.ndarray and q0.dtype is _F64 and q0.ndim == 1 and q0.shape[0] == dof):
         return None
-    if not robot.has_frame(goal.frame):
-        return None
-    ch = robot.chain_program(goal.frame)
+    if lims is None:  # a floating robot: its base restarts are sampled around q0
+        lims, free, size = _lm_tables(robot, None, q0)
     gkind, gvec, gR, gaxis, gw = goal.table()
-    lims, free, size = robot.cache.get("lm_tables") or _lm_tables(robot, None, q0)
-    best_q = np.empty(robot.dof)
+    best_q = np.empty(dof)
     st = _CHAIN_STATE0[1 if free else 0].copy()
     buf = _scratch(size)
     budget = _FIRST_CHUNK
@@ -661,15 +697,15 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             s = st.tolist()  # one conversion instead of four scalar reads
             if not (math.isfinite(s[8]) and math.isfinite(s[9])):  # math: a fraction of numpy's call cost
                 return None  # never call non-finite numbers converged: the general path judges it
-            return Result._new(best_q, True, Status.CONVERGED, s[8], s[9], int(s[1]), int(s[5]),
-                               time.perf_counter() - t_start, "lm")
+            res = Result._new(best_q, True, Status.CONVERGED, s[8], s[9], int(s[1]), int(s[5]),
+                              time.perf_counter() - t_start, "lm")
+            return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
         if code < 0:
             return None  # a non-finite q0: the general path names the bad entry
         now = time.perf_counter()
         if not checked_reach:
             checked_reach = True
-            problem = compile_problem(robot, [goal], tol_p, tol_r)
-            unreachable = provably_unreachable(problem)
+            unreachable = _beyond_reach(robot, robot.frame_index(goal.frame), gkind, gvec, gw, tol_p)
             if unreachable:  # minimise to the end in a few long attempts (see _solve_lm)
                 max_attempts = min(max_attempts, int(st[5]) + 3)
                 attempt_iters = 10 * _LM_ATTEMPT_ITERATIONS
@@ -682,8 +718,22 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             break
         per_iter = (now - t0) / max(st[1] - it0, 1)
         budget = 10_000 if deadline is None else int(min(max(16, 0.5 * (deadline - now) / per_iter), 10_000))
-    return Result(best_q, False, status, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
-                  time.perf_counter() - t_start, "lm")
+    res = Result(best_q, False, status, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
+                 time.perf_counter() - t_start, "lm")
+    return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
+
+
+def _fast_tables(robot, frame):
+    """What _solve_lm_fast reads per (robot, frame), kept in ``robot.cache["lm_fast"][frame]`` (two
+    dict look-ups instead of six queries): (chain program, lims, free, scratch size, dof,
+    q neutral, whether results need _post_solve); lims None on a floating robot (its tables
+    depend on q0). None for a name that is not a frame of the robot, or not a str."""
+    if type(frame) is not str or not robot.has_frame(frame):
+        return None
+    lims, free, size = (None, None, None) if robot.floating else _lm_tables(robot)
+    fast = (robot.chain_program(frame), lims, free, size, robot.dof, robot.q_neutral, _needs_post(robot))
+    robot.cache.setdefault("lm_fast", {})[frame] = fast
+    return fast
 
 
 def _seed_int(seed) -> int:
@@ -754,13 +804,17 @@ def _joint_step(robot, max_joint_step, dt):
     return s
 
 
+FIRST_SHARE = 0.25  # of a collision solve's budget, for the solve without rows that goes first
+
+
 def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step, t_start,
                         collision) -> Result:
     """LM with the collision distances as inequality rows of the general core. In mode "speed"
-    without a joint step bound, one attempt without the rows goes first (the chain route when the
-    goals allow it): when it converges at least ``margin`` clear of everything it is the answer
-    (measured on Panda reaching into a shelf: most answers; ~35 % less mean time), otherwise the
-    core starts from it with the rows (benchmarks/collision_ik.py)."""
+    without a joint step bound, a solve without the rows goes first (the chain route when the goals
+    allow it), with a quarter of the budget: when it converges at least ``margin`` clear of
+    everything it is the answer (Panda reaching into a shelf: most answers; ~35 % less mean time
+    than the rows from the start), otherwise the core starts from it with the rows
+    (benchmarks/collision_ik.py)."""
     import dataclasses
 
     from .collision.rows import rows_clear, solve_rows
@@ -768,7 +822,9 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
     coll = solve_rows(robot, *collision)
     first_iters = 0
     if mode == "speed" and step is None:
-        first = _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, False, mode, None, t_start)
+        first = _solve_lm(robot, problem, q_start, None if timeout is None else FIRST_SHARE * timeout,
+                          None if max_iterations is None else max(int(FIRST_SHARE * max_iterations), 1), seed,
+                          restarts, mode, None, t_start)
         if first.success and rows_clear(robot, first.q, coll):
             return first
         first_iters = first.iterations

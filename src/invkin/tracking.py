@@ -48,8 +48,8 @@ from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import GoalError, SolverError
 from .goals import KIND_AXIS, Aim, Goal, Orientation, Pose, Position, Posture
 from .result import Status
-from .solvers.shared import (CONVERGED, GEOMETRIC, RUNNING, STALLED, chol_solve, damped_normal_equations,
-                             geometric_kernel, posture_residual, residual_sqnorm, smallest_singular_value,
+from .solvers.shared import (CONVERGED, GEOMETRIC, RUNNING, STALLED, chol_solve, cone_coverage,
+                             damped_normal_equations, geometric_kernel, project_cones_in_place, posture_residual, residual_sqnorm, smallest_singular_value,
                              step_and_clamp, take_trial, task_eval)
 from .spatial import so3_exp_nb, so3_log_nb
 
@@ -476,7 +476,7 @@ class Tracker:
             self._coll = solve_rows(robot, *self._collision)
         self._geo = None
         self._geo_eps = None
-        self._cones = bool(robot.extras.get("cone_limits"))
+        self._cones = cone_coverage(robot)
         if options is not None and not isinstance(options, dict):
             raise GoalError(f"options: expected a dict of method options, got {options!r:.120}")
         if method in GEOMETRIC:
@@ -627,11 +627,14 @@ class Tracker:
             out[O_JUMP] = 0.0
             out[O_PERR], out[O_RERR] = _errors(self.robot, self._problem, self._q, self._gvec_ok, self._gR_ok)
         if self._cones:  # swing-cone/twist limits: the returned pose meets them (ccd/fabrik already inside)
-            from .model.limits import project_limits
+            moved = project_cones_in_place(self.robot, self._q)
+            if self._cones == "python":  # limited joints the kernels do not cover (channels off the axes)
+                from .model.limits import project_limits
 
-            qp = project_limits(self.robot, self._q)
-            if not np.array_equal(qp, self._q):
+                qp = project_limits(self.robot, self._q)
+                moved = moved or not np.array_equal(qp, self._q)
                 self._q[:] = qp
+            if moved:
                 out[O_PERR], out[O_RERR] = _errors(self.robot, self._problem, self._q, self._gvec_ok, self._gR_ok)
                 if code == CONVERGED and not (out[O_PERR] <= self._problem.tol_p and out[O_RERR] <= self._problem.tol_r):
                     code = STALLED

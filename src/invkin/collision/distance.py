@@ -116,7 +116,8 @@ def _evaluate(robot, q, world, self_collision, cutoff):
     if world is not None and len(world) and len(cm.links):
         t = world.tables
         out = np.empty((len(cm.links), len(world), 10))
-        CK.world_distances(wcaps, wb, cm.link_caps, t["caps"], t["cap_obj"], t["boxes"], t["box_obj"],
+        CK.world_distances(wcaps, wb, cm.link_caps, t["caps"], t["cap_obj"], t["chunk_range"], t["chunk_bound"],
+                           t["boxes"], t["box_obj"],
                            t["halfspaces"], t["hs_obj"], cutoff, out)
         for ell, o in zip(*np.nonzero(out[:, :, 0] <= cutoff)):
             rows.append(out[ell, o])
@@ -174,7 +175,7 @@ def collision_tables(robot, world=None, self_collision: bool = True) -> tuple:
     n_obj = len(world) if world is not None else 0
     return (cm.links, cm.link_caps, cm.caps, cm.bounds, np.ascontiguousarray(pairs), t["caps"], t["cap_obj"],
             t["boxes"], t["box_obj"], t["halfspaces"], t["hs_obj"], np.empty_like(cm.caps), np.empty_like(cm.bounds),
-            np.empty((len(pairs), 10)), np.empty((len(cm.links), n_obj, 10)))
+            np.empty((len(pairs), 10)), np.empty((len(cm.links), n_obj, 10)), t["chunk_range"], t["chunk_bound"])
 
 
 def max_rows(tables) -> int:

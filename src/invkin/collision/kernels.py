@@ -268,38 +268,65 @@ def self_distances(wcaps, wbounds, link_caps, pairs, cutoff, out):
 
 
 @njit(cache=True)
-def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj, cutoff, out):
+def _cloud_point(wcaps, c0, c1, bx, by, bz, br, ocaps, k, o, cutoff, out, tmp):
+    """Obstacle capsule k (of obstacle o) against the link's capsules c0..c1, kept in out[o] when
+    closer; skipped when its bound is beyond the cutoff or the best so far."""
+    # bound of the obstacle capsule: a sphere about its middle (scalars only: this runs once per
+    # point of a cloud near the link)
+    mx = 0.5 * (ocaps[k, 0] + ocaps[k, 3]) - bx
+    my = 0.5 * (ocaps[k, 1] + ocaps[k, 4]) - by
+    mz = 0.5 * (ocaps[k, 2] + ocaps[k, 5]) - bz
+    hx = 0.5 * (ocaps[k, 3] - ocaps[k, 0])
+    hy = 0.5 * (ocaps[k, 4] - ocaps[k, 1])
+    hz = 0.5 * (ocaps[k, 5] - ocaps[k, 2])
+    reach = cutoff if cutoff < out[o, 0] else out[o, 0]
+    gap = math.sqrt(mx * mx + my * my + mz * mz) - ocaps[k, 6] - br
+    if gap - reach > 0.0 and (gap - reach) * (gap - reach) > hx * hx + hy * hy + hz * hz:
+        return
+    res = out[o]
+    px, py, pz = 0.5 * (ocaps[k, 0] + ocaps[k, 3]), 0.5 * (ocaps[k, 1] + ocaps[k, 4]), 0.5 * (ocaps[k, 2] + ocaps[k, 5])
+    slack = math.sqrt(hx * hx + hy * hy + hz * hz) + ocaps[k, 6]  # the obstacle capsule lies within this of p
+    for c in range(c0, c1):
+        # a lower bound first (the middle of the obstacle capsule to the link capsule's segment): a
+        # cloud's point is then measured in full only when it can be the closest within the cutoff
+        ax, ay, az = wcaps[c, 0], wcaps[c, 1], wcaps[c, 2]
+        ex, ey, ez = wcaps[c, 3] - ax, wcaps[c, 4] - ay, wcaps[c, 5] - az
+        ee = ex * ex + ey * ey + ez * ez
+        t = ((px - ax) * ex + (py - ay) * ey + (pz - az) * ez) / ee if ee > _EPS else 0.0
+        t = _clamp01(t)
+        dx, dy, dz = px - ax - t * ex, py - ay - t * ey, pz - az - t * ez
+        low = math.sqrt(dx * dx + dy * dy + dz * dz) - wcaps[c, 6] - slack
+        if low > reach:
+            continue
+        capsule_capsule(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], ocaps[k, 0:3], ocaps[k, 3:6], ocaps[k, 6], tmp)
+        _keep(res, tmp)
+        reach = cutoff if cutoff < res[0] else res[0]
+
+
+@njit(cache=True)
+def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
+                    cutoff, out):
     """Closest shapes of every (link, obstacle) into ``out`` (L, n_obstacles, 10), d = inf where
     the link's bounding sphere is farther than ``cutoff`` from the obstacle's bound (not evaluated).
-    A point cloud is one obstacle: its closest point counts (points whose bound is no closer than
-    the best found so far are skipped, which changes nothing in the result)."""
+    A point cloud is one obstacle: its closest point counts. Obstacle capsules come in chunks
+    (``chunk_range``, ``chunk_bound``: up to 16 neighbouring points of a cloud under one sphere); a
+    chunk, then a point, whose bound is beyond the cutoff or no closer than the best found so far
+    is skipped, which changes nothing in the result: the work grows with the points near the link."""
     L = wbounds.shape[0]
     out[:, :, 0] = np.inf
     tmp = np.empty(10)
     for ell in range(L):
         bx, by, bz, br = wbounds[ell, 0], wbounds[ell, 1], wbounds[ell, 2], wbounds[ell, 3]
         c0, c1 = link_caps[ell], link_caps[ell + 1]
-        for k in range(ocaps.shape[0]):
-            # bound of the obstacle capsule: a sphere about its middle (scalars only: this loop runs
-            # once per point of a cloud)
-            mx = 0.5 * (ocaps[k, 0] + ocaps[k, 3]) - bx
-            my = 0.5 * (ocaps[k, 1] + ocaps[k, 4]) - by
-            mz = 0.5 * (ocaps[k, 2] + ocaps[k, 5]) - bz
-            hx = 0.5 * (ocaps[k, 3] - ocaps[k, 0])
-            hy = 0.5 * (ocaps[k, 4] - ocaps[k, 1])
-            hz = 0.5 * (ocaps[k, 5] - ocaps[k, 2])
-            o = ocap_obj[k]
-            # skip when beyond the cutoff, or no closer than this obstacle's best so far (a cloud's
-            # points then cost one bound test each once a close point has been found)
+        for ch in range(chunk_range.shape[0]):
+            o = ocap_obj[chunk_range[ch, 0]]
             reach = cutoff if cutoff < out[ell, o, 0] else out[ell, o, 0]
-            gap = math.sqrt(mx * mx + my * my + mz * mz) - ocaps[k, 6] - br
-            if gap - reach > 0.0 and (gap - reach) * (gap - reach) > hx * hx + hy * hy + hz * hz:
+            cx, cy, cz = chunk_bound[ch, 0] - bx, chunk_bound[ch, 1] - by, chunk_bound[ch, 2] - bz
+            far = chunk_bound[ch, 3] + br + reach
+            if far >= 0.0 and cx * cx + cy * cy + cz * cz > far * far:
                 continue
-            res = out[ell, o]
-            for c in range(c0, c1):
-                capsule_capsule(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6],
-                                ocaps[k, 0:3], ocaps[k, 3:6], ocaps[k, 6], tmp)
-                _keep(res, tmp)
+            for k in range(chunk_range[ch, 0], chunk_range[ch, 1]):
+                _cloud_point(wcaps, c0, c1, bx, by, bz, br, ocaps, k, ocap_obj[k], cutoff, out[ell], tmp)
         for k in range(boxes.shape[0]):
             bo = boxes[k]
             if _box_sdf(bo, bx, by, bz) - br > cutoff:
@@ -357,11 +384,12 @@ def collision_rows(ni, nf, Tall, tables, cutoff, d, J, node_a, node_b):
     ``tables`` is the tuple of :func:`invkin.collision.distance.collision_tables` (built once per
     robot and world); no Python runs here, so an LM kernel can call it every iteration."""
     (links, link_caps, caps, bounds, pairs, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj,
-     wcaps, wb, out_self, out_world) = tables
+     wcaps, wb, out_self, out_world, chunk_range, chunk_bound) = tables
     world_capsules(Tall, links, link_caps, caps, bounds, wcaps, wb)
     self_distances(wcaps, wb, link_caps, pairs, cutoff, out_self)
     if out_world.shape[1] > 0:
-        world_distances(wcaps, wb, link_caps, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj, cutoff, out_world)
+        world_distances(wcaps, wb, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
+                        cutoff, out_world)
     dof = J.shape[1]
     Jl = np.empty((6, dof))
     k = 0

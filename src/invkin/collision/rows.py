@@ -61,7 +61,7 @@ def no_rows() -> tuple:
     tables = (_empty(0, i64), _empty(1, i64), _empty((0, 7)), _empty((0, 4)), _empty((0, 2), i64), _empty((0, 7)),
               _empty(0, i64), _empty((0, 15)), _empty(0, i64), _empty((0, 4)), _empty(0, i64),
               _empty((0, 7), writeable=True), _empty((0, 4), writeable=True), _empty((0, 10), writeable=True),
-              _empty((0, 0, 10), writeable=True))
+              _empty((0, 0, 10), writeable=True), _empty((0, 2), i64), _empty((0, 4)))
     return (tables, np.array([0.0, 0.0, BUFFER]), np.zeros(0, dtype=i64), np.zeros(0, dtype=i64))
 
 
@@ -92,7 +92,7 @@ def solve_rows(robot, world, self_collision: bool, margin: float) -> tuple:
 
     tables = collision_tables(robot, world, self_collision)
     # the static tables read-only, the scratch writable, whatever their source: one compiled core
-    tables = tuple(_readonly(a) for a in tables[:11]) + tables[11:]
+    tables = tuple(_readonly(a) for a in tables[:11]) + tables[11:15] + tuple(_readonly(a) for a in tables[15:])
     m = max_rows(tables)
     return (tables, np.array([margin + CUTOFF, margin, BUFFER]), np.empty(m, dtype=np.int64),
             np.empty(m, dtype=np.int64))
@@ -166,14 +166,15 @@ def rows_clear(robot, q, coll) -> bool:
 
 def final_check(robot, q, world, self_collision: bool, margin: float) -> dict:
     """What a solve reports about its final q (``Result.info["collision"]``): every checked pair is
-    measured again with the distance kernels (no cutoff). Keys: ``margin`` [m], ``pairs`` (pairs
-    checked: self pairs plus links × obstacles), ``min_distance`` [m] and ``closest`` (a, b) over the
-    pairs some joint can move, ``collision_free`` (every such pair at least ``margin`` apart, up to
+    measured again with the distance kernels (broad phase at margin + CUTOFF). Keys: ``margin`` [m],
+    ``pairs`` (pairs checked: self pairs plus links × obstacles), ``min_distance`` [m] and
+    ``closest`` (a, b) over the pairs some joint can move (inf and None when no pair lies within
+    margin + CUTOFF), ``collision_free`` (every such pair at least ``margin`` apart, up to
     1e-9 m), ``static`` (pairs no joint moves that are closer than ``margin``: the solve cannot
     change them; warned about once per solve)."""
     from .distance import distance_jacobian
 
-    d, J, info = distance_jacobian(robot, q, world, self_collision)
+    d, J, info = distance_jacobian(robot, q, world, self_collision, cutoff=margin + CUTOFF)
     moving = np.abs(J).max(axis=1) > 0.0 if len(d) else np.zeros(0, dtype=bool)
     n_self = 0
     if self_collision and len(robot.collision.links) > 1:

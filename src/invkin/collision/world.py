@@ -165,6 +165,28 @@ class World:
         return f"World({len(kinds)} obstacles: {', '.join(kinds) or 'none'})"
 
 
+CELL = 0.1    # [m] grid cell of a point cloud's order
+CHUNK = 16    # obstacle capsules per broad-phase chunk (points of one cloud; a lone capsule is its own)
+
+
+def _chunks(caps, cap_obj) -> dict:
+    """``chunk_range`` (nc, 2) start, end into ``caps`` and ``chunk_bound`` (nc, 4) a sphere (centre,
+    radius) holding every capsule of the chunk: runs of up to CHUNK capsules of one obstacle."""
+    ranges, bounds = [], []
+    i = 0
+    while i < len(caps):
+        j = i + 1
+        while j < len(caps) and j - i < CHUNK and cap_obj[j] == cap_obj[i]:
+            j += 1
+        ends = np.r_[caps[i:j, 0:3], caps[i:j, 3:6]]
+        c = 0.5 * (ends.min(axis=0) + ends.max(axis=0))
+        ranges.append((i, j))
+        bounds.append(np.r_[c, np.max(np.linalg.norm(ends - c, axis=1)) + caps[i:j, 6].max()])
+        i = j
+    return {"chunk_range": np.array(ranges, dtype=np.int64).reshape(-1, 2),
+            "chunk_bound": np.array(bounds, dtype=np.float64).reshape(-1, 4)}
+
+
 def _tables(obs) -> dict:
     caps, cap_obj, boxes, box_obj, hs, hs_obj = [], [], [], [], [], []
     for k, o in enumerate(obs):
@@ -174,17 +196,21 @@ def _tables(obs) -> dict:
         elif isinstance(o, Capsule):
             caps.append(np.r_[o.a, o.b, o.radius])
             cap_obj.append(k)
-        elif isinstance(o, Points):
-            caps.extend(np.c_[o.xyz, o.xyz, np.full(len(o.xyz), o.radius)])
-            cap_obj.extend([k] * len(o.xyz))
+        elif isinstance(o, Points):  # in grid-cell order, so that CHUNK consecutive points lie close
+            xyz = o.xyz[np.lexsort(np.floor(o.xyz / CELL).T[::-1])]
+            caps.extend(np.c_[xyz, xyz, np.full(len(xyz), o.radius)])
+            cap_obj.extend([k] * len(xyz))
         elif isinstance(o, Box):
             boxes.append(np.r_[o.T_world_box[:3, :3].ravel(), o.T_world_box[:3, 3], o.size_xyz / 2])
             box_obj.append(k)
         else:
             hs.append(np.r_[o.normal, o.offset])
             hs_obj.append(k)
-    out = {"caps": np.array(caps, dtype=np.float64).reshape(-1, 7),
-           "cap_obj": np.array(cap_obj, dtype=np.int64),
+    caps = np.array(caps, dtype=np.float64).reshape(-1, 7)
+    cap_obj = np.array(cap_obj, dtype=np.int64)
+    out = {"caps": caps,
+           "cap_obj": cap_obj,
+           **_chunks(caps, cap_obj),
            "boxes": np.array(boxes, dtype=np.float64).reshape(-1, 15),
            "box_obj": np.array(box_obj, dtype=np.int64),
            "halfspaces": np.array(hs, dtype=np.float64).reshape(-1, 4),

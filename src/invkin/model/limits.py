@@ -15,9 +15,12 @@ rotation vector down to ``σ_max`` (the nearest swing on the same great circle).
 A limited joint is either a ball joint (``q`` holds its rotation vector) or a BVH/glTF joint of three
 rotation channels about x, y and z (its composed rotation is limited; the projection is written back
 as the Euler angles nearest the current ones). Limits are kept in ``robot.extras["cone_limits"]``
-({frame: (axis (3,), swing_max, twist_lo, twist_hi)}, angles in radians) and enforced by
-:func:`project_limits`, which :func:`invkin.solve` applies to every returned configuration
-(:func:`respect_cone_limits`).
+({frame: (axis (3,), swing_max, twist_lo, twist_hi)}, angles in radians). ``ccd`` and ``fabrik``
+honour them inside their updates (:mod:`invkin.solvers._twist`); dls, pinv, transpose and
+gauss-seidel after every iteration (the solve driver projects); for every method :func:`invkin.solve`
+projects the returned configuration (:func:`project_limits`, through :func:`respect_cone_limits`) —
+the only way lm and analytic honour them (their iterations do not see the cones;
+``info["cone_limits_projected"]`` says when the projection moved the result).
 
 Rig files (JSON, or TOML on Python ≥ 3.11) hold the same mapping as the dict, angles in degrees::
 

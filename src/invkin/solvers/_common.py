@@ -127,7 +127,9 @@ def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance:
     gnode = np.array(nodes, dtype=np.int64)
     gref = np.array(refs, dtype=np.int64)
     glevel = np.array(levels, dtype=np.int64)
-    if tables:
+    if len(tables) == 1:  # copies: the goal's cached table stays its own (a copy costs a quarter of a concatenate)
+        gkind, gvec, gR, gaxis, gw = (a.copy() for a in tables[0])
+    elif tables:
         gkind, gvec, gR, gaxis, gw = (np.concatenate([t[i] for t in tables]) for i in range(5))
     else:
         gkind, gvec, gR, gaxis, gw = (np.empty(G, dtype=np.int64), np.empty((G, 3)), np.empty((G, 3, 3)),

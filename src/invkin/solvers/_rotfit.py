@@ -387,13 +387,14 @@ def local_quats(ni, q, Lq):
 
 
 @njit(cache=True)
-def ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sf, cone, i, Lq, Q):
+def ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sf, cone, i, Lq, Q, write_q):
     """Turn the ball joint q[c:c+3] (rotation vector; its quaternion in Lq[i], kept in step; world frame
     rotation W (3, 3)) by the world rotation d = (dw, dx, dy, dz), as the local increment
     R ← R (Wᵀ d W) with its angle scaled by the stiffness ``sf``; then its limits, inside the update:
     the swing cone and twist range ``cone[i]`` (:func:`clamp_swing_twist_quat`) and the box
     [lower, upper] on the rotation vector. Writes the world rotation actually applied
-    (W Rₒᵀ Rₙ Wᵀ) into Q (3, 3)."""
+    (W Rₒᵀ Rₙ Wᵀ) into Q (3, 3). ``write_q`` False: q is left behind (the caller writes it later,
+    :func:`invkin.solvers._chain.sync_ball_q`) unless a finite box needs it now."""
     lx = W[0, 0] * dx + W[1, 0] * dy + W[2, 0] * dz  # the increment's axis in the joint's frame
     ly = W[0, 1] * dx + W[1, 1] * dy + W[2, 1] * dz
     lz = W[0, 2] * dx + W[1, 2] * dy + W[2, 2] * dz
@@ -413,13 +414,15 @@ def ball_update(q, c, lower, upper, W, dw, dx, dy, dz, sf, cone, i, Lq, Q):
     if cone[i, 3] < math.pi or cone[i, 4] > -math.pi or cone[i, 5] < math.pi:
         nw, nx, ny, nz, clamped = clamp_swing_twist_quat(nw, nx, ny, nz, cone, i)
         exact = not clamped
-    r0, r1, r2 = rotvec_from_quat(nw, nx, ny, nz)
-    q[c] = min(max(r0, lower[c]), upper[c])
-    q[c + 1] = min(max(r1, lower[c + 1]), upper[c + 1])
-    q[c + 2] = min(max(r2, lower[c + 2]), upper[c + 2])
-    if q[c] != r0 or q[c + 1] != r1 or q[c + 2] != r2:
-        nw, nx, ny, nz = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
-        exact = False
+    if write_q or max(lower[c], lower[c + 1], lower[c + 2]) > -math.inf \
+            or min(upper[c], upper[c + 1], upper[c + 2]) < math.inf:
+        r0, r1, r2 = rotvec_from_quat(nw, nx, ny, nz)
+        q[c] = min(max(r0, lower[c]), upper[c])
+        q[c + 1] = min(max(r1, lower[c + 1]), upper[c + 1])
+        q[c + 2] = min(max(r2, lower[c + 2]), upper[c + 2])
+        if q[c] != r0 or q[c + 1] != r1 or q[c + 2] != r2:
+            nw, nx, ny, nz = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
+            exact = False
     Lq[i, 0], Lq[i, 1], Lq[i, 2], Lq[i, 3] = nw, nx, ny, nz
     if not exact:  # the applied local increment Rₒᵀ Rₙ
         dw, lx, ly, lz = qmul(ow, -ox, -oy, -oz, nw, nx, ny, nz)

@@ -20,6 +20,11 @@ limits) take the τ that keeps the joint and its children inside their ranges.
 twist_hi)`` [rad] from ``robot.extras["cone_limits"]`` for ball joints (no limit: swing_max = inf,
 twist ±inf); ccd and fabrik project a ball joint onto its row at every update
 (:func:`invkin.solvers._rotfit.ball_update`), not only the returned pose.
+``cone_groups_table(robot)`` lists the BVH/glTF joints of three coincident channels about ±x, ±y, ±z
+with their rows: :func:`project_groups` projects their composed rotation L = R_a R_b R_c and writes
+the Euler angles nearest the current ones back (ccd after every sweep, the solve driver after every
+iteration of dls/pinv/transpose/gauss-seidel through :func:`project_cones`), and fabrik turns such a
+joint as one (:func:`group_quat`, :func:`write_group`).
 """
 from __future__ import annotations
 
@@ -59,13 +64,6 @@ def cone_rows(robot) -> np.ndarray:
         rows.setflags(write=False)
         cache["cone"] = rows
     return rows
-
-
-def cone_groups(robot) -> list:
-    """The frames whose cone limits the kernels do not apply inside their iterations (BVH/glTF joints of
-    three rotation channels: projected on the returned pose only)."""
-    return [f for f in (robot.extras.get("cone_limits") or {})
-            if not (robot.joint_type[robot.frame_index(f)] == BALL and robot.qidx[robot.frame_index(f)] >= 0)]
 
 
 def twist_structure(robot, problem):
@@ -234,34 +232,29 @@ def resolve_twist(ni, q, axes, modes, cone, lower, upper, max_angle, Rref, Tcur)
                         q[ni[d, 2] + k] = saved[3 * d + k]
 
 
-@njit(cache=True)
-def within_cone(q, c, cone, i):
-    """True when the ball joint q[c:c+3] meets its cone/twist limit row cone[i]."""
-    w, x, y, z = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
-    _, _, _, _, changed = clamp_swing_twist_quat(w, x, y, z, cone, i)
-    return not changed
-
-
 # --------------------------------------------------------------------------- cone limits on Euler groups
 
 _ORDER_SIGN = {(0, 1, 2): 1.0, (1, 2, 0): 1.0, (2, 0, 1): 1.0}  # cyclic Tait–Bryan orders (model/euler.py)
 
 
 def cone_groups_table(robot):
-    """(groups (m, 4) int64, rows (m, 6)): the BVH/glTF joints of three rotation channels with a cone
-    limit — their nodes (first to last) and ±1 in column 3 for a cyclic channel order — and their limit
-    rows (as :func:`cone_rows`). Groups whose channels are not about ±x, ±y, ±z are left out (the
-    returned pose is still projected). Cached per robot."""
+    """(groups (m, 4) int64, rows (m, 6)): every BVH/glTF joint of three coincident rotation channels
+    about ±x, ±y, ±z — its nodes (first to last) and ±1 in column 3 for a cyclic channel order — and
+    its cone-limit row (as :func:`cone_rows`; no limit: swing_max = inf). Joints with other channel
+    axes are left out (a cone limit on one is applied to the returned pose only). Cached per robot."""
     cache = _CACHE.setdefault(robot, {})
     out = cache.get("groups")
     if out is not None:
         return out
     from ..model.euler import frame_groups
 
+    limits = {robot.frame_index(f): v for f, v in (robot.extras.get("cone_limits") or {}).items()}
     groups, rows = [], []
-    for frame, (axis, smax, tlo, thi) in (robot.extras.get("cone_limits") or {}).items():
-        nodes = frame_groups(robot, robot.frame_index(frame))
-        if len(nodes) != 3 or any(robot.joint_type[i] != K_REVOLUTE for i in nodes):
+    seen = set()
+    for f in range(robot.n_nodes):
+        nodes = frame_groups(robot, f)
+        if len(nodes) != 3 or nodes[-1] != f or any(robot.joint_type[i] != K_REVOLUTE for i in nodes) \
+                or any(robot.mimic_leader[i] for i in nodes) or tuple(nodes) in seen:
             continue
         idx = []
         for i in nodes:
@@ -272,8 +265,11 @@ def cone_groups_table(robot):
             idx.append(k)
         if len(idx) != 3 or len(set(idx)) != 3:
             continue
+        seen.add(tuple(nodes))
+        lim = limits.get(f)
         groups.append([*nodes, 1 if tuple(idx) in _ORDER_SIGN else -1])
-        rows.append([*np.asarray(axis, float), smax, tlo, thi])
+        rows.append([0.0, 0.0, 1.0, math.inf, -math.inf, math.inf] if lim is None
+                    else [*np.asarray(lim[0], float), lim[1], lim[2], lim[3]])
     g = np.array(groups, dtype=np.int64).reshape(-1, 4)
     r = np.array(rows, dtype=float).reshape(-1, 6)
     g.setflags(write=False)
@@ -293,59 +289,99 @@ def _axis_index(nf, i):
 
 
 @njit(cache=True)
+def group_quat(ni, nf, q, groups, g):
+    """The composed rotation R_a R_b R_c of three-channel joint g at q, as a unit quaternion."""
+    w, x, y, z = 1.0, 0.0, 0.0, 0.0
+    for k in range(3):
+        i = groups[g, k]
+        th = nf[i, 3] * q[ni[i, 2]] + nf[i, 4]
+        s = math.sin(0.5 * th)
+        w, x, y, z = qmul(w, x, y, z, math.cos(0.5 * th), s * nf[i, 0], s * nf[i, 1], s * nf[i, 2])
+    return w, x, y, z
+
+
+@njit(cache=True)
+def write_group(ni, nf, q, lower, upper, groups, g, w, x, y, z, R):
+    """Write the rotation (w, x, y, z) into three-channel joint g of q as the Euler angles nearest the
+    current ones (either Tait–Bryan solution, each channel to its nearest turn: model/limits.py's
+    _write_rotation in a kernel), clamped into the box limits. R (3, 3): scratch."""
+    quat_to_matrix_into(w, x, y, z, R)
+    a_, sa = _axis_index(nf, groups[g, 0])
+    b_, sb = _axis_index(nf, groups[g, 1])
+    c_, sc = _axis_index(nf, groups[g, 2])
+    sg = float(groups[g, 3])
+    # R = R_i(a) R_j(b) R_k(c) (model/euler.py euler_from_matrix), i, j, k = the channels' axes
+    cb = math.hypot(R[a_, a_], R[a_, b_])
+    eb = math.atan2(sg * R[a_, c_], cb)
+    if cb < 1e-9:
+        ea = math.atan2(sg * R[c_, b_], R[b_, b_])
+        ec = 0.0
+    else:
+        ea = math.atan2(-sg * R[b_, c_], R[c_, c_])
+        ec = math.atan2(-sg * R[a_, b_], R[a_, a_])
+    best = math.inf
+    v0 = v1 = v2 = 0.0
+    for alt in range(2):
+        phis = (ea, eb, ec) if alt == 0 else (ea + math.pi, math.pi - eb, ec + math.pi)
+        d = 0.0
+        vals = (0.0, 0.0, 0.0)
+        for k in range(3):
+            i = groups[g, k]
+            c = ni[i, 2]
+            m = nf[i, 3]
+            v = (phis[k] * (sa, sb, sc)[k] - nf[i, 4]) / m
+            period = 2.0 * math.pi / abs(m)
+            dv = v - q[c]
+            v = q[c] + dv - period * math.floor(dv / period + 0.5)  # the turn nearest q[c]
+            if k == 0:
+                vals = (v, vals[1], vals[2])
+            elif k == 1:
+                vals = (vals[0], v, vals[2])
+            else:
+                vals = (vals[0], vals[1], v)
+            d += (v - q[c]) ** 2
+        if d < best:
+            best = d
+            v0, v1, v2 = vals
+    for k, v in ((0, v0), (1, v1), (2, v2)):
+        c = ni[groups[g, k], 2]
+        q[c] = min(max(v, lower[c]), upper[c])
+
+
+@njit(cache=True)
 def project_groups(ni, nf, q, lower, upper, groups, rows):
     """Project every limited three-channel joint of q (in place) onto its cone/twist limit: the
     channels' composed rotation L = R_a R_b R_c is clamped (:func:`clamp_swing_twist_quat`) and written
-    back as the Euler angles nearest the current ones (model/limits.py's projection, in a kernel),
-    then the box limits. Returns True when some joint changed."""
+    back (:func:`write_group`). Returns True when some joint changed."""
     changed_any = False
     R = np.empty((3, 3))
     for g in range(groups.shape[0]):
-        w, x, y, z = 1.0, 0.0, 0.0, 0.0
-        for k in range(3):
-            i = groups[g, k]
-            th = nf[i, 3] * q[ni[i, 2]] + nf[i, 4]
-            s = math.sin(0.5 * th)
-            w, x, y, z = qmul(w, x, y, z, math.cos(0.5 * th), s * nf[i, 0], s * nf[i, 1], s * nf[i, 2])
-        w, x, y, z, changed = clamp_swing_twist_quat(w, x, y, z, rows, g)
-        if not changed:
+        if not has_cone(rows, g):
             continue
-        changed_any = True
-        quat_to_matrix_into(w, x, y, z, R)
-        a_, sa = _axis_index(nf, groups[g, 0])
-        b_, sb = _axis_index(nf, groups[g, 1])
-        c_, sc = _axis_index(nf, groups[g, 2])
-        sg = float(groups[g, 3])
-        # R = R_i(a) R_j(b) R_k(c) (model/euler.py euler_from_matrix), i, j, k = the channels' axes
-        cb = math.hypot(R[a_, a_], R[a_, b_])
-        eb = math.atan2(sg * R[a_, c_], cb)
-        if cb < 1e-9:
-            ea = math.atan2(sg * R[c_, b_], R[b_, b_])
-            ec = 0.0
-        else:
-            ea = math.atan2(-sg * R[b_, c_], R[c_, c_])
-            ec = math.atan2(-sg * R[a_, b_], R[a_, a_])
-        best = math.inf
-        v0 = v1 = v2 = 0.0
-        for alt in range(2):
-            phis = (ea, eb, ec) if alt == 0 else (ea + math.pi, math.pi - eb, ec + math.pi)
-            vals = np.empty(3)
-            d = 0.0
-            for k in range(3):
-                i = groups[g, k]
-                c = ni[i, 2]
-                m = nf[i, 3]
-                sign = (sa, sb, sc)[k]
-                v = (phis[k] * sign - nf[i, 4]) / m
-                period = 2.0 * math.pi / abs(m)
-                dv = v - q[c]
-                v = q[c] + dv - period * math.floor(dv / period + 0.5)  # the turn nearest q[c]
-                vals[k] = v
-                d += (v - q[c]) ** 2
-            if d < best:
-                best = d
-                v0, v1, v2 = vals[0], vals[1], vals[2]
-        for k, v in ((0, v0), (1, v1), (2, v2)):
-            c = ni[groups[g, k], 2]
-            q[c] = min(max(v, lower[c]), upper[c])
+        w, x, y, z = group_quat(ni, nf, q, groups, g)
+        w, x, y, z, changed = clamp_swing_twist_quat(w, x, y, z, rows, g)
+        if changed:
+            changed_any = True
+            write_group(ni, nf, q, lower, upper, groups, g, w, x, y, z, R)
+    return changed_any
+
+
+@njit(cache=True)
+def project_cones(ni, nf, q, lower, upper, cone, groups, rows):
+    """q (in place) projected onto every cone/twist limit: ball joints (rows ``cone``, :func:`cone_rows`)
+    and three-channel joints (:func:`project_groups`), then clamped into the box limits — the kernel
+    twin of :func:`invkin.model.limits.project_limits`. Returns True when q changed."""
+    changed_any = project_groups(ni, nf, q, lower, upper, groups, rows)
+    for i in range(ni.shape[0]):
+        c = ni[i, 2]
+        if ni[i, 1] != BALL or c < 0 or not has_cone(cone, i):
+            continue
+        w, x, y, z = quat_from_rotvec(q[c], q[c + 1], q[c + 2])
+        w, x, y, z, changed = clamp_swing_twist_quat(w, x, y, z, cone, i)
+        if changed:
+            changed_any = True
+            r0, r1, r2 = rotvec_from_quat(w, x, y, z)
+            q[c] = min(max(r0, lower[c]), upper[c])
+            q[c + 1] = min(max(r1, lower[c + 1]), upper[c + 1])
+            q[c + 2] = min(max(r2, lower[c + 2]), upper[c + 2])
     return changed_any

@@ -43,7 +43,17 @@ fully, a joint twice as heavy half as far; default all 1).
 * Ball joint: the rotation Q maximising the same objective Σ w t·(Q e) over all of SO(3) —
   Wahba's problem, solved exactly by Horn's quaternion method; with a single position pair this
   is the §4 rule, the smallest rotation (axis e × t, angle acos(ê·t̂)), used directly. Applied
-  as a local increment R ← R exp(s_i Wᵀ log Q), W the joint frame's world rotation.
+  as a local increment R ← R exp(s_i Wᵀ log Q), W the joint frame's world rotation, then projected
+  onto the joint's swing cone and twist range (``robot.with_limits``) inside the same update
+  (:func:`invkin.solvers._rotfit.ball_update`). Three-channel BVH/glTF joints with such a limit are
+  projected after every sweep (:func:`invkin.solvers._twist.project_groups`).
+
+Twist (option ``twist``, default ``"previous"``): the smallest rotations turn a ball joint's bone
+about itself whenever e is off the bone (8-14°/frame on a tracked 20-bone tail: a candy-wrapper pop
+on a skinned character). A bone's twist moves no goal when only its child ball joint and points on
+its line hang from it, so after the sweeps every such bone gets back the twist it had at the start
+of the solve, its child turning back by the same angle (:func:`invkin.solvers._twist.resolve_twist`);
+``"free"`` keeps whatever the sweeps left.
 
 ``variant="simple"`` (SEEDS.md §4, position goals only): per goal the rotation vector
 θ unit(e × t), θ = acos(ê·t̂), averaged with weights gw² over the goals the joint moves; skipped
@@ -75,6 +85,7 @@ from ._iterate import end_iterations
 from ._linalg import sqnorm
 from ._rotfit import (ball_update, local_quats, best_arc_angle, horn_quat, min_rotation_quat, min_rotvec, quat_from_rotvec,
                       rigid_rotate_about, rigid_translate)
+from ._chain import fk_quat, position_errors, sync_ball_q
 from ._twist import cone_groups_table, cone_rows, project_groups, resolve_twist, twist_structure
 
 NAME = "ccd"
@@ -254,6 +265,15 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
     tv = np.empty(3)
     Lq = np.empty((n, 4))  # the ball joints' quaternions, kept in step with q by ball_update
     local_quats(ni, q, Lq)
+    # position goals only and no mimic leader: ball rotations live in Lq during the call, q is written
+    # at its end (_chain.sync_ball_q), the frames come from Lq (_chain.fk_quat)
+    lazy = True
+    for g in range(G):
+        if gkind[g] != 0:
+            lazy = False
+    for i in range(n):
+        if visit[i] == 2:
+            lazy = False
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
     Rref = Tall[:, :3, :3].copy() if twist else Tall[:1, :3, :3].copy()  # the frames the twist is kept from
     cost = sqnorm(e)
@@ -312,7 +332,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                 P = Tg[g]
                 dw, dx, dy, dz = min_rotation_quat(P[0, 3] - jx, P[1, 3] - jy, P[2, 3] - jz,
                                                    gvec[g, 0] - jx, gvec[g, 1] - jy, gvec[g, 2] - jz)
-                ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Lq, Q)
+                ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Lq, Q, not lazy)
                 ex, ey, ez = P[0, 3] - jx, P[1, 3] - jy, P[2, 3] - jz
                 P[0, 3] = jx + Q[0, 0] * ex + Q[0, 1] * ey + Q[0, 2] * ez
                 P[1, 3] = jy + Q[1, 0] * ex + Q[1, 1] * ey + Q[1, 2] * ez
@@ -408,7 +428,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                         _axis_rotation(ax, ay, az, act, Q)
                     else:
                         dw, dx, dy, dz = quat_from_rotvec(rg[0], rg[1], rg[2])
-                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Lq, Q)
+                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Lq, Q, not lazy)
                 else:
                     if npairs == 0:
                         continue
@@ -434,7 +454,7 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                             dw, dx, dy, dz = min_rotation_quat(ev[0], ev[1], ev[2], tv[0], tv[1], tv[2])
                         else:
                             dw, dx, dy, dz = horn_quat(S)
-                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Lq, Q)
+                        ball_update(q, c, lower, upper, Ti, dw, dx, dy, dz, sfac[i], cone, i, Lq, Q, not lazy)
                 for g in range(G):
                     if anc[i, g]:
                         rigid_rotate_about(Tg[g], Q, jx, jy, jz)
@@ -445,11 +465,19 @@ def ccd_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gax
                     Tg[g, :, :] = Tall[gnode[g]]
         if groups.shape[0] > 0:  # three-channel joints: their cone/twist limits after every sweep
             project_groups(ni, nf, q, lower, upper, groups, grows)
-        task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
-        best, small = sweep_progress(sqnorm(e), best, small)
+        if lazy:  # position goals only: the frames from Lq, no trigonometry
+            fk_quat(ni, nf, origin, q, Lq, Tall, 0, n)
+            errs[0], cost = position_errors(gnode, gkind, gvec, gw, Tall)
+            errs[1] = 0.0
+        else:
+            task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
+            cost = sqnorm(e)
+        best, small = sweep_progress(cost, best, small)
         if small >= STALL_SWEEPS:
             code = STALLED
             break
+    if lazy:
+        sync_ball_q(ni, Lq, q, lower, upper)
     if twist and it > 0:
         resolve_twist(ni, q, tw_axes, tw_modes, cone, lower, upper, math.inf, Rref, Tall)  # Tall: FK(q)
     state[0] = best

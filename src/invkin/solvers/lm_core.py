@@ -339,6 +339,9 @@ def _step_into(q, dq, lims, lo, hi, out):
             out[i] = hi[i]
 
 
+step_into = _step_into  # public name for kernels outside solvers/ (solvers.shared)
+
+
 @njit(cache=True)
 def core_workspace(n, dof, gvec, gR, nhard, nrows):
     """Scratch of the general core, in this order: Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2,

@@ -12,12 +12,46 @@ from ._common import (CONVERGED, RUNNING, STALLED, chol_solve, compile_problem, 
                       posture_residual, step_and_clamp, task_eval)
 from ._iterate import take_trial
 from ._linalg import damped_normal_equations, residual_sqnorm, smallest_singular_value, sym_eigvals
+from .lm import L_BALL
+from .lm_core import core_active_step, core_eval_rows, core_workspace, step_into
 
 __all__ = ["CONVERGED", "RUNNING", "STALLED", "chol_solve", "compile_problem", "goal_errors",
            "posture_residual", "step_and_clamp", "task_eval", "take_trial", "damped_normal_equations",
-           "residual_sqnorm", "smallest_singular_value", "sym_eigvals", "GEOMETRIC", "geometric_kernel"]
+           "residual_sqnorm", "smallest_singular_value", "sym_eigvals", "GEOMETRIC", "geometric_kernel",
+           "project_cones_in_place", "cone_coverage",
+           # the LM general core's step and rows, for kernels that iterate frame by frame (retarget)
+           "L_BALL", "core_active_step", "core_eval_rows", "core_workspace", "step_into"]
 
-GEOMETRIC = ("ccd", "fabrik")  # the methods whose sweeps run through geometric_kernel
+GEOMETRIC = ("ccd", "fabrik")
+
+
+def cone_coverage(robot):
+    """"" when the robot has no cone/twist limit, "kernel" when :func:`project_cones_in_place` covers
+    every one, "python" when some joint needs :func:`invkin.model.limits.project_limits` (three
+    channels not about ±x, ±y, ±z)."""
+    lim = robot.extras.get("cone_limits") or {}
+    if not lim:
+        return ""
+    from ..kinematics.kernels import BALL
+    from ._twist import cone_groups_table
+
+    groups, _ = cone_groups_table(robot)
+    last = {int(g[2]) for g in groups}
+    for f in lim:
+        i = robot.frame_index(f)
+        if not ((robot.joint_type[i] == BALL and robot.qidx[i] >= 0) or i in last):
+            return "python"
+    return "kernel"
+
+
+def project_cones_in_place(robot, q) -> bool:
+    """q (dof,) (in place) projected onto the robot's swing-cone/twist limits by the kernels
+    (solvers/_twist.project_cones); True when it moved. Three-channel joints about other axes than
+    ±x, ±y, ±z are not covered here (the result's projection in solve covers them)."""
+    from ._twist import cone_groups_table, cone_rows, project_cones
+
+    return project_cones(robot._ni, robot._nf, q, robot.lower, robot.upper, cone_rows(robot),
+                         *cone_groups_table(robot))  # the methods whose sweeps run through geometric_kernel
 
 
 def geometric_kernel(problem, method: str, options: dict):

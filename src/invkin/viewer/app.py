@@ -4,7 +4,8 @@ A robot with visual shapes (``robot.visuals``, from the URDF's ``<visual>``) is 
 meshes and primitives in their colours (``meshes.py``; ``sticks=True`` / ``--sticks`` keeps the
 kinematic drawing); otherwise, and as a Display toggle, drawing is kinematic: every frame origin is
 a sphere, each frame is linked to its nearest frame ancestor by a cylinder, and frame axes are
-optional. Collision shapes (``robot.collisions``) are a Display toggle when the robot has any.
+optional. Collision shapes (``robot.collisions``) are a Display toggle when the robot has any; while shown,
+links in contact (closer than ``contact_margin``) are drawn red.
 It opens in :func:`~invkin.viewer.pose.start_pose` (zeros inside the limits) unless given ``q0``;
 a robot whose shapes reach below z = 0 there (a pelvis root) is lifted onto the ground.
 Targets are viser transform gizmos; moving
@@ -125,6 +126,9 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
             raise ViewerError(f"max_faces must be an integer >= 16, got {max_faces!r}")
         self.max_faces = int(max_faces)
         self._shapes = self._collision_shapes = None
+        self.contacts = ()            # links in contact, while the collision shapes are shown
+        self.contact_margin = 0.005   # [m]
+        self.world = None             # an ik.World whose obstacles count for contacts
         self.mesh_note = ""
         self.up_axis, self.up_note = "z", ""
         if self.bvh:

@@ -19,6 +19,7 @@ _LINK_COLOR = (90, 160, 230)
 _JOINT_COLOR = (250, 170, 60)
 _ALT_LINK_COLOR = (120, 200, 120)
 _ALT_JOINT_COLOR = (230, 90, 90)
+_CONTACT_COLOR = (235, 30, 30)   # collision shapes of links closer than the contact margin
 
 
 def _unit_cylinder(segments: int = 16):
@@ -196,6 +197,9 @@ class _LinkShapes:
         self.root = scene.add_frame(name, show_axes=False, visible=visible)
         self._frames = []
         self._corners = []  # (link k, (8, 3) bounding-box corners of a part in the link frame)
+        self.links = tuple(by_link)
+        self._meshes = [[] for _ in by_link]  # per link: (handle, its own colour)
+        self.marked = frozenset()
         for k, (link, gs) in enumerate(by_link.items()):
             self._frames.append(scene.add_frame(f"{name}/{k}", show_axes=False))
             for j, g in enumerate(gs):
@@ -211,12 +215,14 @@ class _LinkShapes:
                     box = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
                     self._corners.append((k, box @ T[:3, :3].T + T[:3, 3]))
                     alpha = part.opacity if opacity is None else opacity * part.opacity
-                    scene.add_mesh_simple(
+                    rgb = tuple(int(round(255 * c)) for c in part.rgb)
+                    h = scene.add_mesh_simple(
                         f"{name}/{k}/{j}_{m}", part.vertices, part.faces,
-                        color=tuple(int(round(255 * c)) for c in part.rgb),
+                        color=rgb,
                         opacity=None if alpha >= 1.0 else alpha, side="double",
                         position=tuple(T[:3, 3]), wxyz=tuple(quats_wxyz(T[:3, :3])),
                         cast_shadow=False, receive_shadow=False)
+                    self._meshes[k].append((h, rgb))
 
     @property
     def visible(self) -> bool:
@@ -225,6 +231,17 @@ class _LinkShapes:
     @visible.setter
     def visible(self, v: bool) -> None:
         self.root.visible = bool(v)
+
+    def mark(self, links) -> None:
+        """Draw the shapes of ``links`` (names) in the contact colour, every other link in its own."""
+        links = frozenset(links)
+        if links == self.marked:
+            return
+        for name, meshes in zip(self.links, self._meshes):
+            if (name in links) != (name in self.marked):
+                for h, rgb in meshes:
+                    h.color = _CONTACT_COLOR if name in links else rgb
+        self.marked = links
 
     def points(self, q) -> np.ndarray:
         """The corners (8·parts, 3) of the shapes' bounding boxes at configuration q (robot frame)."""
@@ -398,7 +415,10 @@ class DrawMixin:
 
     def show_collisions(self, on: bool = True) -> None:
         """Draw the robot's collision shapes (half transparent), built on first use; a robot without
-        any (``robot.collisions`` empty) raises ViewerError."""
+        any (``robot.collisions`` empty) raises ViewerError. While they are shown, the links of every
+        checked self pair (and, with ``self.world``, every link near an obstacle) closer than
+        ``self.contact_margin`` [m] are drawn red (:attr:`contacts`; ik.distances on the capsules,
+        which enclose the shapes)."""
         from ..model.geometry import collisions_of
         from .errors import ViewerError
 
@@ -413,6 +433,26 @@ class DrawMixin:
                 self._collision_shapes.visible = on
             self._redraw()
 
+    def _mark_contacts(self) -> None:
+        """self.contacts: the links closer than contact_margin to another checked link or an
+        obstacle of self.world, drawn red."""
+        from ..collision.distance import distances
+        from ..collision.errors import CollisionError
+
+        try:
+            d = distances(self.robot, self.q, self.world, self_collision=True, cutoff=self.contact_margin)
+        except CollisionError:  # shapes the collision model cannot read (e.g. trimesh missing)
+            d = None
+        links = set()
+        if d is not None:
+            for (a, b), v in zip(d.pairs, d.distance):
+                if v < self.contact_margin:
+                    links.add(a)
+                    if not b.startswith("obstacle "):
+                        links.add(b)
+        self.contacts = tuple(sorted(links))
+        self._collision_shapes.mark(links)
+
     def set_robot_visible(self, on: bool) -> None:
         """Show or hide everything drawn for the robot (its skeleton, shapes and targets)."""
         with self._lock:
@@ -426,6 +466,8 @@ class DrawMixin:
             for sh in (self._shapes, self._collision_shapes):
                 if sh is not None and sh.visible:
                     sh.update(self.q)
+            if self._collision_shapes is not None and self._collision_shapes.visible:
+                self._mark_contacts()
             if self.clip is not None:
                 self._redraw_character()
             if self.scene == "two-bone":

@@ -1,0 +1,137 @@
+"""``invkin retarget``: BVH motion capture onto a robot on a floating base.
+
+* ``invkin retarget CLIP.bvh ROBOT --out MOTION.npz [--mapping MAP.toml] [--csv FILE.csv]``: one clip,
+  a progress bar on stderr (frames), then one summary line (or ``--json``: the report's figures).
+* ``invkin retarget FOLDER ROBOT --out OUT/ [--scheduler tcp://host:8786] [--overwrite]``: every
+  ``*.bvh`` below FOLDER through :func:`invkin.retarget.dataset.retarget_dataset` (resumable: a rerun
+  skips the clips done; on a Dask cluster with --scheduler).
+
+ROBOT: a bundled name (``g1``) or a URDF path (its root gets a free joint when it has none).
+Exit codes: 0 done; 1 written, but some frames missed a hard goal or an inequality (single clip),
+or some clips failed (folder); 2 bad input.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _robot(args):
+    """(Robot, spec for workers): the robot as named (with --base/--tip/--floating-base/--srdf), given a
+    free root joint when it has none; a bundled or URDF name travels to the workers as it is, a
+    changed model as itself."""
+    from .cli_robot import robot_from_args, robot_options_given
+
+    r = robot_from_args(args)
+    if r.floating:
+        return r, (args.robot if not robot_options_given(args) else r)
+    r = r.with_floating_base()
+    return r, r
+
+
+def _options(args) -> dict:
+    from .cli import UsageError
+
+    if args.iterations is not None and args.iterations < 1:
+        raise UsageError(f"--iterations: expected an integer >= 1, got {args.iterations}")
+    opts = {"self_collision": not args.no_self_collision}
+    for k in ("iterations", "margin", "up"):
+        v = getattr(args, k)
+        if v is not None:
+            opts[k] = v
+    return opts
+
+
+def cmd_retarget(args) -> int:
+    from .cli import UsageError
+
+    src = os.fspath(args.input)
+    if os.path.isdir(src):
+        return _folder(args, src)
+    if not src.lower().endswith(".bvh"):
+        raise UsageError(f"{src}: expected a .bvh clip or a folder of them")
+    out = os.fspath(args.out)
+    if not out.lower().endswith((".npz", ".csv")):
+        raise UsageError(f"--out {out}: expected a .npz (or .csv) file for one clip")
+    from .model.bvh import read_bvh
+    from .retarget import retarget
+
+    robot = _robot(args)[0]
+    sk, clip = read_bvh(src)
+    bar = None
+    if not args.no_progress:
+        try:
+            from tqdm import tqdm
+
+            bar = tqdm(total=clip.n_frames, unit="frame", desc="invkin retarget", file=sys.stderr, dynamic_ncols=True)
+        except ImportError:
+            bar = None
+
+    def progress(done, total):
+        if bar is not None:
+            bar.update(done - bar.n)
+
+    try:
+        motion = retarget(sk, clip, robot, mapping=args.mapping, progress=progress, **_options(args))
+    finally:
+        if bar is not None:
+            bar.close()
+    motion.save(out)
+    if args.csv:
+        motion.save(args.csv)
+    rep = motion.report
+    s = rep.summary()
+    missed = len(rep.missed_frames)
+    if args.json:
+        print(json.dumps({"input": src, "output": out, "robot": robot.name, **s}))
+    else:
+        print(f"retarget: {s['frames']} frames onto {robot.name} at {s['fps_solve']:.0f} frames/s; foot slide "
+              f"<= {s['max_foot_slide_m'] * 1000:.1f} mm over {s['contacts']} contacts, penetration <= "
+              f"{s['max_penetration_m'] * 1000:.1f} mm, {s['self_collision_frames']} frames in self-collision, "
+              f"{s['limit_violations']} limit violations, {missed} frames missed a hard goal; wrote {out}")
+    return EXIT_PARTIAL if missed else EXIT_OK
+
+
+def _folder(args, src) -> int:
+    from .retarget.dataset import retarget_dataset
+
+    spec = _robot(args)[1]
+    m = retarget_dataset(src, spec, args.out, mapping=args.mapping, scheduler=args.scheduler,
+                         overwrite=args.overwrite, progress=not args.no_progress, **_options(args))
+    if args.json:
+        print(json.dumps({k: m[k] for k in ("job_id", "done", "failed", "skipped", "computed", "seconds", "complete")}))
+    else:
+        print(f"retarget: {m['done']} clips done ({m['computed']} processed now, {m['skipped']} skipped as done), "
+              f"{len(m['failed'])} failed{': ' + ', '.join(m['failed']) if m['failed'] else ''}; "
+              f"wrote {os.path.abspath(args.out)}")
+    for k in m["failed"]:
+        print(f"retarget: {k}: {m['clips'][k]['error']}", file=sys.stderr)
+    return EXIT_PARTIAL if m["failed"] else EXIT_OK
+
+
+def register(sub) -> None:
+    p = sub.add_parser("retarget", help="motion capture (BVH) onto a humanoid robot",
+                       description="Retarget a BVH clip (or every clip in a folder) onto a robot on a floating "
+                                   "base: feet held where the source stands, joint limits and velocity bounds "
+                                   "hard, self-collision and the floor kept out. Writes .npz (root position, "
+                                   "root_quat_wxyz, joint positions, joint names, fps) or .csv.")
+    p.add_argument("input", metavar="CLIP.bvh|FOLDER")
+    p.add_argument("robot", metavar="ROBOT", help="bundled name (g1) or URDF path")
+    from .cli_robot import add_robot_options
+
+    add_robot_options(p)
+    p.add_argument("--out", required=True, metavar="OUT", help="MOTION.npz / .csv for a clip, a folder for a folder")
+    p.add_argument("--mapping", metavar="MAP", help="a .toml/.json map (default: the bundled map that fits)")
+    p.add_argument("--csv", metavar="FILE.csv", help="also write the motion as CSV (one clip)")
+    p.add_argument("--up", choices=("y", "z"), help="the clip's up axis (default: the map's, else detected)")
+    p.add_argument("--iterations", type=int, metavar="N", help="iterations per frame (default 2)")
+    p.add_argument("--margin", type=float, metavar="M", help="self-collision margin [m] (default 0.005)")
+    p.add_argument("--no-self-collision", action="store_true", help="do not keep the links apart")
+    p.add_argument("--scheduler", metavar="ADDR", help="a Dask scheduler (tcp://host:8786) for a folder")
+    p.add_argument("--overwrite", action="store_true", help="replace another job's output folder")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.set_defaults(func=cmd_retarget)

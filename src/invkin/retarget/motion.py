@@ -1,0 +1,164 @@
+"""RobotMotion: a retargeted motion, and its files (.npz, .csv).
+
+The ``.npz`` keys (units in the names' docs, quaternion order in the key)::
+
+    root_position    (F, 3)  [m]   the floating base's position in the world
+    root_quat_wxyz   (F, 4)        the floating base's orientation, scalar first
+    joint_positions  (F, n)  [rad or m]  the other joints, in the order of joint_names
+    joint_names      (n,)    str
+    fps              ()      [1/s]
+    robot            ()      str   the robot's name (a bundled name loads it back)
+
+The CSV has one row per frame: ``frame, time, root_x, root_y, root_z, root_qw, root_qx, root_qy,
+root_qz`` and one column per joint (header = joint names).
+"""
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._io import atomic_open, atomic_path, open_regular
+from ..errors import FileError, ModelError
+
+__all__ = ["RobotMotion", "read_motion", "NPZ_KEYS"]
+
+NPZ_KEYS = ("root_position", "root_quat_wxyz", "joint_positions", "joint_names", "fps", "robot")
+
+
+def _ro(a):
+    a = np.array(a, dtype=np.float64)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class RobotMotion:
+    """A robot motion: one configuration per frame.
+
+    Attributes:
+        q: (F, dof) read-only, the robot's configurations (floating base first: x y z [m] and a
+            rotation vector [rad]; see ``Robot.joint_names``).
+        fps: frames per second.
+        joint_names: the names of q's entries (the robot's ``joint_names``).
+        robot_name: the robot's name.
+        report: the :class:`~invkin.retarget.report.RetargetReport` of the retargeting (None for a
+            motion read from a file).
+        source: where the motion came from (a clip path), for display.
+    """
+
+    q: np.ndarray
+    fps: float
+    joint_names: tuple
+    robot_name: str = ""
+    report: object = field(default=None, repr=False)
+    source: str = ""
+
+    def __post_init__(self):
+        q = _ro(self.q)
+        names = tuple(str(n) for n in self.joint_names)
+        if q.ndim != 2 or q.shape[1] != len(names):
+            raise ModelError(f"RobotMotion: q must be (F, {len(names)}) for {len(names)} joint names, got {q.shape}")
+        if not np.all(np.isfinite(q)):
+            raise ModelError("RobotMotion: q must be finite")
+        fps = float(self.fps)
+        if not (math.isfinite(fps) and fps > 0):
+            raise ModelError(f"RobotMotion: fps must be a finite number > 0, got {self.fps!r}")
+        object.__setattr__(self, "q", q)
+        object.__setattr__(self, "joint_names", names)
+        object.__setattr__(self, "fps", fps)
+
+    @property
+    def n_frames(self) -> int:
+        return int(self.q.shape[0])
+
+    @property
+    def floating(self) -> bool:
+        return len(self.joint_names) >= 6 and self.joint_names[0].endswith(".x") and self.joint_names[3].endswith(".rx")
+
+    @property
+    def root_position(self) -> np.ndarray:
+        """(F, 3) [m] the floating base's position (zeros for a fixed base)."""
+        return self.q[:, :3].copy() if self.floating else np.zeros((self.n_frames, 3))
+
+    @property
+    def root_quat_wxyz(self) -> np.ndarray:
+        """(F, 4) the floating base's orientation as unit quaternions, scalar first."""
+        from ..spatial import matrix_to_quat_wxyz, so3_exp
+
+        if not self.floating:
+            return np.tile([1.0, 0.0, 0.0, 0.0], (self.n_frames, 1))
+        out = np.array([matrix_to_quat_wxyz(so3_exp(r)) for r in self.q[:, 3:6]])
+        # one sign for the whole path: no jump between q and -q from frame to frame
+        for i in range(1, len(out)):
+            if out[i] @ out[i - 1] < 0:
+                out[i] = -out[i]
+        return out
+
+    @property
+    def joint_positions(self) -> np.ndarray:
+        """(F, n) the joints other than the floating base."""
+        return self.q[:, 6:].copy() if self.floating else self.q.copy()
+
+    @property
+    def actuated_names(self) -> tuple:
+        return self.joint_names[6:] if self.floating else self.joint_names
+
+    def save(self, path) -> None:
+        """Write ``.npz`` or ``.csv`` (by the extension; see the module docstring)."""
+        p = str(path)
+        if p.lower().endswith(".npz"):
+            with atomic_path(p, suffix=".npz") as tmp:
+                np.savez(tmp, root_position=self.root_position, root_quat_wxyz=self.root_quat_wxyz,
+                         joint_positions=self.joint_positions, joint_names=np.array(self.actuated_names),
+                         fps=np.float64(self.fps), robot=np.array(self.robot_name))
+        elif p.lower().endswith(".csv"):
+            with atomic_open(p, "w", newline="") as f:
+                f.write(self.to_csv())
+        else:
+            raise FileError(f"{p}: expected a .npz or .csv output path")
+
+    def to_csv(self) -> str:
+        buf = io.StringIO()
+        head = ["frame", "time", "root_x", "root_y", "root_z", "root_qw", "root_qx", "root_qy", "root_qz",
+                *self.actuated_names]
+        buf.write(",".join(head) + "\n")
+        t = np.arange(self.n_frames) / self.fps
+        rows = np.column_stack([np.arange(self.n_frames), t, self.root_position, self.root_quat_wxyz,
+                                self.joint_positions])
+        for r in rows:
+            buf.write(f"{int(r[0])}," + ",".join(repr(float(x)) for x in r[1:]) + "\n")
+        return buf.getvalue()
+
+    def __repr__(self) -> str:
+        return (f"RobotMotion({self.robot_name!r}, {self.n_frames} frames at {self.fps:g} fps, "
+                f"{len(self.joint_names)} DOF)")
+
+
+def read_motion(path) -> RobotMotion:
+    """Read a motion written by :meth:`RobotMotion.save` (``.npz``)."""
+    from ..spatial import quat_wxyz_to_matrix, so3_log
+
+    p = str(path)
+    with open_regular(p, "motion file") as f:
+        try:
+            z = np.load(io.BytesIO(f.read()), allow_pickle=False)
+        except (ValueError, OSError) as e:
+            raise FileError(f"{p}: not a .npz motion file: {e}") from None
+    missing = [k for k in NPZ_KEYS if k not in z.files]
+    if missing:
+        raise FileError(f"{p}: not a motion file: missing keys {missing} (has {list(z.files)})")
+    names = [str(n) for n in z["joint_names"]]
+    jp = np.asarray(z["joint_positions"], dtype=np.float64)
+    rp = np.asarray(z["root_position"], dtype=np.float64)
+    rq = np.asarray(z["root_quat_wxyz"], dtype=np.float64)
+    F = jp.shape[0]
+    if jp.ndim != 2 or jp.shape[1] != len(names) or rp.shape != (F, 3) or rq.shape != (F, 4):
+        raise FileError(f"{p}: inconsistent shapes: joint_positions {jp.shape}, {len(names)} joint_names, "
+                        f"root_position {rp.shape}, root_quat_wxyz {rq.shape}")
+    rv = np.array([so3_log(quat_wxyz_to_matrix(x / np.linalg.norm(x))) for x in rq]).reshape(F, 3)
+    q = np.column_stack([rp, rv, jp])
+    base = ["root_joint.x", "root_joint.y", "root_joint.z", "root_joint.rx", "root_joint.ry", "root_joint.rz"]
+    return RobotMotion(q, float(z["fps"]), tuple(base + names), robot_name=str(z["robot"]), source=p)
