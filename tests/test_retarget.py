@@ -166,7 +166,8 @@ def test_npz_round_trip_keeps_every_link_pose(wave, g1, tmp_path):
     path = tmp_path / "m.npz"
     motion.save(path)
     z = np.load(path)
-    assert set(z.files) == {"root_position", "root_quat_wxyz", "joint_positions", "joint_names", "fps", "robot"}
+    assert set(z.files) == {"root_position", "root_quat_wxyz", "joint_positions", "joint_names", "fps", "robot",
+                            "robot_spec", "clip"}
     np.testing.assert_allclose(np.linalg.norm(z["root_quat_wxyz"], axis=1), 1.0, atol=1e-12)
     back = ik.read_motion(path)
     assert back.joint_names == motion.joint_names and back.fps == motion.fps and back.n_frames == motion.n_frames

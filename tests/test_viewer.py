@@ -679,3 +679,47 @@ def test_the_page_draws_links_in_contact_red(browser, started):
         assert red(after) > 500 and red(after) > 5 * max(red(before), 1), (red(before), red(after))
     finally:
         page.close()
+
+
+def test_a_retargeted_motion_plays_on_the_time_slider_beside_its_clip(browser, started, tmp_path):
+    sk, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    motion = ik.retarget(sk, clip, ik.load_robot("g1"))
+    motion = type(motion)(motion.q, motion.fps, motion.joint_names, robot_name=motion.robot_name,
+                          robot_spec="g1", clip_path=str(MOCAP / "cmu_02_01_walk.bvh"))
+    motion.save(tmp_path / "walk.npz")
+    app = started(ViewerApp(tmp_path / "walk.npz", port=free_port()))  # robot and clip from the file
+    assert app.motion.clip is not None and app.playing
+    f0 = app.clip_frame
+    time.sleep(0.6)
+    assert app.clip_frame != f0, "the motion does not play"
+    page = _open(browser, app)
+    try:
+        app.set_motion_frame(0)
+        mask0, img0 = _robot_mask(app, page)
+        # the page's own time slider (Mantine: role=slider) to its last frame, by the keyboard
+        sliders = page.get_by_role("slider")
+        last = str(len(app.motion.frames) - 1)
+        frame = next(sliders.nth(i) for i in range(sliders.count())
+                     if sliders.nth(i).get_attribute("aria-valuemax") == last)
+        frame.focus()
+        frame.press("End")
+        end = time.monotonic() + 20
+        while app.clip_frame != int(last) and time.monotonic() < end:
+            time.sleep(0.2)
+        assert app.clip_frame == int(last) and not app.playing, "the page's slider did not seek the motion"
+        np.testing.assert_allclose(app.current_q, app.motion.frames[-1])
+        mask1, img1 = _robot_mask(app, page)
+        _shot(page, "viewer_motion_g1_walk.png")
+        assert mask0.sum() > 500 and mask1.sum() > 500, "the robot is not drawn"
+        # the robot walked: where it is drawn at the last frame is not where it was at the first
+        overlap = np.count_nonzero(mask0 & mask1) / min(mask0.sum(), mask1.sum())
+        assert overlap < 0.5, f"the robot's drawing barely moved ({overlap:.0%} overlap)"
+        def source_px(img, mask):  # the source skeleton: green (shaded pale), outside the robot's pixels
+            v = _view(img).astype(int)
+            return (v[..., 1] > v[..., 0] + 20) & (v[..., 1] > v[..., 2] + 10) & ~mask
+
+        s0, s1 = source_px(img0, mask0), source_px(img1, mask1)
+        assert s0.sum() > 100 and s1.sum() > 100, "the source skeleton is not drawn beside the robot"
+        assert np.count_nonzero(s0 & s1) < 0.5 * min(s0.sum(), s1.sum())
+    finally:
+        page.close()

@@ -209,7 +209,8 @@ def test_center_of_mass_needs_link_masses():
 def test_restarts_reseed_near_q0_and_never_throw_the_floating_base_far(hum):
     from invkin.solve import core_args
     from invkin.solvers._common import compile_problem
-    from invkin.solvers.lm_core import NEAR_ATTEMPTS, _restart_near
+    from invkin.solvers.lm import L_SAMPLE_SPAN
+    from invkin.solvers.lm_core import NEAR_ATTEMPTS, NEAR_STEP, _restart_near
 
     q0 = _stance(hum)
     p = compile_problem(hum, [ik.Position("l_hand", [0, 0, 0])], 1e-6, 1e-6)
@@ -223,7 +224,7 @@ def test_restarts_reseed_near_q0_and_never_throw_the_floating_base_far(hum):
         assert np.abs(q[base] - q0[base]).max() <= 0.3 + 1e-12  # the base stays near q0
         if k <= NEAR_ATTEMPTS:
             d = np.abs(q - q0).max()
-            assert d <= 0.1 * k * 4.0 + 1e-12
+            assert d <= NEAR_STEP * k * lims[L_SAMPLE_SPAN].max() + 1e-12
             prev = max(prev, d)
 
 

@@ -79,6 +79,14 @@ def cmd_retarget(args) -> int:
     finally:
         if bar is not None:
             bar.close()
+    from dataclasses import replace
+
+    from .cli_robot import robot_options_given
+
+    spec = ""  # what loads this robot back (invkin view MOTION.npz): a bundled name or the URDF's path
+    if not robot_options_given(args):
+        spec = os.path.abspath(args.robot) if os.path.exists(args.robot) else args.robot
+    motion = replace(motion, robot_spec=spec, clip_path=os.path.abspath(src))
     motion.save(out)
     if args.csv:
         motion.save(args.csv)

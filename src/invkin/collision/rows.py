@@ -28,7 +28,8 @@ import math
 import warnings
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from .errors import CollisionError, CollisionWarning
 from .kernels import collision_rows
@@ -41,12 +42,6 @@ CUTOFF = 0.05      # [m] broad phase: pairs whose bounds are farther than margin
 E_VIOL, E_DMIN, E_ROWS = 4, 5, 6  # slots of the core's errs array
 
 
-def _empty(shape, dtype=np.float64, writeable=False):
-    a = np.zeros(shape, dtype=dtype)
-    a.setflags(write=writeable)
-    return a
-
-
 def _readonly(a):
     if a.flags.writeable:
         a = a.view()
@@ -54,15 +49,11 @@ def _readonly(a):
     return a
 
 
-def no_rows() -> tuple:
-    """The ``coll`` tuple of a problem without collision rows (same types as :func:`solve_rows`, so
-    the core compiles once): every table empty."""
-    i64 = np.int64
-    tables = (_empty(0, i64), _empty(1, i64), _empty((0, 7)), _empty((0, 4)), _empty((0, 2), i64), _empty((0, 7)),
-              _empty(0, i64), _empty((0, 15)), _empty(0, i64), _empty((0, 4)), _empty(0, i64),
-              _empty((0, 7), writeable=True), _empty((0, 4), writeable=True), _empty((0, 10), writeable=True),
-              _empty((0, 0, 10), writeable=True), _empty((0, 2), i64), _empty((0, 4)))
-    return (tables, np.array([0.0, 0.0, BUFFER]), np.zeros(0, dtype=i64), np.zeros(0, dtype=i64))
+def no_rows():
+    """The ``coll`` of a problem without collision rows: None. The core's kernels are then compiled
+    without any collision code (:func:`ineq_eval` and :func:`ineq_size` resolve to no-ops by type,
+    so a plain solve does not pay the collision kernels' compile time)."""
+    return None
 
 
 def check_options(world, self_collision, margin):
@@ -98,16 +89,36 @@ def solve_rows(robot, world, self_collision: bool, margin: float) -> tuple:
             np.empty(m, dtype=np.int64))
 
 
-@njit(cache=True)
 def ineq_size(coll) -> int:
-    """The most collision rows of ``coll`` (0 without collision)."""
-    return coll[2].shape[0]
+    """The most collision rows of ``coll`` (0 without collision: None)."""
+    return 0 if coll is None else coll[2].shape[0]
 
 
-@njit(cache=True)
 def ineq_eval(coll, ni, nf, Tall, m0, e, J, errs):
     """Collision rows at the FK ``Tall`` into rows m0… of ``e`` and ``J`` (see the module
-    docstring), and errs[E_VIOL], errs[E_DMIN], errs[E_ROWS]."""
+    docstring), and errs[E_VIOL], errs[E_DMIN], errs[E_ROWS]; nothing when ``coll`` is None.
+    Inside a kernel the choice is made by type when it compiles (the overloads below)."""
+    if coll is not None:
+        _ineq_eval(coll, ni, nf, Tall, m0, e, J, errs)
+
+
+@overload(ineq_size, jit_options={"cache": True})
+def _ineq_size_ov(coll):
+    if isinstance(coll, types.NoneType):
+        return lambda coll: 0
+    return lambda coll: coll[2].shape[0]
+
+
+@overload(ineq_eval, jit_options={"cache": True})
+def _ineq_eval_ov(coll, ni, nf, Tall, m0, e, J, errs):
+    if isinstance(coll, types.NoneType):
+        return lambda coll, ni, nf, Tall, m0, e, J, errs: None
+    return lambda coll, ni, nf, Tall, m0, e, J, errs: _ineq_eval(coll, ni, nf, Tall, m0, e, J, errs)
+
+
+@njit(cache=True)
+def _ineq_eval(coll, ni, nf, Tall, m0, e, J, errs):
+    """ineq_eval for a ``coll`` tuple."""
     tables, par, na, nb = coll
     errs[E_VIOL] = 0.0
     errs[E_DMIN] = np.inf

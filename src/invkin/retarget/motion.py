@@ -7,7 +7,9 @@ The ``.npz`` keys (units in the names' docs, quaternion order in the key)::
     joint_positions  (F, n)  [rad or m]  the other joints, in the order of joint_names
     joint_names      (n,)    str
     fps              ()      [1/s]
-    robot            ()      str   the robot's name (a bundled name loads it back)
+    robot            ()      str   the robot's name (``Robot.name``)
+    robot_spec       ()      str   optional: what loads the robot back (a bundled name or a .urdf path)
+    clip             ()      str   optional: the source clip's path (``invkin view MOTION.npz`` plays it beside)
 
 The CSV has one row per frame: ``frame, time, root_x, root_y, root_z, root_qw, root_qx, root_qy,
 root_qz`` and one column per joint (header = joint names).
@@ -47,6 +49,9 @@ class RobotMotion:
         report: the :class:`~invkin.retarget.report.RetargetReport` of the retargeting (None for a
             motion read from a file).
         source: where the motion came from (a clip path), for display.
+        robot_spec: what :func:`invkin.load_robot` loads the robot from (a bundled name or a URDF
+            path; ``""`` when unknown): the viewer loads the robot of a motion file by it.
+        clip_path: the source clip's file (``""`` when unknown): the viewer plays it beside the robot.
     """
 
     q: np.ndarray
@@ -55,6 +60,8 @@ class RobotMotion:
     robot_name: str = ""
     report: object = field(default=None, repr=False)
     source: str = ""
+    robot_spec: str = ""
+    clip_path: str = ""
 
     def __post_init__(self):
         q = _ro(self.q)
@@ -113,7 +120,8 @@ class RobotMotion:
             with atomic_path(p, suffix=".npz") as tmp:
                 np.savez(tmp, root_position=self.root_position, root_quat_wxyz=self.root_quat_wxyz,
                          joint_positions=self.joint_positions, joint_names=np.array(self.actuated_names),
-                         fps=np.float64(self.fps), robot=np.array(self.robot_name))
+                         fps=np.float64(self.fps), robot=np.array(self.robot_name),
+                         robot_spec=np.array(self.robot_spec), clip=np.array(self.clip_path))
         elif p.lower().endswith(".csv"):
             with atomic_open(p, "w", newline="") as f:
                 f.write(self.to_csv())
@@ -161,4 +169,5 @@ def read_motion(path) -> RobotMotion:
     rv = np.array([so3_log(quat_wxyz_to_matrix(x / np.linalg.norm(x))) for x in rq]).reshape(F, 3)
     q = np.column_stack([rp, rv, jp])
     base = ["root_joint.x", "root_joint.y", "root_joint.z", "root_joint.rx", "root_joint.ry", "root_joint.rz"]
-    return RobotMotion(q, float(z["fps"]), tuple(base + names), robot_name=str(z["robot"]), source=p)
+    extra = {k: str(z[key]) for k, key in (("robot_spec", "robot_spec"), ("clip_path", "clip")) if key in z.files}
+    return RobotMotion(q, float(z["fps"]), tuple(base + names), robot_name=str(z["robot"]), source=p, **extra)

@@ -38,8 +38,8 @@ from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVER
 #
 # Inequality rows: the joint box (limits, tightened per solve by max_joint_step) is an active
 # set: joints a step would push past a bound are held there and the others re-solved (as on the
-# chain path). The collision distances d_i(q) >= margin (collision/rows.py; model[5], empty
-# without collision) join the same way: evaluated after the goal rows at every point (rows
+# chain path). The collision distances d_i(q) >= margin (collision/rows.py; model[5], None
+# without collision: the kernels then compile without collision code) join the same way: evaluated after the goal rows at every point (rows
 # 3G.. of e, J; ineq_eval), a row that is violated, or that the step would violate, becomes a
 # hard row d_i + grad d_i . dq = margin of that step (_ineq_step). A point closer than the
 # margin (errs[E_VIOL] > 0) is never converged and a step from it must lower the violation; from
@@ -52,16 +52,19 @@ from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVER
 HARD_HOLD = 0.1       # hard goals met stay within HARD_HOLD x tolerance through the soft steps
 EPS_HARD = 1e-14
 NEAR_ATTEMPTS = 6     # general-core restarts re-seed near q0 first (radius grows per attempt)
-NEAR_STEP = 0.08      # radius of near restart k: k x NEAR_STEP x the sampling span
+NEAR_STEP = 0.15      # radius of near restart k: k x NEAR_STEP x the sampling span
 FREE_RADIUS = 0.05    # [m or rad] per near attempt, for DOFs without limits (a floating base)
 SETTLE_ITERATIONS = 100
 CORE_PROGRESS_WINDOW = 8
 SOC_PASSES = 3        # second-order corrections of a trial point that bent the hard goals
 SOFT_PROGRESS = 1e-3  # with hard goals, an attempt ends when its soft cost falls less over a window
 AGREE = 1e-2          # two attempts agree when their largest errors differ by less than this fraction
+AGREEMENTS = 3        # unreachable once this many later attempts agree with the best (near restarts of a
+                      # reachable problem can fall back into the start's basin: 1 gave 6 false verdicts in
+                      # 60 reachable G1 two-hand targets, 3 with NEAR_STEP 0.15 none)
 INEQ_PASSES = 4       # re-solves of a step with the collision rows it would violate
 MU_INEQ = 1e-10       # least regularisation of the hard system once collision rows join it
-UNREACHABLE = 3       # core_attempts: two attempts agree on the same closest, non-converged answer
+UNREACHABLE = 3       # core_attempts: 1 + AGREEMENTS attempts agree on the same closest, non-converged answer
 # core state slots after the chain kernel's (CHAIN_STATE of them)
 S_BEST_HARD, S_AGREE, S_DISTANCE, S_BEST_DIST, S_HARD = range(13, 18)
 CORE_STATE = 18
@@ -611,8 +614,8 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
     into lo, hi by the driver), later ones from _restart_near. A converged attempt settles the
     posture (w_post > 0). The best attempt is kept in best_q: lexicographically, hard goals met
     first, then the largest error over tolerance. Returns CONVERGED, RUNNING (budget spent),
-    STALLED (max_attempts done) or UNREACHABLE (with hard goals: two attempts stalled, the hard
-    goals met, at the same closest answer: the soft goals cannot be met with them). rowerr (G,)
+    STALLED (max_attempts done) or UNREACHABLE (with hard goals: 1 + AGREEMENTS attempts stalled, the
+    hard goals met, at the same closest answer: the soft goals cannot be met with them). rowerr (G,)
     receives each goal row's error at best_q (Result.goals_met)."""
     ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
@@ -686,7 +689,7 @@ def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0,
                     state[S_BEST_RERR] = state[S_RERR]
                     for i in range(dof):
                         best_q[i] = q[i]
-                if state[S_AGREE] >= 1.0:
+                if state[S_AGREE] >= AGREEMENTS:
                     return UNREACHABLE
             attempt = int(state[S_ATTEMPT]) + 1
             state[S_ATTEMPT] = attempt

@@ -18,7 +18,8 @@ Scenes (``ViewerApp(scene=...)``):
   goal weight, damping (for methods that have a ``damping`` option, and the reach loop), FK mode
   with joint sliders (every DOF). A BVH file also plays its clip, turned from its up axis to the
   viewer's +z, its IK-corrected version (``invkin.correct_clip``) drawn over the ghost of the clip
-  as read (``character.py``).
+  as read (``character.py``). A retargeted motion (``motion=``, a ``.npz``) plays on the robot
+  with its source clip beside it on the same time slider (``motion.py``).
 * ``tentacle``: the tip of a tentacle follows a target moved by the arrow keys (viser commands
   with hotkeys, so the browser page sends them) or buttons; a second tentacle sways by FK alone
   (SEEDS.md §4): ``q_k(t) = A sin(ω t − k φ)``.
@@ -50,6 +51,7 @@ from .draw import DrawMixin
 from . import DEMOS
 from .errors import PortInUseError, ViewerError, _check_port_free, _import_viser
 from .gui import GuiMixin
+from .motion import MotionMixin, motion_view
 from .pose import start_pose
 from .scenes import ScenesMixin
 from .targets import TargetsMixin
@@ -61,12 +63,13 @@ SCENES = ("ik", "tentacle", "two-bone", "reach")
 TICK_HZ = 30.0           # animation rate of the background ticker [Hz]
 
 
-class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
+class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, MotionMixin, DrawMixin, GuiMixin):
     """A viser server showing one robot (or BVH skeleton) and solving IK for dragged targets.
 
     Args:
-        robot: a :class:`Robot`, a bundled name, a ``.urdf`` path or a ``.bvh`` path (which also
-            gives the clip to play).
+        robot: a :class:`Robot`, a bundled name, a ``.urdf`` path, a ``.bvh`` path (which also
+            gives the clip to play) or a motion ``.npz`` (as ``motion=``); default ``panda``, or
+            with ``motion``, the robot the motion file records.
         host, port: where the server listens (default localhost:8080; port 0 picks a free one).
         scene: one of :data:`SCENES`.
         clip: a BVH :class:`Clip` to play (default: the one read with a ``.bvh`` robot).
@@ -78,6 +81,9 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
         method_options: ``{method: {option: value}}`` passed to that method's solves (e.g.
             ``{"ccd": {"variant": "simple", "threshold": "article"}}``, the article's CCD).
         sticks: draw the kinematic stick figure even when the robot has visual shapes.
+        motion: a :class:`~invkin.retarget.motion.RobotMotion` or its ``.npz`` to play on the robot.
+        source: the motion's source clip (a BVH/glTF path or a (skeleton, Clip) pair) to play beside
+            it (default: the clip the file records, when it exists).
         up: a clip's up axis (one of :data:`~invkin.viewer.character.UP_AXES`; default: detected).
         max_faces: triangles kept per mesh file (default
             :data:`~invkin.viewer.meshes.DEFAULT_MAX_FACES`; larger files are decimated once and
@@ -88,10 +94,11 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
     :meth:`set_method`, :meth:`set_q`, :attr:`last_result`, :attr:`status`.
     """
 
-    def __init__(self, robot="panda", host: str = "127.0.0.1", port: int = 8080, *, scene: str = "ik",
+    def __init__(self, robot=None, host: str = "127.0.0.1", port: int = 8080, *, scene: str = "ik",
                  clip=None, method: str | None = None, targets=None, timeout: float = 0.02,
                  title: str | None = None, q0=None, method_options: dict | None = None,
-                 sticks: bool = False, max_faces: int | None = None, up: str | None = None):
+                 sticks: bool = False, max_faces: int | None = None, up: str | None = None,
+                 motion=None, source=None):
         from ..solvers import get_method
 
         if scene not in SCENES:
@@ -101,6 +108,19 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
         if not isinstance(host, str) or not host:
             raise ViewerError(f"host must be a host name or address, got {host!r}")
         self.bvh = False
+        if isinstance(robot, (str, os.PathLike)) and os.fspath(robot).lower().endswith(".npz"):
+            motion, robot = robot if motion is None else motion, None
+        self.motion = None
+        if motion is not None:
+            if clip is not None or scene != "ik":
+                raise ViewerError("a motion plays in the 'ik' scene without a clip (its source goes in source=)")
+            self.motion = motion_view(motion, robot, source)
+            robot = self.motion.robot
+            targets = [] if targets is None else targets
+        elif source is not None:
+            raise ViewerError("source= is the source clip of a motion; give the motion too (motion=)")
+        if robot is None:
+            robot = "panda"
         if isinstance(robot, (str, os.PathLike)) and os.fspath(robot).lower().endswith(".bvh"):
             from ..model.bvh import read_bvh
 
@@ -165,7 +185,7 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
         self.reach_step = 0.01           # Δ [m] (SEEDS.md §1)
         self.reach_rate = 120.0          # straight-line steps per second
         self.sway = True
-        self.playing = clip is not None
+        self.playing = clip is not None or self.motion is not None
         self.clip_speed = 1.0
         self.clip_frame = 0
         self.corrected_frames = None
@@ -184,7 +204,10 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
         self._sliders = []
         self._gizmo_count = 0
 
-        self.q = clip.frames[0].copy() if clip is not None else start_pose(robot)
+        if self.motion is not None:
+            self.q = self.motion.frames[0].copy()
+        else:
+            self.q = clip.frames[0].copy() if clip is not None else start_pose(robot)
         if q0 is not None:
             self.q = robot.clamp(robot.check_q(q0, "q0"))
         self.q_start = self.q.copy()  # "reset pose" returns here
@@ -424,6 +447,8 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, DrawMixin, GuiMixin):
                         self._tick_sway(now)
                     if self.clip is not None and self.playing:
                         self._tick_clip(dt)
+                    if self.motion is not None and self.playing:
+                        self._tick_motion(dt)
                     if self.scene == "reach" and self._reaching:
                         self._tick_reach(dt)
             except Exception as exc:

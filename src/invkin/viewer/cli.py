@@ -85,10 +85,19 @@ def serve(app, out=None) -> int:
 def cmd_view(args) -> int:
     from ..cli_robot import robot_from_args, robot_options_given
     from .app import ViewerApp
+    from .errors import ViewerError
     from .pose import named_pose, parse_q
 
     check_server_arguments(args)
     robot = args.robot
+    if robot.lower().endswith(".npz"):  # a retargeted motion: its robot, its source clip beside it
+        if args.q is not None or args.state is not None or args.frame:
+            raise ViewerError("--q, --state and --frame do not apply to a motion file (it gives every pose)")
+        app = ViewerApp(motion=robot, robot=args.motion_robot, source=args.clip, host=args.host, port=args.port,
+                        method=args.method, sticks=args.sticks)
+        return serve(app)
+    if args.clip is not None or args.motion_robot is not None:
+        raise ViewerError("--clip and --robot go with a motion file (invkin view MOTION.npz --clip CLIP.bvh)")
     if not robot.lower().endswith((".bvh", ".gltf", ".glb")) or robot_options_given(args):
         robot = robot_from_args(args)
     q0 = None
@@ -114,10 +123,12 @@ def register(sub) -> None:
         description="Serve a browser viewer for a robot (bundled name, .urdf or MJCF .xml: drawn with its "
                     "visual meshes and primitives, --sticks for the stick figure) or a BVH/glTF clip "
                     "(turned upright from its own up axis; its IK-corrected version over the ghost of the "
-                    "clip as read). Drag the targets; the server solves with the chosen method and "
-                    "redraws. Needs the [viewer] extra (viser, trimesh). Ctrl-C stops.")
-    p.add_argument("robot", metavar="ROBOT|FILE.bvh", help="bundled name (panda, g1, ...), a .urdf, an MJCF "
-                                                          ".xml, a .bvh or a .gltf/.glb clip")
+                    "clip as read) or a retargeted motion .npz (the robot plays it; its source clip, --clip "
+                    "or the one the file records, plays beside it on the same time slider). Drag the "
+                    "targets; the server solves with the chosen method and redraws. Needs the [viewer] extra (viser, trimesh). Ctrl-C stops.")
+    p.add_argument("robot", metavar="ROBOT|FILE.bvh|MOTION.npz",
+                   help="bundled name (panda, g1, ...), a .urdf, an MJCF .xml, a .bvh or a .gltf/.glb clip, or a "
+                        "motion .npz from `invkin retarget`")
     add_server_arguments(p)
     p.add_argument("--method", default=None, help="solver to start with (default lm; see `invkin methods`)")
     p.add_argument("--frame", action="append", metavar="FRAME",
@@ -131,6 +142,11 @@ def register(sub) -> None:
                    help="start in this SRDF group state (e.g. half_sitting; needs --srdf or a bundled SRDF)")
     p.add_argument("--up", default=None, choices=("x", "y", "z", "-x", "-y", "-z"),
                    help="up axis of a BVH clip (default: found from the clip: head above the feet)")
+    p.add_argument("--clip", default=None, metavar="CLIP.bvh",
+                   help="with a motion .npz: its source clip, played beside the robot (default: the clip the "
+                        "file records, when it exists)")
+    p.add_argument("--robot", dest="motion_robot", default=None, metavar="ROBOT",
+                   help="with a motion .npz: the robot (bundled name or .urdf; default: the one the file records)")
     from ..cli_robot import add_robot_options
 
     add_robot_options(p)  # --base, --tip, --floating-base, --srdf (the group states of --state)

@@ -294,6 +294,8 @@ class DrawMixin:
             self.follow_root = self.follow_root or travel > 1.5 * size  # ... or follows a long walk
             P = np.vstack([P, Pc]) if not self.follow_root else P
             ground_z = float(Pc[:, 2].min())
+        if self.motion is not None:  # the camera frames the robot's path and the source beside it
+            P = np.vstack([P, self._motion_points()])
         lo, hi = P.min(axis=0), P.max(axis=0)
         center, view = 0.5 * (lo + hi), max(size, float(np.max(hi - lo)))
         ground = -0.05 * size if self.scene == "two-bone" else 0.0  # the planar arm lies in z = 0
@@ -312,7 +314,7 @@ class DrawMixin:
         if self._shapes is not None:  # skeleton and frame axes stay a Display toggle
             self._skel.bones.visible = False
             self._skel.bones.show_axes = False
-        if self.scene == "ik" and not self.bvh:  # a floating robot (a pelvis root) stands on the ground
+        if self.scene == "ik" and not self.bvh and self.motion is None:  # a floating robot (a pelvis root) stands on the ground
             low = min(float(P[:, 2].min()), self._shapes.lowest(self.q) if self._shapes is not None else np.inf)
             if low < -0.02 * size:
                 z = self._free_z_index()
@@ -341,6 +343,8 @@ class DrawMixin:
             cam.position = tuple(center + np.array([0.95, -1.25, 0.65]) * 0.5 * (view + size))
         if self.clip is not None:
             self._build_character(sc, size, wxyz)
+        if self.motion is not None:
+            self._build_motion(sc, size)
         if self.scene == "tentacle":
             sc.add_frame("/sway", show_axes=False, position=(-1.0 * size, 0.0, 0.0))
             self._sway_skel = _Skeleton(sc, "/sway/skeleton", self.sway_robot, size,
@@ -470,6 +474,8 @@ class DrawMixin:
                 self._mark_contacts()
             if self.clip is not None:
                 self._redraw_character()
+            if self.motion is not None:
+                self._redraw_motion()
             if self.scene == "two-bone":
                 self._arm3d.update(self.arm3d_points)
             if self.scene == "reach" and self._targets:

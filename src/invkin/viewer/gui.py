@@ -188,6 +188,8 @@ class GuiMixin:
                     attr = {"trails": "show_trails", "follow": "follow_root"}.get(key, key)
                     h = gui.add_checkbox(label, getattr(self, attr))
                     h.on_update(guarded(lambda v, key=key: self.set_clip_display(**{key: v})))
+        if self.motion is not None:
+            self._build_motion_gui(gui)
         with gui.add_folder("Display", expand_by_default=False):
             if self.mesh_note:
                 gui.add_markdown(f"Robot: {self.mesh_note}.")
