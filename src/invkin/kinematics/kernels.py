@@ -35,6 +35,8 @@ from llvmlite import ir as llvm_ir
 from numba import njit, prange, types
 from numba.core.extending import intrinsic
 
+from ..spatial import so3_exp_nb, so3_log_nb
+
 
 FIXED = 0
 REVOLUTE = 1
@@ -711,3 +713,56 @@ def _jacobian_chunk(ch, qs, out, b0, b1, T, F):
         for b in range(b0, b1):
             chain_frames_into(ch, qs[b], F, T)
             chain_jacobian_from_frames(ch, F, T[0, 3], T[1, 3], T[2, 3], out[b])
+
+
+# --------------------------------------------------------------------------- q ⊕ dq, q1 ⊖ q0
+
+
+@njit(cache=True)
+def integrate_into(q, dq, balls, out):
+    """out = q ⊕ dq (Robot.integrate of one configuration): the plain sum, and for the ball joint
+    starting at each index of ``balls`` ``log(exp(q[ball]) exp(dq[ball]))`` (a local increment)."""
+    n = q.shape[0]
+    for i in range(n):
+        out[i] = q[i] + dq[i]
+    if balls.shape[0] > 0:
+        Ra = np.empty((3, 3))
+        Rb = np.empty((3, 3))
+        Rc = np.empty((3, 3))
+        r = np.empty(3)
+        for k in range(balls.shape[0]):
+            s = balls[k]
+            so3_exp_nb(q[s], q[s + 1], q[s + 2], Ra)
+            so3_exp_nb(dq[s], dq[s + 1], dq[s + 2], Rb)
+            for i in range(3):
+                for j in range(3):
+                    Rc[i, j] = Ra[i, 0] * Rb[0, j] + Ra[i, 1] * Rb[1, j] + Ra[i, 2] * Rb[2, j]
+            so3_log_nb(Rc, r)
+            out[s] = r[0]
+            out[s + 1] = r[1]
+            out[s + 2] = r[2]
+
+
+@njit(cache=True)
+def difference_into(q, q_rest, balls, out):
+    """out = q_rest ⊖ q (Robot.difference(q, q_rest) of one configuration): the plain difference,
+    and for the ball joint starting at each index of ``balls`` ``log(R_q^T R_rest)``; the solvers'
+    posture residual (solvers._common.posture_residual)."""
+    for i in range(q.shape[0]):
+        out[i] = q_rest[i] - q[i]
+    if balls.shape[0] > 0:
+        Ra = np.empty((3, 3))
+        Rb = np.empty((3, 3))
+        Rc = np.empty((3, 3))
+        r = np.empty(3)
+        for k in range(balls.shape[0]):
+            s = balls[k]
+            so3_exp_nb(q[s], q[s + 1], q[s + 2], Ra)
+            so3_exp_nb(q_rest[s], q_rest[s + 1], q_rest[s + 2], Rb)
+            for i in range(3):
+                for j in range(3):
+                    Rc[i, j] = Ra[0, i] * Rb[0, j] + Ra[1, i] * Rb[1, j] + Ra[2, i] * Rb[2, j]
+            so3_log_nb(Rc, r)
+            out[s] = r[0]
+            out[s + 1] = r[1]
+            out[s + 2] = r[2]

@@ -24,7 +24,6 @@ from numba import njit
 
 from ..errors import ConfigurationError, FrameError, ModelError, closest_names
 from ..kinematics import kernels as K
-from ..spatial import so3_exp_nb, so3_log_nb
 
 __all__ = ["Robot", "JOINT_TYPES"]
 
@@ -73,45 +72,17 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _integrate_ball(q, dq, balls, out):
-    """out[ball] = log(exp(q[ball]) exp(dq[ball])) for every ball start index; rows of (B, dof)."""
-    Ra = np.empty((3, 3))
-    Rb = np.empty((3, 3))
-    Rc = np.empty((3, 3))
-    r = np.empty(3)
+def _integrate_rows(q, dq, balls, out):
+    """out[b] = q[b] ⊕ dq[b] for every row of (B, dof) arrays (kinematics.kernels.integrate_into)."""
     for b in range(q.shape[0]):
-        for k in range(balls.shape[0]):
-            s = balls[k]
-            so3_exp_nb(q[b, s], q[b, s + 1], q[b, s + 2], Ra)
-            so3_exp_nb(dq[b, s], dq[b, s + 1], dq[b, s + 2], Rb)
-            for i in range(3):
-                for j in range(3):
-                    Rc[i, j] = Ra[i, 0] * Rb[0, j] + Ra[i, 1] * Rb[1, j] + Ra[i, 2] * Rb[2, j]
-            so3_log_nb(Rc, r)
-            out[b, s] = r[0]
-            out[b, s + 1] = r[1]
-            out[b, s + 2] = r[2]
+        K.integrate_into(q[b], dq[b], balls, out[b])
 
 
 @njit(cache=True)
-def _difference_ball(q0, q1, balls, out):
-    """out[ball] = log(exp(q0[ball])^T exp(q1[ball])) for every ball start index."""
-    Ra = np.empty((3, 3))
-    Rb = np.empty((3, 3))
-    Rc = np.empty((3, 3))
-    r = np.empty(3)
+def _difference_rows(q0, q1, balls, out):
+    """out[b] = q1[b] ⊖ q0[b] for every row (kinematics.kernels.difference_into)."""
     for b in range(q0.shape[0]):
-        for k in range(balls.shape[0]):
-            s = balls[k]
-            so3_exp_nb(q0[b, s], q0[b, s + 1], q0[b, s + 2], Ra)
-            so3_exp_nb(q1[b, s], q1[b, s + 1], q1[b, s + 2], Rb)
-            for i in range(3):
-                for j in range(3):
-                    Rc[i, j] = Ra[0, i] * Rb[0, j] + Ra[1, i] * Rb[1, j] + Ra[2, i] * Rb[2, j]
-            so3_log_nb(Rc, r)
-            out[b, s] = r[0]
-            out[b, s + 1] = r[1]
-            out[b, s + 2] = r[2]
+        K.difference_into(q0[b], q1[b], balls, out[b])
 
 
 def _bounded_limits(name, joint_names, jtype, qidx, lower, upper, origin):
@@ -777,7 +748,7 @@ class Robot:
         if self._ball_starts.size:
             q2, dq2 = np.broadcast_arrays(np.atleast_2d(q), np.atleast_2d(dq))
             o2 = np.array(np.broadcast_to(np.atleast_2d(out), q2.shape))
-            _integrate_ball(np.ascontiguousarray(q2), np.ascontiguousarray(dq2), self._ball_starts, o2)
+            _integrate_rows(np.ascontiguousarray(q2), np.ascontiguousarray(dq2), self._ball_starts, o2)
             out = o2 if out.ndim == 2 or q2.shape[0] > 1 else o2[0]
         return out
 
@@ -789,7 +760,7 @@ class Robot:
         if self._ball_starts.size:
             a, b = np.broadcast_arrays(np.atleast_2d(q0), np.atleast_2d(q1))
             o2 = np.array(np.broadcast_to(np.atleast_2d(out), a.shape))
-            _difference_ball(np.ascontiguousarray(a), np.ascontiguousarray(b), self._ball_starts, o2)
+            _difference_rows(np.ascontiguousarray(a), np.ascontiguousarray(b), self._ball_starts, o2)
             out = o2 if out.ndim == 2 or a.shape[0] > 1 else o2[0]
         return out
 

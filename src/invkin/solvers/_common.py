@@ -21,8 +21,8 @@ from numba import njit
 from ..errors import FrameError, GoalError
 from ..goals import KIND_AIM, KIND_AXIS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KIND_ROTATION, \
     KINDS, Goal, Posture
-from ..kinematics.kernels import BALL, NO_RC, fk_all_into, jacobian_from_all
-from ..spatial import so3_exp_nb, so3_log_nb
+from ..kinematics.kernels import BALL, NO_RC, fk_all_into, integrate_into, jacobian_from_all
+from ..kinematics.kernels import difference_into as posture_residual  # noqa: F401 - re-exported: q_rest ⊖ q
 
 # kernel return codes
 RUNNING = 0
@@ -622,54 +622,6 @@ def step_and_clamp(q, dq, lower, upper, balls, out):
             out[i] = lower[i]
         elif out[i] > upper[i]:
             out[i] = upper[i]
-
-
-@njit(cache=True)
-def integrate_into(q, dq, balls, out):
-    """out = q ⊕ dq (Robot.integrate of one configuration): the plain sum, and for the ball joint
-    starting at each index of ``balls`` ``log(exp(q[ball]) exp(dq[ball]))`` (a local increment)."""
-    n = q.shape[0]
-    for i in range(n):
-        out[i] = q[i] + dq[i]
-    if balls.shape[0] > 0:
-        Ra = np.empty((3, 3))
-        Rb = np.empty((3, 3))
-        Rc = np.empty((3, 3))
-        r = np.empty(3)
-        for k in range(balls.shape[0]):
-            s = balls[k]
-            so3_exp_nb(q[s], q[s + 1], q[s + 2], Ra)
-            so3_exp_nb(dq[s], dq[s + 1], dq[s + 2], Rb)
-            for i in range(3):
-                for j in range(3):
-                    Rc[i, j] = Ra[i, 0] * Rb[0, j] + Ra[i, 1] * Rb[1, j] + Ra[i, 2] * Rb[2, j]
-            so3_log_nb(Rc, r)
-            out[s] = r[0]
-            out[s + 1] = r[1]
-            out[s + 2] = r[2]
-
-
-@njit(cache=True)
-def posture_residual(q, q_rest, balls, out):
-    """out = q_rest ⊖ q (ball joints: log(R_q^T R_rest))."""
-    for i in range(q.shape[0]):
-        out[i] = q_rest[i] - q[i]
-    if balls.shape[0] > 0:
-        Ra = np.empty((3, 3))
-        Rb = np.empty((3, 3))
-        Rc = np.empty((3, 3))
-        r = np.empty(3)
-        for k in range(balls.shape[0]):
-            s = balls[k]
-            so3_exp_nb(q[s], q[s + 1], q[s + 2], Ra)
-            so3_exp_nb(q_rest[s], q_rest[s + 1], q_rest[s + 2], Rb)
-            for i in range(3):
-                for j in range(3):
-                    Rc[i, j] = Ra[0, i] * Rb[0, j] + Ra[1, i] * Rb[1, j] + Ra[2, i] * Rb[2, j]
-            so3_log_nb(Rc, r)
-            out[s] = r[0]
-            out[s + 1] = r[1]
-            out[s + 2] = r[2]
 
 
 @njit(cache=True)

@@ -315,6 +315,8 @@ def min_rotation_quat(ex, ey, ez, tx, ty, tz):
         z = ex * py - ey * px
         w = 0.0
     n = math.sqrt(w * w + x * x + y * y + z * z)
+    if not n > 0.0:  # |e| |t| ~ 1e-160: the squares underflow (hypothesis found it): the identity
+        return 1.0, 0.0, 0.0, 0.0
     return w / n, x / n, y / n, z / n
 
 

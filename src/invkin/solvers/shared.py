@@ -50,7 +50,7 @@ def project_cones_in_place(robot, q) -> bool:
     ±x, ±y, ±z are not covered here (the result's projection in solve covers them)."""
     from ._twist import cone_groups_table, cone_rows, project_cones
 
-    return project_cones(robot._ni, robot._nf, q, robot.lower, robot.upper, cone_rows(robot),
+    return project_cones(robot.node_table, robot.node_params, q, robot.lower, robot.upper, cone_rows(robot),
                          *cone_groups_table(robot))  # the methods whose sweeps run through geometric_kernel
 
 
