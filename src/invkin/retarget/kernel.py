@@ -57,7 +57,7 @@ def _eval(model, table, q, ws, rowerr):
     ni, nf, origin, mass, com = model[0], model[1], model[2], model[3], model[4]
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
-                   ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], True, rowerr)
+                   ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], bool(1), rowerr)
 
 
 @njit(cache=True)
@@ -262,7 +262,7 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
             break
         step_into(q, dq, lims, lo, hi, qn)
         core_eval_rows(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR,
-                       Tall, Jf, Jr, sub, e2, J2, errs2, True, nof)
+                       Tall, Jf, Jr, sub, e2, J2, errs2, bool(1), nof)
         nc2, viol2, _ = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc2, ec2, NEAR)
         cost2 = _costs(e2, soft, hard) + PENALTY * viol2
         if cost2 < cost:

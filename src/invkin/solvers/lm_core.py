@@ -403,7 +403,7 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     m0 = 3 * gvec.shape[0]
     hardx = np.empty(hard.shape[0] + ineq_size(coll), dtype=np.int64)
     core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf, Jr,
-              sub, e, J, errs, True)
+              sub, e, J, errs, bool(1))
     ineq_eval(coll, ni, nf, Tall, m0, e, J, errs)
     cs, ch = _costs(e, soft, hard)
     code = RUNNING
@@ -426,7 +426,7 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
             continue
         _step_into(q, dq, lims, lo, hi, qn)
         core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
-                  Jf, Jr, sub, e2, J2, errs2, True)
+                  Jf, Jr, sub, e2, J2, errs2, bool(1))
         ineq_eval(coll, ni, nf, Tall, m0, e2, J2, errs2)
         hk = _hard_key(errs, tol_p, tol_r)
         for _ in range(SOC_PASSES):
@@ -441,7 +441,7 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
                 qc[i] = qn[i]
             _step_into(qc, dqc, lims, lo, hi, qn)
             core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
-                      Jf, Jr, sub, e2, J2, errs2, True)
+                      Jf, Jr, sub, e2, J2, errs2, bool(1))
             ineq_eval(coll, ni, nf, Tall, m0, e2, J2, errs2)
         cs2, ch2 = _costs(e2, soft, hard)
         if it % CORE_PROGRESS_WINDOW == 0:
@@ -517,7 +517,7 @@ def settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, max_iter, ws):
     hardx = np.empty(m0 + ineq_size(coll), dtype=np.int64)
     balls = _balls(lims)
     core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf, Jr,
-              sub, e, J, errs, True)
+              sub, e, J, errs, bool(1))
     ineq_eval(coll, ni, nf, Tall, m0, e, J, errs)
     posture_residual(q, q_rest, balls, bias)
     cost = 0.0
@@ -534,7 +534,7 @@ def settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, max_iter, ws):
             break
         _step_into(q, dq, lims, lo, hi, qn)
         core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
-                  Jf, Jr, sub, e2, J2, errs2, True)
+                  Jf, Jr, sub, e2, J2, errs2, bool(1))
         ineq_eval(coll, ni, nf, Tall, m0, e2, J2, errs2)
         posture_residual(qn, q_rest, balls, bias)
         cost2 = 0.0
@@ -623,7 +623,7 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
     code = _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
                           attempt_iters, max_attempts, seed, ws)
     core_eval_rows(ni, nf, origin, mass, com, best_q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
-                   ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], False, rowerr)
+                   ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], bool(0), rowerr)
     return code
 
 
@@ -651,7 +651,7 @@ def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0,
                 state[S_ITERS] += settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, SETTLE_ITERATIONS, ws)
                 errs = ws[8]  # the errors at the settled q
                 core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10],
-                          ws[11], ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], errs, False)
+                          ws[11], ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], errs, bool(0))
                 state[S_PERR] = errs[0]
                 state[S_RERR] = errs[1]
             if state[S_DISTANCE] == 0.0:
@@ -699,7 +699,7 @@ def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0,
     if not (state[S_BEST] < np.inf):  # no attempt finished: report the current q
         errs = ws[8]
         core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
-                  ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], errs, False)
+                  ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], errs, bool(0))
         for i in range(dof):
             best_q[i] = q[i]
         state[S_BEST_PERR] = errs[0]
@@ -715,7 +715,7 @@ def row_errors(model, table, q):
     ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, hard.shape[0], 0)
     out = np.empty(gnode.shape[0])
     core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
-                   ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], False, out)
+                   ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], bool(0), out)
     return out
 
 
