@@ -315,7 +315,10 @@ def test_cli_retargets_a_folder_resumably_and_records_failures(tmp_path):
     m = json.loads((out / "retarget_manifest.json").read_text())
     assert sorted(m["clips"]) == ["broken.bvh", "fair1_wave_hello.bvh", "sub/cmu_49_04_run_leap.bvh"]
     assert m["failed"] == ["broken.bvh"] and m["computed"] == 3
-    assert ik.read_motion(out / "sub" / "cmu_49_04_run_leap.npz").n_frames == 252
+    leap = ik.read_motion(out / "sub" / "cmu_49_04_run_leap.npz")
+    assert leap.n_frames == 252
+    # each file says what loads its robot and where its clip is, so `invkin view` opens it alone
+    assert leap.robot_spec == "g1" and leap.clip_path == str((src / "sub" / "cmu_49_04_run_leap.bvh").resolve())
     first = (out / "fair1_wave_hello.npz").read_bytes()
     (out / "sub" / "cmu_49_04_run_leap.npz").unlink()  # a lost output is redone, the rest skipped
     r = _cli("retarget", src, "g1", "--out", out, "--no-progress", "--json")

@@ -17,6 +17,7 @@ Dask (``invkin[distributed]``); otherwise they run here, one after the other.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import io
 import json
@@ -36,8 +37,9 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def retarget_bytes(spec, bvh: bytes, name: str, mapping_toml, options: dict) -> dict:
-    """One task: a clip's BVH bytes → {"npz": bytes, "summary": dict} or {"error": str}."""
+def retarget_bytes(spec, bvh: bytes, name: str, mapping_toml, options: dict, view=("", "")) -> dict:
+    """One task: a clip's BVH bytes → {"npz": bytes, "summary": dict} or {"error": str}. ``view``:
+    (what loads the robot back, the clip's path), recorded in the motion file for ``invkin view``."""
     from ..errors import InvkinError
     from ..jobs.chunks import robot_from_spec
     from ..model.bvh import read_bvh
@@ -58,6 +60,7 @@ def retarget_bytes(spec, bvh: bytes, name: str, mapping_toml, options: dict) -> 
             from .mapping import mapping_from_dict
             mapping = mapping_from_dict(tomllib.loads(mapping_toml), name)
         motion = retarget(sk, clip, robot, mapping=mapping, **options)
+        motion = dataclasses.replace(motion, robot_spec=view[0], clip_path=view[1])
     except InvkinError as e:  # named by the clip's path in the dataset, not the worker's temporary copy
         return {"error": " ".join(str(e).replace(p, name).split())}
     buf = io.BytesIO()
@@ -100,6 +103,9 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
     if not clips:
         raise JobError(f"{folder}: no .bvh file found (searched the folder and its sub-folders)")
     model, spec = robot_spec(robot)
+    loads = ""  # what loads the robot back (invkin view): a bundled name or a URDF's path, as given
+    if isinstance(robot, (str, os.PathLike)):
+        loads = os.path.abspath(robot) if os.path.exists(robot) else os.fspath(robot)
     if mapping is not None and not isinstance(mapping, Mapping):
         mapping = load_mapping(mapping)
     mapping_toml = mapping.to_toml() if mapping is not None else None
@@ -135,7 +141,7 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
                 "error" in e or (os.path.isfile(target) and _sha(Path(target).read_bytes()) == e.get("npz_sha256"))):
             skipped += 1
             continue
-        todo.append((rel, data, target))
+        todo.append((rel, data, target, (loads, str(p.resolve()))))
     t0 = time.perf_counter()
     computed = 0
 
@@ -162,15 +168,15 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
         with contextlib.ExitStack() as stack:
             client = client_for(stack, client, scheduler, connect_timeout)
             if client is None:
-                for rel, data, target in todo:
-                    on_result(rel, data, target, retarget_bytes(spec, data, rel, mapping_toml, options))
+                for rel, data, target, view in todo:
+                    on_result(rel, data, target, retarget_bytes(spec, data, rel, mapping_toml, options, view))
                     if bar is not None:
                         bar.update(1)
             else:
                 from dask.distributed import as_completed
 
-                futs = {client.submit(retarget_bytes, spec, data, rel, mapping_toml, options, pure=False): (rel, data, t)
-                        for rel, data, t in todo}
+                futs = {client.submit(retarget_bytes, spec, data, rel, mapping_toml, options, view, pure=False):
+                        (rel, data, t) for rel, data, t, view in todo}
                 for fut in as_completed(list(futs)):
                     rel, data, target = futs[fut]
                     on_result(rel, data, target, fut.result())
