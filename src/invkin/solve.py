@@ -460,7 +460,8 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
                               f"its options: {sorted(opts) or 'none'}")
         opts = {**opts, **options}
     q_start = _initial_q(robot, q0)
-    if m.name == "lm":
+    if m.name == "lm" and not (robot.extras.get("cone_limits") and collision is None and max_joint_step is None
+                               and dt is None and problem.basic_kinds_only() and not problem.has_hard):
         step = _joint_step(robot, max_joint_step, dt)
         if collision is None:
             return _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step, t_start)
@@ -727,8 +728,9 @@ def _fast_tables(robot, frame):
     """What _solve_lm_fast reads per (robot, frame), kept in ``robot.cache["lm_fast"][frame]`` (two
     dict look-ups instead of six queries): (chain program, lims, free, scratch size, dof,
     q neutral, whether results need _post_solve); lims None on a floating robot (its tables
-    depend on q0). None for a name that is not a frame of the robot, or not a str."""
-    if type(frame) is not str or not robot.has_frame(frame):
+    depend on q0). None for a name that is not a frame of the robot, or not a str, and on a robot
+    with swing-cone/twist limits (its lm solves run projected iterations on the general path)."""
+    if type(frame) is not str or not robot.has_frame(frame) or robot.extras.get("cone_limits"):
         return None
     lims, free, size = (None, None, None) if robot.floating else _lm_tables(robot)
     fast = (robot.chain_program(frame), lims, free, size, robot.dof, robot.q_neutral, _needs_post(robot))

@@ -16,11 +16,12 @@ A limited joint is either a ball joint (``q`` holds its rotation vector) or a BV
 rotation channels about x, y and z (its composed rotation is limited; the projection is written back
 as the Euler angles nearest the current ones). Limits are kept in ``robot.extras["cone_limits"]``
 ({frame: (axis (3,), swing_max, twist_lo, twist_hi)}, angles in radians). ``ccd`` and ``fabrik``
-honour them inside their updates (:mod:`invkin.solvers._twist`); dls, pinv, transpose and
-gauss-seidel after every iteration (the solve driver projects); for every method :func:`invkin.solve`
-projects the returned configuration (:func:`project_limits`, through :func:`respect_cone_limits`) —
-the only way lm and analytic honour them (their iterations do not see the cones;
-``info["cone_limits_projected"]`` says when the projection moved the result).
+honour them inside their updates (:mod:`invkin.solvers._twist`); dls, pinv, transpose, gauss-seidel
+and lm (soft goals of the basic kinds) after every iteration (the solve driver projects); for every
+method :func:`invkin.solve` projects the returned configuration (:func:`project_limits`, through
+:func:`respect_cone_limits`) — the only way analytic, and lm with hard goals, other goal kinds,
+``max_joint_step`` or collisions, honour them (``info["cone_limits_projected"]`` says when the
+projection moved the result).
 
 Rig files (JSON, or TOML on Python ≥ 3.11) hold the same mapping as the dict, angles in degrees::
 
