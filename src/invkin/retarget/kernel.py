@@ -34,7 +34,7 @@ from numba import njit
 
 from ..collision.kernels import collision_rows
 from ..kinematics.kernels import fk_all_into, jacobian_from_all
-from ..solvers.shared import L_BALL, core_active_step, core_eval_rows, core_workspace, step_into
+from ..solvers.shared import L_BALL, core_active_step, core_eval_rows, core_workspace, row_costs, step_into
 
 PROJECT_PASSES = 4
 PROJECT_REG = 1e-6    # regularisation of the projection's row system (contradicting rows stay bounded)
@@ -173,12 +173,8 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
 
 @njit(cache=True)
 def _costs(e, soft, hard):
-    cs = 0.0
-    for i in range(soft.shape[0]):
-        cs += e[soft[i]] * e[soft[i]]
-    ch = 0.0
-    for i in range(hard.shape[0]):
-        ch += e[hard[i]] * e[hard[i]]
+    """The soft cost plus HARD_WEIGHT x the hard cost (row_costs: the core's two sums)."""
+    cs, ch = row_costs(e, soft, hard)
     return cs + HARD_WEIGHT * ch
 
 
