@@ -548,11 +548,9 @@ def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e,
 
 
 @njit(cache=True, inline="always", **NO_RC)
-def ldl_solve(A, b, x):
-    """Solve A x = b for symmetric positive definite A (n x n) by A = L D L^T (no square roots,
-    one division per column: about half the time of chol_solve at n = 6); A is overwritten
-    (unit L below the diagonal, D on it). Returns False if A is not positive definite."""
-    n = A.shape[0]
+def ldl_factor(A, n):
+    """A[:n, :n] = L D L^T in place (no square roots, one division per column; unit L below the
+    diagonal, D on it). False if A is not positive definite."""
     for j in range(n):
         d = A[j, j]
         for k in range(j):
@@ -566,6 +564,12 @@ def ldl_solve(A, b, x):
             for k in range(j):
                 t -= A[i, k] * A[j, k] * A[k, k]
             A[i, j] = t * inv
+    return True
+
+
+@njit(cache=True, inline="always", **NO_RC)
+def ldl_apply(A, n, b, x):
+    """x = A^-1 b for the factor of ldl_factor (forward, diagonal, backward substitution)."""
     for i in range(n):
         t = b[i]
         for k in range(i):
@@ -578,6 +582,17 @@ def ldl_solve(A, b, x):
         for k in range(i + 1, n):
             t -= A[k, i] * x[k]
         x[i] = t
+
+
+@njit(cache=True, inline="always", **NO_RC)
+def ldl_solve(A, b, x):
+    """Solve A x = b for symmetric positive definite A (n x n) by A = L D L^T (about half the time
+    of chol_solve at n = 6); A is overwritten with the factor. Returns False if A is not positive
+    definite."""
+    n = A.shape[0]
+    if not ldl_factor(A, n):
+        return False
+    ldl_apply(A, n, b, x)
     return True
 
 

@@ -11,7 +11,7 @@ from numba import njit
 from ..goals import KIND_COM, KIND_REL_POSITION, KINDS
 from ..kinematics.kernels import FAST, NO_RC, fk_all_into, jacobian_from_all
 from ..collision.rows import E_ROWS, E_VIOL, active_rows, ineq_eval, ineq_size, no_rows
-from ._common import com_row, goal_row_call, posture_residual, relative_frame
+from ._common import com_row, goal_row_call, ldl_apply, ldl_factor, posture_residual, relative_frame
 from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BALL, L_JW, L_LOWER,
                  L_SAMPLE_LO, L_SAMPLE_SPAN, L_UPPER, LAMBDA_MAX, LAMBDA_MIN, LAMBDA_SHRINK, NEAR, PROGRESS_FACTOR,
                  RUNNING, S_ATTEMPT, S_ATTEMPT_ITERS, S_BEST, S_BEST_PERR, S_BEST_RERR, S_ITERS, S_LAMBDA, S_MINIMIZE,
@@ -116,42 +116,6 @@ def core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gve
                 errs[cls] = err
             if glevel[g] == 0 and err > errs[2 + cls]:
                 errs[2 + cls] = err
-
-
-@njit(cache=True)
-def _ldl_factor(A, n):
-    """A[:n, :n] = L D L^T in place (unit L below the diagonal, D on it); False if not positive definite."""
-    for j in range(n):
-        d = A[j, j]
-        for k in range(j):
-            d -= A[j, k] * A[j, k] * A[k, k]
-        if not d > 0.0:
-            return False
-        A[j, j] = d
-        inv = 1.0 / d
-        for i in range(j + 1, n):
-            t = A[i, j]
-            for k in range(j):
-                t -= A[i, k] * A[j, k] * A[k, k]
-            A[i, j] = t * inv
-    return True
-
-
-@njit(cache=True)
-def _ldl_apply(A, n, b, x):
-    """x = A^-1 b for the factor of _ldl_factor."""
-    for i in range(n):
-        t = b[i]
-        for k in range(i):
-            t -= A[i, k] * x[k]
-        x[i] = t
-    for i in range(n):
-        x[i] /= A[i, i]
-    for i in range(n - 1, -1, -1):
-        t = x[i]
-        for k in range(i + 1, n):
-            t -= A[k, i] * x[k]
-        x[i] = t
 
 
 @njit(cache=True, fastmath=FAST)
@@ -272,9 +236,9 @@ def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, c
         for i in range(mh):  # (A H^-1 A^T + mu_h I) lam = A y - b
             lam[i] = S[mh, i] - r[hard[i]]
             S[i, i] += mu_h
-        if not _ldl_factor(S, mh):
+        if not ldl_factor(S, mh):
             return False
-        _ldl_apply(S, mh, lam, col)
+        ldl_apply(S, mh, lam, col)
         for k in range(dof):
             t = Z[k, mh]
             for i in range(mh):
