@@ -51,7 +51,8 @@ from .result import Status
 from .solvers.shared import (CONVERGED, GEOMETRIC, RUNNING, STALLED, chol_solve, cone_coverage,
                              damped_normal_equations, geometric_kernel, project_cones_in_place, posture_residual, residual_sqnorm, smallest_singular_value,
                              step_and_clamp, take_trial, task_eval)
-from .spatial import so3_exp_nb, so3_log_nb
+from .kinematics.kernels import rotvec_between, rotvec_compose
+from .spatial import so3_exp_nb
 
 __all__ = ["Tracker", "TrackStep", "TRACK_METHODS"]
 
@@ -96,32 +97,18 @@ def _bound_step(q0, qn, bound, balls, is_ball):
         elif qn[i] > hi:
             qn[i] = hi
             clipped = True
-    if balls.shape[0] > 0:
-        Ra = np.empty((3, 3))
-        Rb = np.empty((3, 3))
-        Rc = np.empty((3, 3))
-        r = np.empty(3)
-        for k in range(balls.shape[0]):
-            s = balls[k]
-            so3_exp_nb(q0[s], q0[s + 1], q0[s + 2], Ra)
-            so3_exp_nb(qn[s], qn[s + 1], qn[s + 2], Rb)
+    r = np.empty(3)
+    for k in range(balls.shape[0]):
+        s = balls[k]
+        rotvec_between(q0, s, qn, s, r, 0)
+        th = math.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2])
+        b = bound[s]
+        if th > b:
+            f = b / th
             for i in range(3):
-                for j in range(3):
-                    Rc[i, j] = Ra[0, i] * Rb[0, j] + Ra[1, i] * Rb[1, j] + Ra[2, i] * Rb[2, j]
-            so3_log_nb(Rc, r)
-            th = math.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2])
-            b = bound[s]
-            if th > b:
-                f = b / th
-                so3_exp_nb(f * r[0], f * r[1], f * r[2], Rb)
-                for i in range(3):
-                    for j in range(3):
-                        Rc[i, j] = Ra[i, 0] * Rb[0, j] + Ra[i, 1] * Rb[1, j] + Ra[i, 2] * Rb[2, j]
-                so3_log_nb(Rc, r)
-                qn[s] = r[0]
-                qn[s + 1] = r[1]
-                qn[s + 2] = r[2]
-                clipped = True
+                r[i] *= f
+            rotvec_compose(q0, s, r, 0, qn, s)
+            clipped = True
     return clipped
 
 

@@ -719,28 +719,49 @@ def _jacobian_chunk(ch, qs, out, b0, b1, T, F):
 
 
 @njit(cache=True)
+def rotvec_compose(a, i, b, j, out, k):
+    """out[k:k+3] = log(exp(a[i:i+3]) exp(b[j:j+3])): rotation vectors composed (a local increment)."""
+    Ra = np.empty((3, 3))
+    Rb = np.empty((3, 3))
+    Rc = np.empty((3, 3))
+    r = np.empty(3)
+    so3_exp_nb(a[i], a[i + 1], a[i + 2], Ra)
+    so3_exp_nb(b[j], b[j + 1], b[j + 2], Rb)
+    for m in range(3):
+        for n in range(3):
+            Rc[m, n] = Ra[m, 0] * Rb[0, n] + Ra[m, 1] * Rb[1, n] + Ra[m, 2] * Rb[2, n]
+    so3_log_nb(Rc, r)
+    out[k] = r[0]
+    out[k + 1] = r[1]
+    out[k + 2] = r[2]
+
+
+@njit(cache=True)
+def rotvec_between(a, i, b, j, out, k):
+    """out[k:k+3] = log(exp(a[i:i+3])^T exp(b[j:j+3])): the rotation from a to b, in a's frame."""
+    Ra = np.empty((3, 3))
+    Rb = np.empty((3, 3))
+    Rc = np.empty((3, 3))
+    r = np.empty(3)
+    so3_exp_nb(a[i], a[i + 1], a[i + 2], Ra)
+    so3_exp_nb(b[j], b[j + 1], b[j + 2], Rb)
+    for m in range(3):
+        for n in range(3):
+            Rc[m, n] = Ra[0, m] * Rb[0, n] + Ra[1, m] * Rb[1, n] + Ra[2, m] * Rb[2, n]
+    so3_log_nb(Rc, r)
+    out[k] = r[0]
+    out[k + 1] = r[1]
+    out[k + 2] = r[2]
+
+
+@njit(cache=True)
 def integrate_into(q, dq, balls, out):
     """out = q ⊕ dq (Robot.integrate of one configuration): the plain sum, and for the ball joint
     starting at each index of ``balls`` ``log(exp(q[ball]) exp(dq[ball]))`` (a local increment)."""
-    n = q.shape[0]
-    for i in range(n):
+    for i in range(q.shape[0]):
         out[i] = q[i] + dq[i]
-    if balls.shape[0] > 0:
-        Ra = np.empty((3, 3))
-        Rb = np.empty((3, 3))
-        Rc = np.empty((3, 3))
-        r = np.empty(3)
-        for k in range(balls.shape[0]):
-            s = balls[k]
-            so3_exp_nb(q[s], q[s + 1], q[s + 2], Ra)
-            so3_exp_nb(dq[s], dq[s + 1], dq[s + 2], Rb)
-            for i in range(3):
-                for j in range(3):
-                    Rc[i, j] = Ra[i, 0] * Rb[0, j] + Ra[i, 1] * Rb[1, j] + Ra[i, 2] * Rb[2, j]
-            so3_log_nb(Rc, r)
-            out[s] = r[0]
-            out[s + 1] = r[1]
-            out[s + 2] = r[2]
+    for k in range(balls.shape[0]):
+        rotvec_compose(q, balls[k], dq, balls[k], out, balls[k])
 
 
 @njit(cache=True)
@@ -750,19 +771,5 @@ def difference_into(q, q_rest, balls, out):
     posture residual (solvers._common.posture_residual)."""
     for i in range(q.shape[0]):
         out[i] = q_rest[i] - q[i]
-    if balls.shape[0] > 0:
-        Ra = np.empty((3, 3))
-        Rb = np.empty((3, 3))
-        Rc = np.empty((3, 3))
-        r = np.empty(3)
-        for k in range(balls.shape[0]):
-            s = balls[k]
-            so3_exp_nb(q[s], q[s + 1], q[s + 2], Ra)
-            so3_exp_nb(q_rest[s], q_rest[s + 1], q_rest[s + 2], Rb)
-            for i in range(3):
-                for j in range(3):
-                    Rc[i, j] = Ra[0, i] * Rb[0, j] + Ra[1, i] * Rb[1, j] + Ra[2, i] * Rb[2, j]
-            so3_log_nb(Rc, r)
-            out[s] = r[0]
-            out[s + 1] = r[1]
-            out[s + 2] = r[2]
+    for k in range(balls.shape[0]):
+        rotvec_between(q, balls[k], q_rest, balls[k], out, balls[k])
