@@ -32,7 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..kinematics.kernels import jacobian_from_all
+from ..kinematics.kernels import fk_all_into, jacobian_from_all
 
 _GOLD = 0.6180339887498949
 _SEARCH_STEPS = 64
@@ -426,3 +426,42 @@ def _row(ni, nf, Tall, res, na, nb, Jl, d, J, k):
         return k
     d[k] = res[0]
     return k + 1
+
+
+@njit(cache=True)
+def closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link, static_close):
+    """The check of one configuration, in one call: FK of ``q`` into ``Tall``, every checked pair whose
+    bounds are within ``cutoff`` [m] measured (as :func:`collision_rows`, without the Jacobians), and
+    ``(d_min, index)`` of the closest pair some joint moves (``moving_self`` (P,), ``moving_link``
+    (L,): 1 when a joint moves the pair; index ``p < P`` a self pair, ``P + ℓ·n_obstacles + o`` a
+    (link, obstacle)); ``(inf, −1)`` when none lies within the cutoff. Pairs no joint moves and
+    closer than ``static_close`` [m] are counted in the third value."""
+    (links, link_caps, caps, bounds, pairs, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj,
+     wcaps, wb, out_self, out_world, chunk_range, chunk_bound) = tables
+    fk_all_into(ni, nf, origin, q, Tall)
+    world_capsules(Tall, links, link_caps, caps, bounds, wcaps, wb)
+    self_distances(wcaps, wb, link_caps, pairs, cutoff, out_self)
+    n_obj = out_world.shape[1]
+    if n_obj > 0:
+        world_distances(wcaps, wb, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
+                        cutoff, out_world)
+    dmin = np.inf
+    imin = -1
+    n_static = 0
+    P = pairs.shape[0]
+    for p in range(P):
+        d = out_self[p, 0]
+        if moving_self[p]:
+            if d < dmin and d <= cutoff:
+                dmin, imin = d, p
+        elif d < static_close:
+            n_static += 1
+    for ell in range(out_world.shape[0]):
+        for o in range(n_obj):
+            d = out_world[ell, o, 0]
+            if moving_link[ell]:
+                if d < dmin and d <= cutoff:
+                    dmin, imin = d, P + ell * n_obj + o
+            elif d < static_close:
+                n_static += 1
+    return dmin, imin, n_static
