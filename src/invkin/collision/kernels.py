@@ -268,23 +268,30 @@ def self_distances(wcaps, wbounds, link_caps, pairs, cutoff, out):
 
 
 @njit(cache=True)
-def _cloud_point(wcaps, c0, c1, bx, by, bz, br, ocaps, k, o, cutoff, out, tmp):
-    """Obstacle capsule k (of obstacle o) against the link's capsules c0..c1, kept in out[o] when
-    closer; skipped when its bound is beyond the cutoff or the best so far."""
-    # bound of the obstacle capsule: a sphere about its middle (scalars only: this runs once per
-    # point of a cloud near the link)
+def _beyond(ocaps, k, bx, by, bz, br, reach):
+    """True when obstacle capsule k lies farther than ``reach`` from the sphere (bx, by, bz, br)
+    (its bound: a sphere about its middle; scalars only, no array views: this runs once per point
+    of a cloud's chunk near a link)."""
     mx = 0.5 * (ocaps[k, 0] + ocaps[k, 3]) - bx
     my = 0.5 * (ocaps[k, 1] + ocaps[k, 4]) - by
     mz = 0.5 * (ocaps[k, 2] + ocaps[k, 5]) - bz
     hx = 0.5 * (ocaps[k, 3] - ocaps[k, 0])
     hy = 0.5 * (ocaps[k, 4] - ocaps[k, 1])
     hz = 0.5 * (ocaps[k, 5] - ocaps[k, 2])
-    reach = cutoff if cutoff < out[o, 0] else out[o, 0]
     gap = math.sqrt(mx * mx + my * my + mz * mz) - ocaps[k, 6] - br
-    if gap - reach > 0.0 and (gap - reach) * (gap - reach) > hx * hx + hy * hy + hz * hz:
-        return
+    return gap - reach > 0.0 and (gap - reach) * (gap - reach) > hx * hx + hy * hy + hz * hz
+
+
+@njit(cache=True)
+def _cloud_point(wcaps, c0, c1, ocaps, k, o, cutoff, out, tmp):
+    """Obstacle capsule k (of obstacle o) against the link's capsules c0..c1, kept in out[o] when
+    closer (its bound passed _beyond)."""
     res = out[o]
+    reach = cutoff if cutoff < res[0] else res[0]
     px, py, pz = 0.5 * (ocaps[k, 0] + ocaps[k, 3]), 0.5 * (ocaps[k, 1] + ocaps[k, 4]), 0.5 * (ocaps[k, 2] + ocaps[k, 5])
+    hx = 0.5 * (ocaps[k, 3] - ocaps[k, 0])
+    hy = 0.5 * (ocaps[k, 4] - ocaps[k, 1])
+    hz = 0.5 * (ocaps[k, 5] - ocaps[k, 2])
     slack = math.sqrt(hx * hx + hy * hy + hz * hz) + ocaps[k, 6]  # the obstacle capsule lies within this of p
     for c in range(c0, c1):
         # a lower bound first (the middle of the obstacle capsule to the link capsule's segment): a
@@ -326,7 +333,9 @@ def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chu
             if far >= 0.0 and cx * cx + cy * cy + cz * cz > far * far:
                 continue
             for k in range(chunk_range[ch, 0], chunk_range[ch, 1]):
-                _cloud_point(wcaps, c0, c1, bx, by, bz, br, ocaps, k, ocap_obj[k], cutoff, out[ell], tmp)
+                o = ocap_obj[k]
+                if not _beyond(ocaps, k, bx, by, bz, br, cutoff if cutoff < out[ell, o, 0] else out[ell, o, 0]):
+                    _cloud_point(wcaps, c0, c1, ocaps, k, o, cutoff, out[ell], tmp)
         for k in range(boxes.shape[0]):
             bo = boxes[k]
             if _box_sdf(bo, bx, by, bz) - br > cutoff:
