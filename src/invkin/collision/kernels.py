@@ -283,6 +283,24 @@ def _beyond(ocaps, k, bx, by, bz, br, reach):
 
 
 @njit(cache=True)
+def _chunk_beyond(wcaps, c0, c1, sphere, reach):
+    """True when the sphere (centre, radius) of a chunk lies farther than ``reach`` from every
+    capsule c0..c1 of a link (centre to segment, less both radii): a tighter test than the link's
+    bounding sphere, which is loose around a long link."""
+    px, py, pz = sphere[0], sphere[1], sphere[2]
+    for c in range(c0, c1):
+        ax, ay, az = wcaps[c, 0], wcaps[c, 1], wcaps[c, 2]
+        ex, ey, ez = wcaps[c, 3] - ax, wcaps[c, 4] - ay, wcaps[c, 5] - az
+        ee = ex * ex + ey * ey + ez * ez
+        t = _clamp01(((px - ax) * ex + (py - ay) * ey + (pz - az) * ez) / ee) if ee > _EPS else 0.0
+        dx, dy, dz = px - ax - t * ex, py - ay - t * ey, pz - az - t * ez
+        far = reach + sphere[3] + wcaps[c, 6]
+        if far < 0.0 or dx * dx + dy * dy + dz * dz <= far * far:
+            return False
+    return True
+
+
+@njit(cache=True)
 def _cloud_point(wcaps, c0, c1, ocaps, k, o, cutoff, out, tmp):
     """Obstacle capsule k (of obstacle o) against the link's capsules c0..c1, kept in out[o] when
     closer (its bound passed _beyond)."""
@@ -331,6 +349,8 @@ def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chu
             cx, cy, cz = chunk_bound[ch, 0] - bx, chunk_bound[ch, 1] - by, chunk_bound[ch, 2] - bz
             far = chunk_bound[ch, 3] + br + reach
             if far >= 0.0 and cx * cx + cy * cy + cz * cz > far * far:
+                continue
+            if _chunk_beyond(wcaps, c0, c1, chunk_bound[ch], reach):
                 continue
             for k in range(chunk_range[ch, 0], chunk_range[ch, 1]):
                 o = ocap_obj[k]
