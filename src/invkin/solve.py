@@ -878,7 +878,7 @@ def _joint_step(robot, max_joint_step, dt):
 
 
 FIRST_SHARE = 0.25  # of a collision solve's budget, for the solve without rows that goes first
-COLLISION_RETRIES = 8  # plain solves from random starts tried, each checked, before the rows (_collision_fast)
+COLLISION_RETRIES = 32  # plain solves from random starts tried, each checked, before the rows (_collision_fast)
 
 
 def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step, t_start,
