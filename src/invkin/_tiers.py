@@ -102,6 +102,7 @@ def _converted(g: dict) -> dict:
     out = _module_globals.get(id(g))
     if out is None:
         out = dict(g)
+        _module_globals[id(g)] = out  # first: modules whose functions refer to each other
         for k, v in g.items():
             if isinstance(v, Dispatcher):
                 out[k] = _Lazy(v)
@@ -115,7 +116,6 @@ def _converted(g: dict) -> dict:
         for k, v in g.items():
             if isinstance(v, pytypes.FunctionType) and v.__globals__ is g:
                 out[k] = _rebind(v, out)
-        _module_globals[id(g)] = out
     return out
 
 
