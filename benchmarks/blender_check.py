@@ -27,6 +27,8 @@ import numpy as np
 import bpy  # noqa: E402 - the optional Blender module
 import invkin as ik
 
+os.environ.setdefault("INVKIN_COMPILE", "wait")  # time machine code, not first calls on the interpreter (invkin._tiers)
+
 ROOT = Path(__file__).resolve().parent.parent
 P = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
 

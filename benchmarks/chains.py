@@ -35,6 +35,9 @@ except ImportError:  # an older checkout (the "before" column): the same measure
                 row.append(math.remainder(2.0 * math.atan2(float(q[1:] @ np.asarray(axis)), q[0]), 2 * math.pi))
             out.append(row)
         return np.array(out)
+import os
+
+os.environ.setdefault("INVKIN_COMPILE", "wait")  # time machine code, not first calls on the interpreter (invkin._tiers)
 
 
 def path(n_frames: int, reach: float) -> np.ndarray:

@@ -91,27 +91,59 @@ CLI = {"cli help": ["--help"],
 STEPS.update(dict.fromkeys(CLI))
 
 
+# after the first call: wait for the background compile (invkin._tiers) of every kernel the call
+# ran interpreted, and print the time from before the import to machine code for all of them
+_COMPILED = """
+try:
+    from invkin import _tiers
+    _tiers.wait(900)
+except ImportError:  # a tree from before session 4 (--baseline): it compiled during the call
+    pass
+print(time.perf_counter() - t_start)
+"""
+
+
+def _wait_workers(limit: float = 900.0) -> None:
+    """Wait until no background compile process (``invkin._compile_worker``) is left: the cached
+    run of a command-line step must find what the cold one sent to the background."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < limit:
+        ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        if "invkin._compile_worker" not in ps:
+            return
+        time.sleep(0.5)
+
+
 def _children_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
 
 
-def _run_step(python: str, name: str, cache: str, src: str | None = None, cpu: bool = False) -> float:
-    """Seconds of one step in a fresh process: wall clock from before ``import invkin`` to the end
-    of the first call, or with ``cpu`` the process's whole CPU time (user + system, interpreter
-    start-up included), which a busy machine inflates far less than the wall clock."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache, INVKIN_CACHE_DIR=cache, INVKIN_QUIET="1")
+def _run_step(python: str, name: str, cache: str, src: str | None = None, cpu: bool = False,
+              mode: str = "background") -> tuple[float, float]:
+    """(first answer, machine code) seconds of one step in a fresh process: the wall clock from
+    before ``import invkin`` to the end of the first call, and to the moment every kernel it ran
+    is compiled (the same as the first in ``wait`` mode; nan for command-line steps, whose
+    process ends first); with ``cpu`` the process's whole CPU time (user + system, interpreter
+    start-up included, the background compile process not), which a busy machine inflates far
+    less than the wall clock."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, INVKIN_CACHE_DIR=cache, INVKIN_QUIET="1", INVKIN_COMPILE=mode)
     if src is not None:
         env["PYTHONPATH"] = src
     c0 = _children_cpu()
     if name in CLI:
         t0 = time.perf_counter()
         subprocess.run([python, "-m", "invkin.cli", *CLI[name]], env=env, check=False, capture_output=True)
-        return _children_cpu() - c0 if cpu else time.perf_counter() - t0
-    out = subprocess.run([python, "-c", STEPS[name]], env=env, capture_output=True, text=True)
+        took = _children_cpu() - c0 if cpu else time.perf_counter() - t0
+        _wait_workers()
+        return took, float("nan")
+    out = subprocess.run([python, "-c", STEPS[name] + _COMPILED], env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"step {name} failed:\n{out.stderr[-2000:]}")
-    return _children_cpu() - c0 if cpu else float(out.stdout.strip().splitlines()[-1])
+    lines = out.stdout.strip().splitlines()
+    if cpu:
+        return _children_cpu() - c0, float("nan")
+    return float(lines[-2]), float(lines[-1])
 
 
 def _fresh_venv(tmp: Path) -> str:
@@ -144,6 +176,9 @@ def main() -> None:
     ap.add_argument("--baseline", metavar="SRC", help="also run every step with this src folder (before/after)")
     ap.add_argument("--cpu", action="store_true",
                     help="report each step's CPU seconds (user + system of its process) instead of the wall clock")
+    ap.add_argument("--mode", choices=("background", "wait"), default="background",
+                    help="INVKIN_COMPILE of the steps: background (default: a first call runs interpreted while "
+                         "a background process compiles) or wait (it compiles first, as before session 4)")
     args = ap.parse_args()
     names = list(STEPS) if not args.only else [s.strip() for s in args.only.split(",")]
     unknown = [n for n in names if n not in STEPS]
@@ -156,9 +191,9 @@ def main() -> None:
             os.environ.pop("PYTHONPATH", None)
             os.chdir(tmp)
         base = None if args.baseline is None else str(Path(args.baseline).resolve())
-        head = f"{'step':<14} {'cold [s]':>9} {'cached [s]':>11}"
+        head = f"{'step':<14} {'cold [s]':>9} {'compiled [s]':>13} {'cached [s]':>11}"
         if args.cpu:
-            head = f"{'step (CPU)':<14} {'cold [s]':>9} {'cached [s]':>11}"
+            head = f"{'step (CPU)':<14} {'cold [s]':>9} {'compiled [s]':>13} {'cached [s]':>11}"
         if base:
             head += f" {'baseline cold':>14} {'baseline cached':>16} {'cold ratio':>11}"
         print(head, flush=True)
@@ -166,11 +201,11 @@ def main() -> None:
             row = []
             for src in ([base] if base else []) + [None]:  # the baseline first, then this tree
                 cache = tempfile.mkdtemp(prefix="cache-", dir=tmp)
-                cold = _run_step(python, name, cache, src, args.cpu)
-                warm = float("nan") if args.no_warm else _run_step(python, name, cache, src, args.cpu)
+                cold, compiled = _run_step(python, name, cache, src, args.cpu, args.mode)
+                warm = float("nan") if args.no_warm else _run_step(python, name, cache, src, args.cpu, args.mode)[0]
                 row.append((cold, warm))
             cold, warm = row[-1]
-            line = f"{name:<14} {cold:>9.2f} {warm:>11.2f}"
+            line = f"{name:<14} {cold:>9.2f} {compiled:>13.2f} {warm:>11.2f}"
             if base:
                 line += f" {row[0][0]:>14.2f} {row[0][1]:>16.2f} {cold / row[0][0]:>10.2f}x"
             print(line, flush=True)

@@ -30,6 +30,8 @@ import numpy as np
 
 import invkin as ik
 
+os.environ.setdefault("INVKIN_COMPILE", "wait")  # time machine code, not first calls on the interpreter (invkin._tiers)
+
 ROOT = Path(__file__).resolve().parent.parent
 PANDA = ROOT / "tests" / "data" / "erd" / "panda_fingers.urdf"
 SRDF = ROOT / "tests" / "data" / "erd" / "panda.srdf"

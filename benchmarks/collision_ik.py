@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+os.environ.setdefault("INVKIN_COMPILE", "wait")  # time machine code, not first calls on the interpreter (invkin._tiers)
+
 ROOT = Path(__file__).resolve().parents[1]
 ERD = ROOT / "tests" / "data" / "erd"
 PANDA = ERD / "panda_fingers.urdf"

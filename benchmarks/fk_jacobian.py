@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import os
 
+os.environ.setdefault("INVKIN_COMPILE", "wait")  # time machine code, not first calls on the interpreter (invkin._tiers)
+
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")  # single-threaded BLAS, as the peers' harness
 

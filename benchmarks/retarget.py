@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+os.environ.setdefault("INVKIN_COMPILE", "wait")  # time machine code, not first calls on the interpreter (invkin._tiers)
+
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 os.environ.setdefault("INVKIN_QUIET", "1")
 

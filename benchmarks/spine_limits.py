@@ -19,6 +19,9 @@ import numpy as np
 
 import invkin as ik
 from invkin.model.limits import limit_violation
+import os
+
+os.environ.setdefault("INVKIN_COMPILE", "wait")  # time machine code, not first calls on the interpreter (invkin._tiers)
 
 CLIP = "src/invkin/data/mocap/cmu_02_01_walk.bvh"
 JOINTS = ["LowerBack", "Spine", "Spine1", "Neck", "Neck1", "Head"]

@@ -35,6 +35,8 @@ import numpy as np
 import invkin as ik
 from invkin.solvers.analytic import two_bone_2d_scalar
 
+os.environ.setdefault("INVKIN_COMPILE", "wait")  # time machine code, not first calls on the interpreter (invkin._tiers)
+
 MOCAP = Path(ik.__file__).parent / "data" / "mocap"
 
 

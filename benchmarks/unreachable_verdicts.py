@@ -18,6 +18,8 @@ from collections import Counter
 
 import numpy as np
 
+os.environ.setdefault("INVKIN_COMPILE", "wait")  # time machine code, not first calls on the interpreter (invkin._tiers)
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import collision_ik  # noqa: E402 - the G1 robot and goals of the collision benchmark
 

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+os.environ.setdefault("INVKIN_COMPILE", "wait")  # time machine code, not first calls on the interpreter (invkin._tiers)
+
 
 def _robots():
     import invkin as ik

@@ -11,3 +11,7 @@ import os
 # cold cache; tests that check a command's stderr must not depend on whether the cache was warm.
 # Subprocesses inherit it. tests/test_package.py checks the notice itself with INVKIN_QUIET="".
 os.environ.setdefault("INVKIN_QUIET", "1")
+# Kernels compile in the test process (as Numba does by default), not on the interpreter beside a
+# background compile (invkin._tiers, the product's default): tests compare results bit for bit
+# across routes. tests/test_tiers.py runs the other modes in subprocesses.
+os.environ.setdefault("INVKIN_COMPILE", "wait")

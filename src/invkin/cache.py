@@ -184,6 +184,11 @@ def _on_numba_loaded():
 
     impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # the name before numba 0.61
     impl._locator_classes.insert(0, _make_locator(caching))
+    from numba.core.dispatcher import Dispatcher
+
+    from ._tiers import install as install_tiers
+
+    install_tiers(Dispatcher, cache_dir)
 
     from ._compile_clock import add_compile_seconds
 
@@ -313,6 +318,8 @@ def warmup(steps=None, progress=True) -> dict:
                               f"choose from: {', '.join(WARMUP_STEPS)}")
     times = {}
     _quiet = True
+    before = os.environ.get("INVKIN_COMPILE")
+    os.environ["INVKIN_COMPILE"] = "wait"  # compile here, not on the interpreter with a background process
     try:
         if progress:
             print(f"invkin: compiling {len(names)} step(s) into {cache_dir()}", file=sys.stderr, flush=True)
@@ -326,6 +333,10 @@ def warmup(steps=None, progress=True) -> dict:
                 print(f"{times[s]:6.1f} s", file=sys.stderr, flush=True)
     finally:
         _quiet = False
+        if before is None:
+            os.environ.pop("INVKIN_COMPILE", None)
+        else:
+            os.environ["INVKIN_COMPILE"] = before
     return times
 
 

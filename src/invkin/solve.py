@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 
-from ._compile_clock import compile_seconds
+from ._compile_clock import Budget
+from ._tiers import call_interpreted, entry_point
 from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
@@ -548,7 +549,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         raise SolverError(f"method {m.name!r} takes position, rotation, axis and aim goals, all soft; got "
                           f"{', '.join(kinds + (['hard goals'] if problem.has_hard else []))}: use method='lm'")
     rng = seed if isinstance(seed, np.random.Generator) else None  # created at the first restart
-    deadline = None if timeout is None else t_start + timeout
+    clock = Budget(None if timeout is None else t_start + timeout)
 
     q = q_start.copy()
     state = np.zeros(8)
@@ -580,13 +581,9 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
             budget_it = min(budget_it, attempt_cap - attempt_it)
         it_before = state[1]
         t0 = time.perf_counter()
-        c0 = compile_seconds()
         code = m.iterate(problem, q, budget_it, state, opts)
-        compiled = compile_seconds() - c0
-        if compiled > 0.0:  # a first call compiled kernels: that time is not the solve's
-            t0 += compiled
-            if deadline is not None:
-                deadline += compiled
+        t0 += clock.update()  # a first call's compile (or interpreted run) is not the solve's time
+        deadline = clock.deadline
         if cones:  # swing-cone/twist limits the method's iterations do not see: projected every iteration
             code = _project_cones(robot, problem, q, state, code)
         done = int(state[1] - it_before)
@@ -697,19 +694,26 @@ def _entry_point(dispatcher, args, any_layout=()):
         sig[i] = types.Array(types.float64, 1, "A")  # read only by the kernel: any view will do
     sig = tuple(sig)
     ov = dispatcher.overloads.get(sig)
-    return ov.entry_point if ov is not None else dispatcher.compile(sig)
+    return ov.entry_point if ov is not None else entry_point(dispatcher, sig)
 
 
 def _chain_attempts_entry(args):
     """The entry point of lm_chain_attempts (q0 typed as any 1-D float64 view), compiled once
     and shared by the fast path and _solve_lm: its arguments there have the same types
     (read-only chain program and per-DOF table from the robot's caches, C-contiguous float64 /
-    int64 goal tables, fresh buffers, Python floats and ints)."""
+    int64 goal tables, fresh buffers, Python floats and ints). While the kernel compiles in the
+    background (invkin._tiers), its interpreted form, asked again on the next call."""
     ep = _LM_ENTRY[0]
     if ep is None:
         ep = _entry_point(_lm_chain_attempts, args, any_layout=(9,))
+        if ep is None:
+            return _interpreted_chain_attempts
         _LM_ENTRY[0] = ep
     return ep
+
+
+def _interpreted_chain_attempts(*args):
+    return call_interpreted(_lm_chain_attempts, *args)
 
 
 def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
@@ -750,7 +754,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     st = _CHAIN_STATE0[1 if free else 0].copy()
     buf = _scratch(size)
     budget = _FIRST_CHUNK
-    deadline = None if timeout is None else t_start + timeout
+    deadline = t_start + timeout
     max_attempts = 2**62
     attempt_iters = _LM_ATTEMPT_ITERATIONS
     checked_reach = False
@@ -760,11 +764,16 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         t0 = time.perf_counter()
         it0 = st[1]
         ep = _LM_ENTRY[0]
-        if ep is None:
+        clock = None
+        if ep is None:  # compiled (or run interpreted) on this call: that time is not the solve's
+            clock = Budget(deadline)
             ep = _chain_attempts_entry((ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, st, budget,
                                         attempt_iters, max_attempts, seed, buf))
         code = ep(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, st, budget, attempt_iters,
                   max_attempts, seed, buf)
+        if clock is not None:
+            t0 += clock.update()
+            deadline = clock.deadline
         if code == CONVERGED:
             s = st.tolist()  # one conversion instead of four scalar reads
             if not (math.isfinite(s[8]) and math.isfinite(s[9])):  # math: a fraction of numpy's call cost
@@ -970,7 +979,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         rowerr = np.empty(problem.gnode.shape[0])
     max_attempts = 2**62 if restarts else 1
     budget = _FIRST_CHUNK if max_iterations is None else min(_FIRST_CHUNK, max_iterations)
-    deadline = None if timeout is None else t_start + timeout
+    clock = Budget(None if timeout is None else t_start + timeout)
     checked_reach = False
     unreachable = False
     attempt_iters = ATTEMPT_ITERATIONS if chain else 3 * ATTEMPT_ITERATIONS
@@ -984,6 +993,8 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
             code = _core.core_attempts(model, table, lims, lo, hi, problem.q_rest, problem.w_posture, problem.tol_p,
                                      problem.tol_r, q_start, q, best_q, st, int(budget), attempt_iters, max_attempts,
                                      seed_i, rowerr)
+        t0 += clock.update()
+        deadline = clock.deadline
         if code == CONVERGED:
             if math.isfinite(st[S_BEST_PERR]) and math.isfinite(st[S_BEST_RERR]) and _lm_finite(best_q):
                 status = Status.CONVERGED

@@ -692,7 +692,9 @@ class Tracker:
         if self._geo_eps is None:  # the first update picks (or compiles) the overloads; later ones call them directly
             code = kernel(*run)
             geometric_after(*after)
-            self._geo_eps = (_entry_point(kernel, run), _entry_point(geometric_after, after))
+            eps = (_entry_point(kernel, run), _entry_point(geometric_after, after))
+            if None not in eps:  # both compiled (not running interpreted while they compile)
+                self._geo_eps = eps
         else:  # the argument types are fixed by construction: no per-call type dispatch (a few µs)
             code = self._geo_eps[0](*run)
             self._geo_eps[1](*after)
@@ -732,10 +734,12 @@ class Tracker:
 
 
 def _entry_point(dispatcher, args):
-    """The compiled overload of ``dispatcher`` that these arguments select (called without dispatch)."""
+    """The compiled overload of ``dispatcher`` that these arguments select (called without dispatch);
+    None while it runs interpreted (invkin._tiers)."""
     import numba
 
-    return dispatcher.overloads[tuple(numba.typeof(a) for a in args)].entry_point
+    ov = dispatcher.overloads.get(tuple(numba.typeof(a) for a in args))
+    return None if ov is None else ov.entry_point
 
 
 def _errors(robot, p, q, gvec, gR):

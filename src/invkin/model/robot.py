@@ -22,6 +22,7 @@ from types import MappingProxyType
 import numpy as np
 from numba import njit
 
+from .._tiers import call_interpreted, entry_point
 from ..errors import ConfigurationError, FrameError, ModelError, closest_names
 from ..kinematics import kernels as K
 
@@ -43,7 +44,10 @@ def _entry(slot, dispatcher, *args):
 
         sig = [numba.typeof(a) for a in args]
         sig[1] = types.Array(types.float64, 1, "A")
-        slot[0] = dispatcher.compile(tuple(sig))
+        ep = entry_point(dispatcher, sig)
+        if ep is None:  # compiling in the background (invkin._tiers): interpreted this time
+            return lambda *a: call_interpreted(dispatcher, *a)
+        slot[0] = ep
     return slot[0]
 
 

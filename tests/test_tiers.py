@@ -1,0 +1,186 @@
+"""First calls on the interpreter while a background process compiles (invkin._tiers).
+
+The interpreted tier must compute what the compiled kernels compute (every route, to rounding),
+compile nothing in the calling process, hand the compile to a worker whose machine code later
+calls (and later processes) pick up from the cache, and keep large calls and bad requests out of
+its way.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import invkin as ik
+from invkin import _compile_clock, _tiers
+
+# Every route a first call can take, with iteration budgets instead of clocks wherever the API
+# allows one, so that the interpreted and the compiled tier do the same iterations.
+ROUTES = r"""
+import dataclasses, json, sys
+from pathlib import Path
+import numpy as np
+import invkin as ik
+from invkin import _compile_clock
+
+out = {}
+r = ik.load_robot("panda")
+q = r.neutral() + 0.3
+T = r.fk(q, "panda_hand")
+out["fk"] = T.ravel().tolist()
+out["jacobian"] = r.jacobian(q, "panda_hand").ravel().tolist()
+fixed = dict(seed=0, timeout=None, max_iterations=200)
+for m in ("lm", "dls", "pinv", "transpose", "gauss-seidel", "ccd", "fabrik"):
+    goal = ik.Position("panda_hand", T[:3, 3]) if m == "fabrik" else ik.Pose("panda_hand", T)
+    q_m = ik.solve(r, [goal], method=m, q0=r.neutral(), **fixed).q
+    # fabrik's Position goal leaves the last joint (a roll about the hand's axis) free: whatever rounding
+    # decides there is a valid answer, so compare where the hand is
+    out[m] = (r.fk(q_m, "panda_hand")[:3, 3] if m == "fabrik" else q_m).tolist()
+out["lm_fast_path"] = ik.solve(r, ik.Pose("panda_hand", T), timeout=30.0).q.tolist()
+p2 = ik.load_robot("planar2")
+out["analytic"] = ik.solve(p2, [ik.Position(p2.frame_names[-1], [1.0, 0.5, 0.0])], method="analytic").q.tolist()
+out["solve_many"] = ik.solve_many(r, "panda_hand", r.fk(r.sample(6, 0), "panda_hand")).q.ravel().tolist()
+out["two_frames"] = ik.solve(r, [ik.Pose("panda_hand", T), ik.Position("panda_link4", r.fk(q, "panda_link4")[:3, 3])],
+                             **fixed).q.tolist()
+g1 = ik.load_robot("g1")
+q0 = g1.neutral()
+feet = [ik.Pose(f, g1.fk(q0, f), hard=True) for f in ("left_ankle_roll_link", "right_ankle_roll_link")]
+hand = "left_wrist_yaw_link"
+out["whole_body"] = ik.solve(g1, feet + [ik.Position(hand, g1.fk(q0, hand)[:3, 3] + [0.1, 0.0, -0.1])],
+                             **fixed).q.tolist()
+tr = ik.Tracker(r, [ik.Pose("panda_hand", T)], q0=q)
+out["tracker"] = tr.update(r.fk(q + 0.02, "panda_hand")).q.tolist()
+skel, clip = ik.read_bvh(Path(ik.__file__).parent / "data" / "mocap" / "cmu_02_01_walk.bvh")
+clip = dataclasses.replace(clip, frames=clip.frames[:40])
+new, rep = ik.correct_clip(skel, clip, [ik.FootPlant("LeftFoot", height_threshold=50.0), ik.FootPlant("RightFoot", height_threshold=50.0)])
+out["correct_clip"] = np.asarray(new.frames).ravel().tolist()
+out["_compile_s"] = _compile_clock.compile_seconds()
+out["_interpreted_s"] = _compile_clock.interpreted_seconds()
+print(json.dumps(out))
+"""
+
+
+def _run(script, env_extra, tmp_path=None, timeout=600):
+    env = {**os.environ, "INVKIN_QUIET": "1", **env_extra}
+    if tmp_path is not None:
+        env["INVKIN_CACHE_DIR"] = str(tmp_path / "cache")
+        env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+@pytest.mark.slow  # two fresh processes; the compiled one compiles on a cold cache
+def test_every_route_runs_interpreted_and_matches_the_compiled_kernels(tmp_path):
+    interp, _ = _run(ROUTES, {"INVKIN_COMPILE": "interpret"}, tmp_path)
+    comp, _ = _run(ROUTES, {"INVKIN_COMPILE": "wait"})
+    assert interp["_compile_s"] == 0.0, "the interpreted process compiled a kernel"
+    assert interp["_interpreted_s"] > 0.0
+    assert set(interp) == set(comp)
+    for key in interp:
+        if key.startswith("_"):
+            continue
+        a, b = np.asarray(interp[key]), np.asarray(comp[key])
+        assert a.shape == b.shape and a.size > 0, key
+        # correct_clip's channels are degrees after many tolerance-bounded solves (1e-6)
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6 if key == "correct_clip" else 1e-9, err_msg=key)
+
+
+BACKGROUND = r"""
+import json, time
+import invkin as ik
+from invkin import _compile_clock, _tiers
+import importlib
+solve_mod = importlib.import_module("invkin.solve")
+r = ik.load_robot("panda")
+T = r.fk(r.neutral() + 0.3, "panda_hand")
+t0 = time.perf_counter()
+res = ik.solve(r, ik.Pose("panda_hand", T))
+first = time.perf_counter() - t0
+pending = _tiers.pending()
+interpreted = _compile_clock.interpreted_seconds()
+ready = _tiers.wait(float(__import__("sys").argv[1]))
+res2 = ik.solve(r, ik.Pose("panda_hand", T))
+print(json.dumps(dict(first=first, success=bool(res.success), pending=pending, interpreted=interpreted, ready=ready,
+                      success2=bool(res2.success), compiled_entry=solve_mod._LM_ENTRY[0] is not None,
+                      compile_s=_compile_clock.compile_seconds(), interpreted_after=_compile_clock.interpreted_seconds())))
+"""
+
+
+@pytest.mark.slow  # the background process compiles the chain kernel (tens of seconds)
+def test_background_compile_hands_over_to_machine_code_and_to_later_processes(tmp_path):
+    script = BACKGROUND.replace('float(__import__("sys").argv[1])', "600.0")
+    one, err = _run(script, {"INVKIN_COMPILE": "background", "INVKIN_QUIET": ""}, tmp_path)
+    assert one["success"] and one["success2"]
+    assert "invkin.solvers.lm.lm_chain_attempts" in one["pending"]  # sent to the worker, ran interpreted
+    assert one["interpreted"] > 0.0 and one["compile_s"] == 0.0
+    assert one["ready"] and one["compiled_entry"]  # the second solve ran the machine code
+    assert "background process" in err  # the user is told what happens
+    log = (tmp_path / "cache" / "background-compile.log").read_text()
+    assert "invkin.solvers.lm.lm_chain_attempts ready" in log
+    two, _ = _run(script, {"INVKIN_COMPILE": "background"}, tmp_path)
+    assert two["success"] and two["pending"] == [] and two["interpreted"] == 0.0 and two["compile_s"] == 0.0
+    assert two["compiled_entry"]
+
+
+def test_budget_moves_the_deadline_by_compile_time_and_capped_interpreted_time(monkeypatch):
+    monkeypatch.setattr(_compile_clock, "_total", [10.0])
+    monkeypatch.setattr(_compile_clock, "_interpreted", [5.0])
+    b = _compile_clock.Budget(100.05)
+    assert b.deadline == pytest.approx(100.05)
+    _compile_clock.add_compile_seconds(3.0)
+    _compile_clock.add_interpreted_seconds(0.5)
+    assert b.update() == pytest.approx(3.0)  # the compile time, for the caller's time per iteration
+    assert b.deadline == pytest.approx(100.05 + 3.5)
+    _compile_clock.add_interpreted_seconds(100.0)  # far past the grace: only what is left of it counts
+    b.update()
+    assert b.deadline == pytest.approx(100.05 + 3.0 + _compile_clock.INTERPRETED_GRACE_S)
+    assert _compile_clock.Budget(None).deadline is None
+
+
+def test_only_small_calls_of_invkin_kernels_run_interpreted(monkeypatch):
+    from invkin.kinematics.kernels import all_finite
+
+    monkeypatch.setenv("INVKIN_COMPILE", "background")
+    assert _tiers._interpretable(all_finite, (np.zeros(10),))
+    assert not _tiers._interpretable(all_finite, (np.zeros(_tiers.MAX_INTERPRETED_ELEMENTS + 1),))
+    monkeypatch.setenv("INVKIN_COMPILE", "wait")
+    assert not _tiers._interpretable(all_finite, (np.zeros(10),))
+    monkeypatch.setenv("INVKIN_COMPILE", "no such mode")
+    assert _tiers.mode() == "background"
+
+
+def test_interpreted_kernels_call_interpreted_kernels_and_give_the_same_numbers():
+    from invkin.kinematics.kernels import all_finite, chain_fk_checked
+
+    r = ik.load_robot("panda")
+    ch = r.chain_program("panda_hand")
+    q = r.neutral() + 0.2
+    out_c, out_i = np.empty((4, 4)), np.empty((4, 4))
+    assert chain_fk_checked(ch, q, r.dof, out_c)
+    assert _tiers.call_interpreted(chain_fk_checked, ch, q, r.dof, out_i)
+    np.testing.assert_allclose(out_i, out_c, rtol=0, atol=1e-15)
+    assert _tiers.interpreted(all_finite)(np.array([1.0, 2.0])) is True
+    assert _tiers.interpreted(all_finite)(np.array([1.0, np.nan])) is False
+
+
+def test_worker_reports_a_bad_request_and_compiles_the_next(tmp_path):
+    from numba import typeof
+
+    good = base64.b64encode(pickle.dumps(("invkin.kinematics.kernels", "all_finite", (typeof(np.zeros(3)),))))
+    bad = base64.b64encode(pickle.dumps(("invkin.kinematics.kernels", "no_such_kernel", ())))
+    env = dict(os.environ, INVKIN_COMPILE="wait", INVKIN_CACHE_DIR=str(tmp_path), INVKIN_QUIET="1")
+    out = subprocess.run([sys.executable, "-m", "invkin._compile_worker"], input=bad + b"\nnot base64!\n" + good + b"\n",
+                         env=env, capture_output=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.decode().splitlines()
+    assert len(lines) == 3
+    assert "bad request" in lines[0] and "no_such_kernel" in lines[0]
+    assert "bad request" in lines[1]
+    assert "invkin.kinematics.kernels.all_finite ready" in lines[2]
