@@ -306,10 +306,10 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
     from .collision.rows import check_for
 
     t0 = time.perf_counter()
-    c0 = compile_seconds()
-    check = check_for(robot, *collision)
     t_first = res.time
-    t_compile = compile_seconds() - c0  # a first call compiles the check: not charged to the budget
+    # the retries' deadline; a first call's compile (or interpreted run) of the check is not charged
+    clock = Budget(t0 + FIRST_SHARE * timeout - t_first)
+    check = check_for(robot, *collision)
     if not check.n_pairs:
         return None, None  # nothing to check: the general route says so
     closest = check.closest(res.q)
@@ -323,7 +323,8 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
         lo, span = _sampler(robot)
         best = (closest, res)
         for _ in range(COLLISION_RETRIES):
-            left = FIRST_SHARE * timeout - t_first - (time.perf_counter() - t0 - t_compile)
+            clock.update()
+            left = clock.deadline - time.perf_counter()
             if left <= 0.0:
                 break
             start = lo + span * np.array([rnd.random() for _ in range(lo.shape[0])])
@@ -902,9 +903,10 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
 
     from .collision.rows import check_for
 
-    c0 = compile_seconds()
+    clock = Budget(0.0)
     check = check_for(robot, *collision)
-    t_start += compile_seconds() - c0  # a first call compiles the check: not charged to the budget
+    clock.update()
+    t_start += clock.deadline  # a first call's compile (or interpreted run) of the check: not the solve's
     coll = check.coll
     first_iters = 0
     if first is not None:  # run already (solve._collision_fast): the rows from its answer

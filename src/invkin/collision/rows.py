@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from .._tiers import call_interpreted, entry_point
 from .errors import CollisionError, CollisionWarning
 from .kernels import closest_moving, collision_rows
 from .world import World
@@ -195,7 +196,7 @@ class Check:
         r = robot
         self._args = (r.node_table, r.node_params, r.origin, r.neutral(), self.Tall, tables, self.cutoff,
                       self.moving_self, self.moving_link, margin)
-        self._ep = _entry(self._args)
+        self._ep = None
         # pairs no joint moves keep their distance at every q: measured once, warned about once
         self.static = self._static() if self.closest(robot.neutral())[2] else ()
         self._warned = False
@@ -214,7 +215,12 @@ class Check:
         float64: the closest pair some joint moves within ``margin + CUTOFF`` ((inf, −1, n)
         when none)."""
         a = self._args
-        return self._ep(a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9])
+        ep = self._ep
+        if ep is None:
+            ep = self._ep = _entry(a)
+            if ep is None:  # compiling in the background (invkin._tiers): on the interpreter this time
+                return call_interpreted(closest_moving, a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9])
+        return ep(a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9])
 
     def clear(self, q) -> bool:
         """Every pair some joint moves at least ``margin`` apart at q."""
@@ -245,12 +251,13 @@ class Check:
 def _entry(args):
     """The compiled closest_moving for these argument types with q (args[3]) typed as any 1-D
     float64 vector, called without Numba's per-call dispatch (typing the tables' 17-tuple costs
-    a few µs per call): every other argument is the Check's own, fixed when it is built."""
+    a few µs per call): every other argument is the Check's own, fixed when it is built. None
+    while it compiles in the background (invkin._tiers.entry_point)."""
     import numba
 
     sig = [numba.typeof(a) for a in args]
     sig[3] = types.Array(types.float64, 1, "A")
-    return closest_moving.compile(tuple(sig))
+    return entry_point(closest_moving, sig)
 
 
 def check_for(robot, world, self_collision: bool, margin: float) -> Check:
