@@ -322,6 +322,8 @@ def _log_path() -> Path:
 
 
 def _start_worker():
+    if not sys.executable or "python" not in Path(sys.executable).name.lower():
+        return None  # an embedding application (Blender, ...): its executable is not a Python to run -m with
     env = dict(os.environ)
     env["INVKIN_COMPILE"] = "wait"
     env["INVKIN_QUIET"] = "1"

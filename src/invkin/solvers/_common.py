@@ -270,6 +270,31 @@ def _jr_inv_beta(err, sn, cs):
     return _BETA_PI  # the Jacobian is unbounded at pi: keep its value just below
 
 
+@njit(cache=True, **NO_RC)
+def rotation_rows(J, r0, w, p0, p1, p2, beta, Jf):
+    """The Jacobian rows r0..r0+2 of a rotation goal with residual phi = log(R* R^T) = (p0, p1, p2)
+    and weight w: d/dt log(R* R^T) = -Jr^-1(phi) omega, Jr^-1 = I + [phi]x / 2 + beta [phi]x^2
+    (beta from _jr_inv_beta), so J = M Jf[3:6] with M = w (I + [phi]x / 2 + beta (phi phi^T -
+    |phi|^2 I)); Jf[3:6] is the frame's angular Jacobian."""
+    bp2 = beta * (p0 * p0 + p1 * p1 + p2 * p2)
+    m00 = w * (1.0 + beta * p0 * p0 - bp2)
+    m11 = w * (1.0 + beta * p1 * p1 - bp2)
+    m22 = w * (1.0 + beta * p2 * p2 - bp2)
+    m01 = w * (beta * p0 * p1 - 0.5 * p2)
+    m10 = w * (beta * p0 * p1 + 0.5 * p2)
+    m02 = w * (beta * p0 * p2 + 0.5 * p1)
+    m20 = w * (beta * p0 * p2 - 0.5 * p1)
+    m12 = w * (beta * p1 * p2 - 0.5 * p0)
+    m21 = w * (beta * p1 * p2 + 0.5 * p0)
+    for c in range(J.shape[1]):
+        wx = Jf[3, c]
+        wy = Jf[4, c]
+        wz = Jf[5, c]
+        J[r0, c] = m00 * wx + m01 * wy + m02 * wz
+        J[r0 + 1, c] = m10 * wx + m11 * wy + m12 * wz
+        J[r0 + 2, c] = m20 * wx + m21 * wy + m22 * wz
+
+
 @njit(cache=True, inline="always", **NO_RC)
 def goal_row(T, Jf, g, kind, gvec, gR, gaxis, gw, e, J, want_jac):
     """Residual rows ``e[3g:3g+3]`` (and, with want_jac, ``J[3g:3g+3]`` from the frame Jacobian
@@ -298,26 +323,7 @@ def goal_row(T, Jf, g, kind, gvec, gR, gaxis, gw, e, J, want_jac):
         e[r0 + 1] = w * p1
         e[r0 + 2] = w * p2
         if want_jac:
-            # d/dt log(R* R^T) = -Jr^-1(phi) w,  Jr^-1 = I + [phi]x / 2 + beta [phi]x^2
-            beta = _jr_inv_beta(err, sn, cs)
-            # M = w Jr^-1 = w (I + [phi]x / 2 + beta (phi phi^T - |phi|^2 I)), then J = M Jw
-            bp2 = beta * (p0 * p0 + p1 * p1 + p2 * p2)
-            m00 = w * (1.0 + beta * p0 * p0 - bp2)
-            m11 = w * (1.0 + beta * p1 * p1 - bp2)
-            m22 = w * (1.0 + beta * p2 * p2 - bp2)
-            m01 = w * (beta * p0 * p1 - 0.5 * p2)
-            m10 = w * (beta * p0 * p1 + 0.5 * p2)
-            m02 = w * (beta * p0 * p2 + 0.5 * p1)
-            m20 = w * (beta * p0 * p2 - 0.5 * p1)
-            m12 = w * (beta * p1 * p2 - 0.5 * p0)
-            m21 = w * (beta * p1 * p2 + 0.5 * p0)
-            for c in range(dof):
-                wx = Jf[3, c]
-                wy = Jf[4, c]
-                wz = Jf[5, c]
-                J[r0, c] = m00 * wx + m01 * wy + m02 * wz
-                J[r0 + 1, c] = m10 * wx + m11 * wy + m12 * wz
-                J[r0 + 2, c] = m20 * wx + m21 * wy + m22 * wz
+            rotation_rows(J, r0, w, p0, p1, p2, _jr_inv_beta(err, sn, cs), Jf)
         return 1, err
     # axis (kind 2) or aim (kind 3): residual r = a x d, e = -r
     ga0 = gaxis[g, 0]
