@@ -1,6 +1,7 @@
 """Whole-body problems on LM's general core: hard goals, CenterOfMass, Relative, joint step bounds,
 posture as a regulariser, restarts near q0, and the route-equivalence zoo (every goal shape through
 every route of lm, results compared)."""
+import dataclasses
 import numpy as np
 import pytest
 
@@ -264,7 +265,8 @@ def _route(robot, goals, route, seed):
     import time
 
     p = compile_problem(robot, goals, 1e-6, 1e-6)
-    p.glevel[:] = 1 if route == "core" else 0  # "core": every row soft; "core-hard": every row hard
+    # "core": every row soft; "core-hard": every row hard (a new layout: the cached one is shared)
+    p = dataclasses.replace(p, glevel=np.full_like(p.glevel, 1 if route == "core" else 0), layout=None)
     p.__dict__["basic_kinds_only"] = lambda: False  # off the chain route
     return _solve_lm(robot, p, _initial_q(robot, None), 0.2, None, seed, True, "speed", None, time.perf_counter())
 

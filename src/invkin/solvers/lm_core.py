@@ -556,7 +556,6 @@ def _restart_near(lims, lo, hi, q0, seed, attempt, q):
         q[i] = min(max(v, lo[i]), hi[i])
 
 
-@njit(cache=True)
 def new_core_state(distance):
     """State array for core_attempts: attempt 0, no best yet; distance = 1.0 keeps solving after
     a solution and keeps the one closest to q0 (mode="distance")."""
@@ -697,10 +696,9 @@ def core_tables(problem, coll=None):
         robot.cache["core_model"] = model
     if coll is not None:
         model = model[:5] + (coll,)
-    rows = np.repeat(problem.glevel, 3)
-    idx = np.arange(rows.shape[0], dtype=np.int64)
+    layout = problem.layout  # its soft and hard residual rows
     table = (problem.gnode, problem.gkind, problem.gref, problem.glevel, problem.gvec, problem.gR, problem.gaxis,
-             problem.gw, idx[rows != 0], idx[rows == 0])
+             problem.gw, layout.soft, layout.hard)
     return model, table
 
 
