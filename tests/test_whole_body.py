@@ -271,6 +271,29 @@ def _route(robot, goals, route, seed):
     return _solve_lm(robot, p, _initial_q(robot, None), 0.2, None, seed, True, "speed", None, time.perf_counter())
 
 
+@pytest.mark.parametrize("name", ["panda", "iiwa14", "g1_left_arm"])
+def test_general_core_takes_the_chain_kernels_iterates_on_one_frame_pose_goals(name):
+    """One soft Pose goal through the chain kernel (fast path) and through the general core: the
+    same damping schedule (CHAIN_LAMBDA_INIT / LAMBDA_SHRINK / CHAIN_LAMBDA_GROW) and the same
+    active set, so where both converge in their first attempt they take the same number of
+    iterations to the same q (within 1e-8 rad: the chain kernel solves in task space, the core in
+    joint space, so the last bits differ). Restarts differ by design (the core re-seeds near q0)."""
+    robot = ik.load_robot(name)
+    frame = "panda_hand" if name == "panda" else robot.node_names[-1]
+    rng = np.random.default_rng(1)
+    compared = 0
+    for k in range(15):
+        goals = [ik.Pose(frame, robot.fk(robot.sample(rng=rng), frame))]
+        chain = _route(robot, goals, "fast", k)
+        core = _route(robot, goals, "core", k)
+        assert chain.success and core.success, (k, chain, core)
+        if chain.restarts == 0 and core.restarts == 0:
+            compared += 1
+            assert core.iterations == chain.iterations, (k, chain, core)
+            assert np.max(np.abs(core.q - chain.q)) <= 1e-8, (k, np.abs(core.q - chain.q).max())
+    assert compared >= 10  # most targets converge in the first attempt on both routes
+
+
 @pytest.mark.parametrize("shape", sorted(_ZOO))
 def test_every_goal_shape_gives_the_same_verdict_through_every_lm_route(shape):
     panda = ik.load_robot("panda")
