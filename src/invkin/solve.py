@@ -871,8 +871,9 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
 def _goals_met(problem, err) -> tuple:
     """One bool per goal (Posture left out): every row of that goal within its tolerance, from the
     rows' errors err (G,) [m or rad]."""
-    pos = problem.layout.metres  # rows measured in metres
-    ok = (np.where(pos, err <= problem.tol_p, err <= problem.tol_r) | (problem.gw == 0)).tolist()
+    tol_p, tol_r = problem.tol_p, problem.tol_r
+    ok = [e <= (tol_p if metres else tol_r) or w == 0.0  # (a Python loop: G is a few rows)
+          for e, metres, w in zip(err.tolist(), problem.layout.metres_list, problem.gw.tolist())]
     out = []
     i = 0
     for n in problem.goal_rows:
@@ -963,11 +964,11 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
             budget = int(min(budget, max_iterations - st[S_ITERS]))
     if not chain and mode == "distance" and st[S_BEST_DIST] < np.inf:
         status = Status.CONVERGED
-    if not chain and not np.isfinite(st[S_BEST_PERR]):
+    if not math.isfinite(st[S_BEST_PERR]) and not chain:
         pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, best_q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
         st[S_BEST_PERR], st[S_BEST_RERR] = pe, re_
-    elif chain and not np.isfinite(st[S_BEST_PERR]):  # no attempt finished inside the budget
+    elif not math.isfinite(st[S_BEST_PERR]):  # chain: no attempt finished inside the budget
         best_q = np.minimum(np.maximum(best_q, robot.lower), robot.upper)
         pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, best_q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
@@ -978,9 +979,10 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
             met = _goals_met(problem, _core.row_errors(*core_args(problem)[:2], best_q))
     else:
         met = _goals_met(problem, rowerr)
-    res = Result(best_q, status == Status.CONVERGED, status, float(st[S_BEST_PERR]), float(st[S_BEST_RERR]),
-                 int(st[S_ITERS]), int(st[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
-    object.__setattr__(res, "goals_met", met)
+    s = st.tolist()
+    res = Result._new(best_q, status == Status.CONVERGED, status, s[S_BEST_PERR], s[S_BEST_RERR], int(s[S_ITERS]),
+                      int(s[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
+    res.__dict__["goals_met"] = met
     return res
 
 

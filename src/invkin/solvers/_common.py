@@ -95,7 +95,7 @@ class Layout:
     written (problems with this layout share them)."""
 
     __slots__ = ("gnode", "gkind", "glevel", "gref", "goal_rows", "soft", "hard", "one_node", "has_hard", "basic",
-                 "metres", "mixed")
+                 "metres", "metres_list", "mixed")
 
     def __init__(self, gnode, gkind, glevel, gref, goal_rows):
         self.gnode, self.gkind, self.glevel, self.gref, self.goal_rows = gnode, gkind, glevel, gref, goal_rows
@@ -108,6 +108,7 @@ class Layout:
         self.mixed = self.has_hard and not bool(np.all(glevel == 0))  # hard and soft rows
         self.basic = bool(np.all(gkind < KIND_COM))
         self.metres = (gkind == KIND_POSITION) | (gkind == KIND_COM) | (gkind == KIND_REL_POSITION)
+        self.metres_list = self.metres.tolist()
 
 
 LAYOUTS_KEPT = 64  # layouts cached per robot (a new goal structure beyond them clears the cache)
