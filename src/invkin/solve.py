@@ -742,7 +742,7 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     if q0 is None:
         q_start = robot.q_neutral.copy()
     elif type(q0) is np.ndarray and q0.dtype is _F64 and q0.shape == (robot.dof,):
-        if not float(np.max(np.abs(q0), initial=0.0)) <= MAX_LENGTH:  # NaN fails too
+        if not (-MAX_LENGTH <= q0.min() and q0.max() <= MAX_LENGTH):  # NaN fails too
             return None  # the general path names the bad entry
         q_start = np.minimum(np.maximum(q0, robot.lower), robot.upper)
     else:

@@ -139,8 +139,8 @@ def _compile_known(robot, goals, tol_p, tol_r, joint_weights):
     """compile_problem for goals whose structures have a cached Layout; None otherwise (the full
     compile then validates and builds it)."""
     layouts = robot.cache.get("layouts")
-    if layouts is None or not (type(tol_p) is float and 0.0 < tol_p < math.inf
-                               and type(tol_r) is float and 0.0 < tol_r < math.inf):
+    if layouts is None or joint_weights is not None or not (type(tol_p) is float and 0.0 < tol_p < math.inf
+                                                            and type(tol_r) is float and 0.0 < tol_r < math.inf):
         return None
     try:
         layout = layouts.get(tuple(g.structure() for g in goals))
@@ -152,21 +152,20 @@ def _compile_known(robot, goals, tol_p, tol_r, joint_weights):
     w_post = 0.0
     tables = []
     for g in goals:
-        if type(g) is Posture:
+        if isinstance(g, Posture):
             if g.q_rest.shape != (robot.dof,):
                 return None
             q_rest, w_post = g.q_rest, g.weight
         else:
             tables.append(g.table())
-    if len(tables) == 1:  # copies: the goal's cached table stays its own
-        gkind, gvec, gR, gaxis, gw = (a.copy() for a in tables[0])
-    else:
-        gkind, gvec, gR, gaxis, gw = (np.concatenate([t[i] for t in tables]) for i in range(5))
-    if joint_weights is None:
-        jw = robot.unit_weights
-    else:
+    if not tables:
         return None
-    return Problem(robot, goals, layout.gnode, gkind, gvec, gR, gaxis, gw, q_rest.copy(), float(w_post), jw,
+    if len(tables) == 1:  # copies: the goal's cached table stays its own
+        gvec, gR, gaxis, gw = (a.copy() for a in tables[0][1:])
+    else:
+        gvec, gR, gaxis, gw = (np.concatenate([t[i] for t in tables]) for i in range(1, 5))
+    return Problem(robot, goals, layout.gnode, layout.gkind, gvec, gR, gaxis, gw, q_rest.copy(), float(w_post),
+                   robot.unit_weights,
                    robot.lower, robot.upper, robot.ball_starts, tol_p, tol_r, glevel=layout.glevel, gref=layout.gref,
                    goal_rows=layout.goal_rows, layout=layout)
 
