@@ -184,18 +184,20 @@ def run_invkin(robot, goals_of, qs, world, collide):
 
 
 def profile(robot, goals_of, qs, world):
-    """Where the time of a collision solve goes: the same solves with the collision rows' kernel
-    timed alone per evaluation (rows / evaluation, µs) and the core without rows (goals through
-    the general core: max_joint_step=100 forces it)."""
+    """Where the time of a collision solve goes: the check of one configuration (collision/rows.py:
+    Check.closest, what a solve whose first answer is clear adds to the plain solve), the share of
+    plain answers already clear, the collision rows' kernel timed alone per evaluation (rows /
+    evaluation, µs) and the iterations of the collision solves."""
     import invkin as ik
     from invkin.collision import kernels as CK
-    from invkin.collision.rows import solve_rows
+    from invkin.collision.rows import check_for
 
-    coll = solve_rows(robot, world, True, MARGIN)
+    check = check_for(robot, world, True, MARGIN)
+    coll = check.coll
     tables, par = coll[0], coll[1]
     m = coll[2].shape[0]
     d, J = np.empty(m), np.empty((m, robot.dof))
-    t_rows, n_rows = [], []
+    t_rows, n_rows, t_check = [], [], []
     for q in qs[:30]:
         Tall = robot.fk_all_array(q)
         t = time.perf_counter()
@@ -203,17 +205,21 @@ def profile(robot, goals_of, qs, world):
             k = CK.collision_rows(robot.node_table, robot.node_params, Tall, tables, par[0], d, J, coll[2], coll[3])
         t_rows.append((time.perf_counter() - t) / 20)
         n_rows.append(k)
-    iters, t_core = [], []
-    for i, q in enumerate(qs[:30]):
-        r = ik.solve(robot, goals_of(robot, q), seed=i, position_tolerance=TOL, rotation_tolerance=TOL,
-                     timeout=TIMEOUT, world=world, self_collision=True, margin=MARGIN)
-        iters.append(r.iterations)
         t = time.perf_counter()
-        ik.solve(robot, goals_of(robot, q), seed=i, position_tolerance=TOL, rotation_tolerance=TOL, timeout=TIMEOUT,
-                 max_joint_step=100.0)
-        t_core.append(time.perf_counter() - t)
+        for _ in range(20):
+            check.closest(q)
+        t_check.append((time.perf_counter() - t) / 20)
+    iters, clear = [], []
+    for i, q in enumerate(qs):
+        goals = goals_of(robot, q)
+        plain = ik.solve(robot, goals, seed=i, position_tolerance=TOL, rotation_tolerance=TOL, timeout=TIMEOUT)
+        clear.append(plain.success and check.clear(plain.q))
+        r = ik.solve(robot, goals, seed=i, position_tolerance=TOL, rotation_tolerance=TOL, timeout=TIMEOUT,
+                     world=world, self_collision=True, margin=MARGIN)
+        iters.append(r.iterations)
     return {"rows_us": 1e6 * float(np.mean(t_rows)), "rows": float(np.mean(n_rows)),
-            "iterations": float(np.mean(iters)), "core_no_rows_ms": 1e3 * float(np.mean(t_core))}
+            "check_us": 1e6 * float(np.mean(t_check)), "first_clear": 100 * float(np.mean(clear)),
+            "iterations": float(np.mean(iters))}
 
 
 # --------------------------------------------------------------------------- mink (peers' environment)
@@ -383,9 +389,10 @@ def main(argv=None):
 def _print(row):
     rname, sname, method, c, ratio = row
     if method == "profile":
-        print(f"  where the time goes: {c['rows']:.1f} rows per evaluation, {c['rows_us']:.1f} us per rows kernel "
-              f"call, {c['iterations']:.0f} iterations per collision solve; the general core without rows "
-              f"{c['core_no_rows_ms']:.3f} ms per solve", flush=True)
+        print(f"  where the time goes: check {c['check_us']:.1f} us per configuration, plain answer clear "
+              f"{c['first_clear']:.0f} %; {c['rows']:.1f} rows per evaluation, {c['rows_us']:.1f} us per rows "
+              f"kernel call; {c['iterations']:.0f} iterations per collision solve (plain retries included)",
+              flush=True)
         return
     print(f"  {rname:6s} {sname:18s} {method:40s} success {c['success']:5.1f} %  in coll. {c['in_collision']:5.1f} %  "
           f"ok {c['ok']:5.1f} %  mean {c['mean']:7.3f} ms  p95 {c['p95']:7.3f} ms  x plain {ratio:6.1f}", flush=True)

@@ -478,3 +478,25 @@ def test_a_robot_without_collision_shapes_says_there_is_nothing_to_measure():
     with pytest.warns(CollisionWarning, match="no collision shapes"):
         d = ik.distances(robot, robot.neutral(), ik.World([ik.Sphere((0.4, 0, 0.4), 0.1)]))
     assert len(d) == 0 and d.min_distance == np.inf and not d.in_collision
+
+
+@pytest.mark.parametrize("cutoff", [np.inf, 0.05])
+def test_a_point_cloud_gives_each_link_its_closest_point_as_the_points_one_by_one_do(cutoff):
+    """The cloud's broad phase (Z-ordered chunks, per-point bounds) culls only points that cannot be
+    the closest: each link's distance to a Points obstacle equals its least distance to the same
+    points as separate spheres."""
+    robot = ik.load_robot(str(PANDA), srdf=str(PANDA_SRDF))
+    xyz = np.random.default_rng(9).uniform((0.2, -0.5, 0.0), (0.8, 0.5, 0.8), (2000, 3))
+    cloud = ik.World([ik.Points(xyz, 0.005)])
+    spheres = ik.World([ik.Sphere(p, 0.005) for p in xyz])
+    measured = 0
+    for q in robot.sample(5, rng=np.random.default_rng(2)):
+        a = ik.distances(robot, q, cloud, self_collision=False, cutoff=cutoff)
+        b = ik.distances(robot, q, spheres, self_collision=False, cutoff=cutoff)
+        best = {}
+        for (link, _), dist in zip(b.pairs, b.distance):
+            best[link] = min(best.get(link, np.inf), dist)
+        assert {link: dist for (link, _), dist in zip(a.pairs, a.distance)} == pytest.approx(best, abs=1e-12)
+        assert len(a) == len(best)
+        measured += len(a)
+    assert measured > 0

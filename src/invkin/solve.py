@@ -267,9 +267,17 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         if res is not None:
             return res  # (with the last steps of _post_solve done where the robot needs them)
     collision = _collision_options(world, self_collision, margin)
+    first = None
+    if (collision is not None and method == "lm" and mode == "speed" and nullspace is None and rest is None
+            and nullspace_gain is None and joint_weights is None and restarts is True and max_iterations is None
+            and not options and max_joint_step is None and dt is None):
+        res, first = _collision_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed,
+                                     collision)
+        if res is not None:
+            return res
     if nullspace is None and rest is None and nullspace_gain is None:
         res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
-                     seed, joint_weights, restarts, mode, options, max_joint_step, dt, collision)
+                     seed, joint_weights, restarts, mode, options, max_joint_step, dt, collision, first)
     else:
         if collision is not None:
             raise SolverError("nullspace / rest: not combined with world / self_collision (the refinement "
@@ -280,7 +288,69 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     res = _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance)
     if collision is None:
         return res
-    return _collision_result(robot, res, collision, position_tolerance, rotation_tolerance)
+    res = _collision_result(robot, res, collision, position_tolerance, rotation_tolerance)
+    if first is not None:  # the time and iterations of the first solve too
+        object.__setattr__(res, "time", res.time + first[1].time)
+    return res
+
+
+def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
+    """The first solve of a collision solve (see _solve_lm_collision) on the chain fast path
+    (_solve_lm_fast, a quarter of the budget) and its check in one kernel call
+    (collision/rows.py: Check, cached per robot and world): ``(result, None)`` when that answer
+    meets the goals at least ``margin`` clear, else ``(None, (q or None, first result or None))``
+    for the general route to go on from. Most answers among obstacles are already clear
+    (benchmarks/collision_ik.py: 84-99 % of Panda's), so they cost the plain solve and a check."""
+    if not (type(timeout) is float and 0.0 < timeout < math.inf):
+        return None, None
+    res = _solve_lm_fast(robot, goals, q0, tol_p, tol_r, FIRST_SHARE * timeout, seed)
+    if res is None:
+        return None, None
+    from .collision.rows import check_for
+
+    t0 = time.perf_counter()
+    t_first = res.time
+    # the retries' deadline; a first call's compile (or interpreted run) of the check is not charged
+    clock = Budget(t0 + FIRST_SHARE * timeout - t_first)
+    check = check_for(robot, *collision)
+    if not check.n_pairs:
+        return None, None  # nothing to check: the general route says so
+    closest = check.closest(res.q)
+    iters, restarts = res.iterations, res.restarts
+    if res.success and closest[0] < check.margin - 1e-9:
+        # other answers of the goals, from random starts, each checked: a redundant arm has many, and
+        # most of them are clear (a try costs a plain solve and a check, the rows' solve ~100 x that)
+        import random
+
+        rnd = random.Random(seed)
+        lo, span = _sampler(robot)
+        best = (closest, res)
+        for _ in range(COLLISION_RETRIES):
+            clock.update()
+            left = clock.deadline - time.perf_counter()
+            if left <= 0.0:
+                break
+            start = lo + span * np.array([rnd.random() for _ in range(lo.shape[0])])
+            r = _solve_lm_fast(robot, goals, start, tol_p, tol_r, left, rnd.randrange(SEED_LIMIT))
+            if r is None:
+                break
+            iters += r.iterations
+            restarts += r.restarts + 1
+            if not r.success:
+                continue
+            c = check.closest(r.q)
+            if c[0] > best[0][0]:
+                best = (c, r)
+                if c[0] >= check.margin - 1e-9:
+                    break
+        closest, res = best
+        object.__setattr__(res, "iterations", iters)
+        object.__setattr__(res, "restarts", restarts)
+    object.__setattr__(res, "time", t_first + time.perf_counter() - t0)
+    if res.success and closest[0] >= check.margin - 1e-9:
+        res.info["collision"] = check.report(res.q, closest)
+        return res, None
+    return None, (res.q if np.all(np.isfinite(res.q)) else None, res)
 
 
 def _collision_options(world, self_collision, margin):
@@ -434,7 +504,9 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
 
 
 def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations, seed,
-           joint_weights, restarts, mode, options, max_joint_step=None, dt=None, collision=None) -> Result:
+           joint_weights, restarts, mode, options, max_joint_step=None, dt=None, collision=None, first=None) -> Result:
+    """The general route of solve(); ``first``: (q, Result) of a collision solve's first solve,
+    already run (solve._collision_fast): the budget left after it, the rows from its q."""
     t_start = time.perf_counter()
     m = get_method(method)
     _check_positive("position_tolerance", position_tolerance)
@@ -470,7 +542,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         if collision is None:
             return _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step, t_start)
         return _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step,
-                                   t_start, collision)
+                                   t_start, collision, first)
     if collision is not None:
         raise SolverError(f"world / self_collision: method {m.name!r} cannot keep collision distances (they are "
                           f"inequality rows of the LM core): use method='lm'")
@@ -846,10 +918,11 @@ def _joint_step(robot, max_joint_step, dt):
 
 
 FIRST_SHARE = 0.25  # of a collision solve's budget, for the solve without rows that goes first
+COLLISION_RETRIES = 32  # plain solves from random starts tried, each checked, before the rows (_collision_fast)
 
 
 def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step, t_start,
-                        collision) -> Result:
+                        collision, first=None) -> Result:
     """LM with the collision distances as inequality rows of the general core. In mode "speed"
     without a joint step bound, a solve without the rows goes first (the chain route when the goals
     allow it), with a quarter of the budget: when it converges at least ``margin`` clear of
@@ -858,15 +931,26 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
     (benchmarks/collision_ik.py)."""
     import dataclasses
 
-    from .collision.rows import rows_clear, solve_rows
+    from .collision.rows import check_for
 
-    coll = solve_rows(robot, *collision)
+    clock = Budget(0.0)
+    check = check_for(robot, *collision)
+    clock.update()
+    t_start += clock.deadline  # a first call's compile (or interpreted run) of the check: not the solve's
+    coll = check.coll
     first_iters = 0
-    if mode == "speed" and step is None:
+    if first is not None:  # run already (solve._collision_fast): the rows from its answer
+        first_q, first_res = first
+        first_iters = first_res.iterations
+        if first_q is not None:
+            q_start = first_q
+        if timeout is not None:
+            timeout = max(timeout - first_res.time, 1e-4)
+    elif mode == "speed" and step is None:
         first = _solve_lm(robot, problem, q_start, None if timeout is None else FIRST_SHARE * timeout,
                           None if max_iterations is None else max(int(FIRST_SHARE * max_iterations), 1), seed,
                           restarts, mode, None, t_start)
-        if first.success and rows_clear(robot, first.q, coll):
+        if first.success and check.clear(first.q):
             return first
         first_iters = first.iterations
         if np.all(np.isfinite(first.q)):

@@ -32,7 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..kinematics.kernels import jacobian_from_all
+from ..kinematics.kernels import fk_all_into, jacobian_from_all
 
 _GOLD = 0.6180339887498949
 _SEARCH_STEPS = 64
@@ -268,23 +268,48 @@ def self_distances(wcaps, wbounds, link_caps, pairs, cutoff, out):
 
 
 @njit(cache=True)
-def _cloud_point(wcaps, c0, c1, bx, by, bz, br, ocaps, k, o, cutoff, out, tmp):
-    """Obstacle capsule k (of obstacle o) against the link's capsules c0..c1, kept in out[o] when
-    closer; skipped when its bound is beyond the cutoff or the best so far."""
-    # bound of the obstacle capsule: a sphere about its middle (scalars only: this runs once per
-    # point of a cloud near the link)
+def _beyond(ocaps, k, bx, by, bz, br, reach):
+    """True when obstacle capsule k lies farther than ``reach`` from the sphere (bx, by, bz, br)
+    (its bound: a sphere about its middle; scalars only, no array views: this runs once per point
+    of a cloud's chunk near a link)."""
     mx = 0.5 * (ocaps[k, 0] + ocaps[k, 3]) - bx
     my = 0.5 * (ocaps[k, 1] + ocaps[k, 4]) - by
     mz = 0.5 * (ocaps[k, 2] + ocaps[k, 5]) - bz
     hx = 0.5 * (ocaps[k, 3] - ocaps[k, 0])
     hy = 0.5 * (ocaps[k, 4] - ocaps[k, 1])
     hz = 0.5 * (ocaps[k, 5] - ocaps[k, 2])
-    reach = cutoff if cutoff < out[o, 0] else out[o, 0]
     gap = math.sqrt(mx * mx + my * my + mz * mz) - ocaps[k, 6] - br
-    if gap - reach > 0.0 and (gap - reach) * (gap - reach) > hx * hx + hy * hy + hz * hz:
-        return
+    return gap - reach > 0.0 and (gap - reach) * (gap - reach) > hx * hx + hy * hy + hz * hz
+
+
+@njit(cache=True)
+def _chunk_beyond(wcaps, c0, c1, sphere, reach):
+    """True when the sphere (centre, radius) of a chunk lies farther than ``reach`` from every
+    capsule c0..c1 of a link (centre to segment, less both radii): a tighter test than the link's
+    bounding sphere, which is loose around a long link."""
+    px, py, pz = sphere[0], sphere[1], sphere[2]
+    for c in range(c0, c1):
+        ax, ay, az = wcaps[c, 0], wcaps[c, 1], wcaps[c, 2]
+        ex, ey, ez = wcaps[c, 3] - ax, wcaps[c, 4] - ay, wcaps[c, 5] - az
+        ee = ex * ex + ey * ey + ez * ez
+        t = _clamp01(((px - ax) * ex + (py - ay) * ey + (pz - az) * ez) / ee) if ee > _EPS else 0.0
+        dx, dy, dz = px - ax - t * ex, py - ay - t * ey, pz - az - t * ez
+        far = reach + sphere[3] + wcaps[c, 6]
+        if far < 0.0 or dx * dx + dy * dy + dz * dz <= far * far:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _cloud_point(wcaps, c0, c1, ocaps, k, o, cutoff, out, tmp):
+    """Obstacle capsule k (of obstacle o) against the link's capsules c0..c1, kept in out[o] when
+    closer (its bound passed _beyond)."""
     res = out[o]
+    reach = cutoff if cutoff < res[0] else res[0]
     px, py, pz = 0.5 * (ocaps[k, 0] + ocaps[k, 3]), 0.5 * (ocaps[k, 1] + ocaps[k, 4]), 0.5 * (ocaps[k, 2] + ocaps[k, 5])
+    hx = 0.5 * (ocaps[k, 3] - ocaps[k, 0])
+    hy = 0.5 * (ocaps[k, 4] - ocaps[k, 1])
+    hz = 0.5 * (ocaps[k, 5] - ocaps[k, 2])
     slack = math.sqrt(hx * hx + hy * hy + hz * hz) + ocaps[k, 6]  # the obstacle capsule lies within this of p
     for c in range(c0, c1):
         # a lower bound first (the middle of the obstacle capsule to the link capsule's segment): a
@@ -325,8 +350,12 @@ def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chu
             far = chunk_bound[ch, 3] + br + reach
             if far >= 0.0 and cx * cx + cy * cy + cz * cz > far * far:
                 continue
+            if _chunk_beyond(wcaps, c0, c1, chunk_bound[ch], reach):
+                continue
             for k in range(chunk_range[ch, 0], chunk_range[ch, 1]):
-                _cloud_point(wcaps, c0, c1, bx, by, bz, br, ocaps, k, ocap_obj[k], cutoff, out[ell], tmp)
+                o = ocap_obj[k]
+                if not _beyond(ocaps, k, bx, by, bz, br, cutoff if cutoff < out[ell, o, 0] else out[ell, o, 0]):
+                    _cloud_point(wcaps, c0, c1, ocaps, k, o, cutoff, out[ell], tmp)
         for k in range(boxes.shape[0]):
             bo = boxes[k]
             if _box_sdf(bo, bx, by, bz) - br > cutoff:
@@ -426,3 +455,42 @@ def _row(ni, nf, Tall, res, na, nb, Jl, d, J, k):
         return k
     d[k] = res[0]
     return k + 1
+
+
+@njit(cache=True)
+def closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link, static_close):
+    """The check of one configuration, in one call: FK of ``q`` into ``Tall``, every checked pair whose
+    bounds are within ``cutoff`` [m] measured (as :func:`collision_rows`, without the Jacobians), and
+    ``(d_min, index)`` of the closest pair some joint moves (``moving_self`` (P,), ``moving_link``
+    (L,): 1 when a joint moves the pair; index ``p < P`` a self pair, ``P + ℓ·n_obstacles + o`` a
+    (link, obstacle)); ``(inf, −1)`` when none lies within the cutoff. Pairs no joint moves and
+    closer than ``static_close`` [m] are counted in the third value."""
+    (links, link_caps, caps, bounds, pairs, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj,
+     wcaps, wb, out_self, out_world, chunk_range, chunk_bound) = tables
+    fk_all_into(ni, nf, origin, q, Tall)
+    world_capsules(Tall, links, link_caps, caps, bounds, wcaps, wb)
+    self_distances(wcaps, wb, link_caps, pairs, cutoff, out_self)
+    n_obj = out_world.shape[1]
+    if n_obj > 0:
+        world_distances(wcaps, wb, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
+                        cutoff, out_world)
+    dmin = np.inf
+    imin = -1
+    n_static = 0
+    P = pairs.shape[0]
+    for p in range(P):
+        d = out_self[p, 0]
+        if moving_self[p]:
+            if d < dmin and d <= cutoff:
+                dmin, imin = d, p
+        elif d < static_close:
+            n_static += 1
+    for ell in range(out_world.shape[0]):
+        for o in range(n_obj):
+            d = out_world[ell, o, 0]
+            if moving_link[ell]:
+                if d < dmin and d <= cutoff:
+                    dmin, imin = d, P + ell * n_obj + o
+            elif d < static_close:
+                n_static += 1
+    return dmin, imin, n_static

@@ -31,11 +31,13 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from .._tiers import call_interpreted, entry_point
 from .errors import CollisionError, CollisionWarning
-from .kernels import collision_rows
+from .kernels import closest_moving, collision_rows
+from .world import World
 
 __all__ = ["BUFFER", "CUTOFF", "E_VIOL", "E_DMIN", "E_ROWS", "no_rows", "solve_rows", "ineq_eval", "ineq_size",
-           "active_rows", "check_options", "rows_clear", "final_check"]
+           "active_rows", "check_options", "Check", "check_for", "rows_clear", "final_check"]
 
 BUFFER = 1e-3      # [m] pinned rows aim at margin + BUFFER (see above)
 CUTOFF = 0.05      # [m] broad phase: pairs whose bounds are farther than margin + CUTOFF are not evaluated
@@ -59,8 +61,9 @@ def no_rows():
 def check_options(world, self_collision, margin):
     """(world as a World or None, self_collision, margin) validated for solve(); CollisionError
     naming the value otherwise."""
-    from .world import World
-
+    if (type(world) is World or world is None) and type(self_collision) is bool and type(margin) is float \
+            and 0.0 <= margin < math.inf:
+        return world, self_collision, margin  # the common call, already valid
     if world is not None and not isinstance(world, World):
         if isinstance(world, (list, tuple)):
             world = World(world)
@@ -162,6 +165,116 @@ def active_rows(J, e, m0, k, dq, hardx, n):
     return n
 
 
+class Check:
+    """One robot's collision check against one world at one margin, built once and cached
+    (:func:`check_for`): the solve's rows (:func:`solve_rows`), which pairs some joint moves
+    (q-independent: a joint on the tree path between the two links, or above the link for an
+    obstacle), and their labels. :meth:`closest` measures a configuration in one kernel call
+    (:func:`~invkin.collision.kernels.closest_moving`: FK, broad phase at ``margin + CUTOFF``,
+    the distances), so a solve whose first answer is already clear pays little more than that
+    call. Holds scratch: one per thread (check_for keys it by thread)."""
+
+    def __init__(self, robot, world, self_collision: bool, margin: float):
+        from .distance import collision_tables  # noqa: F401 - (solve_rows builds them)
+        from .model import collision_model
+
+        self.robot, self.world, self.self_collision, self.margin = robot, world, self_collision, margin
+        self.coll = solve_rows(robot, world, self_collision, margin)
+        tables = self.coll[0]
+        cm = collision_model(robot)
+        moves = robot.qidx >= 0
+        anc = [set(robot.ancestors(int(n))) for n in cm.links]
+        pairs = tables[4]
+        self.moving_self = np.array([any(moves[i] for i in anc[a] ^ anc[b]) for a, b in pairs], dtype=np.bool_)
+        self.moving_link = np.array([any(moves[i] for i in a) for a in anc], dtype=np.bool_)
+        self.n_obj = tables[14].shape[1]
+        self.link_names = cm.link_names
+        self.pair_links = [(int(a), int(b)) for a, b in pairs]
+        self.n_pairs = len(pairs) + len(cm.links) * (len(world) if world is not None else 0)
+        self.Tall = np.empty((robot.n_nodes, 4, 4))
+        self.cutoff = margin + CUTOFF
+        r = robot
+        self._args = (r.node_table, r.node_params, r.origin, r.neutral(), self.Tall, tables, self.cutoff,
+                      self.moving_self, self.moving_link, margin)
+        self._ep = None
+        # pairs no joint moves keep their distance at every q: measured once, warned about once
+        self.static = self._static() if self.closest(robot.neutral())[2] else ()
+        self._warned = False
+
+    def label(self, index: int) -> tuple:
+        """(link, link or obstacle label) of a pair index of :meth:`closest`."""
+        P = len(self.pair_links)
+        if index < P:
+            a, b = self.pair_links[index]
+            return self.link_names[a], self.link_names[b]
+        ell, o = divmod(index - P, self.n_obj)
+        return self.link_names[ell], f"obstacle {o} ({type(self.world.obstacles[o]).__name__})"
+
+    def closest(self, q) -> tuple:
+        """(d_min [m], pair index, number of unmovable pairs closer than the margin) at q (dof,)
+        float64: the closest pair some joint moves within ``margin + CUTOFF`` ((inf, −1, n)
+        when none)."""
+        a = self._args
+        ep = self._ep
+        if ep is None:
+            ep = self._ep = _entry(a)
+            if ep is None:  # compiling in the background (invkin._tiers): on the interpreter this time
+                return call_interpreted(closest_moving, a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9])
+        return ep(a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9])
+
+    def clear(self, q) -> bool:
+        """Every pair some joint moves at least ``margin`` apart at q."""
+        return self.closest(q)[0] >= self.margin - 1e-9
+
+    def report(self, q, closest=None) -> dict:
+        """final_check's report at q (``closest``: a result of :meth:`closest` at q, reused)."""
+        dmin, i, _ = self.closest(q) if closest is None else closest
+        static = self.static
+        if static and not self._warned:
+            self._warned = True
+            warnings.warn(f"{len(static)} pair(s) closer than margin={self.margin} m that no joint can move (not "
+                          f"part of the solve): {', '.join(f'{a} – {b}' for a, b in static[:4])}", CollisionWarning,
+                          stacklevel=5)
+        return {"margin": self.margin, "pairs": self.n_pairs, "min_distance": float(dmin),
+                "closest": self.label(i) if i >= 0 else None, "collision_free": dmin >= self.margin - 1e-9,
+                "static": static}
+
+    def _static(self) -> tuple:
+        """The unmovable pairs closer than the margin at the configuration last measured."""
+        out_self, out_world = self.coll[0][13], self.coll[0][14]
+        idx = [p for p in range(len(self.pair_links)) if not self.moving_self[p] and out_self[p, 0] < self.margin]
+        idx += [len(self.pair_links) + ell * self.n_obj + o for ell, o in zip(*np.nonzero(out_world[:, :, 0] < self.margin))
+                if not self.moving_link[ell]]
+        return tuple(self.label(i) for i in idx)
+
+
+def _entry(args):
+    """The compiled closest_moving for these argument types with q (args[3]) typed as any 1-D
+    float64 vector, called without Numba's per-call dispatch (typing the tables' 17-tuple costs
+    a few µs per call): every other argument is the Check's own, fixed when it is built. None
+    while it compiles in the background (invkin._tiers.entry_point)."""
+    import numba
+
+    sig = [numba.typeof(a) for a in args]
+    sig[3] = types.Array(types.float64, 1, "A")
+    return entry_point(closest_moving, sig)
+
+
+def check_for(robot, world, self_collision: bool, margin: float) -> Check:
+    """The :class:`Check` of (robot, world, self_collision, margin) for this thread, cached on the
+    robot (a few per robot; the world by identity: World is immutable)."""
+    import threading
+
+    key = (id(world), self_collision, margin, threading.get_ident())
+    cache = robot.cache.setdefault("collision_checks", {})
+    c = cache.get(key)
+    if c is None or c.world is not world:
+        if len(cache) >= 16:
+            cache.clear()
+        c = cache[key] = Check(robot, world, self_collision, margin)
+    return c
+
+
 def rows_clear(robot, q, coll) -> bool:
     """True when every row of ``coll`` (pairs some joint moves) is at least ``margin`` apart at q
     (the core's own test: errs[E_VIOL] == 0)."""
@@ -182,25 +295,8 @@ def final_check(robot, q, world, self_collision: bool, margin: float) -> dict:
     ``closest`` (a, b) over the pairs some joint can move (inf and None when no pair lies within
     margin + CUTOFF), ``collision_free`` (every such pair at least ``margin`` apart, up to
     1e-9 m), ``static`` (pairs no joint moves that are closer than ``margin``: the solve cannot
-    change them; warned about once per solve)."""
-    from .distance import distance_jacobian
-
-    d, J, info = distance_jacobian(robot, q, world, self_collision, cutoff=margin + CUTOFF)
-    moving = np.abs(J).max(axis=1) > 0.0 if len(d) else np.zeros(0, dtype=bool)
-    n_self = 0
-    if self_collision and len(robot.collision.links) > 1:
-        from .pairs import collision_pairs
-        n_self = len(collision_pairs(robot))
-    n_world = len(robot.collision.links) * (len(world) if world is not None else 0)
-    static = tuple(p for p, v, m in zip(info.pairs, d, moving) if not m and v < margin)
-    if static:
-        warnings.warn(f"{len(static)} pair(s) closer than margin={margin} m that no joint can move (not part of "
-                      f"the solve): {', '.join(f'{a} – {b}' for a, b in static[:4])}", CollisionWarning, stacklevel=4)
-    idx = np.nonzero(moving)[0]
-    if len(idx):
-        i = int(idx[np.argmin(d[idx])])
-        dmin, closest = float(d[i]), info.pairs[i]
-    else:
-        dmin, closest = math.inf, None
-    return {"margin": margin, "pairs": n_self + n_world, "min_distance": dmin, "closest": closest,
-            "collision_free": bool(dmin >= margin - 1e-9), "static": static}
+    change them; warned about once per robot, world and margin)."""
+    if world is not None and not isinstance(world, World):
+        world = check_options(world, self_collision, margin)[0]
+    q = np.ascontiguousarray(robot.check_q(q), dtype=np.float64)
+    return check_for(robot, world, bool(self_collision), float(margin)).report(q)
