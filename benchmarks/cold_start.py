@@ -7,6 +7,9 @@ times only that) plus the first call of one method (compile included), the first
 ``invkin solve`` on the command line. A second column runs the same step again on the cache
 the first run left (what every later run pays).
 
+The ``whole_body`` step is a floating G1 with both feet held by hard Pose goals and one hand
+moved (the general LM core).
+
 ``--fresh-venv`` installs the package under test (non-editable, ``pip install --no-deps``; the
 build backend comes from the package index, as pip does) into a new virtual environment whose
 runtime dependencies come from the running interpreter's site-packages, and runs every step with
@@ -75,6 +78,14 @@ STEPS["solve_many"] = _SETUP + _PANDA + """
 rng = np.random.default_rng(0)
 Ts = robot.fk(robot.sample(64, rng), "panda_hand")
 batch = ik.solve_many(robot, "panda_hand", Ts)
+print(time.perf_counter() - t_start)
+"""
+STEPS["whole_body"] = _SETUP + """
+robot = ik.load_robot("g1")
+q0 = robot.neutral()
+feet = [ik.Pose(f, robot.fk(q0, f), hard=True) for f in ("left_ankle_roll_link", "right_ankle_roll_link")]
+hand = robot.fk(q0, "left_wrist_yaw_link")[:3, 3] + [0.1, 0.0, -0.1]
+res = ik.solve(robot, feet + [ik.Position("left_wrist_yaw_link", hand)])
 print(time.perf_counter() - t_start)
 """
 STEPS["correct_clip"] = _SETUP + """

@@ -470,7 +470,7 @@ def main(argv=None):
                     continue
                 ratio = ""
                 if lib != "invkin" and summ["invkin"][sc]["mean"] > 0:
-                    ratio = f" ({v['mean'] / summ['invkin'][sc]['mean']:.0f}x invkin)"
+                    ratio = f" ({v['mean'] / summ['invkin'][sc]['mean']:.2f}x invkin)"
                 print(f"| {name} ({robot.dof} dof) | {sc} | {lib} | {v['n']} | {v['success']:.0f} % | "
                       f"{v['mean']:.3f}{ratio} | {v['p95']:.3f} | {v['drift']:.1e} | {v['dq']:.2f} | "
                       f"{v['restarts'] if lib == 'invkin' else ''} |")

@@ -123,12 +123,6 @@ def test_no_import_cycles_between_invkin_modules():
     """Module-level or inside a function, no two invkin modules import each other (even indirectly)."""
     pkg = Path(ik.__file__).parent
     graph = {f: cache._imports(f, f.read_text(encoding="utf-8")) for f in pkg.rglob("*.py")}
-    allowed = {  # known tangles, with the reason; remove an entry when its cycle is gone
-        # the LM core (issue 12): lm imports lm_core at its end and lm_core imports lm's constants at its
-        # top; lm_core asks the driver for core_args. Untangle: the shared constants in one module both
-        # import, the core's tables built on the solvers' side
-        frozenset({"solve.py", "solvers/lm.py", "solvers/lm_core.py"}),
-    }
     # strongly connected components (iterative Tarjan): every one with two or more modules is a cycle
     index, low, on, stack, sccs, counter = {}, {}, set(), [], [], [0]
     for root in graph:
@@ -165,7 +159,7 @@ def test_no_import_cycles_between_invkin_modules():
                         break
                 if len(comp) > 1:
                     sccs.append(frozenset(comp))
-    assert [sorted(c) for c in sccs if c not in allowed] == []
+    assert [sorted(c) for c in sccs] == []
 
 
 def test_warmup_command_lists_its_steps_and_runs_one(capsys):

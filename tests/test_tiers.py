@@ -184,3 +184,28 @@ def test_worker_reports_a_bad_request_and_compiles_the_next(tmp_path):
     assert "bad request" in lines[0] and "no_such_kernel" in lines[0]
     assert "bad request" in lines[1]
     assert "invkin.kinematics.kernels.all_finite ready" in lines[2]
+
+
+KILLED = r"""
+import json
+import numpy as np
+import invkin as ik
+from invkin import _compile_clock, _tiers
+r = ik.load_robot("panda")
+q = r.neutral() + 0.2
+T1 = r.fk(q, "panda_hand")  # interpreted; the kernel goes to the worker
+interpreted = _compile_clock.interpreted_seconds()
+w = _tiers._worker[0]
+w.kill()
+w.wait()
+T2 = r.fk(q, "panda_hand")  # the worker is gone: compiled here
+print(json.dumps(dict(interpreted=interpreted, compiled=_compile_clock.compile_seconds(), diff=float(np.abs(T1 - T2).max()))))
+"""
+
+
+@pytest.mark.slow  # a fresh process compiles the FK kernel
+def test_a_dead_worker_means_the_kernel_compiles_in_the_calling_process(tmp_path):
+    out, _ = _run(KILLED, {"INVKIN_COMPILE": "background"}, tmp_path)
+    assert out["interpreted"] > 0.0
+    assert out["compiled"] > 0.0
+    assert out["diff"] <= 1e-15

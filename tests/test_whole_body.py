@@ -1,6 +1,8 @@
 """Whole-body problems on LM's general core: hard goals, CenterOfMass, Relative, joint step bounds,
 posture as a regulariser, restarts near q0, and the route-equivalence zoo (every goal shape through
 every route of lm, results compared)."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -264,9 +266,33 @@ def _route(robot, goals, route, seed):
     import time
 
     p = compile_problem(robot, goals, 1e-6, 1e-6)
-    p.glevel[:] = 1 if route == "core" else 0  # "core": every row soft; "core-hard": every row hard
+    # "core": every row soft; "core-hard": every row hard (a new layout: the cached one is shared)
+    p = dataclasses.replace(p, glevel=np.full_like(p.glevel, 1 if route == "core" else 0), layout=None)
     p.__dict__["basic_kinds_only"] = lambda: False  # off the chain route
     return _solve_lm(robot, p, _initial_q(robot, None), 0.2, None, seed, True, "speed", None, time.perf_counter())
+
+
+@pytest.mark.parametrize("name", ["panda", "iiwa14", "g1_left_arm"])
+def test_general_core_takes_the_chain_kernels_iterates_on_one_frame_pose_goals(name):
+    """One soft Pose goal through the chain kernel (fast path) and through the general core: the
+    same damping schedule (CHAIN_LAMBDA_INIT / LAMBDA_SHRINK / CHAIN_LAMBDA_GROW) and the same
+    active set, so where both converge in their first attempt they take the same number of
+    iterations to the same q (within 1e-8 rad: the chain kernel solves in task space, the core in
+    joint space, so the last bits differ). Restarts differ by design (the core re-seeds near q0)."""
+    robot = ik.load_robot(name)
+    frame = "panda_hand" if name == "panda" else robot.node_names[-1]
+    rng = np.random.default_rng(1)
+    compared = 0
+    for k in range(15):
+        goals = [ik.Pose(frame, robot.fk(robot.sample(rng=rng), frame))]
+        chain = _route(robot, goals, "fast", k)
+        core = _route(robot, goals, "core", k)
+        assert chain.success and core.success, (k, chain, core)
+        if chain.restarts == 0 and core.restarts == 0:
+            compared += 1
+            assert core.iterations == chain.iterations, (k, chain, core)
+            assert np.max(np.abs(core.q - chain.q)) <= 1e-8, (k, np.abs(core.q - chain.q).max())
+    assert compared >= 10  # most targets converge in the first attempt on both routes
 
 
 @pytest.mark.parametrize("shape", sorted(_ZOO))
@@ -374,3 +400,56 @@ def test_a_goal_row_of_a_kind_the_kernels_do_not_know_is_refused_before_any_kern
         ik.solve(panda, [Forged("panda_hand", np.zeros(3)), ik.Position("panda_link4", np.zeros(3))])
     with pytest.raises(GoalError, match="99"):
         ik.solve(panda, Forged("panda_hand", np.zeros(3)))
+
+
+def test_goals_of_one_structure_share_a_layout_and_keep_their_own_targets(hum):
+    """compile_problem caches the table's layout per robot and goal structure: a second problem
+    with the same structures shares it and gathers only its own targets, and each solves to its
+    own hand target."""
+    from invkin.solvers.shared import compile_problem
+
+    q0 = _stance(hum)
+    p_hand = hum.fk(q0, "l_hand")[:3, 3]
+    problems, results = [], []
+    for dx in (0.05, -0.04):
+        goals = _feet(hum, q0) + [ik.Position("l_hand", p_hand + [dx, 0.0, 0.02])]
+        problems.append(compile_problem(hum, goals, 1e-6, 1e-6))
+        results.append(ik.solve(hum, goals, q0=q0))
+    assert problems[0].layout is problems[1].layout
+    assert not np.array_equal(problems[0].gvec, problems[1].gvec)
+    for dx, res in zip((0.05, -0.04), results):
+        assert res.success and res.goals_met == (True, True, True)
+        assert np.linalg.norm(hum.fk(res.q, "l_hand")[:3, 3] - (p_hand + [dx, 0.0, 0.02])) <= 1e-6
+        assert _drift(hum, q0, res.q) <= 1e-6
+
+
+def test_goal_structure_tells_apart_level_frame_kind_axes_and_reference():
+    T = np.eye(4)
+    base = ik.Pose("l_hand", T).structure()
+    assert ik.Pose("l_hand", T @ make_transform(so3_exp([0.1, 0, 0]), [0.2, 0, 0]), weight=3.0).structure() == base
+    for other in (ik.Pose("l_hand", T, hard=True), ik.Pose("r_hand", T), ik.Position("l_hand", T[:3, 3]),
+                  ik.Pose("l_hand", T, axes="z"), ik.Relative("l_hand", "r_hand", T)):
+        assert other.structure() != base, other
+    assert ik.Relative("l_hand", "r_hand", T).structure() != ik.Relative("l_hand", "head", T).structure()
+
+
+def test_a_cached_layout_still_refuses_a_posture_of_the_wrong_size(hum):
+    q0 = _stance(hum)
+    goals = _feet(hum, q0) + [ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3]), ik.Posture(q0)]
+    assert ik.solve(hum, goals, q0=q0).success  # the layout is cached now
+    with pytest.raises(GoalError, match="Posture.q_rest"):
+        ik.solve(hum, goals[:-1] + [ik.Posture(q0[:-1])], q0=q0)
+
+
+def test_the_lean_whole_body_route_and_the_general_driver_give_the_same_bits(hum):
+    """ik.solve's lean route for lists of goals (solve._solve_core_fast) runs the driver the
+    general path runs: the same q, iterations and verdict (the general path is taken here by an
+    explicit max_iterations)."""
+    q0 = _stance(hum)
+    goals = _feet(hum, q0) + [ik.Pose("l_hand", hum.fk(q0, "l_hand") @ make_transform(so3_exp([0, 0.2, 0]),
+                                                                                        [0.08, 0.0, -0.05]))]
+    fast = ik.solve(hum, goals, q0=q0)
+    general = ik.solve(hum, goals, q0=q0, max_iterations=1_000_000)
+    assert fast.success and general.success
+    assert np.array_equal(fast.q, general.q) and fast.iterations == general.iterations
+    assert fast.goals_met == general.goals_met == (True, True, True)

@@ -139,6 +139,17 @@ class Goal:
     def _make_rows(self):  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def structure(self) -> tuple:
+        """What of this goal the compiled problem's layout depends on, not its targets or weights:
+        (level, ((kind, frame, reference frame or None) per row)), built once. Goals with equal
+        structures give goal tables that differ only in their target and weight columns, so the
+        solve caches everything else per robot and structure (solvers/_common.compile_problem)."""
+        k = self.__dict__.get("_structure")
+        if k is None:
+            k = (self.level, tuple((r[0], r[1], r[6] if len(r) > 6 else None) for r in self.rows()))
+            object.__setattr__(self, "_structure", k)
+        return k
+
     def table(self) -> tuple:
         """This goal's rows as arrays (kind (G,), vec (G, 3), R (G, 3, 3), axis (G, 3), weight (G,)),
         built once (goals are immutable); the solve fast path reads them without copying."""
@@ -165,13 +176,15 @@ class Position(Goal):
     priority: int | None = None
 
     def __post_init__(self):
-        _level(self.hard, self.priority, "Position")
+        level = _level(self.hard, self.priority, "Position")
         object.__setattr__(self, "frame", _frame(self.frame, "Position"))
         object.__setattr__(self, "p", _point(self.p, f"Position({self.frame!r}).p"))
         object.__setattr__(self, "weight", _weight(self.weight, "Position"))
-        # the goal-table row, built once here (goals are immutable): a solve only reads it
+        # the goal-table row and its structure, built once here (goals are immutable): a solve only reads them
         object.__setattr__(self, "_table", (_KIND_P.copy(), self.p.reshape(1, 3).copy(), _EYE1.copy(),
                                             np.zeros((1, 3)), np.array([self.weight])))
+        if type(self) is Position:  # (a subclass may make other rows)
+            object.__setattr__(self, "_structure", (level, ((KIND_POSITION, self.frame, None),)))
 
     def _make_rows(self):
         return [(KIND_POSITION, self.frame, self.p, np.eye(3), np.zeros(3), self.weight)]
@@ -226,7 +239,7 @@ class Pose(Goal):
     priority: int | None = None
 
     def __post_init__(self):
-        _level(self.hard, self.priority, "Pose")
+        level = _level(self.hard, self.priority, "Pose")
         object.__setattr__(self, "frame", _frame(self.frame, "Pose"))
         T = as_transform(self.T, f"Pose({self.frame!r}).T")
         if max(abs(T[0, 3]), abs(T[1, 3]), abs(T[2, 3])) > MAX_LENGTH:  # as_transform checked finiteness
@@ -245,6 +258,9 @@ class Pose(Goal):
             R[1] = T[:3, :3]
             object.__setattr__(self, "_table", (_KIND_PR.copy(), vec, R, np.zeros((2, 3)),
                                                 np.array([self.weight, rw])))
+            if type(self) is Pose:
+                object.__setattr__(self, "_structure", (level, ((KIND_POSITION, self.frame, None),
+                                                                (KIND_ROTATION, self.frame, None))))
 
     @classmethod
     def from_position_quaternion(cls, frame, p, *, quat_wxyz=None, quat_xyzw=None, **kwargs) -> "Pose":

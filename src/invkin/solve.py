@@ -19,7 +19,7 @@ from ._tiers import call_interpreted, entry_point
 from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
-from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KINDS, Pose, Position
+from .goals import BASIC_KINDS, KIND_POSITION, KINDS, Pose, Position
 from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, project_cones_in_place
@@ -31,6 +31,9 @@ from .solvers.lm import ATTEMPT_ITERATIONS as _LM_ATTEMPT_ITERATIONS
 from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
 
 _CHAIN_STATE0 = (_lm.new_chain_state(0.0), _lm.new_chain_state(1.0))  # clamped / free attempts
+_CORE_STATE0 = (_core.new_core_state(0.0), _core.new_core_state(1.0))  # mode "speed" / "distance"
+ATTEMPT_ITERATIONS, S_ATTEMPT, S_ITERS, S_MINIMIZE = _lm.ATTEMPT_ITERATIONS, _lm.S_ATTEMPT, _lm.S_ITERS, _lm.S_MINIMIZE
+S_BEST_PERR, S_BEST_RERR, S_BEST_DIST, UNREACHABLE = _lm.S_BEST_PERR, _lm.S_BEST_RERR, _core.S_BEST_DIST, _core.UNREACHABLE
 _THREAD = threading.local()
 _F64 = np.dtype(np.float64)
 
@@ -191,10 +194,8 @@ def _around(robot, t, q0):
 def _one_frame(problem):
     """The node all of the problem's goal rows are on when the chain LM kernel can run the
     problem (no posture term), else None."""
-    g = problem.gnode
-    if problem.w_posture != 0.0 or g.shape[0] == 0 or not np.all(g == g[0]):
-        return None
-    return int(g[0])
+    node = problem.layout.one_node
+    return None if problem.w_posture != 0.0 or node < 0 else node
 
 
 def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float = 1e-6,
@@ -261,6 +262,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             and max_joint_step is None and dt is None and world is None and self_collision is False
             and type(margin) is float and margin == 0.005):
         res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
+        if res is None:
+            res = _solve_core_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is not None:
             return res  # (with the last steps of _post_solve done where the robot needs them)
     collision = _collision_options(world, self_collision, margin)
@@ -806,6 +809,33 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
 
 
+def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
+    """The common whole-body call — lm, a list of goals, plain float options, q0 a float64
+    vector — with the least Python: the goal table from the layout cached per goal structure
+    (solvers/_common.compile_problem), then the one LM driver (_solve_lm), as the general path
+    would run it. Returns None when the call is not that case (the general path then validates
+    and explains)."""
+    t_start = time.perf_counter()
+    if not (type(goals) is list or type(goals) is tuple) or robot.extras.get("cone_limits"):
+        return None
+    if not (type(timeout) is float and 0.0 < timeout < math.inf) or type(seed) is not int \
+            or not 0 <= seed < SEED_LIMIT:
+        return None
+    if q0 is None:
+        q_start = robot.q_neutral.copy()
+    elif type(q0) is np.ndarray and q0.dtype is _F64 and q0.shape == (robot.dof,):
+        if not (-MAX_LENGTH <= q0.min() and q0.max() <= MAX_LENGTH):  # NaN fails too
+            return None  # the general path names the bad entry
+        q_start = np.minimum(np.maximum(q0, robot.lower), robot.upper)
+    else:
+        return None
+    if not (type(tol_p) is float and 0.0 < tol_p < math.inf and type(tol_r) is float and 0.0 < tol_r < math.inf):
+        return None
+    problem = compile_problem(robot, goals, tol_p, tol_r)
+    res = _solve_lm(robot, problem, q_start, timeout, ITERATION_CAP, seed, True, "speed", None, t_start)
+    return _post_solve(robot, goals, res, q0, tol_p, tol_r) if _needs_post(robot) else res
+
+
 def _fast_tables(robot, frame):
     """What _solve_lm_fast reads per (robot, frame), kept in ``robot.cache["lm_fast"][frame]`` (two
     dict look-ups instead of six queries): (chain program, lims, free, scratch size, dof,
@@ -935,9 +965,9 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
 def _goals_met(problem, err) -> tuple:
     """One bool per goal (Posture left out): every row of that goal within its tolerance, from the
     rows' errors err (G,) [m or rad]."""
-    k = problem.gkind
-    pos = (k == KIND_POSITION) | (k == KIND_COM) | (k == KIND_REL_POSITION)  # rows measured in metres
-    ok = (np.where(pos, err <= problem.tol_p, err <= problem.tol_r) | (problem.gw == 0)).tolist()
+    tol_p, tol_r = problem.tol_p, problem.tol_r
+    ok = [e <= (tol_p if metres else tol_r) or w == 0.0  # (a Python loop: G is a few rows)
+          for e, metres, w in zip(err.tolist(), problem.layout.metres_list, problem.gw.tolist())]
     out = []
     i = 0
     for n in problem.goal_rows:
@@ -952,14 +982,11 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     lm_chain_attempts when every goal row is on one frame's chain, no posture, no hard/soft mix
     and no new goal kind; else core_attempts) that the driver calls with an iteration budget
     sized to the time left, reading the clock between calls."""
-    from .solvers.lm import ATTEMPT_ITERATIONS, S_ATTEMPT, S_BEST_PERR, S_BEST_RERR, S_ITERS, S_MINIMIZE
-    from .solvers.lm_core import S_BEST_DIST, UNREACHABLE
-
-    seed_i = _seed_int(seed)
+    seed_i = (seed & 0x7FFFFFFF) if type(seed) is int and 0 <= seed < SEED_LIMIT else _seed_int(seed)
     step = max_joint_step
     node = _one_frame(problem)
     chain = (node is not None and mode == "speed" and step is None and problem.basic_kinds_only()
-             and not (problem.has_hard and not np.all(problem.glevel == 0)) and coll is None)
+             and not problem.layout.mixed and coll is None)
     best_q = q_start.copy()
     if chain:
         default = problem.joint_weights is robot.unit_weights
@@ -977,9 +1004,10 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         chain_args = (ch, lims, p.gkind, p.gvec, p.gR, p.gaxis, p.gw, p.tol_p, p.tol_r, q_start)
     else:
         model, table, lims, lo, hi = core_args(problem, q_start, step, coll)
-        q = np.minimum(np.maximum(q_start, lo), hi)
-        st = _core.new_core_state(1.0 if mode == "distance" else 0.0)
+        q = q_start.copy() if step is None else np.minimum(np.maximum(q_start, lo), hi)  # (q_start is in the limits)
+        st = _CORE_STATE0[1 if mode == "distance" else 0].copy()
         rowerr = np.empty(problem.gnode.shape[0])
+        q_rest, w_post, tol_p, tol_r = problem.q_rest, problem.w_posture, problem.tol_p, problem.tol_r
     max_attempts = 2**62 if restarts else 1
     budget = _FIRST_CHUNK if max_iterations is None else min(_FIRST_CHUNK, max_iterations)
     clock = Budget(None if timeout is None else t_start + timeout)
@@ -993,9 +1021,8 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
             args = chain_args + (best_q, st, int(budget), attempt_iters, max_attempts, seed_i, buf)
             code = (_LM_ENTRY[0] or _chain_attempts_entry(args))(*args)
         else:
-            code = _core.core_attempts(model, table, lims, lo, hi, problem.q_rest, problem.w_posture, problem.tol_p,
-                                     problem.tol_r, q_start, q, best_q, st, int(budget), attempt_iters, max_attempts,
-                                     seed_i, rowerr)
+            code = _core.core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q_start, q, best_q, st,
+                                       int(budget), attempt_iters, max_attempts, seed_i, rowerr)
         t0 += clock.update()
         deadline = clock.deadline
         if code == CONVERGED:
@@ -1033,11 +1060,11 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
             budget = int(min(budget, max_iterations - st[S_ITERS]))
     if not chain and mode == "distance" and st[S_BEST_DIST] < np.inf:
         status = Status.CONVERGED
-    if not chain and not np.isfinite(st[S_BEST_PERR]):
+    if not math.isfinite(st[S_BEST_PERR]) and not chain:
         pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, best_q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
         st[S_BEST_PERR], st[S_BEST_RERR] = pe, re_
-    elif chain and not np.isfinite(st[S_BEST_PERR]):  # no attempt finished inside the budget
+    elif not math.isfinite(st[S_BEST_PERR]):  # chain: no attempt finished inside the budget
         best_q = np.minimum(np.maximum(best_q, robot.lower), robot.upper)
         pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, best_q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
@@ -1048,9 +1075,10 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
             met = _goals_met(problem, _core.row_errors(*core_args(problem)[:2], best_q))
     else:
         met = _goals_met(problem, rowerr)
-    res = Result(best_q, status == Status.CONVERGED, status, float(st[S_BEST_PERR]), float(st[S_BEST_RERR]),
-                 int(st[S_ITERS]), int(st[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
-    object.__setattr__(res, "goals_met", met)
+    s = st.tolist()
+    res = Result._new(best_q, status == Status.CONVERGED, status, s[S_BEST_PERR], s[S_BEST_RERR], int(s[S_ITERS]),
+                      int(s[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
+    res.__dict__["goals_met"] = met
     return res
 
 

@@ -54,6 +54,9 @@ class Problem:
     glevel: np.ndarray | None = None  # (G,) 0 = hard row, 1 = soft row
     gref: np.ndarray | None = None    # (G,) reference node of a relative row, else -1
     goal_rows: tuple = ()             # rows of each goal in order (Posture left out)
+    #: the layout shared by every problem of this robot with the same goal structures (Layout), or
+    #: None: then it is derived from gnode, gkind, glevel (a problem built or changed by hand)
+    layout: object = None
 
     @property
     def dof(self) -> int:
@@ -64,6 +67,8 @@ class Problem:
         self.args = (r.node_table, r.node_params, r.origin, self.lower, self.upper, self.balls, self.gnode, self.gkind,
                 self.gvec, self.gR, self.gaxis, self.gw, self.q_rest, self.w_posture, self.joint_weights,
                 self.tol_p, self.tol_r)
+        if self.layout is None and self.glevel is not None:
+            self.layout = Layout(self.gnode, self.gkind, self.glevel, self.gref, self.goal_rows)
 
     @property
     def goal_frames(self) -> list:
@@ -74,16 +79,99 @@ class Problem:
 
     @property
     def has_hard(self) -> bool:
-        return bool(np.any(self.glevel == 0))
+        return self.layout.has_hard
 
     def basic_kinds_only(self) -> bool:
         """True when every row is of a kind task_eval (the methods other than lm) knows."""
-        return bool(np.all(self.gkind < KIND_COM))
+        return self.layout.basic
+
+
+class Layout:
+    """What a compiled problem's solve needs besides its targets and weights, derived once per
+    robot and goal structure (Goal.structure) and shared by every problem with that structure:
+    the rows' nodes, kinds, levels and reference nodes, rows per goal, the soft and hard residual
+    rows (the general LM core's split), the one node every row is on (or -1), whether any row is
+    hard, whether every kind is basic, which rows are measured in metres. Its arrays are never
+    written (problems with this layout share them)."""
+
+    __slots__ = ("gnode", "gkind", "glevel", "gref", "goal_rows", "soft", "hard", "one_node", "has_hard", "basic",
+                 "metres", "metres_list", "mixed")
+
+    def __init__(self, gnode, gkind, glevel, gref, goal_rows):
+        self.gnode, self.gkind, self.glevel, self.gref, self.goal_rows = gnode, gkind, glevel, gref, goal_rows
+        rows = np.repeat(glevel, 3)
+        idx = np.arange(rows.shape[0], dtype=np.int64)
+        self.soft, self.hard = idx[rows != 0], idx[rows == 0]
+        G = gnode.shape[0]
+        self.one_node = int(gnode[0]) if G and bool(np.all(gnode == gnode[0])) else -1
+        self.has_hard = bool(np.any(glevel == 0))
+        self.mixed = self.has_hard and not bool(np.all(glevel == 0))  # hard and soft rows
+        self.basic = bool(np.all(gkind < KIND_COM))
+        self.metres = (gkind == KIND_POSITION) | (gkind == KIND_COM) | (gkind == KIND_REL_POSITION)
+        self.metres_list = self.metres.tolist()
+
+
+LAYOUTS_KEPT = 64  # layouts cached per robot (a new goal structure beyond them clears the cache)
 
 
 def compile_problem(robot, goals, position_tolerance: float, rotation_tolerance: float,
                     joint_weights=None) -> Problem:
-    """Validate goals against the robot and build the goal table."""
+    """Validate goals against the robot and build the goal table.
+
+    The table's layout (nodes, kinds, levels, the soft/hard split: Layout) depends only on the
+    goals' structures (Goal.structure), so it is built once per robot and structure and kept in
+    ``robot.cache["layouts"]``; a later problem with the same structures only gathers its goals'
+    target and weight columns (about 4 µs for four goals instead of 11 µs)."""
+    if type(goals) is list or type(goals) is tuple:
+        p = _compile_known(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
+        if p is not None:
+            return p
+    p = _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
+    if type(goals) is list or type(goals) is tuple:
+        layouts = robot.cache.setdefault("layouts", {})
+        if len(layouts) >= LAYOUTS_KEPT:
+            layouts.clear()
+        layouts[tuple(g.structure() for g in goals)] = p.layout
+    return p
+
+
+def _compile_known(robot, goals, tol_p, tol_r, joint_weights):
+    """compile_problem for goals whose structures have a cached Layout; None otherwise (the full
+    compile then validates and builds it)."""
+    layouts = robot.cache.get("layouts")
+    if layouts is None or joint_weights is not None or not (type(tol_p) is float and 0.0 < tol_p < math.inf
+                                                            and type(tol_r) is float and 0.0 < tol_r < math.inf):
+        return None
+    try:
+        layout = layouts.get(tuple(g.structure() for g in goals))
+    except AttributeError:  # not a goal: the full compile names it
+        return None
+    if layout is None:
+        return None
+    q_rest = robot.q_neutral
+    w_post = 0.0
+    tables = []
+    for g in goals:
+        if isinstance(g, Posture):
+            if g.q_rest.shape != (robot.dof,):
+                return None
+            q_rest, w_post = g.q_rest, g.weight
+        else:
+            tables.append(g.table())
+    if not tables:
+        return None
+    if len(tables) == 1:  # copies: the goal's cached table stays its own
+        gvec, gR, gaxis, gw = (a.copy() for a in tables[0][1:])
+    else:
+        gvec, gR, gaxis, gw = (np.concatenate([t[i] for t in tables]) for i in range(1, 5))
+    return Problem(robot, goals, layout.gnode, layout.gkind, gvec, gR, gaxis, gw, q_rest.copy(), float(w_post),
+                   robot.unit_weights,
+                   robot.lower, robot.upper, robot.ball_starts, tol_p, tol_r, glevel=layout.glevel, gref=layout.gref,
+                   goal_rows=layout.goal_rows, layout=layout)
+
+
+def _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights):
+    """compile_problem in full: every goal validated against the robot."""
     if isinstance(goals, Goal):
         goals = (goals,)
     elif not isinstance(goals, (list, tuple)):
@@ -200,22 +288,6 @@ def _log_relative(gR, g, T):
 
 
 @njit(cache=True, **NO_RC)
-def so3_exp_s(r0, r1, r2):
-    """exp([r]x) as 9 scalars m00, m01, m02, m10, ..., m22 (spatial.so3_exp_nb without arrays)."""
-    th2 = r0 * r0 + r1 * r1 + r2 * r2
-    if th2 < 1e-12:
-        a = 1.0 - th2 / 6.0
-        b = 0.5 - th2 / 24.0
-    else:
-        th = math.sqrt(th2)
-        a = math.sin(th) / th
-        b = (1.0 - math.cos(th)) / th2
-    return (1.0 - b * (r1 * r1 + r2 * r2), -a * r2 + b * r0 * r1, a * r1 + b * r0 * r2,
-            a * r2 + b * r0 * r1, 1.0 - b * (r0 * r0 + r2 * r2), -a * r0 + b * r1 * r2,
-            -a * r1 + b * r0 * r2, a * r0 + b * r1 * r2, 1.0 - b * (r0 * r0 + r1 * r1))
-
-
-@njit(cache=True, **NO_RC)
 def so3_log_s(m00, m01, m02, m10, m11, m12, m20, m21, m22):
     """Rotation vector (3 scalars) of the rotation with entries m (spatial.so3_log_nb without
     arrays, the same operations)."""
@@ -270,6 +342,31 @@ def _jr_inv_beta(err, sn, cs):
     return _BETA_PI  # the Jacobian is unbounded at pi: keep its value just below
 
 
+@njit(cache=True, **NO_RC)
+def rotation_rows(J, r0, w, p0, p1, p2, beta, Jf):
+    """The Jacobian rows r0..r0+2 of a rotation goal with residual phi = log(R* R^T) = (p0, p1, p2)
+    and weight w: d/dt log(R* R^T) = -Jr^-1(phi) omega, Jr^-1 = I + [phi]x / 2 + beta [phi]x^2
+    (beta from _jr_inv_beta), so J = M Jf[3:6] with M = w (I + [phi]x / 2 + beta (phi phi^T -
+    |phi|^2 I)); Jf[3:6] is the frame's angular Jacobian."""
+    bp2 = beta * (p0 * p0 + p1 * p1 + p2 * p2)
+    m00 = w * (1.0 + beta * p0 * p0 - bp2)
+    m11 = w * (1.0 + beta * p1 * p1 - bp2)
+    m22 = w * (1.0 + beta * p2 * p2 - bp2)
+    m01 = w * (beta * p0 * p1 - 0.5 * p2)
+    m10 = w * (beta * p0 * p1 + 0.5 * p2)
+    m02 = w * (beta * p0 * p2 + 0.5 * p1)
+    m20 = w * (beta * p0 * p2 - 0.5 * p1)
+    m12 = w * (beta * p1 * p2 - 0.5 * p0)
+    m21 = w * (beta * p1 * p2 + 0.5 * p0)
+    for c in range(J.shape[1]):
+        wx = Jf[3, c]
+        wy = Jf[4, c]
+        wz = Jf[5, c]
+        J[r0, c] = m00 * wx + m01 * wy + m02 * wz
+        J[r0 + 1, c] = m10 * wx + m11 * wy + m12 * wz
+        J[r0 + 2, c] = m20 * wx + m21 * wy + m22 * wz
+
+
 @njit(cache=True, inline="always", **NO_RC)
 def goal_row(T, Jf, g, kind, gvec, gR, gaxis, gw, e, J, want_jac):
     """Residual rows ``e[3g:3g+3]`` (and, with want_jac, ``J[3g:3g+3]`` from the frame Jacobian
@@ -298,26 +395,7 @@ def goal_row(T, Jf, g, kind, gvec, gR, gaxis, gw, e, J, want_jac):
         e[r0 + 1] = w * p1
         e[r0 + 2] = w * p2
         if want_jac:
-            # d/dt log(R* R^T) = -Jr^-1(phi) w,  Jr^-1 = I + [phi]x / 2 + beta [phi]x^2
-            beta = _jr_inv_beta(err, sn, cs)
-            # M = w Jr^-1 = w (I + [phi]x / 2 + beta (phi phi^T - |phi|^2 I)), then J = M Jw
-            bp2 = beta * (p0 * p0 + p1 * p1 + p2 * p2)
-            m00 = w * (1.0 + beta * p0 * p0 - bp2)
-            m11 = w * (1.0 + beta * p1 * p1 - bp2)
-            m22 = w * (1.0 + beta * p2 * p2 - bp2)
-            m01 = w * (beta * p0 * p1 - 0.5 * p2)
-            m10 = w * (beta * p0 * p1 + 0.5 * p2)
-            m02 = w * (beta * p0 * p2 + 0.5 * p1)
-            m20 = w * (beta * p0 * p2 - 0.5 * p1)
-            m12 = w * (beta * p1 * p2 - 0.5 * p0)
-            m21 = w * (beta * p1 * p2 + 0.5 * p0)
-            for c in range(dof):
-                wx = Jf[3, c]
-                wy = Jf[4, c]
-                wz = Jf[5, c]
-                J[r0, c] = m00 * wx + m01 * wy + m02 * wz
-                J[r0 + 1, c] = m10 * wx + m11 * wy + m12 * wz
-                J[r0 + 2, c] = m20 * wx + m21 * wy + m22 * wz
+            rotation_rows(J, r0, w, p0, p1, p2, _jr_inv_beta(err, sn, cs), Jf)
         return 1, err
     # axis (kind 2) or aim (kind 3): residual r = a x d, e = -r
     ga0 = gaxis[g, 0]

@@ -27,10 +27,10 @@ import math
 import numpy as np
 from numba import njit, prange
 
-
 from ..kinematics.kernels import FAST, NO_RC, chain_frames_into, chain_jacobian_from_frames
+from ..spatial import so3_exp_s
 from ._common import CONVERGED, RUNNING, STALLED, _jr_inv_beta, _log_relative, goal_row_call, \
-    ldl_solve, so3_exp_s, so3_log_s
+    ldl_solve, rotation_rows, so3_log_s
 
 NAME = "lm"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -218,27 +218,7 @@ def _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
                 J[r0 + 1, c] = w * Jf[1, c]
                 J[r0 + 2, c] = w * Jf[2, c]
         elif kind == 1:
-            p0 = aux[g, 0]
-            p1 = aux[g, 1]
-            p2 = aux[g, 2]
-            beta = aux[g, 3]
-            bp2 = beta * (p0 * p0 + p1 * p1 + p2 * p2)
-            m00 = w * (1.0 + beta * p0 * p0 - bp2)
-            m11 = w * (1.0 + beta * p1 * p1 - bp2)
-            m22 = w * (1.0 + beta * p2 * p2 - bp2)
-            m01 = w * (beta * p0 * p1 - 0.5 * p2)
-            m10 = w * (beta * p0 * p1 + 0.5 * p2)
-            m02 = w * (beta * p0 * p2 + 0.5 * p1)
-            m20 = w * (beta * p0 * p2 - 0.5 * p1)
-            m12 = w * (beta * p1 * p2 - 0.5 * p0)
-            m21 = w * (beta * p1 * p2 + 0.5 * p0)
-            for c in range(dof):
-                wx = Jf[3, c]
-                wy = Jf[4, c]
-                wz = Jf[5, c]
-                J[r0, c] = m00 * wx + m01 * wy + m02 * wz
-                J[r0 + 1, c] = m10 * wx + m11 * wy + m12 * wz
-                J[r0 + 2, c] = m20 * wx + m21 * wy + m22 * wz
+            rotation_rows(J, r0, w, aux[g, 0], aux[g, 1], aux[g, 2], aux[g, 3], Jf)
         else:
             goal_row_call(T, Jf, g, kind, gvec, gR, gaxis, gw, e, J, True)
 

@@ -175,6 +175,53 @@ def _udu_finish(H, n, w, x):
 
 
 @njit(cache=True, fastmath=FAST)
+def _hard_least_norm(J, e, hard, jw, mu, mu_h, hold, nheld, Jm, Z, S, lam, col, dq):
+    """core_step without soft rows and without a bias (the second-order corrections): the least
+    mu W-norm step of the hard rows A dq = r over the joints not held,
+    dq = (mu W)^-1 A^T (A (mu W)^-1 A^T + mu_h I)^-1 r, from the Gram matrix of the hard rows
+    (mh x mh, built as contiguous axpys over the rows' nonzero columns) instead of a
+    factorisation of the diagonal H."""
+    dof = J.shape[1]
+    mh = hard.shape[0]
+    for k in range(dof):  # dq holds (mu W)^-1 until the step is written
+        dq[k] = 1.0 / (mu * jw[k])
+    for i in range(mh):  # Jm[i] = A_i (mu W)^-1, Z = A^T, held joints' columns zeroed; lam = r
+        row = hard[i]
+        s = e[row]
+        for k in range(dof):
+            v = J[row, k]
+            if nheld > 0 and hold[k] == hold[k]:
+                s -= v * hold[k]
+                v = 0.0
+            Jm[i, k] = v * dq[k]
+            Z[k, i] = v
+        lam[i] = s
+    for i in range(mh):
+        for j in range(i + 1):
+            S[i, j] = 0.0
+        for k in range(dof):
+            f = Jm[i, k]
+            if f != 0.0:
+                for j in range(i + 1):
+                    S[i, j] += f * Z[k, j]
+        S[i, i] += mu_h
+    if not ldl_factor(S, mh):
+        return False
+    ldl_apply(S, mh, lam, col)
+    for k in range(dof):
+        dq[k] = 0.0
+    for i in range(mh):
+        c = col[i]
+        for k in range(dof):
+            dq[k] += Jm[i, k] * c
+    if nheld > 0:
+        for k in range(dof):
+            if hold[k] == hold[k]:
+                dq[k] = hold[k]
+    return True
+
+
+@njit(cache=True, fastmath=FAST)
 def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
     """dq of the constrained damped step (see above) over the joints not held; a held joint k
     (hold[k] not NaN) moves by hold[k]. ``soft`` / ``hard``: row indices of J; with ``bias``
@@ -189,6 +236,14 @@ def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, c
     for k in range(dof):
         if hold[k] == hold[k]:
             nheld += 1
+    if soft.shape[0] == 0 and mh > 0:
+        unbiased = True
+        for k in range(dof):
+            if bias[k] != 0.0:
+                unbiased = False
+                break
+        if unbiased:
+            return _hard_least_norm(J, e, hard, jw, mu, mu_h, hold, nheld, Jm, Z, S, lam, col, dq)
     for r_ in range(m):  # Jm: J with the held joints' columns zeroed; r: e less their motion
         s = e[r_]
         for k in range(dof):
@@ -556,7 +611,6 @@ def _restart_near(lims, lo, hi, q0, seed, attempt, q):
         q[i] = min(max(v, lo[i]), hi[i])
 
 
-@njit(cache=True)
 def new_core_state(distance):
     """State array for core_attempts: attempt 0, no best yet; distance = 1.0 keeps solving after
     a solution and keeps the one closest to q0 (mode="distance")."""
@@ -697,10 +751,9 @@ def core_tables(problem, coll=None):
         robot.cache["core_model"] = model
     if coll is not None:
         model = model[:5] + (coll,)
-    rows = np.repeat(problem.glevel, 3)
-    idx = np.arange(rows.shape[0], dtype=np.int64)
+    layout = problem.layout  # its soft and hard residual rows
     table = (problem.gnode, problem.gkind, problem.gref, problem.glevel, problem.gvec, problem.gR, problem.gaxis,
-             problem.gw, idx[rows != 0], idx[rows == 0])
+             problem.gw, layout.soft, layout.hard)
     return model, table
 
 
