@@ -43,7 +43,7 @@ import time
 import types as pytypes
 from pathlib import Path
 
-__all__ = ["install", "interpreted", "entry_point", "mode", "pending", "wait", "MAX_INTERPRETED_ELEMENTS"]
+__all__ = ["install", "interpreted", "entry_point", "ready", "mode", "pending", "wait", "MAX_INTERPRETED_ELEMENTS"]
 
 #: Largest total number of array elements of a call that runs interpreted (larger calls compile).
 MAX_INTERPRETED_ELEMENTS = 50_000
@@ -234,6 +234,20 @@ def first_call(dispatcher, compile_for_args, args, kws):
         return compile_for_args(*args)
     values = tuple(a.value if isinstance(a, OmittedArg) else a for a in args)
     return lambda *_: _run_interpreted(dispatcher, values)
+
+
+def ready(dispatcher, args) -> bool:
+    """Whether a call of ``dispatcher`` with ``args`` runs machine code (compiled, in the cache, or
+    compiled on the spot because it may not run interpreted); False while it would run interpreted.
+    For callers that split large work into small interpreted pieces until the compile is done
+    (solve_many)."""
+    if not _interpretable(dispatcher, args):
+        return True
+    argtypes = tuple(dispatcher.typeof_pyval(a) for a in args)
+    try:
+        return _compiled_now(dispatcher, argtypes)
+    except Exception:
+        return True
 
 
 def entry_point(dispatcher, argtypes):
