@@ -301,10 +301,9 @@ def _chunk_beyond(wcaps, c0, c1, sphere, reach):
 
 
 @njit(cache=True)
-def _cloud_point(wcaps, c0, c1, ocaps, k, o, cutoff, out, tmp):
-    """Obstacle capsule k (of obstacle o) against the link's capsules c0..c1, kept in out[o] when
-    closer (its bound passed _beyond)."""
-    res = out[o]
+def _cloud_point(wcaps, c0, c1, ocaps, k, cutoff, res, tmp):
+    """Obstacle capsule k against the link's capsules c0..c1, kept in ``res`` (10,) when closer (its
+    bound passed _beyond)."""
     reach = cutoff if cutoff < res[0] else res[0]
     px, py, pz = 0.5 * (ocaps[k, 0] + ocaps[k, 3]), 0.5 * (ocaps[k, 1] + ocaps[k, 4]), 0.5 * (ocaps[k, 2] + ocaps[k, 5])
     hx = 0.5 * (ocaps[k, 3] - ocaps[k, 0])
@@ -329,33 +328,79 @@ def _cloud_point(wcaps, c0, c1, ocaps, k, o, cutoff, out, tmp):
 
 
 @njit(cache=True)
+def _cloud_sphere(wcaps, c0, c1, ocaps, k, cutoff, res):
+    """Obstacle sphere k (a cloud's point: a capsule with a = b) against the link's capsules c0..c1,
+    kept in ``res`` (10,) when closer: :func:`capsule_capsule` and :func:`_keep` with the same
+    arithmetic (so the same result to the bit), on scalars, with the square of the distance
+    compared first (a point out of reach costs no root and writes nothing)."""
+    px, py, pz, rp = ocaps[k, 0], ocaps[k, 1], ocaps[k, 2], ocaps[k, 6]
+    for c in range(c0, c1):
+        reach = cutoff if cutoff < res[0] else res[0]
+        rc = wcaps[c, 6]
+        lim = reach + rc + rp
+        if lim < 0.0:
+            continue
+        ax, ay, az = wcaps[c, 0], wcaps[c, 1], wcaps[c, 2]
+        ex, ey, ez = wcaps[c, 3] - ax, wcaps[c, 4] - ay, wcaps[c, 5] - az
+        ee = ex * ex + ey * ey + ez * ez
+        t = _clamp01(((px - ax) * ex + (py - ay) * ey + (pz - az) * ez) / ee) if ee > _EPS else 0.0
+        c1x, c1y, c1z = ax + t * ex, ay + t * ey, az + t * ez
+        vx, vy, vz = px - c1x, py - c1y, pz - c1z
+        dd = vx * vx + vy * vy + vz * vz
+        if dd > lim * lim:
+            continue
+        dist = math.sqrt(dd)
+        d = dist - rc - rp
+        if not d < res[0]:
+            continue
+        if dist > 1e-12:
+            nx, ny, nz = vx / dist, vy / dist, vz / dist
+        else:
+            nx, ny, nz = _any_normal(ex, ey, ez)
+        res[0] = d
+        res[1], res[2], res[3] = c1x + rc * nx, c1y + rc * ny, c1z + rc * nz
+        res[4], res[5], res[6] = px - rp * nx, py - rp * ny, pz - rp * nz
+        res[7], res[8], res[9] = nx, ny, nz
+
+
+@njit(cache=True)
 def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
                     cutoff, out):
     """Closest shapes of every (link, obstacle) into ``out`` (L, n_obstacles, 10), d = inf where
     the link's bounding sphere is farther than ``cutoff`` from the obstacle's bound (not evaluated).
-    A point cloud is one obstacle: its closest point counts. Obstacle capsules come in chunks
-    (``chunk_range``, ``chunk_bound``: up to 16 neighbouring points of a cloud under one sphere); a
-    chunk, then a point, whose bound is beyond the cutoff or no closer than the best found so far
-    is skipped, which changes nothing in the result: the work grows with the points near the link."""
+    A point cloud is one obstacle: its closest point counts. Obstacle capsules come in a tree per
+    obstacle (``chunk_range``, ``chunk_bound``: see :func:`invkin.collision.world._chunks`; leaves of
+    a few neighbouring points of a cloud, nodes of a few children, each under one sphere); a node
+    whose sphere is beyond the cutoff or no closer than the best found so far (from the link's
+    bounding sphere, then from each of its capsules) skips its subtree, and a point is measured
+    only when its squared distance can beat the best: nothing changes in the result (the points
+    are measured in the same order, with :func:`capsule_capsule`'s arithmetic), and the work grows
+    with the points near the link."""
     L = wbounds.shape[0]
     out[:, :, 0] = np.inf
     tmp = np.empty(10)
     for ell in range(L):
         bx, by, bz, br = wbounds[ell, 0], wbounds[ell, 1], wbounds[ell, 2], wbounds[ell, 3]
         c0, c1 = link_caps[ell], link_caps[ell + 1]
-        for ch in range(chunk_range.shape[0]):
-            o = ocap_obj[chunk_range[ch, 0]]
+        ch = 0
+        while ch < chunk_range.shape[0]:  # the tree in preorder: a node out of reach skips its subtree
+            k0, k1, nxt = chunk_range[ch, 0], chunk_range[ch, 1], chunk_range[ch, 2]
+            o = ocap_obj[k0]
             reach = cutoff if cutoff < out[ell, o, 0] else out[ell, o, 0]
             cx, cy, cz = chunk_bound[ch, 0] - bx, chunk_bound[ch, 1] - by, chunk_bound[ch, 2] - bz
             far = chunk_bound[ch, 3] + br + reach
-            if far >= 0.0 and cx * cx + cy * cy + cz * cz > far * far:
+            if (far >= 0.0 and cx * cx + cy * cy + cz * cz > far * far) or \
+                    _chunk_beyond(wcaps, c0, c1, chunk_bound[ch], reach):
+                ch = nxt
                 continue
-            if _chunk_beyond(wcaps, c0, c1, chunk_bound[ch], reach):
-                continue
-            for k in range(chunk_range[ch, 0], chunk_range[ch, 1]):
-                o = ocap_obj[k]
-                if not _beyond(ocaps, k, bx, by, bz, br, cutoff if cutoff < out[ell, o, 0] else out[ell, o, 0]):
-                    _cloud_point(wcaps, c0, c1, ocaps, k, o, cutoff, out[ell], tmp)
+            if nxt == ch + 1:  # a leaf: its capsules
+                res = out[ell, o]
+                for k in range(k0, k1):
+                    if ocaps[k, 0] == ocaps[k, 3] and ocaps[k, 1] == ocaps[k, 4] and ocaps[k, 2] == ocaps[k, 5]:
+                        _cloud_sphere(wcaps, c0, c1, ocaps, k, cutoff, res)
+                    elif not _beyond(ocaps, k, bx, by, bz, br, cutoff if cutoff < res[0] else res[0]):
+                        _cloud_point(wcaps, c0, c1, ocaps, k, cutoff, res, tmp)
+            ch += 1
         for k in range(boxes.shape[0]):
             bo = boxes[k]
             if _box_sdf(bo, bx, by, bz) - br > cutoff:
