@@ -295,6 +295,20 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     return res
 
 
+_ROWS = []  # invkin.collision.rows once a collision solve has imported it (_collision_rows)
+
+
+def _collision_rows():
+    """The module invkin.collision.rows, imported on the first collision solve (``import invkin``
+    stays light) and then held: an import statement in a function costs ~0.5 µs per call, a few
+    % of a clear collision solve."""
+    if not _ROWS:
+        from .collision import rows
+
+        _ROWS.append(rows)
+    return _ROWS[0]
+
+
 def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
     """The first solve of a collision solve (see _solve_lm_collision) on the chain fast path
     (_solve_lm_fast, a quarter of the budget) and its check in one kernel call
@@ -308,13 +322,11 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
     res = _solve_lm_fast(robot, goals, q0, tol_p, tol_r, FIRST_SHARE * timeout, seed)
     if res is None:
         return None, None
-    from .collision.rows import check_for
-
     t0 = time.perf_counter()
     t_first = res.time
     # the retries' deadline; a first call's compile (or interpreted run) of the check is not charged
     clock = Budget(t0 + FIRST_SHARE * timeout - t_first)
-    check = check_for(robot, *collision)
+    check = _collision_rows().check_for(robot, *collision)
     if not check.n_pairs:
         return None, None  # nothing to check: the general route says so
     closest = check.closest(res.q)
@@ -360,9 +372,7 @@ def _collision_options(world, self_collision, margin):
     self_collision False; margin is still checked)."""
     if world is None and self_collision is False and type(margin) is float and margin == 0.005:
         return None
-    from .collision.rows import check_options
-
-    world, self_collision, margin = check_options(world, self_collision, margin)
+    world, self_collision, margin = _collision_rows().check_options(world, self_collision, margin)
     if world is None and not self_collision:
         return None
     return world, self_collision, margin

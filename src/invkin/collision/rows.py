@@ -25,6 +25,7 @@ so the driver reports them instead (:func:`final_check`).
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 
 import numpy as np
@@ -262,8 +263,6 @@ def _entry(args):
 def check_for(robot, world, self_collision: bool, margin: float) -> Check:
     """The :class:`Check` of (robot, world, self_collision, margin) for this thread, cached on the
     robot (a few per robot; the world by identity: World is immutable)."""
-    import threading
-
     key = (id(world), self_collision, margin, threading.get_ident())
     cache = robot.cache.setdefault("collision_checks", {})
     c = cache.get(key)
