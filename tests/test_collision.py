@@ -87,6 +87,27 @@ def _box_sdf(p, R, c, h):
     return np.linalg.norm(np.maximum(q, 0)) + min(q.max(), 0)
 
 
+def test_capsule_box_with_a_reach_measures_in_full_or_says_beyond_only_when_it_is():
+    """capsule_box's early stop: with a finite reach the result is the full one (same bits), or inf
+    only when the full distance is beyond the reach; within reach it is always measured."""
+    rng = np.random.default_rng(4)
+    out, full = np.empty(10), np.empty(10)
+    stopped = 0
+    for _ in range(300):
+        a, b = rng.uniform(-1, 1, (2, 3))
+        r = rng.uniform(0.01, 0.2)
+        box = np.r_[_rot(rng).ravel(), rng.uniform(-0.3, 0.3, 3), rng.uniform(0.05, 0.5, 3)]
+        d = CK.capsule_box(a, b, r, box, np.inf, full)
+        for reach in (d + 1e-9, d - 0.01, d - 0.2, 0.05):
+            got = CK.capsule_box(a, b, r, box, reach, out)
+            if got == np.inf:
+                assert d > reach
+                stopped += 1
+            else:
+                assert np.array_equal(out, full)
+    assert stopped > 100
+
+
 @pytest.mark.parametrize("sphere", [True, False])
 def test_capsule_box_distance_matches_coal_and_never_exceeds_its_depth(sphere):
     rng = np.random.default_rng(2)
@@ -97,7 +118,7 @@ def test_capsule_box_distance_matches_coal_and_never_exceeds_its_depth(sphere):
         b = a if sphere else b
         r = rng.uniform(0.01, 0.3)
         R, c, h = _rot(rng), rng.uniform(-0.3, 0.3, 3), rng.uniform(0.05, 0.5, 3)
-        d = CK.capsule_box(a, b, r, np.r_[R.ravel(), c, h], out)
+        d = CK.capsule_box(a, b, r, np.r_[R.ravel(), c, h], np.inf, out)
         dc = _coal_distance(*_coal_capsule(a, b, r), coal.Box(*(2 * h)), coal.Transform3s(R, c))
         if dc > 0:
             assert d == pytest.approx(dc, abs=1e-7)

@@ -122,16 +122,24 @@ def _box_sdf(box, px, py, pz):
 
 
 @njit(cache=True)
-def capsule_box(a, b, r, box, out):
-    """Capsule A (a, b, r) – box B (row R, c, h) into ``out`` (10,) = d, pA, pB, n."""
+def capsule_box(a, b, r, box, reach, out):
+    """Capsule A (a, b, r) – box B (row R, c, h) into ``out`` (10,) = d, pA, pB, n; ``d = inf`` (and
+    nothing else written) when the search shows that ``d > reach`` [m] (``reach = inf``: always
+    measured). φ is 1-Lipschitz, so along the segment of length ℓ no point of the bracket
+    [lo, hi] is below ``min(f1, f2) − ℓ(hi − lo)``: a capsule out of reach stops after a few steps."""
     ex, ey, ez = b[0] - a[0], b[1] - a[1], b[2] - a[2]
     lo, hi = 0.0, 1.0
-    if ex * ex + ey * ey + ez * ez > _EPS:  # golden-section search of the convex φ(a + t e)
+    ee = ex * ex + ey * ey + ez * ez
+    if ee > _EPS:  # golden-section search of the convex φ(a + t e)
+        ell = math.sqrt(ee)
         t1 = hi - _GOLD * (hi - lo)
         t2 = lo + _GOLD * (hi - lo)
         f1 = _box_sdf(box, a[0] + t1 * ex, a[1] + t1 * ey, a[2] + t1 * ez)
         f2 = _box_sdf(box, a[0] + t2 * ex, a[1] + t2 * ey, a[2] + t2 * ez)
         for _ in range(_SEARCH_STEPS):
+            if (f1 if f1 < f2 else f2) - ell * (hi - lo) - r > reach:
+                out[0] = np.inf
+                return out[0]
             if f1 <= f2:
                 hi = t2
                 t2, f2 = t1, f1
@@ -407,7 +415,16 @@ def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chu
                 continue
             res = out[ell, box_obj[k]]
             for c in range(c0, c1):
-                capsule_box(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], bo, tmp)
+                # a lower bound first: the box's signed distance is 1-Lipschitz, so no point of the
+                # capsule is closer than φ(middle) − half length − r; the search runs only when the
+                # capsule can beat the best so far within the cutoff
+                ex, ey, ez = wcaps[c, 3] - wcaps[c, 0], wcaps[c, 4] - wcaps[c, 1], wcaps[c, 5] - wcaps[c, 2]
+                low = _box_sdf(bo, wcaps[c, 0] + 0.5 * ex, wcaps[c, 1] + 0.5 * ey, wcaps[c, 2] + 0.5 * ez) \
+                    - 0.5 * math.sqrt(ex * ex + ey * ey + ez * ez) - wcaps[c, 6]
+                reach = cutoff if cutoff < res[0] else res[0]
+                if low > reach:
+                    continue
+                capsule_box(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], bo, reach, tmp)
                 _keep(res, tmp)
         for k in range(hs.shape[0]):
             h = hs[k]
