@@ -329,16 +329,17 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
     check = _collision_rows().check_for(robot, *collision)
     if not check.n_pairs:
         return None, None  # nothing to check: the general route says so
-    closest = check.closest(res.q)
+    stop = check.margin - 1e-9  # a check ends at the first pair found closer: enough to refuse a q
+    closest = check.closest(res.q, stop)
     iters, restarts = res.iterations, res.restarts
-    if res.success and closest[0] < check.margin - 1e-9:
+    if res.success and closest[0] < stop:
         # other answers of the goals, from random starts, each checked: a redundant arm has many, and
         # most of them are clear (a try costs a plain solve and a check, the rows' solve ~100 x that)
         import random
 
         rnd = random.Random(seed)
         lo, span = _sampler(robot)
-        best = (closest, res)
+        tried, found = [], None
         for _ in range(COLLISION_RETRIES):
             clock.update()
             left = clock.deadline - time.perf_counter()
@@ -352,12 +353,18 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
             restarts += r.restarts + 1
             if not r.success:
                 continue
-            c = check.closest(r.q)
-            if c[0] > best[0][0]:
-                best = (c, r)
-                if c[0] >= check.margin - 1e-9:
-                    break
-        closest, res = best
+            c = check.closest(r.q, stop)
+            if c[0] >= stop:
+                found = (c, r)
+                break
+            tried.append(r)
+        if found is None:  # none clear: the least close answer, measured in full, for the rows to go on from
+            found = (check.closest(res.q), res)
+            for r in tried:
+                c = check.closest(r.q)
+                if c[0] > found[0][0]:
+                    found = (c, r)
+        closest, res = found
         object.__setattr__(res, "iterations", iters)
         object.__setattr__(res, "restarts", restarts)
     object.__setattr__(res, "time", t_first + time.perf_counter() - t0)

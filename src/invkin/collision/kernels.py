@@ -384,56 +384,63 @@ def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chu
     only when its squared distance can beat the best: nothing changes in the result (the points
     are measured in the same order, with :func:`capsule_capsule`'s arithmetic), and the work grows
     with the points near the link."""
-    L = wbounds.shape[0]
     out[:, :, 0] = np.inf
     tmp = np.empty(10)
-    for ell in range(L):
-        bx, by, bz, br = wbounds[ell, 0], wbounds[ell, 1], wbounds[ell, 2], wbounds[ell, 3]
-        c0, c1 = link_caps[ell], link_caps[ell + 1]
-        ch = 0
-        while ch < chunk_range.shape[0]:  # the tree in preorder: a node out of reach skips its subtree
-            k0, k1, nxt = chunk_range[ch, 0], chunk_range[ch, 1], chunk_range[ch, 2]
-            o = ocap_obj[k0]
-            reach = cutoff if cutoff < out[ell, o, 0] else out[ell, o, 0]
-            cx, cy, cz = chunk_bound[ch, 0] - bx, chunk_bound[ch, 1] - by, chunk_bound[ch, 2] - bz
-            far = chunk_bound[ch, 3] + br + reach
-            if (far >= 0.0 and cx * cx + cy * cy + cz * cz > far * far) or \
-                    _chunk_beyond(wcaps, c0, c1, chunk_bound[ch], reach):
-                ch = nxt
+    for ell in range(wbounds.shape[0]):
+        _link_world(ell, wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs,
+                    hs_obj, cutoff, out, tmp)
+
+
+@njit(cache=True)
+def _link_world(ell, wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
+                cutoff, out, tmp):
+    """Row ``out[ell]`` of :func:`world_distances` (its d already inf): link ell against every obstacle."""
+    bx, by, bz, br = wbounds[ell, 0], wbounds[ell, 1], wbounds[ell, 2], wbounds[ell, 3]
+    c0, c1 = link_caps[ell], link_caps[ell + 1]
+    ch = 0
+    while ch < chunk_range.shape[0]:  # the tree in preorder: a node out of reach skips its subtree
+        k0, k1, nxt = chunk_range[ch, 0], chunk_range[ch, 1], chunk_range[ch, 2]
+        o = ocap_obj[k0]
+        reach = cutoff if cutoff < out[ell, o, 0] else out[ell, o, 0]
+        cx, cy, cz = chunk_bound[ch, 0] - bx, chunk_bound[ch, 1] - by, chunk_bound[ch, 2] - bz
+        far = chunk_bound[ch, 3] + br + reach
+        if (far >= 0.0 and cx * cx + cy * cy + cz * cz > far * far) or \
+                _chunk_beyond(wcaps, c0, c1, chunk_bound[ch], reach):
+            ch = nxt
+            continue
+        if nxt == ch + 1:  # a leaf: its capsules
+            res = out[ell, o]
+            for k in range(k0, k1):
+                if ocaps[k, 0] == ocaps[k, 3] and ocaps[k, 1] == ocaps[k, 4] and ocaps[k, 2] == ocaps[k, 5]:
+                    _cloud_sphere(wcaps, c0, c1, ocaps, k, cutoff, res)
+                elif not _beyond(ocaps, k, bx, by, bz, br, cutoff if cutoff < res[0] else res[0]):
+                    _cloud_point(wcaps, c0, c1, ocaps, k, cutoff, res, tmp)
+        ch += 1
+    for k in range(boxes.shape[0]):
+        bo = boxes[k]
+        if _box_sdf(bo, bx, by, bz) - br > cutoff:
+            continue
+        res = out[ell, box_obj[k]]
+        for c in range(c0, c1):
+            # a lower bound first: the box's signed distance is 1-Lipschitz, so no point of the
+            # capsule is closer than φ(middle) − half length − r; the search runs only when the
+            # capsule can beat the best so far within the cutoff
+            ex, ey, ez = wcaps[c, 3] - wcaps[c, 0], wcaps[c, 4] - wcaps[c, 1], wcaps[c, 5] - wcaps[c, 2]
+            low = _box_sdf(bo, wcaps[c, 0] + 0.5 * ex, wcaps[c, 1] + 0.5 * ey, wcaps[c, 2] + 0.5 * ez) \
+                - 0.5 * math.sqrt(ex * ex + ey * ey + ez * ez) - wcaps[c, 6]
+            reach = cutoff if cutoff < res[0] else res[0]
+            if low > reach:
                 continue
-            if nxt == ch + 1:  # a leaf: its capsules
-                res = out[ell, o]
-                for k in range(k0, k1):
-                    if ocaps[k, 0] == ocaps[k, 3] and ocaps[k, 1] == ocaps[k, 4] and ocaps[k, 2] == ocaps[k, 5]:
-                        _cloud_sphere(wcaps, c0, c1, ocaps, k, cutoff, res)
-                    elif not _beyond(ocaps, k, bx, by, bz, br, cutoff if cutoff < res[0] else res[0]):
-                        _cloud_point(wcaps, c0, c1, ocaps, k, cutoff, res, tmp)
-            ch += 1
-        for k in range(boxes.shape[0]):
-            bo = boxes[k]
-            if _box_sdf(bo, bx, by, bz) - br > cutoff:
-                continue
-            res = out[ell, box_obj[k]]
-            for c in range(c0, c1):
-                # a lower bound first: the box's signed distance is 1-Lipschitz, so no point of the
-                # capsule is closer than φ(middle) − half length − r; the search runs only when the
-                # capsule can beat the best so far within the cutoff
-                ex, ey, ez = wcaps[c, 3] - wcaps[c, 0], wcaps[c, 4] - wcaps[c, 1], wcaps[c, 5] - wcaps[c, 2]
-                low = _box_sdf(bo, wcaps[c, 0] + 0.5 * ex, wcaps[c, 1] + 0.5 * ey, wcaps[c, 2] + 0.5 * ez) \
-                    - 0.5 * math.sqrt(ex * ex + ey * ey + ez * ez) - wcaps[c, 6]
-                reach = cutoff if cutoff < res[0] else res[0]
-                if low > reach:
-                    continue
-                capsule_box(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], bo, reach, tmp)
-                _keep(res, tmp)
-        for k in range(hs.shape[0]):
-            h = hs[k]
-            if h[0] * bx + h[1] * by + h[2] * bz - h[3] - br > cutoff:
-                continue
-            res = out[ell, hs_obj[k]]
-            for c in range(c0, c1):
-                capsule_halfspace(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], h, tmp)
-                _keep(res, tmp)
+            capsule_box(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], bo, reach, tmp)
+            _keep(res, tmp)
+    for k in range(hs.shape[0]):
+        h = hs[k]
+        if h[0] * bx + h[1] * by + h[2] * bz - h[3] - br > cutoff:
+            continue
+        res = out[ell, hs_obj[k]]
+        for c in range(c0, c1):
+            capsule_halfspace(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], h, tmp)
+            _keep(res, tmp)
 
 
 @njit(cache=True)
@@ -520,22 +527,21 @@ def _row(ni, nf, Tall, res, na, nb, Jl, d, J, k):
 
 
 @njit(cache=True)
-def closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link, static_close):
+def closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link, static_close, stop):
     """The check of one configuration, in one call: FK of ``q`` into ``Tall``, every checked pair whose
     bounds are within ``cutoff`` [m] measured (as :func:`collision_rows`, without the Jacobians), and
     ``(d_min, index)`` of the closest pair some joint moves (``moving_self`` (P,), ``moving_link``
     (L,): 1 when a joint moves the pair; index ``p < P`` a self pair, ``P + ℓ·n_obstacles + o`` a
     (link, obstacle)); ``(inf, −1)`` when none lies within the cutoff. Pairs no joint moves and
-    closer than ``static_close`` [m] are counted in the third value."""
+    closer than ``static_close`` [m] are counted in the third value. Early exit: once a pair some
+    joint moves is closer than ``stop`` [m] (self pairs first, then link by link), that pair is
+    returned as it stands, the rest unmeasured (a d_min ≥ stop is always the exact one; ``stop =
+    −inf``: everything measured)."""
     (links, link_caps, caps, bounds, pairs, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj,
      wcaps, wb, out_self, out_world, chunk_range, chunk_bound) = tables
     fk_all_into(ni, nf, origin, q, Tall)
     world_capsules(Tall, links, link_caps, caps, bounds, wcaps, wb)
     self_distances(wcaps, wb, link_caps, pairs, cutoff, out_self)
-    n_obj = out_world.shape[1]
-    if n_obj > 0:
-        world_distances(wcaps, wb, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
-                        cutoff, out_world)
     dmin = np.inf
     imin = -1
     n_static = 0
@@ -547,7 +553,16 @@ def closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_
                 dmin, imin = d, p
         elif d < static_close:
             n_static += 1
+    if dmin < stop:
+        return dmin, imin, n_static
+    n_obj = out_world.shape[1]
+    if n_obj == 0:
+        return dmin, imin, n_static
+    tmp = np.empty(10)
     for ell in range(out_world.shape[0]):
+        out_world[ell, :, 0] = np.inf
+        _link_world(ell, wcaps, wb, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
+                    cutoff, out_world, tmp)
         for o in range(n_obj):
             d = out_world[ell, o, 0]
             if moving_link[ell]:
@@ -555,4 +570,6 @@ def closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_
                     dmin, imin = d, P + ell * n_obj + o
             elif d < static_close:
                 n_static += 1
+        if dmin < stop:
+            return dmin, imin, n_static
     return dmin, imin, n_static
