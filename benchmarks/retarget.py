@@ -80,42 +80,14 @@ def talos_mapping(m):
 def mesh_checker(robot):
     """frames -> number of frames with a colliding pair of collision meshes (coal)."""
     try:
-        import coal
-        import trimesh
-    except ImportError:
-        return None
-    shapes = {}
-    for g in robot.collisions:
-        if g.kind == "mesh" and g.path:
-            m = trimesh.load(g.path, force="mesh")
-            v = np.asarray(m.vertices, dtype=float) * np.asarray(g.size)
-            s = coal.BVHModelOBBRSS()
-            s.beginModel(len(m.faces), len(v))
-            s.addVertices(v)
-            s.addTriangles(np.asarray(m.faces, dtype=np.int64))
-            s.endModel()
-        elif g.kind == "sphere":
-            s = coal.Sphere(g.size[0])
-        elif g.kind == "box":
-            s = coal.Box(*g.size)
-        elif g.kind == "cylinder":
-            s = coal.Cylinder(*g.size)
-        else:
-            continue
-        shapes.setdefault(g.link, []).append((s, g.T_link_geom))
+        from invkin.collision.reference import CoalReference
 
-    def colliding(qf):
-        T = robot.fk_all(qf)
-        out = set()
-        for a, b in ik.distances(robot, qf, cutoff=0.0).pairs:
-            for sa, Ta in shapes.get(a, ()):
-                for sb, Tb in shapes.get(b, ()):
-                    A, B = T[a] @ Ta, T[b] @ Tb
-                    if coal.collide(sa, coal.Transform3s(A[:3, :3], A[:3, 3]), sb,
-                                    coal.Transform3s(B[:3, :3], B[:3, 3]), coal.CollisionRequest(),
-                                    coal.CollisionResult()):
-                        out.add((a, b))
-        return out
+        ref = CoalReference(robot, self_collision=False)
+    except (ImportError, ik.InvkinError):
+        return None
+
+    def colliding(qf):  # the pairs whose enclosing capsules touch, checked on the real shapes
+        return ref.colliding(qf, ik.distances(robot, qf, cutoff=0.0).pairs)
 
     from invkin.retarget.scale import robot_rest
 

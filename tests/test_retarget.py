@@ -51,38 +51,11 @@ def _contacts(sk, clip, foot):
 def _mesh_collisions(robot, q, frames):
     """Colliding link pairs per frame by coal on the real collision meshes (the capsules are used only
     to skip pairs that are certainly apart: they enclose the meshes)."""
-    coal = pytest.importorskip("coal")
-    trimesh = pytest.importorskip("trimesh")
-    shapes = {}
-    for g in robot.collisions:
-        if g.kind == "mesh":
-            m = trimesh.load(g.path, force="mesh")
-            v = np.asarray(m.vertices, dtype=float) * np.asarray(g.size)
-            s = coal.BVHModelOBBRSS()
-            s.beginModel(len(m.faces), len(v))
-            s.addVertices(v)
-            s.addTriangles(np.asarray(m.faces, dtype=np.int64))
-            s.endModel()
-        elif g.kind == "sphere":
-            s = coal.Sphere(g.size[0])
-        else:
-            continue
-        shapes.setdefault(g.link, []).append((s, g.T_link_geom))
-    hits = []
-    for f in frames:
-        T = robot.fk_all(q[f])
-        d = ik.distances(robot, q[f], cutoff=0.0)  # capsule pairs that touch or overlap
-        n = 0
-        for a, b in d.pairs:
-            for sa, Ta in shapes.get(a, ()):
-                for sb, Tb in shapes.get(b, ()):
-                    A, B = T[a] @ Ta, T[b] @ Tb
-                    req, res = coal.CollisionRequest(), coal.CollisionResult()
-                    if coal.collide(sa, coal.Transform3s(A[:3, :3], A[:3, 3]), sb,
-                                    coal.Transform3s(B[:3, :3], B[:3, 3]), req, res):
-                        n += 1
-        hits.append(n)
-    return np.array(hits)
+    pytest.importorskip("coal")
+    from invkin.collision.reference import CoalReference
+
+    ref = CoalReference(robot, self_collision=False)
+    return np.array([len(ref.colliding(q[f], ik.distances(robot, q[f], cutoff=0.0).pairs)) for f in frames])
 
 
 @pytest.mark.parametrize("clip_fixture", ["wave", "walk"])

@@ -45,7 +45,8 @@ for m in ("lm", "dls", "pinv", "transpose", "gauss-seidel", "ccd", "fabrik"):
 out["lm_fast_path"] = ik.solve(r, ik.Pose("panda_hand", T), timeout=30.0).q.tolist()
 p2 = ik.load_robot("planar2")
 out["analytic"] = ik.solve(p2, [ik.Position(p2.frame_names[-1], [1.0, 0.5, 0.0])], method="analytic").q.tolist()
-out["solve_many"] = ik.solve_many(r, "panda_hand", r.fk(r.sample(6, 0), "panda_hand")).q.ravel().tolist()
+# 70 targets: three interpreted pieces (solve.INTERPRETED_BATCH) against one compiled call
+out["solve_many"] = ik.solve_many(r, "panda_hand", r.fk(r.sample(70, 0), "panda_hand")).q.ravel().tolist()
 out["two_frames"] = ik.solve(r, [ik.Pose("panda_hand", T), ik.Position("panda_link4", r.fk(q, "panda_link4")[:3, 3])],
                              **fixed).q.tolist()
 g1 = ik.load_robot("g1")
@@ -184,3 +185,28 @@ def test_worker_reports_a_bad_request_and_compiles_the_next(tmp_path):
     assert "bad request" in lines[0] and "no_such_kernel" in lines[0]
     assert "bad request" in lines[1]
     assert "invkin.kinematics.kernels.all_finite ready" in lines[2]
+
+
+KILLED = r"""
+import json
+import numpy as np
+import invkin as ik
+from invkin import _compile_clock, _tiers
+r = ik.load_robot("panda")
+q = r.neutral() + 0.2
+T1 = r.fk(q, "panda_hand")  # interpreted; the kernel goes to the worker
+interpreted = _compile_clock.interpreted_seconds()
+w = _tiers._worker[0]
+w.kill()
+w.wait()
+T2 = r.fk(q, "panda_hand")  # the worker is gone: compiled here
+print(json.dumps(dict(interpreted=interpreted, compiled=_compile_clock.compile_seconds(), diff=float(np.abs(T1 - T2).max()))))
+"""
+
+
+@pytest.mark.slow  # a fresh process compiles the FK kernel
+def test_a_dead_worker_means_the_kernel_compiles_in_the_calling_process(tmp_path):
+    out, _ = _run(KILLED, {"INVKIN_COMPILE": "background"}, tmp_path)
+    assert out["interpreted"] > 0.0
+    assert out["compiled"] > 0.0
+    assert out["diff"] <= 1e-15

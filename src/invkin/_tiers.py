@@ -19,7 +19,8 @@ makes that the first tier:
    cache folder, under a file lock) and exits when its parent has gone and its queue is empty.
    Large calls compile in the calling process as before.
 3. Later calls look at the cache again (at most every :data:`RECHECK_S` seconds per kernel) and
-   switch to the machine code as soon as it is there.
+   switch to the machine code as soon as it is there; a kernel whose worker has exited without it,
+   or that is still missing GIVE_UP_S after its request, is compiled in the calling process.
 
 The interpreted tier computes what the compiled one does with the same arithmetic (IEEE
 doubles; ``fma`` becomes ``a * b + c``, which may differ in the last bit). The solve drivers keep
@@ -42,15 +43,15 @@ import time
 import types as pytypes
 from pathlib import Path
 
-__all__ = ["install", "interpreted", "entry_point", "mode", "pending", "wait", "MAX_INTERPRETED_ELEMENTS"]
+__all__ = ["install", "interpreted", "entry_point", "ready", "mode", "pending", "wait", "MAX_INTERPRETED_ELEMENTS"]
 
 #: Largest total number of array elements of a call that runs interpreted (larger calls compile).
 MAX_INTERPRETED_ELEMENTS = 50_000
 #: Seconds between two looks at the on-disk cache for a kernel that still runs interpreted.
 RECHECK_S = 0.25
-#: A kernel still not in the cache this long after its request (a worker that died or failed)
-#: is compiled in the calling process.
-GIVE_UP_S = 180.0
+#: A kernel still not in the cache this long after its request (a worker that hangs or failed on
+#: it) is compiled in the calling process; at once when the worker has exited.
+GIVE_UP_S = 600.0
 
 _PACKAGE = "invkin."
 _lock = threading.Lock()
@@ -235,6 +236,20 @@ def first_call(dispatcher, compile_for_args, args, kws):
     return lambda *_: _run_interpreted(dispatcher, values)
 
 
+def ready(dispatcher, args) -> bool:
+    """Whether a call of ``dispatcher`` with ``args`` runs machine code (compiled, in the cache, or
+    compiled on the spot because it may not run interpreted); False while it would run interpreted.
+    For callers that split large work into small interpreted pieces until the compile is done
+    (solve_many)."""
+    if not _interpretable(dispatcher, args):
+        return True
+    argtypes = tuple(dispatcher.typeof_pyval(a) for a in args)
+    try:
+        return _compiled_now(dispatcher, argtypes)
+    except Exception:
+        return True
+
+
 def entry_point(dispatcher, argtypes):
     """The machine code's entry point for ``argtypes`` (compiling, loading it from the cache, or
     — in background mode — None after sending the compile to the worker: the caller then calls
@@ -294,7 +309,8 @@ def _request(dispatcher, argtypes) -> bool:
         return True
     sent = _requested.get(key)
     if sent is not None:
-        return time.perf_counter() - sent < GIVE_UP_S
+        w = _worker[0]
+        return w is not None and w.poll() is None and time.perf_counter() - sent < GIVE_UP_S
     py = dispatcher.py_func
     try:
         line = base64.b64encode(pickle.dumps((py.__module__, py.__qualname__, argtypes))) + b"\n"

@@ -16,6 +16,7 @@ import numpy as np
 
 from ._compile_clock import Budget
 from ._tiers import call_interpreted, entry_point
+from ._tiers import ready as _tier_ready
 from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
@@ -680,6 +681,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
 
 
 _FAST_GOALS = (Pose, Position)
+INTERPRETED_BATCH = 32  # targets per solve_many piece while its kernel runs interpreted (invkin._tiers)
 _LM_ENTRY = [None]
 
 
@@ -1200,8 +1202,18 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
                            rest[sl], conv[sl])
     else:
         lims, free, _ = _lm_tables(robot, jw, q0s[0] if B else None)
-        lm_chain_batch(ch, lims, p.gkind, gvecs, gRs, p.gaxis, p.gw, p.tol_p, p.tol_r, q0s, free,
-                       ATTEMPT_ITERATIONS, int(max_restarts), int(seed), q_out, errs, iters, rest, conv)
+        b0 = 0
+        while b0 < B:  # one call; while the kernel compiles in the background, small interpreted pieces
+            piece = slice(b0, b0 + INTERPRETED_BATCH)  # would a piece run interpreted?
+            args = (ch, lims, p.gkind, gvecs[piece], gRs[piece], p.gaxis, p.gw, p.tol_p, p.tol_r, q0s[piece], free,
+                    ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b0, q_out[piece], errs[piece], iters[piece],
+                    rest[piece], conv[piece])
+            n = B - b0 if _tier_ready(lm_chain_batch, args) else min(B - b0, INTERPRETED_BATCH)
+            sl = slice(b0, b0 + n)
+            lm_chain_batch(ch, lims, p.gkind, gvecs[sl], gRs[sl], p.gaxis, p.gw, p.tol_p, p.tol_r, q0s[sl], free,
+                           ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b0, q_out[sl], errs[sl], iters[sl],
+                           rest[sl], conv[sl])
+            b0 += n
     _wrap_near(robot, q_out, q0s)
     codes = np.where(conv, 0, 4).astype(np.int64)  # converged, else stalled
     if position_only and not conv.all():

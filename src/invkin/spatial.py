@@ -47,9 +47,10 @@ __all__ = [
 # --------------------------------------------------------------------------- kernels
 
 
-@njit(cache=True, fastmath=False)
-def so3_exp_nb(r0, r1, r2, out):
-    """Write exp([r]x) into ``out`` (3x3), stable near 0 (Taylor) and everywhere else."""
+@njit(cache=True)
+def so3_exp_s(r0, r1, r2):
+    """exp([r]x) as 9 scalars m00, m01, m02, m10, ..., m22, stable near 0 (Taylor) and everywhere
+    else: the one home of the exponential map (FK of ball joints, ⊕ on ball joints, so3_exp_nb)."""
     th2 = r0 * r0 + r1 * r1 + r2 * r2
     if th2 < 1e-12:
         # A = sin(t)/t, B = (1 - cos t)/t^2 to second order
@@ -59,15 +60,16 @@ def so3_exp_nb(r0, r1, r2, out):
         th = math.sqrt(th2)
         a = math.sin(th) / th
         b = (1.0 - math.cos(th)) / th2
-    out[0, 0] = 1.0 - b * (r1 * r1 + r2 * r2)
-    out[1, 1] = 1.0 - b * (r0 * r0 + r2 * r2)
-    out[2, 2] = 1.0 - b * (r0 * r0 + r1 * r1)
-    out[0, 1] = -a * r2 + b * r0 * r1
-    out[1, 0] = a * r2 + b * r0 * r1
-    out[0, 2] = a * r1 + b * r0 * r2
-    out[2, 0] = -a * r1 + b * r0 * r2
-    out[1, 2] = -a * r0 + b * r1 * r2
-    out[2, 1] = a * r0 + b * r1 * r2
+    return (1.0 - b * (r1 * r1 + r2 * r2), -a * r2 + b * r0 * r1, a * r1 + b * r0 * r2,
+            a * r2 + b * r0 * r1, 1.0 - b * (r0 * r0 + r2 * r2), -a * r0 + b * r1 * r2,
+            -a * r1 + b * r0 * r2, a * r0 + b * r1 * r2, 1.0 - b * (r0 * r0 + r1 * r1))
+
+
+@njit(cache=True)
+def so3_exp_nb(r0, r1, r2, out):
+    """Write exp([r]x) into ``out`` (3x3) (so3_exp_s)."""
+    (out[0, 0], out[0, 1], out[0, 2], out[1, 0], out[1, 1], out[1, 2],
+     out[2, 0], out[2, 1], out[2, 2]) = so3_exp_s(r0, r1, r2)
 
 
 @njit(cache=True)

@@ -131,6 +131,19 @@ class CoalReference:
                     out[(link, f"obstacle {k}")] = min(self._d(s1, t1, s2, t2) for s1, t1 in pl for s2, t2 in shapes)
         return out
 
+    def colliding(self, q, pairs=None) -> set:
+        """The link pairs of ``pairs`` (default: the self pairs checked) whose original shapes touch
+        or overlap at q (``coal.collide``)."""
+        coal = self.coal
+        Ts = self.robot.fk_all(q)
+        out = set()
+        for a, b in (self.pairs if pairs is None else pairs):
+            if any(coal.collide(s1, _tf(coal, Ts[a] @ T1), s2, _tf(coal, Ts[b] @ T2), coal.CollisionRequest(),
+                                coal.CollisionResult())
+                   for s1, T1 in self.links.get(a, ()) for s2, T2 in self.links.get(b, ())):
+                out.add((a, b))
+        return out
+
     def min_distance(self, q, skip_static: bool = True) -> float:
         """The smallest distance of :meth:`distances` [m] (inf when there is no pair)."""
         d = self.distances(q, skip_static)

@@ -35,7 +35,7 @@ from llvmlite import ir as llvm_ir
 from numba import njit, prange, types
 from numba.core.extending import intrinsic
 
-from ..spatial import so3_exp_nb, so3_log_nb
+from ..spatial import so3_exp_nb, so3_exp_s, so3_log_nb
 
 
 FIXED = 0
@@ -104,26 +104,7 @@ def fk_upto_into(ni, nf, origin, q, last, out):
             m23 = nf[i, 2] * th
         elif jt == BALL:
             k = ni[i, 2]
-            r0 = q[k]
-            r1 = q[k + 1]
-            r2 = q[k + 2]
-            th2 = r0 * r0 + r1 * r1 + r2 * r2
-            if th2 < 1e-12:  # sin(t)/t and (1 - cos t)/t^2 to second order
-                a = 1.0 - th2 / 6.0
-                b = 0.5 - th2 / 24.0
-            else:
-                th = math.sqrt(th2)
-                a = math.sin(th) / th
-                b = (1.0 - math.cos(th)) / th2
-            m00 = 1.0 - b * (r1 * r1 + r2 * r2)
-            m11 = 1.0 - b * (r0 * r0 + r2 * r2)
-            m22 = 1.0 - b * (r0 * r0 + r1 * r1)
-            m01 = -a * r2 + b * r0 * r1
-            m10 = a * r2 + b * r0 * r1
-            m02 = a * r1 + b * r0 * r2
-            m20 = -a * r1 + b * r0 * r2
-            m12 = -a * r0 + b * r1 * r2
-            m21 = a * r0 + b * r1 * r2
+            m00, m01, m02, m10, m11, m12, m20, m21, m22 = so3_exp_s(q[k], q[k + 1], q[k + 2])
         o = origin[i]
         b00 = o[0, 0] * m00 + o[0, 1] * m10 + o[0, 2] * m20
         b01 = o[0, 0] * m01 + o[0, 1] * m11 + o[0, 2] * m21
@@ -449,26 +430,7 @@ def _chain_step(ch, k, q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22,
         return (a00, a01, a02, a03 + a02 * th, a10, a11, a12, a13 + a12 * th, a20, a21, a22, a23 + a22 * th)
     if jt == 3.0:  # ball: R = exp(r)
         j = int(ch[k, 1])
-        r0 = q[j]
-        r1 = q[j + 1]
-        r2 = q[j + 2]
-        th2 = r0 * r0 + r1 * r1 + r2 * r2
-        if th2 < 1e-12:
-            a = 1.0 - th2 / 6.0
-            b = 0.5 - th2 / 24.0
-        else:
-            th = math.sqrt(th2)
-            a = math.sin(th) / th
-            b = (1.0 - math.cos(th)) / th2
-        m00 = 1.0 - b * (r1 * r1 + r2 * r2)
-        m11 = 1.0 - b * (r0 * r0 + r2 * r2)
-        m22 = 1.0 - b * (r0 * r0 + r1 * r1)
-        m01 = -a * r2 + b * r0 * r1
-        m10 = a * r2 + b * r0 * r1
-        m02 = a * r1 + b * r0 * r2
-        m20 = -a * r1 + b * r0 * r2
-        m12 = -a * r0 + b * r1 * r2
-        m21 = a * r0 + b * r1 * r2
+        m00, m01, m02, m10, m11, m12, m20, m21, m22 = so3_exp_s(q[j], q[j + 1], q[j + 2])
         return (a00 * m00 + a01 * m10 + a02 * m20, a00 * m01 + a01 * m11 + a02 * m21,
                 a00 * m02 + a01 * m12 + a02 * m22, a03,
                 a10 * m00 + a11 * m10 + a12 * m20, a10 * m01 + a11 * m11 + a12 * m21,

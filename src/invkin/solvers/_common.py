@@ -288,22 +288,6 @@ def _log_relative(gR, g, T):
 
 
 @njit(cache=True, **NO_RC)
-def so3_exp_s(r0, r1, r2):
-    """exp([r]x) as 9 scalars m00, m01, m02, m10, ..., m22 (spatial.so3_exp_nb without arrays)."""
-    th2 = r0 * r0 + r1 * r1 + r2 * r2
-    if th2 < 1e-12:
-        a = 1.0 - th2 / 6.0
-        b = 0.5 - th2 / 24.0
-    else:
-        th = math.sqrt(th2)
-        a = math.sin(th) / th
-        b = (1.0 - math.cos(th)) / th2
-    return (1.0 - b * (r1 * r1 + r2 * r2), -a * r2 + b * r0 * r1, a * r1 + b * r0 * r2,
-            a * r2 + b * r0 * r1, 1.0 - b * (r0 * r0 + r2 * r2), -a * r0 + b * r1 * r2,
-            -a * r1 + b * r0 * r2, a * r0 + b * r1 * r2, 1.0 - b * (r0 * r0 + r1 * r1))
-
-
-@njit(cache=True, **NO_RC)
 def so3_log_s(m00, m01, m02, m10, m11, m12, m20, m21, m22):
     """Rotation vector (3 scalars) of the rotation with entries m (spatial.so3_log_nb without
     arrays, the same operations)."""

@@ -27,10 +27,10 @@ import math
 import numpy as np
 from numba import njit, prange
 
-
 from ..kinematics.kernels import FAST, NO_RC, chain_frames_into, chain_jacobian_from_frames
+from ..spatial import so3_exp_s
 from ._common import CONVERGED, RUNNING, STALLED, _jr_inv_beta, _log_relative, goal_row_call, \
-    ldl_solve, rotation_rows, so3_exp_s, so3_log_s
+    ldl_solve, rotation_rows, so3_log_s
 
 NAME = "lm"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
