@@ -40,8 +40,8 @@ from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVER
 # the same iterations (G1 4.50 / 4.41 mean, Talos 4.19, Solo12 3.00) without the ~1.2 corrections
 # per iteration, kernel time 66 -> 42 us (G1), 66 -> 42 (Talos), 27 -> 18 (Solo12); hard goals
 # that start met then end within their tolerance (largest foot drift 7.2e-7 m at 1e-6) instead of
-# HARD_HOLD x tolerance. Afterwards (and in an attempt that goes on: unreachable soft goals) they
-# stay within HARD_HOLD x tolerance whatever the soft goals ask.
+# HARD_HOLD x tolerance. After those iterations the hard cost must fall until they are back within
+# HARD_HOLD x tolerance, and there they stay whatever the soft goals ask (unreachable soft goals).
 #
 # Inequality rows: the joint box (limits, tightened per solve by max_joint_step) is an active
 # set: joints a step would push past a bound are held there and the others re-solved (as on the
