@@ -175,7 +175,6 @@ class Check:
     call. Holds scratch: one per thread (check_for keys it by thread)."""
 
     def __init__(self, robot, world, self_collision: bool, margin: float):
-        from .distance import collision_tables  # noqa: F401 - (solve_rows builds them)
         from .model import collision_model
 
         self.robot, self.world, self.self_collision, self.margin = robot, world, self_collision, margin

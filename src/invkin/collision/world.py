@@ -172,8 +172,9 @@ CHUNK = 16    # obstacle capsules per broad-phase chunk (points of one cloud; a 
 def _z_order(xyz) -> np.ndarray:
     """Indices that sort the points along the Z-order (Morton) curve of CELL-sized grid cells: runs
     of consecutive points then lie in compact blocks, so a chunk's bounding sphere is small (Panda
-    over the benchmark's 5,000-point table scan: a check costs ~38 µs, ~48 µs with the points in
-    x, y, z order of 10 cm cells; benchmarks/collision_ik.py)."""
+    over the benchmark's 5,000-point table scan: a check cost ~38 µs against ~48 µs with the points
+    in x, y, z order of 10 cm cells, before the chunks were also tested against the link's capsules;
+    benchmarks/RESULTS.md, session 4)."""
     cell = np.floor((xyz - xyz.min(axis=0)) / CELL).astype(np.uint64)
     cell = np.minimum(cell, np.uint64(2**21 - 1))  # 21 bits per axis (42 km at 2 cm)
     key = np.zeros(len(xyz), dtype=np.uint64)
