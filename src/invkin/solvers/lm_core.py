@@ -10,12 +10,13 @@ from numba import njit
 
 from ..goals import KIND_COM, KIND_REL_POSITION, KINDS
 from ..kinematics.kernels import FAST, NO_RC, fk_all_into, jacobian_from_all
+from ..spatial import rotvec_product
 from ..collision.rows import E_ROWS, E_VIOL, active_rows, ineq_eval, ineq_size, no_rows
 from ._common import com_row, goal_row_call, ldl_apply, ldl_factor, posture_residual, relative_frame
 from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BALL, L_JW, L_LOWER,
                  L_SAMPLE_LO, L_SAMPLE_SPAN, L_UPPER, LAMBDA_MAX, LAMBDA_MIN, LAMBDA_SHRINK, NEAR, PROGRESS_FACTOR,
                  RUNNING, S_ATTEMPT, S_ATTEMPT_ITERS, S_BEST, S_BEST_PERR, S_BEST_RERR, S_ITERS, S_LAMBDA, S_MINIMIZE,
-                 NAME, JOINT_TYPES, ATTEMPT_ITERATIONS, S_PERR, S_RERR, STALLED, _mix64, _so3_compose, limits_table)
+                 NAME, JOINT_TYPES, ATTEMPT_ITERATIONS, S_PERR, S_RERR, STALLED, _mix64, limits_table)
 
 # Every problem that is not one frame's goals on its chain program runs here: goals on several
 # frames, CenterOfMass, Relative, hard goals, Posture, per-solve joint step bounds. One
@@ -361,7 +362,8 @@ def _step_into(q, dq, lims, lo, hi, out):
         out[i] = q[i] + dq[i]
     for s in range(n):
         if lims[L_BALL, s] != 0.0:
-            _so3_compose(q[s], q[s + 1], q[s + 2], dq[s], dq[s + 1], dq[s + 2], False, out, s)
+            out[s], out[s + 1], out[s + 2] = rotvec_product(q[s], q[s + 1], q[s + 2], dq[s], dq[s + 1], dq[s + 2],
+                                                            bool(0))
     for i in range(n):
         if out[i] < lo[i]:
             out[i] = lo[i]
