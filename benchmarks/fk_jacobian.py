@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 import invkin as ik
+from _repo import git_state  # noqa: E402 - benchmarks/_repo.py, beside this script
 from invkin.model.catalog import URDF_MODELS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -290,20 +291,6 @@ def markdown(results, meta) -> str:
         L.append("")
         L.extend(f"Note: {n}" for n in meta["notes"])
     return "\n".join(L)
-
-
-def git_state() -> str:
-    """Commit of the checkout being measured, '+dirty' when src/ has uncommitted changes."""
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "src"], capture_output=True,
-                               text=True, timeout=10).stdout.strip()
-        return (head or "?") + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "?"
 
 
 def versions():

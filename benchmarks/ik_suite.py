@@ -54,6 +54,7 @@ from pathlib import Path
 import numpy as np
 
 import invkin as ik
+from _repo import git_state  # noqa: E402 - benchmarks/_repo.py, beside this script
 
 REPO = Path(__file__).resolve().parent.parent
 PEERS = REPO.parent / "shared" / "peers"  # the repository root's parent holds shared/
@@ -501,20 +502,6 @@ def solve_many_table(summary) -> str:
             L.append(f"- {rname}: solve_many {r:.2f}× a rtb_ik_LM loop (median of {len(sm['walls_s'])} calls; best "
                      f"{sm['ratio_vs_rtb_loop_best']:.2f}×) — {'meets' if r >= GOAL_SM_RATIO else 'MISSES'} ≥ 10×")
     return "\n".join(L)
-
-
-def git_state() -> str:
-    """Commit of the checkout being measured, '+dirty' when src/ has uncommitted changes."""
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "src"], capture_output=True,
-                               text=True, timeout=10).stdout.strip()
-        return (head or "?") + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "?"
 
 
 def versions() -> dict:

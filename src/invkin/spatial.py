@@ -73,42 +73,37 @@ def so3_exp_nb(r0, r1, r2, out):
 
 
 @njit(cache=True)
-def so3_log_nb(R, out):
-    """Rotation vector of R into ``out`` (3,), angle in [0, pi]; exact near 0 and near pi."""
-    tr = R[0, 0] + R[1, 1] + R[2, 2]
+def so3_log_s(m00, m01, m02, m10, m11, m12, m20, m21, m22):
+    """Rotation vector (3 scalars) of the rotation with entries m, angle in [0, pi]; exact near 0
+    and near pi: the one home of the logarithm map (so3_log_nb, the LM goal rows, rotvec_product)."""
+    tr = m00 + m11 + m22
     # sin(theta) * axis from the skew part, cos(theta) from the trace: atan2 is exact near 0
-    sx = 0.5 * (R[2, 1] - R[1, 2])
-    sy = 0.5 * (R[0, 2] - R[2, 0])
-    sz = 0.5 * (R[1, 0] - R[0, 1])
+    sx = 0.5 * (m21 - m12)
+    sy = 0.5 * (m02 - m20)
+    sz = 0.5 * (m10 - m01)
     s = math.sqrt(sx * sx + sy * sy + sz * sz)
     c = 0.5 * (tr - 1.0)
     th = math.atan2(s, c)
     if c > -0.99:
-        if s < 1e-12:
-            k = 1.0 + th * th / 6.0  # theta / sin(theta) near 0
-        else:
-            k = th / s
-        out[0] = k * sx
-        out[1] = k * sy
-        out[2] = k * sz
-        return
+        k = 1.0 + th * th / 6.0 if s < 1e-12 else th / s  # theta / sin(theta), its series near 0
+        return k * sx, k * sy, k * sz
     # Near pi: the axis from the symmetric part, B = (R + R^T)/2 = cos I + (1 - cos) a a^T
     omc = 1.0 - c
-    ax2 = max((R[0, 0] - c) / omc, 0.0)
-    ay2 = max((R[1, 1] - c) / omc, 0.0)
-    az2 = max((R[2, 2] - c) / omc, 0.0)
+    ax2 = max((m00 - c) / omc, 0.0)
+    ay2 = max((m11 - c) / omc, 0.0)
+    az2 = max((m22 - c) / omc, 0.0)
     if ax2 >= ay2 and ax2 >= az2:
         ax = math.sqrt(ax2)
-        ay = 0.5 * (R[0, 1] + R[1, 0]) / (omc * ax)
-        az = 0.5 * (R[0, 2] + R[2, 0]) / (omc * ax)
+        ay = 0.5 * (m01 + m10) / (omc * ax)
+        az = 0.5 * (m02 + m20) / (omc * ax)
     elif ay2 >= az2:
         ay = math.sqrt(ay2)
-        ax = 0.5 * (R[0, 1] + R[1, 0]) / (omc * ay)
-        az = 0.5 * (R[1, 2] + R[2, 1]) / (omc * ay)
+        ax = 0.5 * (m01 + m10) / (omc * ay)
+        az = 0.5 * (m12 + m21) / (omc * ay)
     else:
         az = math.sqrt(az2)
-        ax = 0.5 * (R[0, 2] + R[2, 0]) / (omc * az)
-        ay = 0.5 * (R[1, 2] + R[2, 1]) / (omc * az)
+        ax = 0.5 * (m02 + m20) / (omc * az)
+        ay = 0.5 * (m12 + m21) / (omc * az)
     n = math.sqrt(ax * ax + ay * ay + az * az)
     ax /= n
     ay /= n
@@ -118,9 +113,31 @@ def so3_log_nb(R, out):
         ax = -ax
         ay = -ay
         az = -az
-    out[0] = th * ax
-    out[1] = th * ay
-    out[2] = th * az
+    return th * ax, th * ay, th * az
+
+
+@njit(cache=True)
+def so3_log_nb(R, out):
+    """Rotation vector of R into ``out`` (3,), angle in [0, pi]; exact near 0 and near pi (so3_log_s)."""
+    out[0], out[1], out[2] = so3_log_s(R[0, 0], R[0, 1], R[0, 2], R[1, 0], R[1, 1], R[1, 2], R[2, 0], R[2, 1], R[2, 2])
+
+
+@njit(cache=True)
+def rotvec_product(a0, a1, a2, b0, b1, b2, transpose_a):
+    """log(exp(a)^(T if transpose_a) exp(b)) as 3 scalars: rotation vectors composed (a local
+    increment b after a), or with ``transpose_a`` the rotation from a to b in a's frame. Callers in
+    kernels pass a ``bool(...)`` value, not a literal (one specialisation)."""
+    a00, a01, a02, a10, a11, a12, a20, a21, a22 = so3_exp_s(a0, a1, a2)
+    b00, b01, b02, b10, b11, b12, b20, b21, b22 = so3_exp_s(b0, b1, b2)
+    if transpose_a:
+        a01, a10 = a10, a01
+        a02, a20 = a20, a02
+        a12, a21 = a21, a12
+    return so3_log_s(a00 * b00 + a01 * b10 + a02 * b20, a00 * b01 + a01 * b11 + a02 * b21,
+                     a00 * b02 + a01 * b12 + a02 * b22, a10 * b00 + a11 * b10 + a12 * b20,
+                     a10 * b01 + a11 * b11 + a12 * b21, a10 * b02 + a11 * b12 + a12 * b22,
+                     a20 * b00 + a21 * b10 + a22 * b20, a20 * b01 + a21 * b11 + a22 * b21,
+                     a20 * b02 + a21 * b12 + a22 * b22)
 
 
 @njit(cache=True)

@@ -35,7 +35,7 @@ from llvmlite import ir as llvm_ir
 from numba import njit, prange, types
 from numba.core.extending import intrinsic
 
-from ..spatial import so3_exp_nb, so3_exp_s, so3_log_nb
+from ..spatial import rotvec_product, so3_exp_s
 
 
 FIXED = 0
@@ -683,37 +683,13 @@ def _jacobian_chunk(ch, qs, out, b0, b1, T, F):
 @njit(cache=True)
 def rotvec_compose(a, i, b, j, out, k):
     """out[k:k+3] = log(exp(a[i:i+3]) exp(b[j:j+3])): rotation vectors composed (a local increment)."""
-    Ra = np.empty((3, 3))
-    Rb = np.empty((3, 3))
-    Rc = np.empty((3, 3))
-    r = np.empty(3)
-    so3_exp_nb(a[i], a[i + 1], a[i + 2], Ra)
-    so3_exp_nb(b[j], b[j + 1], b[j + 2], Rb)
-    for m in range(3):
-        for n in range(3):
-            Rc[m, n] = Ra[m, 0] * Rb[0, n] + Ra[m, 1] * Rb[1, n] + Ra[m, 2] * Rb[2, n]
-    so3_log_nb(Rc, r)
-    out[k] = r[0]
-    out[k + 1] = r[1]
-    out[k + 2] = r[2]
+    out[k], out[k + 1], out[k + 2] = rotvec_product(a[i], a[i + 1], a[i + 2], b[j], b[j + 1], b[j + 2], bool(0))
 
 
 @njit(cache=True)
 def rotvec_between(a, i, b, j, out, k):
     """out[k:k+3] = log(exp(a[i:i+3])^T exp(b[j:j+3])): the rotation from a to b, in a's frame."""
-    Ra = np.empty((3, 3))
-    Rb = np.empty((3, 3))
-    Rc = np.empty((3, 3))
-    r = np.empty(3)
-    so3_exp_nb(a[i], a[i + 1], a[i + 2], Ra)
-    so3_exp_nb(b[j], b[j + 1], b[j + 2], Rb)
-    for m in range(3):
-        for n in range(3):
-            Rc[m, n] = Ra[0, m] * Rb[0, n] + Ra[1, m] * Rb[1, n] + Ra[2, m] * Rb[2, n]
-    so3_log_nb(Rc, r)
-    out[k] = r[0]
-    out[k + 1] = r[1]
-    out[k + 2] = r[2]
+    out[k], out[k + 1], out[k + 2] = rotvec_product(a[i], a[i + 1], a[i + 2], b[j], b[j + 1], b[j + 2], bool(1))
 
 
 @njit(cache=True)

@@ -22,6 +22,7 @@ from ..errors import FrameError, GoalError
 from ..goals import KIND_AIM, KIND_AXIS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KIND_ROTATION, \
     KINDS, Goal, Posture
 from ..kinematics.kernels import BALL, NO_RC, fk_all_into, integrate_into, jacobian_from_all
+from ..spatial import so3_log_s
 from ..kinematics.kernels import difference_into as posture_residual  # noqa: F401 - re-exported: q_rest ⊖ q
 
 # kernel return codes
@@ -285,47 +286,6 @@ def _log_relative(gR, g, T):
     # near pi: the axis from the symmetric part (see spatial.so3_log_nb)
     r0, r1, r2 = so3_log_s(m00, m01, m02, m10, m11, m12, m20, m21, m22)
     return r0, r1, r2, th, sn, c
-
-
-@njit(cache=True, **NO_RC)
-def so3_log_s(m00, m01, m02, m10, m11, m12, m20, m21, m22):
-    """Rotation vector (3 scalars) of the rotation with entries m (spatial.so3_log_nb without
-    arrays, the same operations)."""
-    tr = m00 + m11 + m22
-    sx = 0.5 * (m21 - m12)
-    sy = 0.5 * (m02 - m20)
-    sz = 0.5 * (m10 - m01)
-    s = math.sqrt(sx * sx + sy * sy + sz * sz)
-    c = 0.5 * (tr - 1.0)
-    th = math.atan2(s, c)
-    if c > -0.99:
-        k = 1.0 + th * th / 6.0 if s < 1e-12 else th / s
-        return k * sx, k * sy, k * sz
-    omc = 1.0 - c
-    ax2 = max((m00 - c) / omc, 0.0)
-    ay2 = max((m11 - c) / omc, 0.0)
-    az2 = max((m22 - c) / omc, 0.0)
-    if ax2 >= ay2 and ax2 >= az2:
-        ax = math.sqrt(ax2)
-        ay = 0.5 * (m01 + m10) / (omc * ax)
-        az = 0.5 * (m02 + m20) / (omc * ax)
-    elif ay2 >= az2:
-        ay = math.sqrt(ay2)
-        ax = 0.5 * (m01 + m10) / (omc * ay)
-        az = 0.5 * (m12 + m21) / (omc * ay)
-    else:
-        az = math.sqrt(az2)
-        ax = 0.5 * (m02 + m20) / (omc * az)
-        ay = 0.5 * (m12 + m21) / (omc * az)
-    n = math.sqrt(ax * ax + ay * ay + az * az)
-    ax /= n
-    ay /= n
-    az /= n
-    if ax * sx + ay * sy + az * sz < 0.0:
-        ax = -ax
-        ay = -ay
-        az = -az
-    return th * ax, th * ay, th * az
 
 
 _BETA_PI = 1.0 / (math.pi - 1e-3) ** 2 - (1.0 + math.cos(math.pi - 1e-3)) / (

@@ -28,9 +28,9 @@ import numpy as np
 from numba import njit, prange
 
 from ..kinematics.kernels import FAST, NO_RC, chain_frames_into, chain_jacobian_from_frames
-from ..spatial import so3_exp_s
+from ..spatial import rotvec_product
 from ._common import CONVERGED, RUNNING, STALLED, _jr_inv_beta, _log_relative, goal_row_call, \
-    ldl_solve, rotation_rows, so3_log_s
+    ldl_solve, rotation_rows
 
 NAME = "lm"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -236,25 +236,6 @@ def _chain_eval_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J):
     _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
 
 
-@njit(cache=True, **NO_RC)
-def _so3_compose(a0, a1, a2, b0, b1, b2, transpose_a, out, s):
-    """out[s:s+3] = log(exp(a)^(T if transpose_a) exp(b)) (as step_and_clamp / posture_residual)."""
-    a00, a01, a02, a10, a11, a12, a20, a21, a22 = so3_exp_s(a0, a1, a2)
-    b00, b01, b02, b10, b11, b12, b20, b21, b22 = so3_exp_s(b0, b1, b2)
-    if transpose_a:
-        a01, a10 = a10, a01
-        a02, a20 = a20, a02
-        a12, a21 = a21, a12
-    r0, r1, r2 = so3_log_s(a00 * b00 + a01 * b10 + a02 * b20, a00 * b01 + a01 * b11 + a02 * b21,
-                           a00 * b02 + a01 * b12 + a02 * b22, a10 * b00 + a11 * b10 + a12 * b20,
-                           a10 * b01 + a11 * b11 + a12 * b21, a10 * b02 + a11 * b12 + a12 * b22,
-                           a20 * b00 + a21 * b10 + a22 * b20, a20 * b01 + a21 * b11 + a22 * b21,
-                           a20 * b02 + a21 * b12 + a22 * b22)
-    out[s] = r0
-    out[s + 1] = r1
-    out[s + 2] = r2
-
-
 @njit(cache=True, inline="always", **NO_RC)
 def _chain_step_clamp(q, dq, lims, lo_row, hi_row, out):
     """out = clamp(q ⊕ dq) with the bounds of rows lo_row / hi_row of lims (step_and_clamp)."""
@@ -263,7 +244,8 @@ def _chain_step_clamp(q, dq, lims, lo_row, hi_row, out):
         out[i] = q[i] + dq[i]
     for s in range(n):
         if lims[L_BALL, s] != 0.0:
-            _so3_compose(q[s], q[s + 1], q[s + 2], dq[s], dq[s + 1], dq[s + 2], False, out, s)
+            out[s], out[s + 1], out[s + 2] = rotvec_product(q[s], q[s + 1], q[s + 2], dq[s], dq[s + 1], dq[s + 2],
+                                                            bool(0))
     for i in range(n):
         if out[i] < lims[lo_row, i]:
             out[i] = lims[lo_row, i]
