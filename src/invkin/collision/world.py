@@ -186,20 +186,28 @@ def _z_order(xyz) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
-def _bound(caps, i, j) -> np.ndarray:
-    """A sphere (centre, radius) holding the capsules i..j: the middle of their box, the farthest end."""
-    ends = np.r_[caps[i:j, 0:3], caps[i:j, 3:6]]
-    c = 0.5 * (ends.min(axis=0) + ends.max(axis=0))
-    return np.r_[c, np.max(np.linalg.norm(ends - c, axis=1)) + caps[i:j, 6].max()]
+def _bounds(caps, starts) -> np.ndarray:
+    """Spheres (centre, radius) (len(starts), 4) holding the runs of capsules ``caps[starts[k]:
+    starts[k + 1]]`` (the last to the end): the middle of each run's box, the farthest end."""
+    lo = np.minimum.reduceat(np.minimum(caps[:, 0:3], caps[:, 3:6]), starts)
+    hi = np.maximum.reduceat(np.maximum(caps[:, 0:3], caps[:, 3:6]), starts)
+    c = 0.5 * (lo + hi)
+    each = np.repeat(c, np.diff(np.r_[starts, len(caps)]), axis=0)
+    far = np.maximum(np.linalg.norm(caps[:, 0:3] - each, axis=1), np.linalg.norm(caps[:, 3:6] - each, axis=1))
+    return np.c_[c, np.maximum.reduceat(far + caps[:, 6], starts)]
 
 
-def _emit(node, caps, ranges, bounds):
-    """Append ``node`` (start, end, children) and its subtree in preorder, with its skip link."""
+def _emit(levels, bounds, n, level, m, i0, ranges, out_bounds):
+    """Append node m of ``level`` (levels[level]: its nodes' first capsules, ``n`` capsules in all,
+    offset i0) and its subtree in preorder, with its skip link."""
+    starts = levels[level]
     k = len(ranges)
-    ranges.append([node[0], node[1], k + 1])
-    bounds.append(_bound(caps, node[0], node[1]))
-    for child in node[2]:
-        _emit(child, caps, ranges, bounds)
+    end = starts[m + 1] if m + 1 < len(starts) else n
+    ranges.append([i0 + starts[m], i0 + end, k + 1])
+    out_bounds.append(bounds[level][m])
+    if level > 0:
+        for child in range(m * FAN, min((m + 1) * FAN, len(levels[level - 1]))):
+            _emit(levels, bounds, n, level - 1, child, i0, ranges, out_bounds)
     ranges[k][2] = len(ranges)
 
 
@@ -218,11 +226,11 @@ def _chunks(caps, cap_obj) -> dict:
         j = i + 1
         while j < len(caps) and cap_obj[j] == cap_obj[i]:
             j += 1
-        level = [(a, min(a + CHUNK, j), []) for a in range(i, j, CHUNK)]  # leaves (start, end, children)
-        while len(level) > 1:
-            level = [g[0] if len(g) == 1 else (g[0][0], g[-1][1], g)
-                     for g in (level[a:a + FAN] for a in range(0, len(level), FAN))]
-        _emit(level[0], caps, ranges, bounds)
+        levels = [np.arange(0, j - i, CHUNK)]  # each level: its nodes' first capsules
+        while len(levels[-1]) > 1:
+            levels.append(levels[-1][::FAN])
+        level_bounds = [_bounds(caps[i:j], starts) for starts in levels]
+        _emit(levels, level_bounds, j - i, len(levels) - 1, 0, i, ranges, bounds)
         i = j
     return {"chunk_range": np.array(ranges, dtype=np.int64).reshape(-1, 3),
             "chunk_bound": np.array(bounds, dtype=np.float64).reshape(-1, 4)}
