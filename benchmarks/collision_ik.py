@@ -345,6 +345,8 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=100, help="targets per scene")
     ap.add_argument("--peers", default=os.path.expanduser("~/.cache/invkin-peers-env/bin/python"))
     ap.add_argument("--no-mink", action="store_true")
+    ap.add_argument("--scenes", default="", help="comma-separated words: run only the scenes whose name holds one "
+                    "(e.g. cloud,shelf)")
     ap.add_argument("--mink-worker", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.mink_worker:
@@ -358,6 +360,8 @@ def main(argv=None):
               ("panda", "clutter 20 boxes", panda, panda_goals, clutter_obstacles(), None),
               ("panda", "cloud 5000 points", panda, panda_goals, cloud_obstacles(), ("panda_hand", (0.3, -0.5, 0.16), (0.8, 0.5, 0.5))),
               ("g1", "table + self", g1, g1_goals, g1_obstacles(), None)]
+    if a.scenes:
+        scenes = [sc for sc in scenes if any(w.strip() in sc[1] for w in a.scenes.split(","))]
     rows = []
     print(f"collision-aware IK, {a.n} targets per scene, tolerance {TOL:g}, timeout {TIMEOUT * 1e3:g} ms, "
           f"margin {MARGIN * 1e3:g} mm; coal on the original meshes", flush=True)

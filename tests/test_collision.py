@@ -87,6 +87,27 @@ def _box_sdf(p, R, c, h):
     return np.linalg.norm(np.maximum(q, 0)) + min(q.max(), 0)
 
 
+def test_capsule_box_with_a_reach_measures_in_full_or_says_beyond_only_when_it_is():
+    """capsule_box's early stop: with a finite reach the result is the full one (same bits), or inf
+    only when the full distance is beyond the reach; within reach it is always measured."""
+    rng = np.random.default_rng(4)
+    out, full = np.empty(10), np.empty(10)
+    stopped = 0
+    for _ in range(300):
+        a, b = rng.uniform(-1, 1, (2, 3))
+        r = rng.uniform(0.01, 0.2)
+        box = np.r_[_rot(rng).ravel(), rng.uniform(-0.3, 0.3, 3), rng.uniform(0.05, 0.5, 3)]
+        d = CK.capsule_box(a, b, r, box, np.inf, full)
+        for reach in (d + 1e-9, d - 0.01, d - 0.2, 0.05):
+            got = CK.capsule_box(a, b, r, box, reach, out)
+            if got == np.inf:
+                assert d > reach
+                stopped += 1
+            else:
+                assert np.array_equal(out, full)
+    assert stopped > 100
+
+
 @pytest.mark.parametrize("sphere", [True, False])
 def test_capsule_box_distance_matches_coal_and_never_exceeds_its_depth(sphere):
     rng = np.random.default_rng(2)
@@ -97,7 +118,7 @@ def test_capsule_box_distance_matches_coal_and_never_exceeds_its_depth(sphere):
         b = a if sphere else b
         r = rng.uniform(0.01, 0.3)
         R, c, h = _rot(rng), rng.uniform(-0.3, 0.3, 3), rng.uniform(0.05, 0.5, 3)
-        d = CK.capsule_box(a, b, r, np.r_[R.ravel(), c, h], out)
+        d = CK.capsule_box(a, b, r, np.r_[R.ravel(), c, h], np.inf, out)
         dc = _coal_distance(*_coal_capsule(a, b, r), coal.Box(*(2 * h)), coal.Transform3s(R, c))
         if dc > 0:
             assert d == pytest.approx(dc, abs=1e-7)
@@ -480,9 +501,43 @@ def test_a_robot_without_collision_shapes_says_there_is_nothing_to_measure():
     assert len(d) == 0 and d.min_distance == np.inf and not d.in_collision
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 9, 1000])
+def test_the_broad_phase_tree_covers_each_cloud_once_under_spheres_that_hold_its_points(n):
+    """world._chunks: per obstacle one tree in preorder; the leaves, in order, cover the obstacle's
+    capsules once; a node's range is the union of its children's; the skip link is the node past
+    the subtree; every node's sphere holds the capsules of its range."""
+    xyz = np.random.default_rng(n).uniform(-1, 1, (n, 3))
+    world = ik.World([ik.Sphere((0, 0, 2), 0.1), ik.Points(xyz, 0.01), ik.Capsule((0, 0, 0), (0, 1, 0), 0.2)])
+    t = world.tables
+    rng, bound, caps = t["chunk_range"], t["chunk_bound"], t["caps"]
+
+    def subtree(i):  # checks node i, returns the index past its subtree
+        start, end, nxt = rng[i]
+        ends = np.r_[caps[start:end, 0:3], caps[start:end, 3:6]]
+        r = np.tile(caps[start:end, 6], 2)
+        assert np.all(np.linalg.norm(ends - bound[i, :3], axis=1) + r <= bound[i, 3] + 1e-12)
+        assert len(set(t["cap_obj"][start:end])) == 1
+        if nxt == i + 1:
+            return nxt
+        j, at = i + 1, start
+        while j < nxt:
+            assert rng[j, 0] == at
+            at = rng[j, 1]
+            j = subtree(j)
+        assert j == nxt and at == end
+        return nxt
+
+    i, at = 0, 0
+    while i < len(rng):
+        assert rng[i, 0] == at
+        at = rng[i, 1]
+        i = subtree(i)
+    assert i == len(rng) and at == len(caps) == n + 2
+
+
 @pytest.mark.parametrize("cutoff", [np.inf, 0.05])
 def test_a_point_cloud_gives_each_link_its_closest_point_as_the_points_one_by_one_do(cutoff):
-    """The cloud's broad phase (Z-ordered chunks, per-point bounds) culls only points that cannot be
+    """The cloud's broad phase (a tree over Z-ordered points, per-point bounds) culls only points that cannot be
     the closest: each link's distance to a Points obstacle equals its least distance to the same
     points as separate spheres."""
     robot = ik.load_robot(str(PANDA), srdf=str(PANDA_SRDF))

@@ -244,3 +244,28 @@ def test_correct_clip_takes_the_collision_options():
         ik.correct_clip(robot, clip, [], margin=-0.1)
     with pytest.raises(CollisionError, match="expected an ik.World"):
         ik.correct_clip(robot, clip, [], world=3)
+
+
+def test_a_check_with_a_stop_distance_ends_early_only_on_a_pair_that_is_that_close(panda):
+    """Check.closest(q, stop): where the full measure's least distance is >= stop, the same answer;
+    otherwise a pair closer than stop, with its own distance as the full measure gives it."""
+    from invkin.collision.rows import check_for
+
+    xyz = np.random.default_rng(5).uniform((0.2, -0.5, 0.0), (0.8, 0.5, 0.8), (300, 3))
+    world = ik.World(list(shelf_world().obstacles) + [ik.Points(xyz, 0.005)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        check = check_for(panda, world, True, MARGIN)
+    out_self, out_world = check.coll[0][13], check.coll[0][14]
+    early_exits = 0
+    for q in panda.sample(200, rng=np.random.default_rng(6)):
+        full = check.closest(q)
+        d_pair = np.r_[out_self[:, 0], out_world[:, :, 0].ravel()]  # every pair's distance, in index order
+        for stop in (MARGIN, 0.03, -np.inf):
+            got = check.closest(q, stop)
+            if full[0] >= stop:
+                assert got == full
+            else:
+                assert got[0] < stop and got[0] == d_pair[got[1]] and got[0] >= full[0]
+                early_exits += got != full
+    assert early_exits > 10

@@ -295,6 +295,20 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     return res
 
 
+_ROWS = []  # invkin.collision.rows once a collision solve has imported it (_collision_rows)
+
+
+def _collision_rows():
+    """The module invkin.collision.rows, imported on the first collision solve (``import invkin``
+    stays light) and then held: an import statement in a function costs ~0.5 µs per call, a few
+    % of a clear collision solve."""
+    if not _ROWS:
+        from .collision import rows
+
+        _ROWS.append(rows)
+    return _ROWS[0]
+
+
 def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
     """The first solve of a collision solve (see _solve_lm_collision) on the chain fast path
     (_solve_lm_fast, a quarter of the budget) and its check in one kernel call
@@ -308,25 +322,24 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
     res = _solve_lm_fast(robot, goals, q0, tol_p, tol_r, FIRST_SHARE * timeout, seed)
     if res is None:
         return None, None
-    from .collision.rows import check_for
-
     t0 = time.perf_counter()
     t_first = res.time
     # the retries' deadline; a first call's compile (or interpreted run) of the check is not charged
     clock = Budget(t0 + FIRST_SHARE * timeout - t_first)
-    check = check_for(robot, *collision)
+    check = _collision_rows().check_for(robot, *collision)
     if not check.n_pairs:
         return None, None  # nothing to check: the general route says so
-    closest = check.closest(res.q)
+    stop = check.margin - 1e-9  # a check ends at the first pair found closer: enough to refuse a q
+    closest = check.closest(res.q, stop)
     iters, restarts = res.iterations, res.restarts
-    if res.success and closest[0] < check.margin - 1e-9:
+    if res.success and closest[0] < stop:
         # other answers of the goals, from random starts, each checked: a redundant arm has many, and
         # most of them are clear (a try costs a plain solve and a check, the rows' solve ~100 x that)
         import random
 
         rnd = random.Random(seed)
         lo, span = _sampler(robot)
-        best = (closest, res)
+        tried, found = [], None
         for _ in range(COLLISION_RETRIES):
             clock.update()
             left = clock.deadline - time.perf_counter()
@@ -340,12 +353,18 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
             restarts += r.restarts + 1
             if not r.success:
                 continue
-            c = check.closest(r.q)
-            if c[0] > best[0][0]:
-                best = (c, r)
-                if c[0] >= check.margin - 1e-9:
-                    break
-        closest, res = best
+            c = check.closest(r.q, stop)
+            if c[0] >= stop:
+                found = (c, r)
+                break
+            tried.append(r)
+        if found is None:  # none clear: the least close answer, measured in full, for the rows to go on from
+            found = (check.closest(res.q), res)
+            for r in tried:
+                c = check.closest(r.q)
+                if c[0] > found[0][0]:
+                    found = (c, r)
+        closest, res = found
         object.__setattr__(res, "iterations", iters)
         object.__setattr__(res, "restarts", restarts)
     object.__setattr__(res, "time", t_first + time.perf_counter() - t0)
@@ -360,9 +379,7 @@ def _collision_options(world, self_collision, margin):
     self_collision False; margin is still checked)."""
     if world is None and self_collision is False and type(margin) is float and margin == 0.005:
         return None
-    from .collision.rows import check_options
-
-    world, self_collision, margin = check_options(world, self_collision, margin)
+    world, self_collision, margin = _collision_rows().check_options(world, self_collision, margin)
     if world is None and not self_collision:
         return None
     return world, self_collision, margin

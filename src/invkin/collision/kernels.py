@@ -122,16 +122,24 @@ def _box_sdf(box, px, py, pz):
 
 
 @njit(cache=True)
-def capsule_box(a, b, r, box, out):
-    """Capsule A (a, b, r) – box B (row R, c, h) into ``out`` (10,) = d, pA, pB, n."""
+def capsule_box(a, b, r, box, reach, out):
+    """Capsule A (a, b, r) – box B (row R, c, h) into ``out`` (10,) = d, pA, pB, n; ``d = inf`` (and
+    nothing else written) when the search shows that ``d > reach`` [m] (``reach = inf``: always
+    measured). φ is 1-Lipschitz, so along the segment of length ℓ no point of the bracket
+    [lo, hi] is below ``min(f1, f2) − ℓ(hi − lo)``: a capsule out of reach stops after a few steps."""
     ex, ey, ez = b[0] - a[0], b[1] - a[1], b[2] - a[2]
     lo, hi = 0.0, 1.0
-    if ex * ex + ey * ey + ez * ez > _EPS:  # golden-section search of the convex φ(a + t e)
+    ee = ex * ex + ey * ey + ez * ez
+    if ee > _EPS:  # golden-section search of the convex φ(a + t e)
+        ell = math.sqrt(ee)
         t1 = hi - _GOLD * (hi - lo)
         t2 = lo + _GOLD * (hi - lo)
         f1 = _box_sdf(box, a[0] + t1 * ex, a[1] + t1 * ey, a[2] + t1 * ez)
         f2 = _box_sdf(box, a[0] + t2 * ex, a[1] + t2 * ey, a[2] + t2 * ez)
         for _ in range(_SEARCH_STEPS):
+            if (f1 if f1 < f2 else f2) - ell * (hi - lo) - r > reach:
+                out[0] = np.inf
+                return out[0]
             if f1 <= f2:
                 hi = t2
                 t2, f2 = t1, f1
@@ -301,10 +309,9 @@ def _chunk_beyond(wcaps, c0, c1, sphere, reach):
 
 
 @njit(cache=True)
-def _cloud_point(wcaps, c0, c1, ocaps, k, o, cutoff, out, tmp):
-    """Obstacle capsule k (of obstacle o) against the link's capsules c0..c1, kept in out[o] when
-    closer (its bound passed _beyond)."""
-    res = out[o]
+def _cloud_point(wcaps, c0, c1, ocaps, k, cutoff, res, tmp):
+    """Obstacle capsule k against the link's capsules c0..c1, kept in ``res`` (10,) when closer (its
+    bound passed _beyond)."""
     reach = cutoff if cutoff < res[0] else res[0]
     px, py, pz = 0.5 * (ocaps[k, 0] + ocaps[k, 3]), 0.5 * (ocaps[k, 1] + ocaps[k, 4]), 0.5 * (ocaps[k, 2] + ocaps[k, 5])
     hx = 0.5 * (ocaps[k, 3] - ocaps[k, 0])
@@ -329,49 +336,111 @@ def _cloud_point(wcaps, c0, c1, ocaps, k, o, cutoff, out, tmp):
 
 
 @njit(cache=True)
+def _cloud_sphere(wcaps, c0, c1, ocaps, k, cutoff, res):
+    """Obstacle sphere k (a cloud's point: a capsule with a = b) against the link's capsules c0..c1,
+    kept in ``res`` (10,) when closer: :func:`capsule_capsule` and :func:`_keep` with the same
+    arithmetic (so the same result to the bit), on scalars, with the square of the distance
+    compared first (a point out of reach costs no root and writes nothing)."""
+    px, py, pz, rp = ocaps[k, 0], ocaps[k, 1], ocaps[k, 2], ocaps[k, 6]
+    for c in range(c0, c1):
+        reach = cutoff if cutoff < res[0] else res[0]
+        rc = wcaps[c, 6]
+        lim = reach + rc + rp
+        if lim < 0.0:
+            continue
+        ax, ay, az = wcaps[c, 0], wcaps[c, 1], wcaps[c, 2]
+        ex, ey, ez = wcaps[c, 3] - ax, wcaps[c, 4] - ay, wcaps[c, 5] - az
+        ee = ex * ex + ey * ey + ez * ez
+        t = _clamp01(((px - ax) * ex + (py - ay) * ey + (pz - az) * ez) / ee) if ee > _EPS else 0.0
+        c1x, c1y, c1z = ax + t * ex, ay + t * ey, az + t * ez
+        vx, vy, vz = px - c1x, py - c1y, pz - c1z
+        dd = vx * vx + vy * vy + vz * vz
+        if dd > lim * lim:
+            continue
+        dist = math.sqrt(dd)
+        d = dist - rc - rp
+        if not d < res[0]:
+            continue
+        if dist > 1e-12:
+            nx, ny, nz = vx / dist, vy / dist, vz / dist
+        else:
+            nx, ny, nz = _any_normal(ex, ey, ez)
+        res[0] = d
+        res[1], res[2], res[3] = c1x + rc * nx, c1y + rc * ny, c1z + rc * nz
+        res[4], res[5], res[6] = px - rp * nx, py - rp * ny, pz - rp * nz
+        res[7], res[8], res[9] = nx, ny, nz
+
+
+@njit(cache=True)
 def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
                     cutoff, out):
     """Closest shapes of every (link, obstacle) into ``out`` (L, n_obstacles, 10), d = inf where
     the link's bounding sphere is farther than ``cutoff`` from the obstacle's bound (not evaluated).
-    A point cloud is one obstacle: its closest point counts. Obstacle capsules come in chunks
-    (``chunk_range``, ``chunk_bound``: up to 16 neighbouring points of a cloud under one sphere); a
-    chunk, then a point, whose bound is beyond the cutoff or no closer than the best found so far
-    is skipped, which changes nothing in the result: the work grows with the points near the link."""
-    L = wbounds.shape[0]
+    A point cloud is one obstacle: its closest point counts. Obstacle capsules come in a tree per
+    obstacle (``chunk_range``, ``chunk_bound``: see :func:`invkin.collision.world._chunks`; leaves of
+    a few neighbouring points of a cloud, nodes of a few children, each under one sphere); a node
+    whose sphere is beyond the cutoff or no closer than the best found so far (from the link's
+    bounding sphere, then from each of its capsules) skips its subtree, and a point is measured
+    only when its squared distance can beat the best: nothing changes in the result (the points
+    are measured in the same order, with :func:`capsule_capsule`'s arithmetic), and the work grows
+    with the points near the link."""
     out[:, :, 0] = np.inf
     tmp = np.empty(10)
-    for ell in range(L):
-        bx, by, bz, br = wbounds[ell, 0], wbounds[ell, 1], wbounds[ell, 2], wbounds[ell, 3]
-        c0, c1 = link_caps[ell], link_caps[ell + 1]
-        for ch in range(chunk_range.shape[0]):
-            o = ocap_obj[chunk_range[ch, 0]]
-            reach = cutoff if cutoff < out[ell, o, 0] else out[ell, o, 0]
-            cx, cy, cz = chunk_bound[ch, 0] - bx, chunk_bound[ch, 1] - by, chunk_bound[ch, 2] - bz
-            far = chunk_bound[ch, 3] + br + reach
-            if far >= 0.0 and cx * cx + cy * cy + cz * cz > far * far:
+    for ell in range(wbounds.shape[0]):
+        _link_world(ell, wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs,
+                    hs_obj, cutoff, out, tmp)
+
+
+@njit(cache=True)
+def _link_world(ell, wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
+                cutoff, out, tmp):
+    """Row ``out[ell]`` of :func:`world_distances` (its d already inf): link ell against every obstacle."""
+    bx, by, bz, br = wbounds[ell, 0], wbounds[ell, 1], wbounds[ell, 2], wbounds[ell, 3]
+    c0, c1 = link_caps[ell], link_caps[ell + 1]
+    ch = 0
+    while ch < chunk_range.shape[0]:  # the tree in preorder: a node out of reach skips its subtree
+        k0, k1, nxt = chunk_range[ch, 0], chunk_range[ch, 1], chunk_range[ch, 2]
+        o = ocap_obj[k0]
+        reach = cutoff if cutoff < out[ell, o, 0] else out[ell, o, 0]
+        cx, cy, cz = chunk_bound[ch, 0] - bx, chunk_bound[ch, 1] - by, chunk_bound[ch, 2] - bz
+        far = chunk_bound[ch, 3] + br + reach
+        if (far >= 0.0 and cx * cx + cy * cy + cz * cz > far * far) or \
+                _chunk_beyond(wcaps, c0, c1, chunk_bound[ch], reach):
+            ch = nxt
+            continue
+        if nxt == ch + 1:  # a leaf: its capsules
+            res = out[ell, o]
+            for k in range(k0, k1):
+                if ocaps[k, 0] == ocaps[k, 3] and ocaps[k, 1] == ocaps[k, 4] and ocaps[k, 2] == ocaps[k, 5]:
+                    _cloud_sphere(wcaps, c0, c1, ocaps, k, cutoff, res)
+                elif not _beyond(ocaps, k, bx, by, bz, br, cutoff if cutoff < res[0] else res[0]):
+                    _cloud_point(wcaps, c0, c1, ocaps, k, cutoff, res, tmp)
+        ch += 1
+    for k in range(boxes.shape[0]):
+        bo = boxes[k]
+        if _box_sdf(bo, bx, by, bz) - br > cutoff:
+            continue
+        res = out[ell, box_obj[k]]
+        for c in range(c0, c1):
+            # a lower bound first: the box's signed distance is 1-Lipschitz, so no point of the
+            # capsule is closer than φ(middle) − half length − r; the search runs only when the
+            # capsule can beat the best so far within the cutoff
+            ex, ey, ez = wcaps[c, 3] - wcaps[c, 0], wcaps[c, 4] - wcaps[c, 1], wcaps[c, 5] - wcaps[c, 2]
+            low = _box_sdf(bo, wcaps[c, 0] + 0.5 * ex, wcaps[c, 1] + 0.5 * ey, wcaps[c, 2] + 0.5 * ez) \
+                - 0.5 * math.sqrt(ex * ex + ey * ey + ez * ez) - wcaps[c, 6]
+            reach = cutoff if cutoff < res[0] else res[0]
+            if low > reach:
                 continue
-            if _chunk_beyond(wcaps, c0, c1, chunk_bound[ch], reach):
-                continue
-            for k in range(chunk_range[ch, 0], chunk_range[ch, 1]):
-                o = ocap_obj[k]
-                if not _beyond(ocaps, k, bx, by, bz, br, cutoff if cutoff < out[ell, o, 0] else out[ell, o, 0]):
-                    _cloud_point(wcaps, c0, c1, ocaps, k, o, cutoff, out[ell], tmp)
-        for k in range(boxes.shape[0]):
-            bo = boxes[k]
-            if _box_sdf(bo, bx, by, bz) - br > cutoff:
-                continue
-            res = out[ell, box_obj[k]]
-            for c in range(c0, c1):
-                capsule_box(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], bo, tmp)
-                _keep(res, tmp)
-        for k in range(hs.shape[0]):
-            h = hs[k]
-            if h[0] * bx + h[1] * by + h[2] * bz - h[3] - br > cutoff:
-                continue
-            res = out[ell, hs_obj[k]]
-            for c in range(c0, c1):
-                capsule_halfspace(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], h, tmp)
-                _keep(res, tmp)
+            capsule_box(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], bo, reach, tmp)
+            _keep(res, tmp)
+    for k in range(hs.shape[0]):
+        h = hs[k]
+        if h[0] * bx + h[1] * by + h[2] * bz - h[3] - br > cutoff:
+            continue
+        res = out[ell, hs_obj[k]]
+        for c in range(c0, c1):
+            capsule_halfspace(wcaps[c, 0:3], wcaps[c, 3:6], wcaps[c, 6], h, tmp)
+            _keep(res, tmp)
 
 
 @njit(cache=True)
@@ -458,22 +527,21 @@ def _row(ni, nf, Tall, res, na, nb, Jl, d, J, k):
 
 
 @njit(cache=True)
-def closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link, static_close):
+def closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link, static_close, stop):
     """The check of one configuration, in one call: FK of ``q`` into ``Tall``, every checked pair whose
     bounds are within ``cutoff`` [m] measured (as :func:`collision_rows`, without the Jacobians), and
     ``(d_min, index)`` of the closest pair some joint moves (``moving_self`` (P,), ``moving_link``
     (L,): 1 when a joint moves the pair; index ``p < P`` a self pair, ``P + ℓ·n_obstacles + o`` a
     (link, obstacle)); ``(inf, −1)`` when none lies within the cutoff. Pairs no joint moves and
-    closer than ``static_close`` [m] are counted in the third value."""
+    closer than ``static_close`` [m] are counted in the third value. Early exit: once a pair some
+    joint moves is closer than ``stop`` [m] (self pairs first, then link by link), that pair is
+    returned as it stands, the rest unmeasured (a d_min ≥ stop is always the exact one; ``stop =
+    −inf``: everything measured)."""
     (links, link_caps, caps, bounds, pairs, ocaps, ocap_obj, boxes, box_obj, hs, hs_obj,
      wcaps, wb, out_self, out_world, chunk_range, chunk_bound) = tables
     fk_all_into(ni, nf, origin, q, Tall)
     world_capsules(Tall, links, link_caps, caps, bounds, wcaps, wb)
     self_distances(wcaps, wb, link_caps, pairs, cutoff, out_self)
-    n_obj = out_world.shape[1]
-    if n_obj > 0:
-        world_distances(wcaps, wb, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
-                        cutoff, out_world)
     dmin = np.inf
     imin = -1
     n_static = 0
@@ -485,7 +553,16 @@ def closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_
                 dmin, imin = d, p
         elif d < static_close:
             n_static += 1
+    if dmin < stop:
+        return dmin, imin, n_static
+    n_obj = out_world.shape[1]
+    if n_obj == 0:
+        return dmin, imin, n_static
+    tmp = np.empty(10)
     for ell in range(out_world.shape[0]):
+        out_world[ell, :, 0] = np.inf
+        _link_world(ell, wcaps, wb, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
+                    cutoff, out_world, tmp)
         for o in range(n_obj):
             d = out_world[ell, o, 0]
             if moving_link[ell]:
@@ -493,4 +570,6 @@ def closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_
                     dmin, imin = d, P + ell * n_obj + o
             elif d < static_close:
                 n_static += 1
+        if dmin < stop:
+            return dmin, imin, n_static
     return dmin, imin, n_static

@@ -25,6 +25,7 @@ so the driver reports them instead (:func:`final_check`).
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 
 import numpy as np
@@ -209,17 +210,20 @@ class Check:
         ell, o = divmod(index - P, self.n_obj)
         return self.link_names[ell], f"obstacle {o} ({type(self.world.obstacles[o]).__name__})"
 
-    def closest(self, q) -> tuple:
+    def closest(self, q, stop: float = -math.inf) -> tuple:
         """(d_min [m], pair index, number of unmovable pairs closer than the margin) at q (dof,)
         float64: the closest pair some joint moves within ``margin + CUTOFF`` ((inf, −1, n)
-        when none)."""
+        when none). With ``stop`` [m], the measure ends at the first such pair found closer than
+        ``stop`` (kernels.closest_moving: then d_min is that pair's, not the least; a d_min ≥
+        stop is exact): enough to tell a configuration in collision."""
         a = self._args
         ep = self._ep
         if ep is None:
-            ep = self._ep = _entry(a)
+            ep = self._ep = _entry(a + (stop,))
             if ep is None:  # compiling in the background (invkin._tiers): on the interpreter this time
-                return call_interpreted(closest_moving, a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9])
-        return ep(a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9])
+                return call_interpreted(closest_moving, a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9],
+                                        stop)
+        return ep(a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9], stop)
 
     def clear(self, q) -> bool:
         """Every pair some joint moves at least ``margin`` apart at q."""
@@ -262,8 +266,6 @@ def _entry(args):
 def check_for(robot, world, self_collision: bool, margin: float) -> Check:
     """The :class:`Check` of (robot, world, self_collision, margin) for this thread, cached on the
     robot (a few per robot; the world by identity: World is immutable)."""
-    import threading
-
     key = (id(world), self_collision, margin, threading.get_ident())
     cache = robot.cache.setdefault("collision_checks", {})
     c = cache.get(key)

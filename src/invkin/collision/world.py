@@ -166,15 +166,17 @@ class World:
 
 
 CELL = 0.02   # [m] grid cell of a point cloud's order (Z-order of the cells, _z_order)
-CHUNK = 16    # obstacle capsules per broad-phase chunk (points of one cloud; a lone capsule is its own)
+CHUNK = 2     # obstacle capsules per broad-phase leaf (points of one cloud; a lone capsule is its own)
+FAN = 4       # children per node of the broad-phase tree over a cloud's leaves
 
 
 def _z_order(xyz) -> np.ndarray:
     """Indices that sort the points along the Z-order (Morton) curve of CELL-sized grid cells: runs
-    of consecutive points then lie in compact blocks, so a chunk's bounding sphere is small (Panda
-    over the benchmark's 5,000-point table scan: a check cost ~38 µs against ~48 µs with the points
-    in x, y, z order of 10 cm cells, before the chunks were also tested against the link's capsules;
-    benchmarks/RESULTS.md, session 4)."""
+    of consecutive points then lie in compact blocks, so the bounding sphere of a node of the broad
+    phase's tree (:func:`_chunks`) is small (Panda over the benchmark's 5,000-point table scan: a
+    check cost ~38 µs against ~48 µs with the points in x, y, z order of 10 cm cells, with flat
+    chunks; ~6 µs with the tree, where 1 cm or 4 cm cells gave ~8 µs; benchmarks/RESULTS.md,
+    session 4)."""
     cell = np.floor((xyz - xyz.min(axis=0)) / CELL).astype(np.uint64)
     cell = np.minimum(cell, np.uint64(2**21 - 1))  # 21 bits per axis (42 km at 2 cm)
     key = np.zeros(len(xyz), dtype=np.uint64)
@@ -184,21 +186,53 @@ def _z_order(xyz) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
+def _bounds(caps, starts) -> np.ndarray:
+    """Spheres (centre, radius) (len(starts), 4) holding the runs of capsules ``caps[starts[k]:
+    starts[k + 1]]`` (the last to the end): the middle of each run's box, the farthest end."""
+    lo = np.minimum.reduceat(np.minimum(caps[:, 0:3], caps[:, 3:6]), starts)
+    hi = np.maximum.reduceat(np.maximum(caps[:, 0:3], caps[:, 3:6]), starts)
+    c = 0.5 * (lo + hi)
+    each = np.repeat(c, np.diff(np.r_[starts, len(caps)]), axis=0)
+    far = np.maximum(np.linalg.norm(caps[:, 0:3] - each, axis=1), np.linalg.norm(caps[:, 3:6] - each, axis=1))
+    return np.c_[c, np.maximum.reduceat(far + caps[:, 6], starts)]
+
+
+def _emit(levels, bounds, n, level, m, i0, ranges, out_bounds):
+    """Append node m of ``level`` (levels[level]: its nodes' first capsules, ``n`` capsules in all,
+    offset i0) and its subtree in preorder, with its skip link."""
+    starts = levels[level]
+    k = len(ranges)
+    end = starts[m + 1] if m + 1 < len(starts) else n
+    ranges.append([i0 + starts[m], i0 + end, k + 1])
+    out_bounds.append(bounds[level][m])
+    if level > 0:
+        for child in range(m * FAN, min((m + 1) * FAN, len(levels[level - 1]))):
+            _emit(levels, bounds, n, level - 1, child, i0, ranges, out_bounds)
+    ranges[k][2] = len(ranges)
+
+
 def _chunks(caps, cap_obj) -> dict:
-    """``chunk_range`` (nc, 2) start, end into ``caps`` and ``chunk_bound`` (nc, 4) a sphere (centre,
-    radius) holding every capsule of the chunk: runs of up to CHUNK capsules of one obstacle."""
+    """The broad phase's tree of each obstacle's capsules, flattened in preorder with skip links:
+    ``chunk_range`` (nc, 3) = start, end into ``caps``, next node once this one's subtree is done
+    (``i + 1`` for a leaf), and ``chunk_bound`` (nc, 4) a sphere (centre, radius) holding every
+    capsule of the node's range. Leaves are runs of up to CHUNK consecutive capsules of one
+    obstacle; up to FAN consecutive nodes share a parent, level by level, up to one root per
+    obstacle (a cloud's points are in Z-order, so a node is a compact block). The kernel visits a
+    node's children only when its sphere is within reach of the link
+    (:func:`~invkin.collision.kernels.world_distances`), in the order of the leaves."""
     ranges, bounds = [], []
     i = 0
     while i < len(caps):
         j = i + 1
-        while j < len(caps) and j - i < CHUNK and cap_obj[j] == cap_obj[i]:
+        while j < len(caps) and cap_obj[j] == cap_obj[i]:
             j += 1
-        ends = np.r_[caps[i:j, 0:3], caps[i:j, 3:6]]
-        c = 0.5 * (ends.min(axis=0) + ends.max(axis=0))
-        ranges.append((i, j))
-        bounds.append(np.r_[c, np.max(np.linalg.norm(ends - c, axis=1)) + caps[i:j, 6].max()])
+        levels = [np.arange(0, j - i, CHUNK)]  # each level: its nodes' first capsules
+        while len(levels[-1]) > 1:
+            levels.append(levels[-1][::FAN])
+        level_bounds = [_bounds(caps[i:j], starts) for starts in levels]
+        _emit(levels, level_bounds, j - i, len(levels) - 1, 0, i, ranges, bounds)
         i = j
-    return {"chunk_range": np.array(ranges, dtype=np.int64).reshape(-1, 2),
+    return {"chunk_range": np.array(ranges, dtype=np.int64).reshape(-1, 3),
             "chunk_bound": np.array(bounds, dtype=np.float64).reshape(-1, 4)}
 
 
