@@ -210,3 +210,30 @@ def test_a_dead_worker_means_the_kernel_compiles_in_the_calling_process(tmp_path
     assert out["interpreted"] > 0.0
     assert out["compiled"] > 0.0
     assert out["diff"] <= 1e-15
+
+
+FORKED = r"""
+import json, os
+import numpy as np
+import invkin as ik
+from invkin import _tiers
+r = ik.load_robot("panda")
+q = r.neutral() + 0.2
+T = r.fk(q, "panda_hand")  # interpreted; this process's worker compiles the kernel
+parent_worker = _tiers._worker[0].pid
+pid = os.fork()
+if pid == 0:  # the child asks for the same kernel: its own worker, not a write into the parent's pipe
+    T2 = r.fk(q, "panda_hand")
+    w = _tiers._worker[0]
+    ok = w is not None and w.pid != parent_worker and float(np.abs(T - T2).max()) <= 1e-15
+    os._exit(0 if ok else 1)
+_, status = os.waitpid(pid, 0)
+print(json.dumps(dict(child_ok=os.WEXITSTATUS(status) == 0)))
+"""
+
+
+@pytest.mark.slow  # fresh processes
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_its_own_worker(tmp_path):
+    out, _ = _run(FORKED, {"INVKIN_COMPILE": "background"}, tmp_path)
+    assert out["child_ok"]

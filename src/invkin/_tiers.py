@@ -60,6 +60,7 @@ _module_globals: dict = {}  # id(module globals) -> converted globals
 _last_check: dict = {}     # (dispatcher, argtypes) -> perf_counter of the last cache look
 _requested: dict = {}      # (dispatcher, argtypes) sent to the worker -> perf_counter of the request
 _worker = [None]
+_owner = [os.getpid()]  # the process whose worker _worker[0] is
 _announced = [False]
 _cache_dir = [None]  # invkin.cache.cache_dir, given by install()
 
@@ -306,6 +307,10 @@ def _request(dispatcher, argtypes) -> bool:
     key = (dispatcher, argtypes)
     if mode() == "interpret":
         return True
+    if _owner[0] != os.getpid():  # a forked child: the parent's worker and requests are not its own
+        _owner[0] = os.getpid()
+        _worker[0] = None
+        _requested.clear()
     sent = _requested.get(key)
     if sent is not None:
         w = _worker[0]
