@@ -555,3 +555,27 @@ def test_a_point_cloud_gives_each_link_its_closest_point_as_the_points_one_by_on
         assert len(a) == len(best)
         measured += len(a)
     assert measured > 0
+
+
+def test_the_batch_contact_kernel_gives_the_pairs_in_contact_configuration_by_configuration():
+    """collision_pairs samples its configurations in one kernel call (CK.contacts); each row must be
+    what FK, the world capsules and self_distances give for that configuration alone."""
+    from invkin.collision.model import collision_model
+    from invkin.kinematics.kernels import fk_all_into
+
+    robot = ik.load_robot("g1")
+    cm = collision_model(robot)
+    L = len(cm.links)
+    pairs = np.array([(a, b) for a in range(L) for b in range(a + 1, L)], dtype=np.int64)
+    qs = robot.sample(40, rng=np.random.default_rng(3))
+    hits = np.zeros((len(qs), len(pairs)), dtype=np.bool_)
+    CK.contacts(robot.node_table, robot.node_params, robot.origin, qs, cm.links, cm.link_caps, cm.caps, cm.bounds,
+                pairs, hits)
+    Tall = np.empty((robot.n_nodes, 4, 4))
+    wcaps, wb, out = np.empty_like(cm.caps), np.empty_like(cm.bounds), np.empty((len(pairs), 10))
+    for k, q in enumerate(qs):
+        fk_all_into(robot.node_table, robot.node_params, robot.origin, q, Tall)
+        CK.world_capsules(Tall, cm.links, cm.link_caps, cm.caps, cm.bounds, wcaps, wb)
+        CK.self_distances(wcaps, wb, cm.link_caps, pairs, 0.0, out)
+        np.testing.assert_array_equal(hits[k], out[:, 0] < 0.0)
+    assert hits.any() and not hits.all()  # the configurations do touch some pairs, not all

@@ -23,7 +23,6 @@ import os
 
 import numpy as np
 
-from ..kinematics.kernels import fk_all_into
 from . import kernels as CK
 from .model import cache_folder, collision_model, save_cached
 
@@ -48,17 +47,9 @@ def _adjacent(robot, cm) -> set:
 
 def _in_contact(robot, cm, pairs, qs) -> np.ndarray:
     """(len(qs), P) bool: pairs in contact (d < 0) at each configuration."""
-    ni, nf, origin = robot.node_table, robot.node_params, robot.origin
-    Tall = np.empty((robot.n_nodes, 4, 4))
-    wcaps = np.empty_like(cm.caps)
-    wb = np.empty_like(cm.bounds)
-    out = np.empty((len(pairs), 10))
-    hits = np.zeros((len(qs), len(pairs)), dtype=bool)
-    for k, q in enumerate(qs):
-        fk_all_into(ni, nf, origin, q, Tall)
-        CK.world_capsules(Tall, cm.links, cm.link_caps, cm.caps, cm.bounds, wcaps, wb)
-        CK.self_distances(wcaps, wb, cm.link_caps, pairs, 0.0, out)
-        hits[k] = out[:, 0] < 0.0
+    hits = np.zeros((len(qs), len(pairs)), dtype=np.bool_)
+    CK.contacts(robot.node_table, robot.node_params, robot.origin, np.ascontiguousarray(qs, dtype=np.float64),
+                cm.links, cm.link_caps, cm.caps, cm.bounds, pairs, hits)
     return hits
 
 
