@@ -417,9 +417,10 @@ def _hard_key(errs, tol_p, tol_r):
 
 
 @njit(cache=True)
-def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, ws):
+def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, ws, rowq):
     """Up to max_iter constrained LM iterations on q (in place) for one attempt; the state and
-    return codes of lm_chain_iterate_ws (RUNNING, CONVERGED, STALLED)."""
+    return codes of lm_chain_iterate_ws (RUNNING, CONVERGED, STALLED). rowq (G,) receives each
+    goal row's error at the returned q (no evaluation more: kept from the evaluations)."""
     ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam_h, col, dq, qn, hold, bias, zero, \
@@ -432,8 +433,11 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     none = soft[:0]
     m0 = 3 * gvec.shape[0]
     hardx = np.empty(hard.shape[0] + ineq_size(coll), dtype=np.int64)
-    core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf, Jr,
-              sub, e, J, errs, bool(1))
+    rw = rowq  # row errors at q, then at the trial point (swapped with e, e2)
+    rw2 = np.empty_like(rowq)
+    swapped = False
+    core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf,
+                   Jr, sub, e, J, errs, bool(1), rw)
     ineq_eval(coll, ni, nf, Tall, m0, e, J, errs)
     cs, ch = _costs(e, soft, hard)
     code = RUNNING
@@ -455,8 +459,8 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
                 break
             continue
         _step_into(q, dq, lims, lo, hi, qn)
-        core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
-                  Jf, Jr, sub, e2, J2, errs2, bool(1))
+        core_eval_rows(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
+                       Jf, Jr, sub, e2, J2, errs2, bool(1), rw2)
         ineq_eval(coll, ni, nf, Tall, m0, e2, J2, errs2)
         hk = _hard_key(errs, tol_p, tol_r)
         # the first RELAX_ITERATIONS of an attempt with soft and hard rows do not hold the hard goals
@@ -473,8 +477,8 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
             for i in range(dof):
                 qc[i] = qn[i]
             _step_into(qc, dqc, lims, lo, hi, qn)
-            core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
-                      Jf, Jr, sub, e2, J2, errs2, bool(1))
+            core_eval_rows(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR,
+                           Tall, Jf, Jr, sub, e2, J2, errs2, bool(1), rw2)
             ineq_eval(coll, ni, nf, Tall, m0, e2, J2, errs2)
         cs2, ch2 = _costs(e2, soft, hard)
         if it % CORE_PROGRESS_WINDOW == 0:
@@ -507,6 +511,8 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
             e, e2 = e2, e
             J, J2 = J2, J
             errs, errs2 = errs2, errs
+            rw, rw2 = rw2, rw
+            swapped = not swapped
             cs = cs2
             ch = ch2
             lam = max(lam * LAMBDA_SHRINK, LAMBDA_MIN)
@@ -524,6 +530,8 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
                 break
     if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r and errs[E_VIOL] == 0.0:
         code = CONVERGED
+    if swapped:
+        rowq[:] = rw
     state[S_LAMBDA] = lam
     state[S_ITERS] += it
     state[S_PERR] = errs[0]
@@ -653,16 +661,19 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, hard.shape[0], ineq_size(coll))
     code = _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
-                          attempt_iters, max_attempts, seed, ws)
-    core_eval_rows(ni, nf, origin, mass, com, best_q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
-                   ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], bool(0), rowerr)
+                          attempt_iters, max_attempts, seed, ws, rowerr)
+    if not (code == CONVERGED and state[S_DISTANCE] == 0.0):  # else best_q is q, whose row errors rowerr holds
+        core_eval_rows(ni, nf, origin, mass, com, best_q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10],
+                       ws[11], ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], bool(0), rowerr)
     return code
 
 
 @njit(cache=True)
 def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
-                   attempt_iters, max_attempts, seed, ws):
-    """core_attempts without the final row errors, on the scratch ws = core_workspace(...)."""
+                   attempt_iters, max_attempts, seed, ws, rowq):
+    """core_attempts on the scratch ws = core_workspace(...); rowq (G,) receives the row errors
+    at the last q (core_iterate), which is best_q when it returns CONVERGED outside
+    mode="distance"."""
     ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     dof = q.shape[0]
@@ -672,7 +683,7 @@ def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0,
             return CONVERGED if state[S_BEST_DIST] < np.inf else STALLED
         n = min(attempt_iters - int(state[S_ATTEMPT_ITERS]), budget - used)
         before = state[S_ITERS]
-        c = core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, n, state, ws)
+        c = core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, n, state, ws, rowq)
         done = int(state[S_ITERS] - before)
         if done == 0:  # an attempt that did nothing (met at its start) still spends one iteration,
             state[S_ITERS] += 1.0  # so a loop of them (mode="distance") ends within the budget
@@ -682,8 +693,8 @@ def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0,
             if w_post > 0.0:
                 state[S_ITERS] += settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, SETTLE_ITERATIONS, ws)
                 errs = ws[8]  # the errors at the settled q
-                core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10],
-                          ws[11], ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], errs, bool(0))
+                core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10],
+                               ws[11], ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], errs, bool(0), rowq)
                 state[S_PERR] = errs[0]
                 state[S_RERR] = errs[1]
             if state[S_DISTANCE] == 0.0:
@@ -782,7 +793,8 @@ def _iterate(problem, q, max_iter, state, options):
     st = new_core_state(0.0)
     st[S_LAMBDA] = state[0]
     ws = core_workspace(model[0].shape[0], q.shape[0], table[4], table[5], table[9].shape[0], 0)
-    code = core_iterate(model, table, lims, lo, hi, problem.tol_p, problem.tol_r, q, max_iter, st, ws)
+    code = core_iterate(model, table, lims, lo, hi, problem.tol_p, problem.tol_r, q, max_iter, st, ws,
+                        np.empty(table[0].shape[0]))
     state[0] = st[S_LAMBDA]
     state[1] += st[S_ITERS]
     state[2] = st[S_PERR]
