@@ -510,7 +510,7 @@ def com_row(ni, nf, Tall, mass, com, sub, g, gvec, gaxis, gw, e, J, want_jac):
     return math.sqrt(ex * ex + ey * ey + ez * ez)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def relative_frame(kind, g, Tref, T, gvec, gR, wvec, wR, Jf, Jr, want_jac):
     """Turn the relative row g (KIND_REL_POSITION / KIND_REL_ROTATION) into a world row: its world
     target (wvec[g] = p_ref + R_ref t, or wR[g] = R_ref R_t) and, with want_jac, the frame
@@ -519,33 +519,31 @@ def relative_frame(kind, g, Tref, T, gvec, gR, wvec, wR, Jf, Jr, want_jac):
     ``Jw - R R*^T Jw_ref`` (goals.py). Returns the world kind (position or rotation) for goal_row."""
     dof = Jf.shape[1]
     if kind == KIND_REL_POSITION:
-        a = np.empty(3)
-        for i in range(3):
-            a[i] = Tref[i, 0] * gvec[g, 0] + Tref[i, 1] * gvec[g, 1] + Tref[i, 2] * gvec[g, 2]
-            wvec[g, i] = Tref[i, 3] + a[i]
+        a0 = Tref[0, 0] * gvec[g, 0] + Tref[0, 1] * gvec[g, 1] + Tref[0, 2] * gvec[g, 2]
+        a1 = Tref[1, 0] * gvec[g, 0] + Tref[1, 1] * gvec[g, 1] + Tref[1, 2] * gvec[g, 2]
+        a2 = Tref[2, 0] * gvec[g, 0] + Tref[2, 1] * gvec[g, 1] + Tref[2, 2] * gvec[g, 2]
+        wvec[g, 0] = Tref[0, 3] + a0
+        wvec[g, 1] = Tref[1, 3] + a1
+        wvec[g, 2] = Tref[2, 3] + a2
         if want_jac:
             for c in range(dof):
                 wx = Jr[3, c]
                 wy = Jr[4, c]
                 wz = Jr[5, c]
-                Jf[0, c] += -Jr[0, c] + a[1] * wz - a[2] * wy
-                Jf[1, c] += -Jr[1, c] + a[2] * wx - a[0] * wz
-                Jf[2, c] += -Jr[2, c] + a[0] * wy - a[1] * wx
+                Jf[0, c] += -Jr[0, c] + a1 * wz - a2 * wy
+                Jf[1, c] += -Jr[1, c] + a2 * wx - a0 * wz
+                Jf[2, c] += -Jr[2, c] + a0 * wy - a1 * wx
         return KIND_POSITION
     for i in range(3):
         for j in range(3):
             wR[g, i, j] = Tref[i, 0] * gR[g, 0, j] + Tref[i, 1] * gR[g, 1, j] + Tref[i, 2] * gR[g, 2, j]
     if want_jac:
-        Mt = np.empty((3, 3))  # M^T = R R*^T
-        for i in range(3):
-            for j in range(3):
-                Mt[i, j] = T[i, 0] * wR[g, j, 0] + T[i, 1] * wR[g, j, 1] + T[i, 2] * wR[g, j, 2]
-        for c in range(dof):
-            wx = Jr[3, c]
-            wy = Jr[4, c]
-            wz = Jr[5, c]
-            for i in range(3):
-                Jf[3 + i, c] -= Mt[i, 0] * wx + Mt[i, 1] * wy + Mt[i, 2] * wz
+        for i in range(3):  # row i of M^T = R R*^T
+            m0 = T[i, 0] * wR[g, 0, 0] + T[i, 1] * wR[g, 0, 1] + T[i, 2] * wR[g, 0, 2]
+            m1 = T[i, 0] * wR[g, 1, 0] + T[i, 1] * wR[g, 1, 1] + T[i, 2] * wR[g, 1, 2]
+            m2 = T[i, 0] * wR[g, 2, 0] + T[i, 1] * wR[g, 2, 1] + T[i, 2] * wR[g, 2, 2]
+            for c in range(dof):
+                Jf[3 + i, c] -= m0 * Jr[3, c] + m1 * Jr[4, c] + m2 * Jr[5, c]
     return KIND_ROTATION
 
 

@@ -57,6 +57,14 @@ from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVER
 # null space of the goals (all goal rows as constraints, the damping term pulling toward
 # q_rest ⊖ q) while they stay within tolerance; converged means goals met and posture settled.
 
+# Reference counting: the evaluation (core_eval_rows) and the step (core_active_step, core_step
+# and its factorisations) allocate nothing and are compiled without Numba's reference counting
+# (NO_RC): with it every call counted its ~20 array arguments in and out, ~0.5 µs of a 2.3 µs
+# G1 evaluation and ~0.3 µs of a step (benchmarks/RESULTS.md, session 5). A kernel compiled
+# without it also compiles its callees so on first use: they must not allocate either
+# (relative_frame writes scalars for that reason). core_iterate allocates (and calls the
+# collision rows, which do) and keeps it.
+
 HARD_HOLD = 0.1       # hard goals met stay within HARD_HOLD x tolerance through the soft steps
 RELAX_ITERATIONS = 2  # ... after the first RELAX_ITERATIONS iterations of an attempt with soft and hard rows
 EPS_HARD = 1e-14
@@ -79,14 +87,14 @@ S_BEST_HARD, S_AGREE, S_DISTANCE, S_BEST_DIST, S_HARD = range(13, 18)
 CORE_STATE = 18
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf,
               Jr, sub, e, J, errs, want_jac):
     return core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR,
                           Tall, Jf, Jr, sub, e, J, errs, want_jac, errs[:0])
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf,
                    Jr, sub, e, J, errs, want_jac, rowerr):
     """Stacked weighted residual e (3G,) and, with want_jac, Jacobian J (3G, dof) of every goal
@@ -127,7 +135,7 @@ def core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gve
                 errs[2 + cls] = err
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, fastmath=FAST, **NO_RC)
 def _udu_factor(H, n):
     """H[:n, :n] = U D U^T in place from its lower triangle, eliminating the last index first
     (U unit upper triangular, stored transposed below the diagonal; D on it). False if H is not
@@ -154,7 +162,7 @@ def _udu_factor(H, n):
     return True
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, fastmath=FAST, **NO_RC)
 def _udu_half(H, n, Z, ncol):
     """Z[:n, :ncol] = U^-1 Z (the columns of Z, in place) for the factor of _udu_factor: the half of
     H^-1 = U^-T D^-1 U^-1 that the Schur complement needs (zero rows of Z cost nothing)."""
@@ -173,7 +181,7 @@ def _udu_half(H, n, Z, ncol):
                     Z[j, c] -= h * Z[k, c]
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, fastmath=FAST, **NO_RC)
 def _udu_finish(H, n, w, x):
     """x = U^-T D^-1 w (the other half of H^-1, for w = U^-1 b)."""
     for i in range(n):
@@ -183,7 +191,7 @@ def _udu_finish(H, n, w, x):
         x[i] = t
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, fastmath=FAST, **NO_RC)
 def _hard_least_norm(J, e, hard, jw, mu, mu_h, hold, nheld, Jm, Z, S, lam, col, dq):
     """core_step without soft rows and without a bias (the second-order corrections): the least
     mu W-norm step of the hard rows A dq = r over the joints not held,
@@ -230,7 +238,7 @@ def _hard_least_norm(J, e, hard, jw, mu, mu_h, hold, nheld, Jm, Z, S, lam, col, 
     return True
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, fastmath=FAST, **NO_RC)
 def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
     """dq of the constrained damped step (see above) over the joints not held; a held joint k
     (hold[k] not NaN) moves by hold[k]. ``soft`` / ``hard``: row indices of J; with ``bias``
@@ -317,7 +325,7 @@ def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, c
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
     """core_step with the active set on the bounds lo, hi (dof,): joints the step would push past
     a bound are held at it and the others re-solved (up to ACTIVE_SET_PASSES times)."""
@@ -343,7 +351,7 @@ def core_active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H,
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _costs(e, soft, hard):
     cs = 0.0
     for i in range(soft.shape[0]):
@@ -354,7 +362,7 @@ def _costs(e, soft, hard):
     return cs, ch
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _step_into(q, dq, lims, lo, hi, out):
     """out = clamp(q ⊕ dq) into lo, hi (ball joints composed on SO(3))."""
     n = q.shape[0]
@@ -399,7 +407,8 @@ def _ineq_step(J, e, soft, hard, hardx, m0, k, lims, lo, hi, q, mu, mu_h, bias, 
     if k == 0 or not ok:
         return ok
     n = hard.shape[0]
-    hardx[:n] = hard
+    for i in range(n):
+        hardx[i] = hard[i]
     for _ in range(INEQ_PASSES):
         n2 = active_rows(J, e, m0, k, dq, hardx, n)
         if n2 == n:
@@ -411,7 +420,7 @@ def _ineq_step(J, e, soft, hard, hardx, m0, k, lims, lo, hi, q, mu, mu_h, bias, 
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _hard_key(errs, tol_p, tol_r):
     return max(errs[2] / tol_p, errs[3] / tol_r)
 
@@ -531,7 +540,8 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r and errs[E_VIOL] == 0.0:
         code = CONVERGED
     if swapped:
-        rowq[:] = rw
+        for g in range(rowq.shape[0]):
+            rowq[g] = rw[g]
     state[S_LAMBDA] = lam
     state[S_ITERS] += it
     state[S_PERR] = errs[0]
