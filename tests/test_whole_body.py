@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import invkin as ik
-from invkin import GoalError, SolverError, Status
+from invkin import ConfigurationError, GoalError, SolverError, Status
 from invkin.spatial import make_transform, so3_exp
 
 
@@ -453,3 +453,39 @@ def test_the_lean_whole_body_route_and_the_general_driver_give_the_same_bits(hum
     assert fast.success and general.success
     assert np.array_equal(fast.q, general.q) and fast.iterations == general.iterations
     assert fast.goals_met == general.goals_met == (True, True, True)
+
+
+def test_the_lean_whole_body_route_names_a_bad_q0_and_takes_large_finite_ones(hum):
+    """_solve_core_fast screens q0 with one dot product (|q0|^2 <= MAX_LENGTH^2) before the exact
+    range check: NaN, inf and entries beyond MAX_LENGTH still reach the general path, which names
+    them; entries within it whose squares sum past MAX_LENGTH^2 are still solved."""
+    q0 = _stance(hum)
+    goals = _feet(hum, q0) + [ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3])]
+    assert ik.solve(hum, goals, q0=q0).success  # the layout is cached: the lean route runs
+    for bad in (np.nan, np.inf, -np.inf, 2e9):
+        q = q0.copy()
+        q[hum.joint_names.index("l_knee")] = bad
+        with pytest.raises(ConfigurationError, match="q0"):
+            ik.solve(hum, goals, q0=q)
+    q = q0.copy()
+    for name in ("l_knee", "r_knee"):  # clamped into the limits; |q|^2 = 1.62e18 > MAX_LENGTH^2
+        q[hum.joint_names.index(name)] = 0.9e9
+    res = ik.solve(hum, goals, q0=q)
+    assert np.all(res.q <= hum.upper) and np.all(res.q >= hum.lower)
+
+
+def test_goals_met_of_a_converged_solve_agree_with_every_row_error(hum):
+    """A converged solve reports every goal met without comparing rows (converged is every
+    weighted row within its tolerance): the rows' errors at the answer agree."""
+    from invkin.solve import _goals_met, core_args
+    from invkin.solvers._common import compile_problem
+    from invkin.solvers.lm_core import row_errors
+
+    q0 = _stance(hum)
+    goals = _feet(hum, q0) + [ik.Pose("l_hand", hum.fk(q0, "l_hand") @ make_transform(so3_exp([0, 0.2, 0]),
+                                                                                        [0.08, 0.0, -0.05])),
+                              ik.Position("r_hand", hum.fk(q0, "r_hand")[:3, 3] + [0.05, 0, 0.02])]
+    res = ik.solve(hum, goals, q0=q0)
+    assert res.success and res.goals_met == (True,) * 4
+    p = compile_problem(hum, goals, 1e-6, 1e-6)
+    assert _goals_met(p, row_errors(*core_args(p)[:2], res.q)) == res.goals_met

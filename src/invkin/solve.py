@@ -828,6 +828,9 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
 
 
+_MAX_SQ = MAX_LENGTH * MAX_LENGTH
+
+
 def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     """The common whole-body call — lm, a list of goals, plain float options, q0 a float64
     vector — with the least Python: the goal table from the layout cached per goal structure
@@ -843,7 +846,9 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     if q0 is None:
         q_start = robot.q_neutral.copy()
     elif type(q0) is np.ndarray and q0.dtype is _F64 and q0.shape == (robot.dof,):
-        if not (-MAX_LENGTH <= q0.min() and q0.max() <= MAX_LENGTH):  # NaN fails too
+        # |q0|^2 <= MAX_LENGTH^2 bounds every entry (one dot product, a fifth of min() and max());
+        # NaN fails both tests
+        if not q0.dot(q0) <= _MAX_SQ and not (-MAX_LENGTH <= q0.min() and q0.max() <= MAX_LENGTH):
             return None  # the general path names the bad entry
         q_start = np.minimum(np.maximum(q0, robot.lower), robot.upper)
     else:

@@ -398,7 +398,7 @@ def core_workspace(n, dof, gvec, gR, nhard, nrows):
             np.empty(dof), np.zeros(dof), np.empty(dof), np.empty(dof))
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _ineq_step(J, e, soft, hard, hardx, m0, k, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
     """core_active_step, then again with the collision rows (m0 … m0 + k − 1) the step would leave
     below their target as hard rows (collision/rows.py: active_rows), up to INEQ_PASSES times.
