@@ -57,13 +57,14 @@ from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVER
 # null space of the goals (all goal rows as constraints, the damping term pulling toward
 # q_rest ⊖ q) while they stay within tolerance; converged means goals met and posture settled.
 
-# Reference counting: the evaluation (core_eval_rows) and the step (core_active_step, core_step
-# and its factorisations) allocate nothing and are compiled without Numba's reference counting
-# (NO_RC): with it every call counted its ~20 array arguments in and out, ~0.5 µs of a 2.3 µs
-# G1 evaluation and ~0.3 µs of a step (benchmarks/RESULTS.md, session 5). A kernel compiled
-# without it also compiles its callees so on first use: they must not allocate either
-# (relative_frame writes scalars for that reason). core_iterate allocates (and calls the
-# collision rows, which do) and keeps it.
+# Reference counting: the evaluation (core_eval_rows) and the step (_ineq_step, core_active_step,
+# core_step and its factorisations) allocate nothing and are compiled without Numba's reference
+# counting (NO_RC): with it every call counted its ~20 array arguments in and out, ~0.5 µs of a
+# 2.3 µs G1 evaluation and ~0.3 µs of a step (benchmarks/RESULTS.md, session 5). A kernel
+# compiled without it also compiles its callees so on first use: they must not allocate either
+# (relative_frame writes scalars for that reason; so must collision/rows.active_rows, which
+# _ineq_step calls; a cold compile of tests/test_collision_ik.py shows it). core_iterate
+# allocates (and calls the collision rows' evaluation, which does) and keeps it.
 
 HARD_HOLD = 0.1       # hard goals met stay within HARD_HOLD x tolerance through the soft steps
 RELAX_ITERATIONS = 2  # ... after the first RELAX_ITERATIONS iterations of an attempt with soft and hard rows
