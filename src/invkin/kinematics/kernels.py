@@ -55,9 +55,13 @@ PLANAR = 5
 # same kernel to different bits when it is inlined into a fresh compile versus loaded from the
 # cache, which broke bit-identical results between processes (local vs Dask workers, measured).
 FAST = {"nsz"}
+# Kernels that allocate nothing compile without Numba's reference counting: FK's two views per
+# node (out[i], out[parent]) were counted in and out, 0.45 of G1's 1.1 µs FK (session 5). Their
+# callees are then compiled the same way on first use and must not allocate either.
+NO_RC = {"_nrt": False} if hasattr(numba.core.options.DefaultOptions, "_nrt") else {}
 
 
-@njit(cache=True, fastmath=FAST)
+@njit(cache=True, fastmath=FAST, **NO_RC)
 def fk_upto_into(ni, nf, origin, q, last, out):
     """World transforms of nodes 0..last into ``out`` (>= last + 1, 4, 4).
 
@@ -158,7 +162,7 @@ def all_finite(q):
 
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def fk_all_into(ni, nf, origin, q, out):
     """World transforms of every node into ``out`` (n, 4, 4)."""
     fk_upto_into(ni, nf, origin, q, ni.shape[0] - 1, out)
@@ -226,7 +230,7 @@ def jacobian_batch(ni, nf, origin, qs, node, dof):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def jacobian_from_all(ni, nf, Tall, node, J):
     """Geometric Jacobian (6, dof) of ``node`` from precomputed world transforms ``Tall``."""
     J[:, :] = 0.0
@@ -321,7 +325,6 @@ def fma(typingctx, a, b, c):
 
 CH_TYPE, CH_QIDX, CH_MULT, CH_OFFSET, CH_PRE = 0, 1, 2, 3, 4
 CH_COLS = 16
-NO_RC = {"_nrt": False} if hasattr(numba.core.options.DefaultOptions, "_nrt") else {}
 
 
 def _frame_with_z(a) -> np.ndarray:
