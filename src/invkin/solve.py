@@ -333,40 +333,25 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
     closest = check.closest(res.q, stop)
     iters, restarts = res.iterations, res.restarts
     if res.success and closest[0] < stop:
-        # other answers of the goals, from random starts, each checked: a redundant arm has many, and
-        # most of them are clear (a try costs a plain solve and a check, the rows' solve ~100 x that)
-        import random
+        # other answers of the goal: escapes along its null space from this one, then plain solves
+        # from random starts, each checked and escaped, in one kernel (collision/retry.py): a
+        # redundant arm has many answers and most of them are clear
+        goal = goals[0] if type(goals) is list or type(goals) is tuple else goals
+        fast = robot.cache["lm_fast"][goal.frame]
+        from .collision.retry import find_clear
 
-        rnd = random.Random(seed)
-        lo, span = _sampler(robot)
-        tried, found = [], None
-        for _ in range(COLLISION_RETRIES):
-            clock.update()
-            left = clock.deadline - time.perf_counter()
-            if left <= 0.0:
-                break
-            start = lo + span * np.array([rnd.random() for _ in range(lo.shape[0])])
-            r = _solve_lm_fast(robot, goals, start, tol_p, tol_r, left, rnd.randrange(SEED_LIMIT))
-            if r is None:
-                break
-            iters += r.iterations
-            restarts += r.restarts + 1
-            if not r.success:
-                continue
-            c = check.closest(r.q, stop)
-            if c[0] >= stop:
-                found = (c, r)
-                break
-            tried.append(r)
-        if found is None:  # none clear: the least close answer, measured in full, for the rows to go on from
-            found = (check.closest(res.q), res)
-            for r in tried:
-                c = check.closest(r.q)
-                if c[0] > found[0][0]:
-                    found = (c, r)
-        closest, res = found
-        object.__setattr__(res, "iterations", iters)
-        object.__setattr__(res, "restarts", restarts)
+        ok, q, st = find_clear(check, type(goal), fast, goal.table(), tol_p, tol_r, _scratch(fast[3]), res.q,
+                               seed & 0x7FFFFFFF, clock.deadline, COLLISION_RETRIES, _LM_ATTEMPT_ITERATIONS)
+        # the clear answer's check (measured in the kernel), else the least close one's in full for the rows' start
+        closest = (float(st[6]), int(st[7]), int(st[8])) if ok else check.closest(q)
+        object.__setattr__(res, "q", q)
+        if ok:  # the errors of the clear answer (the plain answer's were for res.q)
+            object.__setattr__(res, "position_error", float(st[4]))
+            object.__setattr__(res, "rotation_error", float(st[5]))
+        object.__setattr__(res, "iterations", iters + int(st[0]))
+        object.__setattr__(res, "restarts", restarts + int(st[1]))
+        if ok and fast[6]:  # continuous joints wrapped near q0, as _solve_lm_fast does
+            res = _post_solve(robot, goals, res, q0, tol_p, tol_r)
     object.__setattr__(res, "time", t_first + time.perf_counter() - t0)
     if res.success and closest[0] >= check.margin - 1e-9:
         res.info["collision"] = check.report(res.q, closest)
