@@ -344,3 +344,43 @@ def test_an_escape_step_moves_the_colliding_links_and_not_the_goal(panda):
         assert np.all(Jd[:k][pushed] @ dq >= -1e-9 * max(scale, 1.0)) or used > 1
         assert np.max(Jd[:k][pushed] @ dq) > 0.0
     assert steps > 20
+
+
+def test_a_humanoid_with_both_hands_at_a_table_succeeds_only_collision_free():
+    """The general route (pelvis hard, two hands): the rows, then plain retries that redraw the
+    goals' chains (waist and arms, solve._goal_chain_dofs); every success is clear by the Check
+    and by coal on the meshes."""
+    import importlib
+
+    from invkin.collision.reference import CoalReference
+    from invkin.collision.rows import check_for, final_check
+
+    g1 = ik.load_robot("g1")
+    T = np.eye(4)
+    T[:3, 3] = (0.45, 0.0, -0.15)
+    world = ik.World([ik.Box(T, (0.4, 1.2, 0.04))])
+    arm = np.array([any(k in n for k in ("waist", "shoulder", "elbow", "wrist")) for n in g1.joint_names])
+    ref = CoalReference(g1, world)
+    check = check_for(g1, world, True, MARGIN)
+    targets = []
+    for q in g1.sample(400, rng=np.random.default_rng(2)):
+        q = np.where(arm, q, g1.neutral())
+        if final_check(g1, q, world, True, MARGIN + 0.002)["collision_free"]:
+            targets.append(q)
+        if len(targets) == 10:
+            break
+    ok = 0
+    for i, q in enumerate(targets):
+        goals = [ik.Pose("pelvis", g1.fk(q, "pelvis"), hard=True), ik.Pose("left_rubber_hand", g1.fk(q, "left_rubber_hand")),
+                 ik.Pose("right_rubber_hand", g1.fk(q, "right_rubber_hand"))]
+        res = ik.solve(g1, goals, world=world, self_collision=True, margin=MARGIN, seed=i, timeout=0.1)
+        if res.success:
+            ok += 1
+            assert check.clear(res.q) and res.info["collision"]["collision_free"]
+            assert ref.min_distance(res.q) >= MARGIN - 1e-6
+    assert ok >= 8
+    problem_dofs = importlib.import_module("invkin.solve")._goal_chain_dofs
+    from invkin.solvers.shared import compile_problem
+
+    dofs = problem_dofs(g1, compile_problem(g1, goals, 1e-6, 1e-6, None))
+    assert sorted(g1.joint_names[i] for i in dofs) == sorted(n for n, a in zip(g1.joint_names, arm) if a)
