@@ -35,19 +35,19 @@ import math
 import numpy as np
 from numba import njit
 
-from ..kinematics.kernels import fk_all_into, jacobian_from_all
+from ..kinematics.kernels import NO_RC, fk_all_into, jacobian_from_all
 
 _GOLD = 0.6180339887498949
 _SEARCH_STEPS = 64
 _EPS = 1e-14
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _clamp01(x):
     return 0.0 if x < 0.0 else (1.0 if x > 1.0 else x)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def segment_closest(a1, b1, a2, b2):
     """Parameters ``(s, t)`` of the closest points ``a1 + s(b1 − a1)``, ``a2 + t(b2 − a2)``."""
     d1x, d1y, d1z = b1[0] - a1[0], b1[1] - a1[1], b1[2] - a1[2]
@@ -76,7 +76,7 @@ def segment_closest(a1, b1, a2, b2):
     return s, t
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _any_normal(ax, ay, az):
     """A unit vector perpendicular to (ax, ay, az) (any unit vector if that is zero)."""
     if abs(ax) < 0.9:
@@ -89,7 +89,7 @@ def _any_normal(ax, ay, az):
     return nx / m, ny / m, nz / m
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def capsule_capsule(a1, b1, r1, a2, b2, r2, out):
     """Capsule A (a1, b1, r1) – capsule B (a2, b2, r2) into ``out`` (10,) = d, pA, pB, n."""
     s, t = segment_closest(a1, b1, a2, b2)
@@ -112,7 +112,7 @@ def capsule_capsule(a1, b1, r1, a2, b2, r2, out):
     return out[0]
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _box_sdf(box, px, py, pz):
     """Signed distance of the world point p to the box row (R 9, c 3, h 3)."""
     dx, dy, dz = px - box[9], py - box[10], pz - box[11]
@@ -124,7 +124,7 @@ def _box_sdf(box, px, py, pz):
     return math.sqrt(ox * ox + oy * oy + oz * oz) + min(max(qx, max(qy, qz)), 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _segment_box_t(a, b, box, ts):
     """The parameter t ∈ [0, 1] of the point of the segment a–b closest to the box (row R, c, h),
     in closed form, or −1 when the segment enters the box (then φ < 0 somewhere: the caller
@@ -187,7 +187,7 @@ def _segment_box_t(a, b, box, ts):
     return best_t
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _search_t(a, b, r, box, reach):
     """The golden-section search of the convex φ(a + t(b − a)) over t ∈ [0, 1] (64 steps,
     ``0.618⁶⁴ ≈ 4·10⁻¹⁴`` of the segment, then the ends); −1 when it shows that the capsule is
@@ -225,7 +225,7 @@ def _search_t(a, b, r, box, reach):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def capsule_box(a, b, r, box, reach, out):
     """Capsule A (a, b, r) – box B (row R, c, h) into ``out`` (10,) = d, pA, pB, n; ``d = inf`` (and
     nothing else written) when ``d > reach`` [m] (``reach = inf``: always measured). A segment
@@ -234,13 +234,13 @@ def capsule_box(a, b, r, box, reach, out):
     return _capsule_box(a, b, r, box, reach, out, False)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def capsule_box_search(a, b, r, box, reach, out):
     """:func:`capsule_box` by the golden-section search alone (the reference of the closed form)."""
     return _capsule_box(a, b, r, box, reach, out, True)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _capsule_box(a, b, r, box, reach, out, search):
     ex, ey, ez = b[0] - a[0], b[1] - a[1], b[2] - a[2]
     ee = ex * ex + ey * ey + ez * ez
@@ -298,7 +298,7 @@ def _capsule_box(a, b, r, box, reach, out, search):
     return out[0]
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def capsule_halfspace(a, b, r, hs, out):
     """Capsule A (a, b, r) – half-space B {x: n·x ≤ c} (row n, c) into ``out`` = d, pA, pB, n."""
     sa = hs[0] * a[0] + hs[1] * a[1] + hs[2] * a[2] - hs[3]
@@ -323,7 +323,7 @@ def capsule_halfspace(a, b, r, hs, out):
 # (L, 4) = centre (link frame), radius of a sphere holding every capsule of the link.
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _to_world(T, x, y, z, out, k):
     out[k] = T[0, 0] * x + T[0, 1] * y + T[0, 2] * z + T[0, 3]
     out[k + 1] = T[1, 0] * x + T[1, 1] * y + T[1, 2] * z + T[1, 3]
@@ -343,7 +343,7 @@ def world_capsules(Tall, links, link_caps, caps, bounds, wcaps, wbounds):
         wbounds[ell, 3] = bounds[ell, 3]
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _keep(res, tmp):
     if tmp[0] < res[0]:
         for k in range(10):
@@ -387,7 +387,7 @@ def contacts(ni, nf, origin, qs, links, link_caps, caps, bounds, pairs, hits):
             hits[k, p] = out[p, 0] < 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _beyond(ocaps, k, bx, by, bz, br, reach):
     """True when obstacle capsule k lies farther than ``reach`` from the sphere (bx, by, bz, br)
     (its bound: a sphere about its middle; scalars only, no array views: this runs once per point
@@ -402,7 +402,7 @@ def _beyond(ocaps, k, bx, by, bz, br, reach):
     return gap - reach > 0.0 and (gap - reach) * (gap - reach) > hx * hx + hy * hy + hz * hz
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _chunk_beyond(wcaps, c0, c1, sphere, reach):
     """True when the sphere (centre, radius) of a chunk lies farther than ``reach`` from every
     capsule c0..c1 of a link (centre to segment, less both radii): a tighter test than the link's
@@ -420,7 +420,7 @@ def _chunk_beyond(wcaps, c0, c1, sphere, reach):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _cloud_point(wcaps, c0, c1, ocaps, k, cutoff, res, tmp):
     """Obstacle capsule k against the link's capsules c0..c1, kept in ``res`` (10,) when closer (its
     bound passed _beyond)."""
@@ -447,7 +447,7 @@ def _cloud_point(wcaps, c0, c1, ocaps, k, cutoff, res, tmp):
         reach = cutoff if cutoff < res[0] else res[0]
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _cloud_sphere(wcaps, c0, c1, ocaps, k, cutoff, res):
     """Obstacle sphere k (a cloud's point: a capsule with a = b) against the link's capsules c0..c1,
     kept in ``res`` (10,) when closer: :func:`capsule_capsule` and :func:`_keep` with the same
@@ -503,7 +503,7 @@ def world_distances(wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chu
                     hs_obj, cutoff, out, tmp)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _link_world(ell, wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
                 cutoff, out, tmp):
     """Row ``out[ell]`` of :func:`world_distances` (its d already inf): link ell against every obstacle."""
@@ -555,7 +555,7 @@ def _link_world(ell, wcaps, wbounds, link_caps, ocaps, ocap_obj, chunk_range, ch
             _keep(res, tmp)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _point_row(J, Tall, node, px, py, pz, nx, ny, nz, sign, row):
     """row += sign · (nᵀJv + ((p − o) × n)ᵀJω) of ``node``'s Jacobian ``J`` (6, dof)."""
     rx, ry, rz = px - Tall[node, 0, 3], py - Tall[node, 1, 3], pz - Tall[node, 2, 3]
@@ -617,7 +617,7 @@ def collision_rows(ni, nf, Tall, tables, cutoff, d, J, node_a, node_b):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_RC)
 def _row(ni, nf, Tall, res, na, nb, Jl, d, J, k):
     """Row k of collision_rows from one result (d, pA, pB, n); returns the next free row."""
     nx, ny, nz = res[7], res[8], res[9]
