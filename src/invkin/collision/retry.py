@@ -39,6 +39,7 @@ from .kernels import closest_moving, collision_rows
 __all__ = ["ESCAPE_CLEAR", "ESCAPE_STEP", "clear_attempts", "escape_step"]
 
 ESCAPE_CLEAR = 0.01   # [m] an escape step aims the pairs this far beyond the margin
+ESCAPE_DEEP = 0.02    # [m] a retry's answer deeper than this in collision is not escaped (the next retry is cheaper)
 ESCAPE_STEP = 1.0     # [rad or m] the largest joint change of one escape step
 _EPS_TASK = 1e-10     # damping of the goal rows' projector (JJᵀ + εI)
 _TINY_STEP = 1e-6    # [rad or m] an escape step smaller than this is none
@@ -214,7 +215,7 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
             if dmin > stats[ST_BEST_D]:
                 stats[ST_BEST_D] = dmin
                 q_out[:] = q
-            if step == escapes:
+            if step == escapes or (t > 0 and dmin < -ESCAPE_DEEP):
                 break
             _chain_eval(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
             _chain_eval_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
