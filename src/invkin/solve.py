@@ -295,7 +295,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     return res
 
 
-_ROWS = []  # invkin.collision.rows once a collision solve has imported it (_collision_rows)
+_ROWS = []  # invkin.collision.rows (and .retry) once a collision solve has imported it (_collision_rows)
 
 
 def _collision_rows():
@@ -307,6 +307,16 @@ def _collision_rows():
 
         _ROWS.append(rows)
     return _ROWS[0]
+
+
+def _collision_retry():
+    """The module invkin.collision.retry, held as _collision_rows holds rows."""
+    if len(_ROWS) < 2:
+        _collision_rows()
+        from .collision import retry
+
+        _ROWS.append(retry)
+    return _ROWS[1]
 
 
 def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
@@ -338,9 +348,7 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
         # redundant arm has many answers and most of them are clear
         goal = goals[0] if type(goals) is list or type(goals) is tuple else goals
         fast = robot.cache["lm_fast"][goal.frame]
-        from .collision.retry import find_clear
-
-        ok, q, st = find_clear(check, type(goal), fast, goal.table(), tol_p, tol_r, _scratch(fast[3]), res.q,
+        ok, q, st = _collision_retry().find_clear(check, type(goal), fast, goal.table(), tol_p, tol_r, _scratch(fast[3]), res.q,
                                seed & 0x7FFFFFFF, clock.deadline, COLLISION_RETRIES, _LM_ATTEMPT_ITERATIONS)
         # the clear answer's check (measured in the kernel), else the least close one's in full for the rows' start
         closest = (float(st[6]), int(st[7]), int(st[8])) if ok else check.closest(q)

@@ -272,19 +272,18 @@ def find_clear(check, key, fast, table, tol_p, tol_r, buf, q_first, seed, deadli
 
 
 def _entry(check, key, args):
-    """clear_attempts' compiled entry point for these argument types (cached on the Check per
-    ``key``: its tables' 17-tuple is typed once, not per call); None while it compiles in the
-    background."""
-    from .._tiers import entry_point
-
-    eps = check.__dict__.setdefault("_clear_eps", {})
-    ep = eps.get(key)
+    """clear_attempts' compiled entry point for these argument types (kept in the Check's
+    ``clear_entries`` per ``key``: its tables' 17-tuple is typed once, not per call); None while
+    it compiles in the background."""
+    ep = check.clear_entries.get(key)
     if ep is None:
         import numba
 
+        from .._tiers import entry_point
+
         ep = entry_point(clear_attempts, [numba.typeof(x) for x in args])
         if ep is not None:
-            eps[key] = ep
+            check.clear_entries[key] = ep
     return ep
 
 

@@ -197,6 +197,7 @@ class Check:
         self._args = (r.node_table, r.node_params, r.origin, r.neutral(), self.Tall, tables, self.cutoff,
                       self.moving_self, self.moving_link, margin)
         self._ep = None
+        self.clear_entries = {}  # compiled entry points of collision/retry.py's clear_attempts, per goal class
         # pairs no joint moves keep their distance at every q: measured once, warned about once
         self.static = self._static() if self.closest(robot.neutral())[2] else ()
         self._warned = False
