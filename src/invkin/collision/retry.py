@@ -27,6 +27,7 @@ general core's collision rows to start from.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 from numba import njit
@@ -197,13 +198,7 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
                 continue
             perr, rerr = st[8], st[9]
         for step in range(escapes + 1):
-            # the rows within reach of the escape's target: clear by them, then confirmed by the check
-            fk_all_into(ni, nf, origin, q, Tall)
-            k = collision_rows(ni, nf, Tall, tables, target, d, Jd, na, nb)
-            dmin = np.inf
-            for i in range(k):
-                dmin = min(dmin, d[i])
-            if dmin >= stop and t + step > 0:
+            if t + step > 0:  # (try 0 is the plain answer, known not clear) the check, stopping at the margin
                 dc, ic, nc = closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link,
                                             margin, stop)
                 if dc >= stop:
@@ -211,7 +206,13 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
                     stats[ST_PERR], stats[ST_RERR] = perr, rerr
                     stats[ST_D], stats[ST_PAIR], stats[ST_STATIC] = dc, ic, nc
                     return 1
-                break  # (a pair the rows leave out: no joint moves it at this q)
+            else:
+                fk_all_into(ni, nf, origin, q, Tall)
+            # the rows within reach of the escape's target (Tall: the FK of q, from the check)
+            k = collision_rows(ni, nf, Tall, tables, target, d, Jd, na, nb)
+            dmin = np.inf
+            for i in range(k):
+                dmin = min(dmin, d[i])
             if dmin > stats[ST_BEST_D]:
                 stats[ST_BEST_D] = dmin
                 q_out[:] = q
@@ -247,8 +248,6 @@ def find_clear(check, key, fast, table, tol_p, tol_r, buf, q_first, seed, deadli
     (clear, q, stats of clear_attempts): q the clear answer, else the least close one (q_first
     when nothing beat it). ``key`` names the argument types besides the Check's (the goal's
     class): the compiled entry point is kept on the Check per key."""
-    import time
-
     ch, lims, free = fast[0], fast[1], fast[2]
     gkind, gvec, gR, gaxis, gw = table
     a = check._args
