@@ -278,6 +278,7 @@ def test_clear_attempts_give_answers_that_meet_the_goal_and_pass_the_check(panda
     coal on the meshes), and its reported check is the Check's own."""
     import importlib
 
+    from invkin._compile_clock import Budget
     from invkin.collision.reference import CoalReference
     from invkin.collision.retry import find_clear
     from invkin.collision.rows import check_for
@@ -297,7 +298,7 @@ def test_clear_attempts_give_answers_that_meet_the_goal_and_pass_the_check(panda
             tried += 1
             fast = panda.cache["lm_fast"]["panda_hand"]
             ok, q, st = find_clear(check, ik.Pose, fast, goal.table(), 1e-6, 1e-6, solve_mod._scratch(fast[3]),
-                                   plain.q, i, time.perf_counter() + 1.0, 32, 30)
+                                   plain.q, i, Budget(time.perf_counter() + 1.0), 32, 30)
             if not ok:
                 assert q.shape == plain.q.shape and np.all(np.isfinite(q))  # the least close answer, for the rows
                 continue

@@ -349,7 +349,7 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
         goal = goals[0] if type(goals) is list or type(goals) is tuple else goals
         fast = robot.cache["lm_fast"][goal.frame]
         ok, q, st = _collision_retry().find_clear(check, type(goal), fast, goal.table(), tol_p, tol_r, _scratch(fast[3]), res.q,
-                               seed & 0x7FFFFFFF, clock.deadline, COLLISION_RETRIES, _LM_ATTEMPT_ITERATIONS)
+                               seed & 0x7FFFFFFF, clock, COLLISION_RETRIES, _LM_ATTEMPT_ITERATIONS)
         # the clear answer's check (measured in the kernel), else the least close one's in full for the rows' start
         closest = (float(st[6]), int(st[7]), int(st[8])) if ok else check.closest(q)
         object.__setattr__(res, "q", q)

@@ -240,11 +240,12 @@ ESCAPES = 3             # escape steps per answer
 CHUNK = 4               # tries per kernel call: the clock is read between calls
 
 
-def find_clear(check, key, fast, table, tol_p, tol_r, buf, q_first, seed, deadline, retries, attempt_iters):
+def find_clear(check, key, fast, table, tol_p, tol_r, buf, q_first, seed, clock, retries, attempt_iters):
     """Python side of :func:`clear_attempts` for solve._collision_fast: ``check`` (rows.Check),
     ``fast`` (solve._fast_tables of the goal's frame: chain program, lims, free, ...), ``table``
-    (the goal's rows: gkind, gvec, gR, gaxis, gw), the plain answer ``q_first`` and a
-    time.perf_counter() ``deadline``; up to ``retries`` random starts, CHUNK per call. Returns
+    (the goal's rows: gkind, gvec, gR, gaxis, gw), the plain answer ``q_first`` and the
+    retries' ``clock`` (an invkin._compile_clock.Budget: the kernel's first compile, or its run on
+    the interpreter, moves the deadline); up to ``retries`` random starts, CHUNK per call. Returns
     (clear, q, stats of clear_attempts): q the clear answer, else the least close one (q_first
     when nothing beat it). ``key`` names the argument types besides the Check's (the goal's
     class): the compiled entry point is kept on the Check per key."""
@@ -265,7 +266,10 @@ def find_clear(check, key, fast, table, tol_p, tol_r, buf, q_first, seed, deadli
         args[27] = min(CHUNK, retries + 1 - first)
         found = ep(*args) if ep is not None else _interpreted(args)
         first += CHUNK
-        if found or time.perf_counter() >= deadline:
+        if found:
+            break
+        clock.update()
+        if time.perf_counter() >= clock.deadline:
             break
     return bool(found), q_out, stats
 
