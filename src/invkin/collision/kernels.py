@@ -33,7 +33,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.experimental import structref
 
 from ..kinematics.kernels import NO_RC, fk_all_into, jacobian_from_all
 
@@ -685,3 +686,36 @@ def closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_
         if dmin < stop:
             return dmin, imin, n_static
     return dmin, imin, n_static
+
+
+# --------------------------------------------------------------------------- tables held for a cheap call
+
+
+@structref.register
+class HeldTablesType(types.StructRef):
+    """Numba type of :class:`HeldTables`."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class HeldTables(structref.StructRefProxy):
+    """A collision_tables 17-tuple held by Numba (``.t``): a kernel called from Python with it
+    unboxes one pointer, where the tuple costs ~1.9 µs a call (17 arrays), half of a check."""
+
+    def __new__(cls, tables):
+        return _held_tables(tables)
+
+
+@njit(cache=True)
+def _held_tables(tables):
+    return HeldTables(tables)
+
+
+structref.define_proxy(HeldTables, HeldTablesType, ["t"])
+
+
+@njit(cache=True)
+def closest_moving_held(ni, nf, origin, q, Tall, held, cutoff, moving_self, moving_link, static_close, stop):
+    """:func:`closest_moving` with the tables held (``HeldTables``): the Check's entry point."""
+    return closest_moving(ni, nf, origin, q, Tall, held.t, cutoff, moving_self, moving_link, static_close, stop)

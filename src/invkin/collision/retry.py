@@ -149,7 +149,7 @@ def escape_step(J, d, Jd, k, target, max_step, dq):
 
 @njit(cache=True)
 def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf, solve_iters, attempt_iters,
-                   max_attempts, escape_iters, ni, nf, origin, Tall, tables, cutoff, moving_self, moving_link,
+                   max_attempts, escape_iters, ni, nf, origin, Tall, held, cutoff, moving_self, moving_link,
                    margin, q_first, seed, first_try, tries, escapes, q_out, stats):
     """Look for a clear answer of the one-frame goal (see the module docstring): tries number
     ``first_try`` … ``first_try + tries − 1``; try 0 is ``q_first`` (the plain answer, which meets
@@ -162,7 +162,8 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
     ``stats``: iterations, plain solves, escape steps; ``stats[ST_BEST_D]`` the best least
     distance so far [m]; for a clear answer its position and rotation errors (ST_PERR, ST_RERR)
     and its check (``closest_moving``'s three values: ST_D, ST_PAIR, ST_STATIC). Arguments as ``lm_chain_attempts`` (chain), ``closest_moving`` and
-    ``collision_rows`` (check and rows)."""
+    ``collision_rows`` (check and rows; the tables held: kernels.HeldTables)."""
+    tables = held.t
     dof = q_first.shape[0]
     G = gkind.shape[0]
     m = 3 * G
@@ -256,7 +257,7 @@ def find_clear(check, key, fast, table, tol_p, tol_r, buf, q_first, seed, clock,
     stats = np.zeros(9)
     stats[ST_BEST_D] = -np.inf
     args = [ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, float(free), buf, RETRY_ITERATIONS, attempt_iters,
-            2**62, attempt_iters, a[0], a[1], a[2], a[4], a[5], a[6], a[7], a[8], a[9], q_first, seed, 0,
+            2**62, attempt_iters, a[0], a[1], a[2], a[4], check.held, a[6], a[7], a[8], a[9], q_first, seed, 0,
             CHUNK, ESCAPES, q_out, stats]
     ep = _entry(check, key, args)
     first = 0
