@@ -385,3 +385,20 @@ def test_a_humanoid_with_both_hands_at_a_table_succeeds_only_collision_free():
 
     dofs = problem_dofs(g1, compile_problem(g1, goals, 1e-6, 1e-6, None))
     assert sorted(g1.joint_names[i] for i in dofs) == sorted(n for n, a in zip(g1.joint_names, arm) if a)
+
+
+def test_the_checks_held_tables_give_the_tuples_result(panda):
+    """kernels.closest_moving_held (the Check's entry: the tables as one structref) against
+    closest_moving on the 17-tuple itself, on random configurations and stop distances."""
+    from invkin.collision import kernels as CK
+    from invkin.collision.rows import check_for
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        check = check_for(panda, shelf_world(), True, MARGIN)
+    a = check._args
+    for q in panda.sample(50, rng=np.random.default_rng(9)):
+        for stop in (-np.inf, MARGIN):
+            want = CK.closest_moving(a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9], stop)
+            assert check.closest(q, stop) == want
+            assert CK.closest_moving_held(a[0], a[1], a[2], q, a[4], check.held, a[6], a[7], a[8], a[9], stop) == want
