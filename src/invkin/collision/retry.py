@@ -15,12 +15,14 @@ family that keeps every checked pair at least ``margin`` apart:
   back onto the goal, and the check (:func:`kernels.closest_moving`, stopping at the first pair
   closer than the margin) says whether it is clear. Up to ``escapes`` such steps per answer.
 * *Retries.* An answer whose escapes do not clear it is followed by a plain solve from a uniform
-  random start (the LM kernel's own restart sampler), checked, then escaped in turn.
+  random start (the LM kernel's own restart sampler), checked, then escaped in turn (unless it is
+  deeper than ESCAPE_DEEP in collision: the next retry is cheaper).
 
 The loop runs in Numba, so a retry costs the plain solve and the check, with no Python and no
 per-call typing between them (the Python loop it replaces spent ~25 µs a retry, ~10 µs of it
 outside the kernels). The plain solve is ``solvers/lm.py``'s ``lm_chain_attempts``, called with
-the argument types of the fast path (no new specialisation of it). When nothing is clear, the
+the argument types of the fast path (no new specialisation of it); the tables come held
+(kernels.HeldTables: one pointer to unbox). When nothing is clear, the
 answer whose least distance was largest (measured in full by the rows) is returned for the
 general core's collision rows to start from.
 """
@@ -37,7 +39,7 @@ from ..solvers._common import CONVERGED, chol_solve
 from ..solvers.lm import _chain_eval, _chain_eval_jacobian, _restart_sample, lm_chain_attempts, new_chain_state
 from .kernels import closest_moving, collision_rows
 
-__all__ = ["ESCAPE_CLEAR", "ESCAPE_STEP", "clear_attempts", "escape_step"]
+__all__ = ["ESCAPE_CLEAR", "ESCAPE_DEEP", "ESCAPE_STEP", "clear_attempts", "escape_step", "find_clear"]
 
 ESCAPE_CLEAR = 0.01   # [m] an escape step aims the pairs this far beyond the margin
 ESCAPE_DEEP = 0.02    # [m] a retry's answer deeper than this in collision is not escaped (the next retry is cheaper)
