@@ -130,6 +130,39 @@ def test_capsule_box_distance_matches_coal_and_never_exceeds_its_depth(sphere):
     assert n_pen > 0
 
 
+def test_capsule_box_in_closed_form_equals_the_golden_section_search_and_coal():
+    """The closed form (pieces between the slab crossings, a quadratic on each) against the
+    search it replaced and against coal, on random pairs: segments of every length, some along a
+    box axis or parallel to a face (pieces where an axis' excess is constant), spheres, pairs
+    that penetrate (the closed form hands those to the search)."""
+    rng = np.random.default_rng(5)
+    out, ref = np.empty(10), np.empty(10)
+    n_apart = 0
+    for k in range(3000):
+        R = _rot(rng) if k % 2 else np.eye(3)
+        c, h = rng.uniform(-0.3, 0.3, 3), rng.uniform(0.05, 0.5, 3)
+        a = rng.uniform(-1, 1, 3)
+        b = a + rng.uniform(-1, 1, 3) * (0.1 if k % 3 == 0 else 1.0)
+        if k % 5 == 0:  # along a box axis: two of its coordinates in the box frame stay constant
+            b = a + R[:, k % 3] * rng.uniform(-1, 1)
+        if k % 7 == 0:
+            b = a.copy()
+        r = rng.uniform(0.01, 0.2)
+        box = np.r_[R.ravel(), c, h]
+        d = CK.capsule_box(a, b, r, box, np.inf, out)
+        ds = CK.capsule_box_search(a, b, r, box, np.inf, ref)
+        assert d == pytest.approx(ds, abs=1e-12)
+        assert d <= ds + 1e-15  # the closed form is the exact minimum: never above the search's
+        if d > 0:
+            n_apart += 1  # (the witnesses may differ from the search's where the minimum is a flat)
+            if k % 10 == 0:
+                dc = _coal_distance(*_coal_capsule(a, b, r), coal.Box(*(2 * h)), coal.Transform3s(R, c))
+                assert d == pytest.approx(dc, abs=1e-7)
+            _check_witnesses(out, lambda p, a=a, b=b, r=r: _seg_dist(p, a, b) - r,
+                             lambda p, R=R, c=c, h=h: _box_sdf(p, R, c, h))
+    assert n_apart > 1000
+
+
 def test_capsule_halfspace_distance_matches_coal():
     rng = np.random.default_rng(3)
     out = np.empty(10)

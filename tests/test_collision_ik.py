@@ -2,6 +2,7 @@
 self_collision=..., margin=...)), checked against coal on the robots' original meshes."""
 from __future__ import annotations
 
+import time
 import warnings
 from pathlib import Path
 
@@ -269,3 +270,135 @@ def test_a_check_with_a_stop_distance_ends_early_only_on_a_pair_that_is_that_clo
                 assert got[0] < stop and got[0] == d_pair[got[1]] and got[0] >= full[0]
                 early_exits += got != full
     assert early_exits > 10
+
+
+def test_clear_attempts_give_answers_that_meet_the_goal_and_pass_the_check(panda):
+    """The fused kernel of solve._collision_fast (collision/retry.py): from plain answers that are
+    in the shelf, every answer it calls clear meets the goal and is clear by the Check (and by
+    coal on the meshes), and its reported check is the Check's own."""
+    import importlib
+
+    from invkin._compile_clock import Budget
+    from invkin.collision.reference import CoalReference
+    from invkin.collision.retry import find_clear
+    from invkin.collision.rows import check_for
+
+    solve_mod = importlib.import_module("invkin.solve")
+    world = shelf_world()
+    ref = CoalReference(panda, world)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        check = check_for(panda, world, True, MARGIN)
+        tried = found = 0
+        for i, T in enumerate(shelf_targets(panda, world, 30000, seed=3)):
+            goal = ik.Pose("panda_hand", T)
+            plain = ik.solve(panda, goal, seed=i, timeout=0.05)
+            if not plain.success or check.clear(plain.q):
+                continue
+            tried += 1
+            fast = panda.cache["lm_fast"]["panda_hand"]
+            ok, q, st = find_clear(check, ik.Pose, fast, goal.table(), 1e-6, 1e-6, solve_mod._scratch(fast[3]),
+                                   plain.q, i, Budget(time.perf_counter() + 1.0), 32, 30)
+            if not ok:
+                assert q.shape == plain.q.shape and np.all(np.isfinite(q))  # the least close answer, for the rows
+                continue
+            found += 1
+            err = panda.fk(q, "panda_hand")
+            assert np.linalg.norm(err[:3, 3] - T[:3, 3]) <= 1e-6 + 1e-12
+            assert st[4] <= 1e-6 and st[5] <= 1e-6
+            assert check.clear(q) and check.closest(q)[:2] == (st[6], int(st[7]))
+            assert ref.min_distance(q) >= MARGIN - 1e-6
+    assert tried >= 3 and found >= tried - 1
+
+
+def test_an_escape_step_moves_the_colliding_links_and_not_the_goal(panda):
+    """escape_step: δq lies in the null space of the goal rows (J δq = 0 up to the damping) and
+    raises each pushed row's distance to first order (∇d_i · δq > 0)."""
+    from invkin.collision import kernels as CK
+    from invkin.collision.retry import ESCAPE_CLEAR, escape_step
+    from invkin.collision.rows import check_for
+
+    world = shelf_world()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        check = check_for(panda, world, True, MARGIN)
+    tables = check.coll[0]
+    m = check.coll[2].shape[0]
+    d, Jd = np.empty(m), np.empty((m, panda.dof))
+    na, nb = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+    dq = np.empty(panda.dof)
+    steps = 0
+    for q in panda.sample(300, rng=np.random.default_rng(8)):
+        target = MARGIN + ESCAPE_CLEAR
+        k = CK.collision_rows(panda.node_table, panda.node_params, panda.fk_all_array(q), tables, target, d, Jd, na, nb)
+        J = panda.jacobian(q, "panda_hand")
+        if np.linalg.svd(J, compute_uv=False)[-1] < 1e-2:
+            continue  # near a singularity the damped projector leaks into the goal (the solve after it corrects)
+        used = escape_step(J, d, Jd, k, target, 10.0, dq)
+        if used == 0:
+            assert not np.any(d[:k] < target) or np.allclose(dq, 0.0)
+            continue
+        steps += 1
+        scale = np.linalg.norm(Jd[:k]) * np.linalg.norm(dq)
+        assert np.linalg.norm(J @ dq) <= 1e-6 * np.linalg.norm(J) * np.linalg.norm(dq)  # (ε = 1e-10 in JJᵀ + εI)
+        pushed = d[:k] < target
+        assert np.all(Jd[:k][pushed] @ dq >= -1e-9 * max(scale, 1.0)) or used > 1
+        assert np.max(Jd[:k][pushed] @ dq) > 0.0
+    assert steps > 20
+
+
+def test_a_humanoid_with_both_hands_at_a_table_succeeds_only_collision_free():
+    """The general route (pelvis hard, two hands): the rows, then plain retries that redraw the
+    goals' chains (waist and arms, solve._goal_chain_dofs); every success is clear by the Check
+    and by coal on the meshes."""
+    import importlib
+
+    from invkin.collision.reference import CoalReference
+    from invkin.collision.rows import check_for, final_check
+
+    g1 = ik.load_robot("g1")
+    T = np.eye(4)
+    T[:3, 3] = (0.45, 0.0, -0.15)
+    world = ik.World([ik.Box(T, (0.4, 1.2, 0.04))])
+    arm = np.array([any(k in n for k in ("waist", "shoulder", "elbow", "wrist")) for n in g1.joint_names])
+    ref = CoalReference(g1, world)
+    check = check_for(g1, world, True, MARGIN)
+    targets = []
+    for q in g1.sample(400, rng=np.random.default_rng(2)):
+        q = np.where(arm, q, g1.neutral())
+        if final_check(g1, q, world, True, MARGIN + 0.002)["collision_free"]:
+            targets.append(q)
+        if len(targets) == 10:
+            break
+    ok = 0
+    for i, q in enumerate(targets):
+        goals = [ik.Pose("pelvis", g1.fk(q, "pelvis"), hard=True), ik.Pose("left_rubber_hand", g1.fk(q, "left_rubber_hand")),
+                 ik.Pose("right_rubber_hand", g1.fk(q, "right_rubber_hand"))]
+        res = ik.solve(g1, goals, world=world, self_collision=True, margin=MARGIN, seed=i, timeout=0.1)
+        if res.success:
+            ok += 1
+            assert check.clear(res.q) and res.info["collision"]["collision_free"]
+            assert ref.min_distance(res.q) >= MARGIN - 1e-6
+    assert ok >= 8
+    problem_dofs = importlib.import_module("invkin.solve")._goal_chain_dofs
+    from invkin.solvers.shared import compile_problem
+
+    dofs = problem_dofs(g1, compile_problem(g1, goals, 1e-6, 1e-6, None))
+    assert sorted(g1.joint_names[i] for i in dofs) == sorted(n for n, a in zip(g1.joint_names, arm) if a)
+
+
+def test_the_checks_held_tables_give_the_tuples_result(panda):
+    """kernels.closest_moving_held (the Check's entry: the tables as one structref) against
+    closest_moving on the 17-tuple itself, on random configurations and stop distances."""
+    from invkin.collision import kernels as CK
+    from invkin.collision.rows import check_for
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        check = check_for(panda, shelf_world(), True, MARGIN)
+    a = check._args
+    for q in panda.sample(50, rng=np.random.default_rng(9)):
+        for stop in (-np.inf, MARGIN):
+            want = CK.closest_moving(a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9], stop)
+            assert check.closest(q, stop) == want
+            assert CK.closest_moving_held(a[0], a[1], a[2], q, a[4], check.held, a[6], a[7], a[8], a[9], stop) == want

@@ -295,7 +295,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     return res
 
 
-_ROWS = []  # invkin.collision.rows once a collision solve has imported it (_collision_rows)
+_ROWS = []  # invkin.collision.rows (and .retry) once a collision solve has imported it (_collision_rows)
 
 
 def _collision_rows():
@@ -307,6 +307,16 @@ def _collision_rows():
 
         _ROWS.append(rows)
     return _ROWS[0]
+
+
+def _collision_retry():
+    """The module invkin.collision.retry, held as _collision_rows holds rows."""
+    if len(_ROWS) < 2:
+        _collision_rows()
+        from .collision import retry
+
+        _ROWS.append(retry)
+    return _ROWS[1]
 
 
 def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
@@ -333,40 +343,23 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
     closest = check.closest(res.q, stop)
     iters, restarts = res.iterations, res.restarts
     if res.success and closest[0] < stop:
-        # other answers of the goals, from random starts, each checked: a redundant arm has many, and
-        # most of them are clear (a try costs a plain solve and a check, the rows' solve ~100 x that)
-        import random
-
-        rnd = random.Random(seed)
-        lo, span = _sampler(robot)
-        tried, found = [], None
-        for _ in range(COLLISION_RETRIES):
-            clock.update()
-            left = clock.deadline - time.perf_counter()
-            if left <= 0.0:
-                break
-            start = lo + span * np.array([rnd.random() for _ in range(lo.shape[0])])
-            r = _solve_lm_fast(robot, goals, start, tol_p, tol_r, left, rnd.randrange(SEED_LIMIT))
-            if r is None:
-                break
-            iters += r.iterations
-            restarts += r.restarts + 1
-            if not r.success:
-                continue
-            c = check.closest(r.q, stop)
-            if c[0] >= stop:
-                found = (c, r)
-                break
-            tried.append(r)
-        if found is None:  # none clear: the least close answer, measured in full, for the rows to go on from
-            found = (check.closest(res.q), res)
-            for r in tried:
-                c = check.closest(r.q)
-                if c[0] > found[0][0]:
-                    found = (c, r)
-        closest, res = found
-        object.__setattr__(res, "iterations", iters)
-        object.__setattr__(res, "restarts", restarts)
+        # other answers of the goal: escapes along its null space from this one, then plain solves
+        # from random starts, each checked and escaped, in one kernel (collision/retry.py): a
+        # redundant arm has many answers and most of them are clear
+        goal = goals[0] if type(goals) is list or type(goals) is tuple else goals
+        fast = robot.cache["lm_fast"][goal.frame]
+        ok, q, st = _collision_retry().find_clear(check, type(goal), fast, goal.table(), tol_p, tol_r, _scratch(fast[3]), res.q,
+                               seed & 0x7FFFFFFF, clock, COLLISION_RETRIES, _LM_ATTEMPT_ITERATIONS)
+        # the clear answer's check (measured in the kernel), else the least close one's in full for the rows' start
+        closest = (float(st[6]), int(st[7]), int(st[8])) if ok else check.closest(q)
+        object.__setattr__(res, "q", q)
+        if ok:  # the errors of the clear answer (the plain answer's were for res.q)
+            object.__setattr__(res, "position_error", float(st[4]))
+            object.__setattr__(res, "rotation_error", float(st[5]))
+        object.__setattr__(res, "iterations", iters + int(st[0]))
+        object.__setattr__(res, "restarts", restarts + int(st[1]))
+        if ok and fast[6]:  # continuous joints wrapped near q0, as _solve_lm_fast does
+            res = _post_solve(robot, goals, res, q0, tol_p, tol_r)
     object.__setattr__(res, "time", t_first + time.perf_counter() - t0)
     if res.success and closest[0] >= check.margin - 1e-9:
         res.info["collision"] = check.report(res.q, closest)
@@ -944,6 +937,7 @@ def _joint_step(robot, max_joint_step, dt):
 
 FIRST_SHARE = 0.25  # of a collision solve's budget, for the solve without rows that goes first
 COLLISION_RETRIES = 32  # plain solves from random starts tried, each checked, before the rows (_collision_fast)
+ROWS_SHARE = 0.35  # of a collision solve's budget, for the general route's rows before its plain retries
 
 
 def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step, t_start,
@@ -953,7 +947,8 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
     allow it), with a quarter of the budget: when it converges at least ``margin`` clear of
     everything it is the answer (Panda reaching into a shelf: most answers; ~35 % less mean time
     than the rows from the start), otherwise the core starts from it with the rows
-    (benchmarks/collision_ik.py)."""
+    (benchmarks/collision_ik.py). On the general route with a timeout the rows get ROWS_SHARE of
+    it, then plain retries from new starts the rest (_collision_retries)."""
     import dataclasses
 
     from .collision.rows import check_for
@@ -982,8 +977,66 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
             q_start = first.q
         if max_iterations is not None:
             max_iterations = max(max_iterations - first_iters, 1)
+        if timeout is not None:
+            # the rows from the first answer, with part of the budget; then plain retries from new starts
+            res = _solve_lm(robot, problem, q_start, (FIRST_SHARE + ROWS_SHARE) * timeout, max_iterations, seed,
+                            restarts, mode, step, t_start, coll)
+            if not res.success and restarts and np.all(np.isfinite(first.q)):
+                found = _collision_retries(robot, problem, first, check, t_start + timeout, seed, mode)
+                if found is not None:
+                    res = found
+            return dataclasses.replace(res, iterations=res.iterations + first_iters)
     res = _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step, t_start, coll)
     return dataclasses.replace(res, iterations=res.iterations + first_iters) if first_iters else res
+
+
+def _goal_chain_dofs(robot, problem):
+    """The q entries on the paths from the root to the goals' frames, less a floating base's
+    (cached per robot and goal frames): what a plain retry of the general route re-samples."""
+    nodes = tuple(sorted(set(int(n) for n in problem.gnode.tolist() if n >= 0)))
+    memo = robot.cache.setdefault("goal_chain_dofs", {})
+    dofs = memo.get(nodes)
+    if dofs is None:
+        qidx = robot.qidx
+        idx = set()
+        for n in nodes:
+            for a in robot.ancestors(n):
+                if qidx[a] >= 0:
+                    idx.add(int(qidx[a]))
+        if robot.floating:
+            idx -= set(int(i) for i in robot.base_dofs)
+        dofs = memo[nodes] = np.array(sorted(idx), dtype=np.int64)
+    return dofs
+
+
+def _collision_retries(robot, problem, first, check, deadline, seed, mode):
+    """Plain retries of the general route (several goal frames, hard goals: a humanoid's two hands):
+    the first answer met the goals in collision, or did not meet them (the core's "unreachable"
+    verdict is sometimes wrong on a reachable target: its restarts stay near q0), so the DOFs on
+    the goals' chains (a humanoid's waist and arms) are drawn uniformly, the others kept, and one
+    plain attempt is solved from there and checked, until the time.perf_counter() ``deadline``.
+    The clear result, or None. They run after the rows (ROWS_SHARE of the budget), which clear
+    most answers sooner; G1 at a table: 93-94 % -> 96 % success (benchmarks/RESULTS.md)."""
+    import random
+
+    dofs = _goal_chain_dofs(robot, problem)
+    if dofs.size == 0:
+        return None
+    rnd = random.Random(seed if type(seed) is int else 0)
+    lo, span = _sampler(robot)
+    lo, span = lo[dofs], span[dofs]
+    clock = Budget(deadline)
+    while True:
+        clock.update()
+        left = clock.deadline - time.perf_counter()
+        if left <= 0.0:
+            return None
+        start = first.q.copy()
+        start[dofs] = lo + span * np.array([rnd.random() for _ in range(dofs.shape[0])])
+        r = _solve_lm(robot, problem, start, left, None, rnd.randrange(SEED_LIMIT), False, mode, None,
+                      time.perf_counter())
+        if r.success and check.clear(r.q):
+            return r
 
 
 def _goals_met(problem, err) -> tuple:

@@ -34,7 +34,7 @@ from numba.extending import overload
 
 from .._tiers import call_interpreted, entry_point
 from .errors import CollisionError, CollisionWarning
-from .kernels import closest_moving, collision_rows
+from .kernels import HeldTables, closest_moving, closest_moving_held, collision_rows
 from .world import World
 
 __all__ = ["BUFFER", "CUTOFF", "E_VIOL", "E_DMIN", "E_ROWS", "no_rows", "solve_rows", "ineq_eval", "ineq_size",
@@ -196,7 +196,9 @@ class Check:
         r = robot
         self._args = (r.node_table, r.node_params, r.origin, r.neutral(), self.Tall, tables, self.cutoff,
                       self.moving_self, self.moving_link, margin)
+        self.held = HeldTables(tables)  # what the compiled calls take instead of the tuple (one pointer to unbox)
         self._ep = None
+        self.clear_entries = {}  # compiled entry points of collision/retry.py's clear_attempts, per goal class
         # pairs no joint moves keep their distance at every q: measured once, warned about once
         self.static = self._static() if self.closest(robot.neutral())[2] else ()
         self._warned = False
@@ -219,11 +221,11 @@ class Check:
         a = self._args
         ep = self._ep
         if ep is None:
-            ep = self._ep = _entry(a + (stop,))
+            ep = self._ep = _entry(a[:5] + (self.held,) + a[6:] + (stop,))
             if ep is None:  # compiling in the background (invkin._tiers): on the interpreter this time
                 return call_interpreted(closest_moving, a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9],
                                         stop)
-        return ep(a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9], stop)
+        return ep(a[0], a[1], a[2], q, a[4], self.held, a[6], a[7], a[8], a[9], stop)
 
     def clear(self, q) -> bool:
         """Every pair some joint moves at least ``margin`` apart at q."""
@@ -252,15 +254,15 @@ class Check:
 
 
 def _entry(args):
-    """The compiled closest_moving for these argument types with q (args[3]) typed as any 1-D
-    float64 vector, called without Numba's per-call dispatch (typing the tables' 17-tuple costs
-    a few µs per call): every other argument is the Check's own, fixed when it is built. None
-    while it compiles in the background (invkin._tiers.entry_point)."""
+    """The compiled closest_moving_held for these argument types with q (args[3]) typed as any
+    1-D float64 vector, called without Numba's per-call dispatch: every other argument is the
+    Check's own, fixed when it is built (the tables held: see kernels.HeldTables). None while it
+    compiles in the background (invkin._tiers.entry_point)."""
     import numba
 
     sig = [numba.typeof(a) for a in args]
     sig[3] = types.Array(types.float64, 1, "A")
-    return entry_point(closest_moving, sig)
+    return entry_point(closest_moving_held, sig)
 
 
 def check_for(robot, world, self_collision: bool, margin: float) -> Check:

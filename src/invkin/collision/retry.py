@@ -1,0 +1,299 @@
+r"""Clear answers of a one-frame goal in one kernel call: escapes along the goal's null space and
+plain retries from random starts, each checked (solve._collision_fast).
+
+A redundant arm (Panda: 7 joints, a 6-row Pose) reaches a target along a family of configurations
+(the self-motion); the plain solve returns one of them, and among obstacles it may pass through
+one (the forearm through a shelf's board). :func:`clear_attempts` looks for a member of that
+family that keeps every checked pair at least ``margin`` apart:
+
+* *Escape.* At an answer q that meets the goal, the collision rows (:func:`kernels.collision_rows`:
+  the distances ``d_i`` and ``∇d_i``) of the pairs closer than ``margin + ESCAPE_CLEAR`` ask for
+  ``∇d_i · δq = margin + ESCAPE_CLEAR − d_i``; the step solves them in the null space of the goal
+  rows ``J`` (``P = I − Jᵀ(JJᵀ + εI)⁻¹J``, ``δq = Aᵀ(AAᵀ + μI)⁻¹e`` with ``A = ∇d P``), so to
+  first order it moves the colliding links and not the goal, capped at ESCAPE_STEP rad. The plain
+  solve (one attempt, few iterations: the step left the goal only to second order) then brings q
+  back onto the goal, and the check (:func:`kernels.closest_moving`, stopping at the first pair
+  closer than the margin) says whether it is clear. Up to ``escapes`` such steps per answer.
+* *Retries.* An answer whose escapes do not clear it is followed by a plain solve from a uniform
+  random start (the LM kernel's own restart sampler), checked, then escaped in turn (unless it is
+  deeper than ESCAPE_DEEP in collision: the next retry is cheaper).
+
+The loop runs in Numba, so a retry costs the plain solve and the check, with no Python and no
+per-call typing between them (the Python loop it replaces spent ~25 µs a retry, ~10 µs of it
+outside the kernels). The plain solve is ``solvers/lm.py``'s ``lm_chain_attempts``, called with
+the argument types of the fast path (no new specialisation of it); the tables come held
+(kernels.HeldTables: one pointer to unbox). When nothing is clear, the
+answer whose least distance was largest (measured in full by the rows) is returned for the
+general core's collision rows to start from.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from numba import njit
+
+from ..kinematics.kernels import fk_all_into
+from ..solvers._common import CONVERGED, chol_solve
+from ..solvers.lm import _chain_eval, _chain_eval_jacobian, _restart_sample, lm_chain_attempts, new_chain_state
+from .kernels import closest_moving, collision_rows
+
+__all__ = ["ESCAPE_CLEAR", "ESCAPE_DEEP", "ESCAPE_STEP", "clear_attempts", "escape_step", "find_clear"]
+
+ESCAPE_CLEAR = 0.01   # [m] an escape step aims the pairs this far beyond the margin
+ESCAPE_DEEP = 0.02    # [m] a retry's answer deeper than this in collision is not escaped (the next retry is cheaper)
+ESCAPE_STEP = 1.0     # [rad or m] the largest joint change of one escape step
+_EPS_TASK = 1e-10     # damping of the goal rows' projector (JJᵀ + εI)
+_TINY_STEP = 1e-6    # [rad or m] an escape step smaller than this is none
+_MU_ROWS = 1e-6       # damping of the rows' step (AAᵀ + μI), relative to the largest |∇d_i|²
+
+# stats slots of clear_attempts
+ST_ITERS, ST_TRIES, ST_ESCAPES, ST_BEST_D, ST_PERR, ST_RERR, ST_D, ST_PAIR, ST_STATIC = range(9)
+
+
+@njit(cache=True)
+def escape_step(J, d, Jd, k, target, max_step, dq):
+    """The escape step into ``dq`` (dof,): the least-norm δq in the null space of the goal rows
+    ``J`` (m, dof) with ``Jd[i] · δq = target − d[i]`` for the rows i < k with ``d[i] < target``
+    (damped), scaled so that no entry exceeds ``max_step``. Returns the number of rows it used
+    (0: nothing to push; dq is zero)."""
+    m, dof = J.shape
+    dq[:] = 0.0
+    act = np.empty(k, dtype=np.int64)
+    na = 0
+    for i in range(k):
+        if d[i] < target:
+            act[na] = i
+            na += 1
+    if na == 0:
+        return 0
+    # the rows projected on the null space of J: A_r = P ∇d_i, P = I − Jᵀ (JJᵀ + εI)⁻¹ J
+    M = np.empty((m, m))
+    M0 = np.empty((m, m))
+    for i in range(m):
+        for t in range(i + 1):
+            s = 0.0
+            for j in range(dof):
+                s += J[i, j] * J[t, j]
+            M0[i, t] = s
+            M0[t, i] = s
+        M0[i, i] += _EPS_TASK
+    g = np.empty(m)
+    x = np.empty(m)
+    A = np.empty((na, dof))
+    e = np.empty(na)
+    for r in range(na):
+        i = act[r]
+        e[r] = target - d[i]
+        for t in range(m):
+            s = 0.0
+            for j in range(dof):
+                s += J[t, j] * Jd[i, j]
+            g[t] = s
+        M[:, :] = M0
+        if not chol_solve(M, g, x):
+            return 0
+        for j in range(dof):
+            s = Jd[i, j]
+            for t in range(m):
+                s -= J[t, j] * x[t]
+            A[r, j] = s
+    G = np.empty((na, na))
+    top = 0.0  # the largest |∇d_i|²: the damping's scale (a row the goal pins has a tiny projection)
+    for r in range(na):
+        for t in range(r + 1):
+            s = 0.0
+            for j in range(dof):
+                s += A[r, j] * A[t, j]
+            G[r, t] = s
+            G[t, r] = s
+        s = 0.0
+        for j in range(dof):
+            s += Jd[act[r], j] * Jd[act[r], j]
+        top = max(top, s)
+    if not top > 0.0:
+        return 0  # no joint moves the pushed pairs
+    for r in range(na):
+        G[r, r] += _MU_ROWS * top
+    y = np.empty(na)
+    if not chol_solve(G, e, y):
+        return 0
+    for j in range(dof):
+        s = 0.0
+        for r in range(na):
+            s += A[r, j] * y[r]
+        dq[j] = s
+    # projected once more: A's rows are in the null space only up to ε, and y may be large where
+    # two rows nearly agree
+    for t in range(m):
+        s = 0.0
+        for j in range(dof):
+            s += J[t, j] * dq[j]
+        g[t] = s
+    M[:, :] = M0
+    if not chol_solve(M, g, x):
+        return 0
+    big = 0.0
+    for j in range(dof):
+        s = dq[j]
+        for t in range(m):
+            s -= J[t, j] * x[t]
+        dq[j] = s
+        big = max(big, abs(s))
+    if not (_TINY_STEP < big < math.inf):  # (tiny: the goal pins every pushed pair)
+        dq[:] = 0.0
+        return 0
+    if big > max_step:
+        dq *= max_step / big
+    return na
+
+
+@njit(cache=True)
+def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf, solve_iters, attempt_iters,
+                   max_attempts, escape_iters, ni, nf, origin, Tall, held, cutoff, moving_self, moving_link,
+                   margin, q_first, seed, first_try, tries, escapes, q_out, stats):
+    """Look for a clear answer of the one-frame goal (see the module docstring): tries number
+    ``first_try`` … ``first_try + tries − 1``; try 0 is ``q_first`` (the plain answer, which meets
+    the goal and is known not clear: escapes only), every other one a plain solve from the
+    uniform random start number ``try`` of ``seed`` (``solve_iters`` iterations at most, attempts
+    of ``attempt_iters``, ``max_attempts`` of them), checked, then escaped (``escapes`` steps,
+    each followed by one attempt of ``escape_iters`` iterations). Returns 1 with the clear answer
+    in ``q_out``, else 0 with ``q_out`` the answer (meeting the goal) whose least distance was the
+    largest when that beats ``stats[ST_BEST_D]`` on entry (q_out unchanged otherwise). Adds to
+    ``stats``: iterations, plain solves, escape steps; ``stats[ST_BEST_D]`` the best least
+    distance so far [m]; for a clear answer its position and rotation errors (ST_PERR, ST_RERR)
+    and its check (``closest_moving``'s three values: ST_D, ST_PAIR, ST_STATIC). Arguments as ``lm_chain_attempts`` (chain), ``closest_moving`` and
+    ``collision_rows`` (check and rows; the tables held: kernels.HeldTables)."""
+    tables = held.t
+    dof = q_first.shape[0]
+    G = gkind.shape[0]
+    m = 3 * G
+    stop = margin - 1e-9
+    target = margin + ESCAPE_CLEAR
+    mr = tables[13].shape[0] + tables[14].shape[0] * tables[14].shape[1]
+    d = np.empty(mr)
+    Jd = np.empty((mr, dof))
+    na = np.empty(mr, dtype=np.int64)
+    nb = np.empty(mr, dtype=np.int64)
+    F = np.empty((ch.shape[0], 12))
+    T = np.empty((4, 4))
+    e = np.empty(m)
+    aux = np.empty((G, 4))
+    Jf = np.empty((6, dof))
+    J = np.empty((m, dof))
+    q = np.empty(dof)
+    qs = np.empty(dof)
+    dq = np.empty(dof)
+    perr, rerr = 0.0, 0.0
+    one = max_attempts - max_attempts + 1  # (an int64 that is not a literal: the fast path's types)
+    for t in range(first_try, first_try + tries):
+        if t == 0:
+            q[:] = q_first
+        else:
+            _restart_sample(lims, seed, t, qs)
+            st = new_chain_state(free)
+            code = lm_chain_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, qs, q, st, solve_iters,
+                                     attempt_iters, max_attempts, seed + t, buf)
+            stats[ST_ITERS] += st[1]
+            stats[ST_TRIES] += 1.0
+            if code != CONVERGED:
+                continue
+            perr, rerr = st[8], st[9]
+        for step in range(escapes + 1):
+            if t + step > 0:  # (try 0 is the plain answer, known not clear) the check, stopping at the margin
+                dc, ic, nc = closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link,
+                                            margin, stop)
+                if dc >= stop:
+                    q_out[:] = q
+                    stats[ST_PERR], stats[ST_RERR] = perr, rerr
+                    stats[ST_D], stats[ST_PAIR], stats[ST_STATIC] = dc, ic, nc
+                    return 1
+            else:
+                fk_all_into(ni, nf, origin, q, Tall)
+            # the rows within reach of the escape's target (Tall: the FK of q, from the check)
+            k = collision_rows(ni, nf, Tall, tables, target, d, Jd, na, nb)
+            dmin = np.inf
+            for i in range(k):
+                dmin = min(dmin, d[i])
+            if dmin > stats[ST_BEST_D]:
+                stats[ST_BEST_D] = dmin
+                q_out[:] = q
+            if step == escapes or (t > 0 and dmin < -ESCAPE_DEEP):
+                break
+            _chain_eval(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
+            _chain_eval_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
+            if escape_step(J, d, Jd, k, target, ESCAPE_STEP, dq) == 0:
+                break
+            for j in range(dof):
+                qs[j] = q[j] + dq[j]
+            st = new_chain_state(free)
+            code = lm_chain_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, qs, q, st, escape_iters,
+                                     attempt_iters, one, seed + t, buf)
+            stats[ST_ITERS] += st[1]
+            stats[ST_ESCAPES] += 1.0
+            if code != CONVERGED:
+                break
+            perr, rerr = st[8], st[9]
+    return 0
+
+
+RETRY_ITERATIONS = 200  # iterations of one retry's plain solve (attempts of the fast path's length)
+ESCAPES = 3             # escape steps per answer
+CHUNK = 4               # tries per kernel call: the clock is read between calls
+
+
+def find_clear(check, key, fast, table, tol_p, tol_r, buf, q_first, seed, clock, retries, attempt_iters):
+    """Python side of :func:`clear_attempts` for solve._collision_fast: ``check`` (rows.Check),
+    ``fast`` (solve._fast_tables of the goal's frame: chain program, lims, free, ...), ``table``
+    (the goal's rows: gkind, gvec, gR, gaxis, gw), the plain answer ``q_first`` and the
+    retries' ``clock`` (an invkin._compile_clock.Budget: the kernel's first compile, or its run on
+    the interpreter, moves the deadline); up to ``retries`` random starts, CHUNK per call. Returns
+    (clear, q, stats of clear_attempts): q the clear answer, else the least close one (q_first
+    when nothing beat it). ``key`` names the argument types besides the Check's (the goal's
+    class): the compiled entry point is kept on the Check per key."""
+    ch, lims, free = fast[0], fast[1], fast[2]
+    gkind, gvec, gR, gaxis, gw = table
+    a = check._args
+    q_out = q_first.copy()
+    stats = np.zeros(9)
+    stats[ST_BEST_D] = -np.inf
+    args = [ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, float(free), buf, RETRY_ITERATIONS, attempt_iters,
+            2**62, attempt_iters, a[0], a[1], a[2], a[4], check.held, a[6], a[7], a[8], a[9], q_first, seed, 0,
+            CHUNK, ESCAPES, q_out, stats]
+    ep = _entry(check, key, args)
+    first = 0
+    found = 0
+    while first <= retries:
+        args[26] = first
+        args[27] = min(CHUNK, retries + 1 - first)
+        found = ep(*args) if ep is not None else _interpreted(args)
+        first += CHUNK
+        if found:
+            break
+        clock.update()
+        if time.perf_counter() >= clock.deadline:
+            break
+    return bool(found), q_out, stats
+
+
+def _entry(check, key, args):
+    """clear_attempts' compiled entry point for these argument types (kept in the Check's
+    ``clear_entries`` per ``key``: its tables' 17-tuple is typed once, not per call); None while
+    it compiles in the background."""
+    ep = check.clear_entries.get(key)
+    if ep is None:
+        import numba
+
+        from .._tiers import entry_point
+
+        ep = entry_point(clear_attempts, [numba.typeof(x) for x in args])
+        if ep is not None:
+            check.clear_entries[key] = ep
+    return ep
+
+
+def _interpreted(args):
+    from .._tiers import call_interpreted
+
+    return call_interpreted(clear_attempts, *args)
