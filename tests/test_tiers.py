@@ -237,3 +237,73 @@ print(json.dumps(dict(child_ok=os.WEXITSTATUS(status) == 0)))
 def test_a_forked_child_starts_its_own_worker(tmp_path):
     out, _ = _run(FORKED, {"INVKIN_COMPILE": "background"}, tmp_path)
     assert out["child_ok"]
+
+
+COLLISION = r"""
+import json, sys, warnings
+import numpy as np
+import invkin as ik
+from invkin import _compile_clock
+from invkin.collision.rows import final_check
+
+warnings.simplefilter("ignore")  # the base stands on the floor: a pair no joint moves
+urdf, srdf, targets = sys.argv[1:4]
+panda = ik.load_robot(urdf, srdf=srdf)
+WORLD
+out = []
+for i, T in enumerate(np.load(targets)):
+    plain = ik.solve(panda, ik.Pose("panda_hand", T), seed=i, timeout=0.5)
+    res = ik.solve(panda, ik.Pose("panda_hand", T), world=world, self_collision=True, seed=i, timeout=0.5)
+    out.append(dict(plain_clear=bool(final_check(panda, plain.q, world, True, 0.005)["collision_free"]),
+                    success=bool(res.success), min_distance=res.info["collision"]["min_distance"],
+                    clear=bool(final_check(panda, res.q, world, True, 0.005)["collision_free"]),
+                    err=float(np.abs(panda.fk(res.q, "panda_hand") - T).max())))
+print(json.dumps(dict(out=out, interpreted=_compile_clock.interpreted_seconds())))
+"""
+SHELF = """
+def box(c, size):
+    T = np.eye(4)
+    T[:3, 3] = c
+    return ik.Box(T, size)
+# a shelf in front of the robot: boards, a back, two sides, the floor
+world = ik.World([box((0.6, 0, z), (0.3, 0.8, 0.02)) for z in (0.0, 0.3, 0.6, 0.9)]
+                 + [box((0.76, 0, 0.45), (0.02, 0.8, 0.9))] + [box((0.6, s * 0.41, 0.45), (0.3, 0.02, 0.9)) for s in (-1, 1)]
+                 + [ik.HalfSpace((0, 0, 1), 0.0)])
+"""
+
+
+@pytest.mark.slow  # a fresh process on empty caches
+def test_a_collision_solve_runs_on_the_interpreter_with_its_tables_held(tmp_path):
+    """The Check hands its tables to the compiled kernels held in a Numba structref
+    (collision.kernels.HeldTables), which exists only in compiled code: building one compiles
+    in the calling process, and the interpreted check and retry kernels read the tuple from the
+    proxy. On empty caches every collision solve, retries included, answers clear."""
+    import warnings
+
+    from invkin.collision.rows import final_check
+
+    data = os.path.join(os.path.dirname(__file__), "data", "erd")
+    urdf, srdf = os.path.join(data, "panda_fingers.urdf"), os.path.join(data, "panda.srdf")
+    panda = ik.load_robot(urdf, srdf=srdf)
+    scope = {"np": np, "ik": ik}
+    exec(SHELF, scope)
+    targets = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for q in panda.sample(60000, rng=np.random.default_rng(5)):
+            T = panda.fk(q, "panda_hand")
+            if 0.5 < T[0, 3] < 0.72 and abs(T[1, 3]) < 0.35 and \
+                    final_check(panda, q, scope["world"], True, 0.01)["collision_free"]:
+                targets.append(T)
+                if len(targets) == 12:
+                    break
+    assert len(targets) == 12
+    np.save(tmp_path / "targets.npy", np.array(targets))
+    script = COLLISION.replace("WORLD", SHELF).replace(
+        "sys.argv[1:4]", repr((urdf, srdf, str(tmp_path / "targets.npy"))))
+    res, _ = _run(script, {"INVKIN_COMPILE": "interpret"}, tmp_path)
+    rows = res["out"]
+    assert len(rows) == 12 and res["interpreted"] > 0.0
+    assert any(not r["plain_clear"] for r in rows), "no plain answer went through the shelf: the retries did not run"
+    for r in rows:
+        assert r["success"] and r["clear"] and r["min_distance"] >= 0.005 - 1e-9 and r["err"] < 1e-5, r

@@ -196,6 +196,8 @@ def _interpretable(dispatcher, args) -> bool:
     py = dispatcher.py_func
     if not (py.__module__ or "").startswith(_PACKAGE) or "<locals>" in py.__qualname__:
         return False
+    if getattr(py, "compiled_only", False):  # e.g. it builds a structref (collision.kernels.HeldTables)
+        return False
     limit = MAX_INTERPRETED_ELEMENTS // 10 if dispatcher.targetoptions.get("parallel") else MAX_INTERPRETED_ELEMENTS
     return _array_elements(args) <= limit  # a batch kernel (prange) runs its items one by one here
 

@@ -704,12 +704,22 @@ class HeldTables(structref.StructRefProxy):
     unboxes one pointer, where the tuple costs ~1.9 µs a call (17 arrays), half of a check."""
 
     def __new__(cls, tables):
-        return _held_tables(tables)
+        held = _held_tables(tables)
+        held._tables = tables  # for .t on the interpreter (invkin._tiers): the proxy has no Python fields
+        return held
+
+    @property
+    def t(self):
+        """The 17-tuple, in Python (compiled code reads the struct's own field)."""
+        return self._tables
 
 
 @njit(cache=True)
 def _held_tables(tables):
     return HeldTables(tables)
+
+
+_held_tables.py_func.compiled_only = True  # a structref exists only in compiled code: invkin._tiers never interprets it
 
 
 structref.define_proxy(HeldTables, HeldTablesType, ["t"])
