@@ -36,6 +36,7 @@ from numba import njit
 
 from ..kinematics.kernels import fk_all_into
 from ..solvers._common import CONVERGED, chol_solve
+from ..solvers._linalg import gram
 from ..solvers.lm import _chain_eval, _chain_eval_jacobian, _restart_sample, lm_chain_attempts, new_chain_state
 from .kernels import closest_moving, collision_rows
 
@@ -53,13 +54,36 @@ ST_ITERS, ST_TRIES, ST_ESCAPES, ST_BEST_D, ST_PERR, ST_RERR, ST_D, ST_PAIR, ST_S
 
 
 @njit(cache=True)
+def _null_project(J, M0, v, M, g, x, out):
+    """out = P v, P = I − Jᵀ (JJᵀ + εI)⁻¹ J, with M0 = JJᵀ + εI (M, g, x: scratch; out may be v).
+    False when M0 is not positive definite."""
+    m, dof = J.shape
+    for t in range(m):
+        s = 0.0
+        for j in range(dof):
+            s += J[t, j] * v[j]
+        g[t] = s
+    M[:, :] = M0
+    if not chol_solve(M, g, x):
+        return False
+    for j in range(dof):
+        s = v[j]
+        for t in range(m):
+            s -= J[t, j] * x[t]
+        out[j] = s
+    return True
+
+
+@njit(cache=True)
 def escape_step(J, d, Jd, k, target, max_step, dq):
     """The escape step into ``dq`` (dof,): the least-norm δq in the null space of the goal rows
     ``J`` (m, dof) with ``Jd[i] · δq = target − d[i]`` for the rows i < k with ``d[i] < target``
     (damped), scaled so that no entry exceeds ``max_step``. Returns the number of rows it used
-    (0: nothing to push; dq is zero)."""
+    (0: nothing to push, or no null space; dq is zero)."""
     m, dof = J.shape
     dq[:] = 0.0
+    if m >= dof:
+        return 0  # the goal rows leave no null space to move in
     act = np.empty(k, dtype=np.int64)
     na = 0
     for i in range(k):
@@ -68,37 +92,20 @@ def escape_step(J, d, Jd, k, target, max_step, dq):
             na += 1
     if na == 0:
         return 0
-    # the rows projected on the null space of J: A_r = P ∇d_i, P = I − Jᵀ (JJᵀ + εI)⁻¹ J
-    M = np.empty((m, m))
+    # the rows projected on the null space of J: A_r = P ∇d_i
     M0 = np.empty((m, m))
+    gram(J, m, dof, M0)
     for i in range(m):
-        for t in range(i + 1):
-            s = 0.0
-            for j in range(dof):
-                s += J[i, j] * J[t, j]
-            M0[i, t] = s
-            M0[t, i] = s
         M0[i, i] += _EPS_TASK
+    M = np.empty((m, m))
     g = np.empty(m)
     x = np.empty(m)
     A = np.empty((na, dof))
     e = np.empty(na)
     for r in range(na):
-        i = act[r]
-        e[r] = target - d[i]
-        for t in range(m):
-            s = 0.0
-            for j in range(dof):
-                s += J[t, j] * Jd[i, j]
-            g[t] = s
-        M[:, :] = M0
-        if not chol_solve(M, g, x):
+        e[r] = target - d[act[r]]
+        if not _null_project(J, M0, Jd[act[r]], M, g, x, A[r]):
             return 0
-        for j in range(dof):
-            s = Jd[i, j]
-            for t in range(m):
-                s -= J[t, j] * x[t]
-            A[r, j] = s
     G = np.empty((na, na))
     top = 0.0  # the largest |∇d_i|²: the damping's scale (a row the goal pins has a tiny projection)
     for r in range(na):
@@ -126,21 +133,12 @@ def escape_step(J, d, Jd, k, target, max_step, dq):
         dq[j] = s
     # projected once more: A's rows are in the null space only up to ε, and y may be large where
     # two rows nearly agree
-    for t in range(m):
-        s = 0.0
-        for j in range(dof):
-            s += J[t, j] * dq[j]
-        g[t] = s
-    M[:, :] = M0
-    if not chol_solve(M, g, x):
+    if not _null_project(J, M0, dq, M, g, x, dq):
+        dq[:] = 0.0
         return 0
     big = 0.0
     for j in range(dof):
-        s = dq[j]
-        for t in range(m):
-            s -= J[t, j] * x[t]
-        dq[j] = s
-        big = max(big, abs(s))
+        big = max(big, abs(dq[j]))
     if not (_TINY_STEP < big < math.inf):  # (tiny: the goal pins every pushed pair)
         dq[:] = 0.0
         return 0
