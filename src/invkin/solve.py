@@ -977,7 +977,8 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
             return first
         first_iters = first.iterations
         if restarts:
-            found = _collision_limbs(robot, problem, first, q_start, check, timeout, seed, mode, t_start)
+            found = _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterations, seed, mode,
+                                     t_start)
             if found is not None:
                 if found.success:
                     return found
@@ -1006,37 +1007,38 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
     return dataclasses.replace(res, iterations=res.iterations + first_iters) if first_iters else res
 
 
-def _collision_limbs(robot, problem, first, q_start, check, timeout, seed, mode, t_start):
+def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterations, seed, mode, t_start):
     """The limb search of collision/limbs.py after a first plain answer that is not clear (or did
-    not meet the goals), until LIMBS_SHARE of the budget (timeout None: its own draw count):
+    not meet the goals), until LIMBS_SHARE of the budget (of the timeout, and of max_iterations):
     None where it does not apply (goals beyond the basic kinds, a posture, no limb), else a
-    Result — converged with the clear q it found, or not successful (its iterations counted)
-    for the rows to go on."""
+    Result: converged with the clear q it found, or not successful (its iterations counted) for
+    the rows to go on."""
     from .collision.limbs import Limbs
 
     limbs = Limbs.of(problem, check, _lm_tables(robot), _sampler(robot))
     if limbs is None:
         return None
-    deadline = None if timeout is None else t_start + LIMBS_SHARE * timeout
+    clock = Budget(None if timeout is None else t_start + LIMBS_SHARE * timeout)
+    iters = ITERATION_CAP if max_iterations is None else max(int(LIMBS_SHARE * max_iterations) - first.iterations, 0)
     seed_i = seed & 0x7FFFFFFF if type(seed) is int else _seed_int(seed)
 
     def solve_plain(start, max_iterations, seed):
         now = time.perf_counter()
-        left = None if deadline is None else max(deadline - now, 1e-4)
+        left = None if clock.deadline is None else max(clock.deadline - now, 1e-4)
         return _solve_lm(robot, problem, start, left, max_iterations, seed, False, mode, None, now)
 
     met = first.success and np.all(np.isfinite(first.q))
-    q, iters, tries = limbs.find_clear(problem, first.q if met else None, q_start, deadline, seed_i, solve_plain)
-    iters += first.iterations
+    q, n, tries = limbs.find_clear(problem, first.q if met else None, q_start, clock, iters, seed_i, solve_plain)
+    n += first.iterations
     if q is not None:
         pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
         if pe <= problem.tol_p and re_ <= problem.tol_r:
-            res = Result._new(q, True, Status.CONVERGED, pe, re_, iters, first.restarts + tries,
+            res = Result._new(q, True, Status.CONVERGED, pe, re_, n, first.restarts + tries,
                               time.perf_counter() - t_start, "lm")
             res.__dict__["goals_met"] = (True,) * len(problem.goal_rows)
             return res
-    return Result._new(first.q, False, first.status, first.position_error, first.rotation_error, iters,
+    return Result._new(first.q, False, first.status, first.position_error, first.rotation_error, n,
                        first.restarts + tries, time.perf_counter() - t_start, "lm")
 
 

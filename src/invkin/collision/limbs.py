@@ -46,7 +46,6 @@ __all__ = ["LIMB_TRIES", "DRAW_TRIES", "DRAW_ITERATIONS", "Limbs"]
 LIMB_TRIES = 4        # random starts per limb on the plain answer (after its escapes)
 DRAW_TRIES = 1        # ... on a draw's answer (the next draw is as cheap)
 DRAW_ITERATIONS = 40  # of a draw's one plain attempt (converging ones took 6-39 on G1)
-NO_CLOCK_DRAWS = 64   # draws without a timeout (max_iterations bounds the solve)
 
 
 class Limbs:
@@ -107,13 +106,14 @@ class Limbs:
             limbs = memo[key] = cls(robot, nodes, check, lims, sampler)
         return limbs if limbs.limbs else None
 
-    def find_clear(self, problem, q_first, q_start, deadline, seed, solve_plain):
+    def find_clear(self, problem, q_first, q_start, clock, max_iterations, seed, solve_plain):
         """A configuration that meets the goals with every checked pair at least ``margin``
         apart, from the plain answer ``q_first`` (None: it did not meet them; the draws only),
-        or None by the time.perf_counter() ``deadline`` (None: NO_CLOCK_DRAWS draws). The DOFs
-        that move no goal are set to ``q_start``'s. ``solve_plain(start, max_iterations, seed)``
-        runs one plain attempt of the general core and returns its Result. Returns (q or None,
-        iterations, tries)."""
+        or None once the draws reach the deadline of ``clock`` (an invkin._compile_clock.Budget:
+        a first call's compile moves it; None: no clock) or ``max_iterations``. The DOFs that
+        move no goal are set to ``q_start``'s. ``solve_plain(start, max_iterations, seed)`` runs
+        one plain attempt of the general core and returns its Result. Returns (q or None,
+        iterations, plain solves)."""
         stats = [0, 0]
         check = self.check
         if q_first is not None:
@@ -126,12 +126,14 @@ class Limbs:
         rnd = random.Random(seed)
         base = q_start if q_first is None else q_first
         lo, span = self.lo, self.span
-        for draw in range(1 << 62):
-            if deadline is None and draw >= NO_CLOCK_DRAWS or deadline is not None and time.perf_counter() >= deadline:
-                return None, stats[0], stats[1]
+        while stats[0] < max_iterations:
+            if clock.deadline is not None:
+                clock.update()
+                if time.perf_counter() >= clock.deadline:
+                    break
             start = base.copy()
             start[self.drawn] = lo + span * np.array([rnd.random() for _ in range(self.drawn.shape[0])])
-            r = solve_plain(start, DRAW_ITERATIONS, rnd.randrange(1 << 31))
+            r = solve_plain(start, min(DRAW_ITERATIONS, max_iterations - stats[0]), rnd.randrange(1 << 31))
             stats[0] += r.iterations
             stats[1] += 1
             if not r.success:
@@ -142,6 +144,7 @@ class Limbs:
             q = self.clear_limbs(problem, q, rnd.randrange(1 << 31), DRAW_TRIES, stats)
             if q is not None:
                 return q, stats[0], stats[1]
+        return None, stats[0], stats[1]
 
     def clear_limbs(self, problem, q, seed, tries, stats):
         """q (meeting the goals) with each limb in collision searched alone for a clear
