@@ -186,3 +186,49 @@ def test_every_sampled_two_hand_target_is_solved_clear_by_the_check_and_by_coal(
         assert res.info["collision"]["collision_free"] and check.clear(res.q)
         assert ref.min_distance(res.q) >= MARGIN - 1e-6, i
     assert plain_hits >= 4
+
+
+INTERPRETED = r"""
+import json, sys, warnings
+import numpy as np
+import invkin as ik
+from invkin import _compile_clock
+from invkin.collision.rows import final_check
+
+warnings.simplefilter("ignore")
+g1 = ik.load_robot("g1")
+world = ik.World([ik.Box(np.array(TABLE), (0.4, 1.2, 0.04))])
+out = []
+for i, q in TARGETS:
+    q = np.array(q)
+    goals = [ik.Pose("pelvis", g1.fk(q, "pelvis"), hard=True)] + [ik.Pose(h, g1.fk(q, h)) for h in HANDS]
+    plain = ik.solve(g1, goals, seed=i, timeout=0.5)
+    res = ik.solve(g1, goals, world=world, self_collision=True, seed=i, timeout=0.5)
+    out.append(dict(plain_clear=bool(plain.success and final_check(g1, plain.q, world, True, 0.005)["collision_free"]),
+                    success=bool(res.success), clear=bool(final_check(g1, res.q, world, True, 0.005)["collision_free"])))
+print(json.dumps(dict(out=out, interpreted=_compile_clock.interpreted_seconds())))
+"""
+
+
+@pytest.mark.slow  # a fresh process on empty caches, its kernels on the interpreter
+def test_the_limb_search_runs_on_the_interpreter_from_empty_caches(scene, tmp_path):
+    """INVKIN_COMPILE=interpret: the limb search's kernels (retry.clear_attempts on a sub-chain,
+    the Check among a limb's pairs) run on the interpreter; two targets whose plain answers
+    collide (an arm into the head or torso; legs drawn into the pelvis) are answered clear."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    g1, world, check, targets = scene
+    picked = [(i, targets[i].tolist()) for i in (17, 2)]
+    script = (INTERPRETED.replace("TABLE", repr(world.obstacles[0].T_world_box.tolist())).replace("TARGETS", repr(picked))
+              .replace("HANDS", repr(HANDS)))
+    env = {**os.environ, "INVKIN_QUIET": "1", "INVKIN_COMPILE": "interpret", "INVKIN_CACHE_DIR": str(tmp_path / "c"),
+           "NUMBA_CACHE_DIR": str(tmp_path / "n")}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    res = json.loads(run.stdout.strip().splitlines()[-1])
+    assert res["interpreted"] > 0.0
+    for r in res["out"]:
+        assert not r["plain_clear"] and r["success"] and r["clear"], r
