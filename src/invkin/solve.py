@@ -74,7 +74,9 @@ def _check_positive(name, v, allow_none=False):
 
 
 def provably_unreachable(problem) -> bool:
-    """True when a position goal lies beyond the reach radius of its frame."""
+    """True when a position goal lies beyond the reach radius of its frame, or two position goals
+    lie farther apart than the tree path between their frames can stretch (Robot.pair_reach: a
+    hand 2 m from the feet that hard goals hold, whatever the floating base does)."""
     return _beyond_reach(problem.robot, problem.gnode, problem.gkind, problem.gvec, problem.gw, problem.tol_p)
 
 
@@ -93,6 +95,13 @@ def _beyond_reach(robot, gnode, gkind, gvec, gw, tol_p) -> bool:
         p_anchor, radius = bound
         if p_anchor is not None and np.linalg.norm(gvec[g] - p_anchor) > radius + tol_p:
             return True
+    if isinstance(gnode, int):
+        return False
+    rows = [g for g in range(gkind.shape[0]) if gkind[g] == KIND_POSITION and gw[g] > 0]
+    for i, g in enumerate(rows):
+        for h in rows[i + 1:]:
+            if np.linalg.norm(gvec[g] - gvec[h]) > robot.pair_reach(int(gnode[g]), int(gnode[h])) + 2 * tol_p:
+                return True
     return False
 
 
