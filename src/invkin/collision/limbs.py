@@ -23,9 +23,11 @@ lands in a clear branch at once (0-3 in 40 on G1's hard targets).
    per limb) on its answer — a new waist for arms that cannot clear around the old one.
 
 It applies to goals of the basic kinds (position, rotation, axis, aim; no posture), whose frames
-depend only on the DOFs on their paths (:meth:`Limbs.of` returns None otherwise). Measured on
-the 33 G1 targets of the benchmark whose plain answer collides (table + self, 5 mm): all 33 clear
-within 50 ms, 32-56 ms together (the rows and uniform retries of session 5: 29, 384 ms).
+depend only on the DOFs on their paths (:meth:`Limbs.of` returns None otherwise). The search
+uses the robot's unit joint weights. Measured on benchmarks/collision_ik.py's G1 scene (both
+hands and the pelvis held, a table, self-collision, 5 mm, 50 ms): 100 % of the 100 targets, 33 of
+whose plain answers collide, 0.95-0.98 ms mean, 2.2x plain (the rows, then uniform retries of
+waist and arms: 96 %, 4.2-4.7 ms; benchmarks/RESULTS.md, session 6).
 """
 from __future__ import annotations
 
