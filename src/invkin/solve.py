@@ -528,8 +528,8 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
            joint_weights, restarts, mode, options, max_joint_step=None, dt=None, collision=None, first=None) -> Result:
     """The general route of solve(); ``first``: (q, Result) of a collision solve's first solve,
     already run (solve._collision_fast): the budget left after it, the rows from its q."""
+    m = get_method(method)  # (first: the methods' modules imported, not the solve's time)
     t_start = time.perf_counter()
-    m = get_method(method)
     _check_positive("position_tolerance", position_tolerance)
     _check_positive("rotation_tolerance", rotation_tolerance)
     timeout = _check_positive("timeout", timeout, allow_none=True)

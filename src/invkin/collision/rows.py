@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from .._compile_clock import setup
 from .._tiers import call_interpreted, entry_point
 from .errors import CollisionError, CollisionWarning
 from .kernels import HeldTables, closest_moving, closest_moving_held, collision_rows
@@ -277,14 +278,16 @@ def _entry(args):
 
 def check_for(robot, world, self_collision: bool, margin: float) -> Check:
     """The :class:`Check` of (robot, world, self_collision, margin) for this thread, cached on the
-    robot (a few per robot; the world by identity: World is immutable)."""
+    robot (a few per robot; the world by identity: World is immutable). Building one is first-call
+    setup (invkin._compile_clock.setup: a solve's Budget does not count it)."""
     key = (id(world), self_collision, margin, threading.get_ident())
     cache = robot.cache.setdefault("collision_checks", {})
     c = cache.get(key)
     if c is None or c.world is not world:
         if len(cache) >= 16:
             cache.clear()
-        c = cache[key] = Check(robot, world, self_collision, margin)
+        with setup():  # (the robot's collision model and pairs, the tables: not a solve's time)
+            c = cache[key] = Check(robot, world, self_collision, margin)
     return c
 
 
