@@ -20,10 +20,11 @@ from ._tiers import ready as _tier_ready
 from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
-from .goals import BASIC_KINDS, KIND_POSITION, KINDS, Pose, Position
+from .goals import BASIC_KINDS, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture
 from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, project_cones_in_place
+from .solvers._common import LAYOUTS_KEPT
 from .model.limits import respect_cone_limits
 from .solvers import lm as _lm
 from .solvers import lm_core as _core
@@ -826,10 +827,14 @@ _MAX_SQ = MAX_LENGTH * MAX_LENGTH
 
 def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     """The common whole-body call — lm, a list of goals, plain float options, q0 a float64
-    vector — with the least Python: the goal table from the layout cached per goal structure
-    (solvers/_common.compile_problem), then the one LM driver (_solve_lm), as the general path
-    would run it. Returns None when the call is not that case (the general path then validates
-    and explains)."""
+    vector — with the least Python. What depends only on the goals' structures (Goal.structure)
+    is prepared once per robot and structures (_core_prep: the layout's arrays, the model and
+    per-DOF tables, the kernel's entry point); a solve gathers its goals' targets with one
+    concatenate of their packed columns (Goal.packed) and calls core_attempts_packed through its
+    entry point, which runs the same core_attempts, with the same iterates, as the general path.
+    A first call that does not converge goes on in the one LM driver (_solve_lm, from the
+    kernel's state). Returns None when the call is not that case (the general path then
+    validates and explains)."""
     t_start = time.perf_counter()
     if not (type(goals) is list or type(goals) is tuple) or robot.extras.get("cone_limits"):
         return None
@@ -848,9 +853,109 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         return None
     if not (type(tol_p) is float and 0.0 < tol_p < math.inf and type(tol_r) is float and 0.0 < tol_r < math.inf):
         return None
-    problem = compile_problem(robot, goals, tol_p, tol_r)
-    res = _solve_lm(robot, problem, q_start, timeout, ITERATION_CAP, seed, True, "speed", None, t_start)
+    prep = _core_prep(robot, goals, tol_p, tol_r)
+    if prep is not None:  # (its entry point is compiled)
+        ep, model, layout, lims, lo, hi, post_at, rows_at, n_met, one_frame = prep
+        if post_at < 0:
+            q_rest, w_post = robot.q_neutral, 0.0
+        else:
+            q_rest, w_post = goals[post_at].q_rest, goals[post_at].weight
+            if q_rest.shape[0] != robot.dof or (one_frame and w_post == 0.0):
+                prep = None  # the general path names the wrong shape / runs the chain kernel
+    if prep is None:
+        problem = compile_problem(robot, goals, tol_p, tol_r)
+        res = _solve_lm(robot, problem, q_start, timeout, ITERATION_CAP, seed, True, "speed", None, t_start)
+        return _post_solve(robot, goals, res, q0, tol_p, tol_r) if _needs_post(robot) else res
+    gtab = np.concatenate([goals[i].packed() for i in rows_at]) if len(rows_at) > 1 else goals[rows_at[0]].packed()
+    q = q_start.copy()
+    best_q = q_start.copy()
+    st = _CORE_STATE0[0].copy()
+    rowerr = np.empty(gtab.shape[0])
+    seed_i = seed & 0x7FFFFFFF
+    t0 = time.perf_counter()
+    code = ep(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q_start, q, best_q, st, _FIRST_CHUNK,
+              _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS, seed_i, rowerr)
+    s = st.tolist()
+    if code == CONVERGED and math.isfinite(s[S_BEST_PERR]) and math.isfinite(s[S_BEST_RERR]) and _lm_finite(best_q):
+        res = Result._new(best_q, True, Status.CONVERGED, s[S_BEST_PERR], s[S_BEST_RERR], int(s[S_ITERS]),
+                          int(s[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
+        # converged: every row with a weight within its tolerance (the kernel's test), so every goal is met
+        res.__dict__["goals_met"] = n_met
+    else:  # the rest of the budget in the one driver loop, from the kernel's state
+        problem = compile_problem(robot, goals, tol_p, tol_r)
+        res = _solve_lm(robot, problem, q_start, timeout, ITERATION_CAP, seed, True, "speed", None, t_start,
+                        resume=(code, q, best_q, st, rowerr, t0))
     return _post_solve(robot, goals, res, q0, tol_p, tol_r) if _needs_post(robot) else res
+
+
+_CORE_ATTEMPT_ITERATIONS = 3 * ATTEMPT_ITERATIONS  # of the general core (_solve_lm)
+_MAX_ATTEMPTS = 2**62
+_CORE_ENTRY = {}  # argument types -> core_attempts_packed's entry point (_core_prep)
+
+
+def _core_prep(robot, goals, tol_p, tol_r):
+    """What _solve_core_fast needs besides the targets, per robot and goal structures (kept in
+    ``robot.cache["core_fast"]``): (entry point, model, layout arrays, lims, lo, hi, index of the
+    Posture goal or -1, indices of the goals with rows, goals_met of a converged solve, whether the
+    rows are one frame's (the chain kernel's when the Posture weight is 0)). None when these goals do not run on the
+    general core in mode "speed" (the chain kernel's problems, goals without rows) or are not
+    goals; the entry point None while core_attempts_packed compiles in the background
+    (invkin._tiers: the general path runs it interpreted meanwhile), asked again later."""
+    try:
+        key = tuple(g.structure() for g in goals)
+    except AttributeError:  # not a goal: the full compile names it
+        return None
+    preps = robot.cache.get("core_fast")
+    if preps is None:
+        preps = robot.cache["core_fast"] = {}
+    prep = preps.get(key)
+    if prep is None:
+        if key in preps:
+            return None
+        if len(preps) >= LAYOUTS_KEPT:
+            preps.clear()
+        problem = compile_problem(robot, goals, tol_p, tol_r)  # validates every goal
+        layout = problem.layout
+        post_at = max((i for i, g in enumerate(goals) if isinstance(g, Posture)), default=-1)
+        rows_at = tuple(i for i, g in enumerate(goals) if g.structure()[1])
+        one_frame = layout.one_node >= 0 and layout.basic and not layout.mixed  # the chain kernel's, without posture
+        if (one_frame and post_at < 0) or not rows_at or problem.joint_weights is not robot.unit_weights:
+            preps[key] = None
+            return None
+        model, table, lims, lo, hi = core_args(problem)
+        prep = [None, model, (layout.gnode, layout.gkind, layout.gref, layout.glevel, layout.soft, layout.hard),
+                lims, lo, hi, post_at, rows_at, (True,) * len(layout.goal_rows), one_frame]
+        preps[key] = prep
+    if prep[0] is None:
+        prep[0] = _packed_entry(prep, robot, tol_p, tol_r)
+        if prep[0] is None:
+            return None
+    return prep
+
+
+def _packed_entry(prep, robot, tol_p, tol_r):
+    """core_attempts_packed's entry point for a prepared problem (shared by every robot: the
+    argument types are fixed by construction), or None while it compiles in the background.
+    gtab is typed read-only C-contiguous (a goal's own packed array or a fresh concatenate; the
+    kernel only reads it), q_rest and q0 as any 1-D float64 view."""
+    import numba
+    from numba import types
+
+    n = robot.dof
+    args = (prep[1], prep[2], prep[3], prep[4], prep[5], np.empty((1, PACKED)), robot.q_neutral, 0.0, tol_p, tol_r,
+            np.empty(n), np.empty(n), np.empty(n), _CORE_STATE0[0].copy(), _FIRST_CHUNK, _CORE_ATTEMPT_ITERATIONS,
+            _MAX_ATTEMPTS, 0, np.empty(1))
+    sig = [numba.typeof(a) for a in args]
+    sig[5] = types.Array(types.float64, 2, "C", readonly=True)
+    sig[6] = sig[10] = types.Array(types.float64, 1, "A")
+    sig = tuple(sig)
+    ep = _CORE_ENTRY.get(sig)
+    if ep is None:
+        ov = _core.core_attempts_packed.overloads.get(sig)
+        ep = ov.entry_point if ov is not None else entry_point(_core.core_attempts_packed, sig)
+        if ep is not None:
+            _CORE_ENTRY[sig] = ep
+    return ep
 
 
 def _fast_tables(robot, frame):
@@ -1054,11 +1159,13 @@ def _goals_met(problem, err) -> tuple:
 
 
 def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, max_joint_step,
-              t_start, coll=None) -> Result:
+              t_start, coll=None, resume=None) -> Result:
     """The one LM driver loop. The attempts run inside a kernel (solvers/lm.py:
     lm_chain_attempts when every goal row is on one frame's chain, no posture, no hard/soft mix
     and no new goal kind; else core_attempts) that the driver calls with an iteration budget
-    sized to the time left, reading the clock between calls."""
+    sized to the time left, reading the clock between calls. ``resume`` (general core only):
+    (code, q, best_q, state, rowerr, t0) of a first kernel call already made with the first
+    budget from q_start (_solve_core_fast), which the loop takes as its first call's outcome."""
     seed_i = (seed & 0x7FFFFFFF) if type(seed) is int and 0 <= seed < SEED_LIMIT else _seed_int(seed)
     step = max_joint_step
     node = _one_frame(problem)
@@ -1081,9 +1188,12 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         chain_args = (ch, lims, p.gkind, p.gvec, p.gR, p.gaxis, p.gw, p.tol_p, p.tol_r, q_start)
     else:
         model, table, lims, lo, hi = core_args(problem, q_start, step, coll)
-        q = q_start.copy() if step is None else np.minimum(np.maximum(q_start, lo), hi)  # (q_start is in the limits)
-        st = _CORE_STATE0[1 if mode == "distance" else 0].copy()
-        rowerr = np.empty(problem.gnode.shape[0])
+        if resume is None:
+            q = q_start.copy() if step is None else np.minimum(np.maximum(q_start, lo), hi)  # (q_start is in the limits)
+            st = _CORE_STATE0[1 if mode == "distance" else 0].copy()
+            rowerr = np.empty(problem.gnode.shape[0])
+        else:
+            q, best_q, st, rowerr = resume[1:5]
         q_rest, w_post, tol_p, tol_r = problem.q_rest, problem.w_posture, problem.tol_p, problem.tol_r
     max_attempts = 2**62 if restarts else 1
     budget = _FIRST_CHUNK if max_iterations is None else min(_FIRST_CHUNK, max_iterations)
@@ -1094,7 +1204,10 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     while True:
         t0 = time.perf_counter()
         it0 = st[S_ITERS]
-        if chain:
+        if resume is not None:  # the first call, made by the caller
+            code, t0, it0 = resume[0], resume[5], 0.0
+            resume = None
+        elif chain:
             args = chain_args + (best_q, st, int(budget), attempt_iters, max_attempts, seed_i, buf)
             code = (_LM_ENTRY[0] or _chain_attempts_entry(args))(*args)
         else:

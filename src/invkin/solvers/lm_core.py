@@ -388,8 +388,9 @@ step_into = _step_into  # public name for kernels outside solvers/ (solvers.shar
 @njit(cache=True)
 def core_workspace(n, dof, gvec, gR, nhard, nrows):
     """Scratch of the general core, in this order: Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2,
-    wvec, wR, H, Jm, Z, S, r, lam, col, dq, qn, hold, bias, zero, dqc, qc; room for every row as
-    a constraint (settle), and for nrows collision rows after the 3G goal rows (errs: 4 goal
+    wvec, wR, H, Jm, Z, S, r, lam, col, dq, qn, hold, bias, zero, dqc, qc, hardx (int64: the hard
+    rows and the collision rows a step adds), rw2 (G: row errors at a trial point); room for every
+    row as a constraint (settle), and for nrows collision rows after the 3G goal rows (errs: 4 goal
     errors, then the collision slots of collision/rows.py)."""
     G = gvec.shape[0]
     m = 3 * G + nrows
@@ -398,7 +399,8 @@ def core_workspace(n, dof, gvec, gR, nhard, nrows):
             np.zeros((m, dof)), np.zeros(m), np.zeros((m, dof)), np.zeros(7), np.zeros(7), gvec.copy(), gR.copy(),
             np.empty((dof, dof)), np.empty((m, dof)), np.empty((dof, mh + 1)), np.empty((mh + 1, mh + 1)),
             np.empty(m), np.empty(mh), np.empty(max(dof, mh)), np.empty(dof), np.empty(dof), np.empty(dof),
-            np.empty(dof), np.zeros(dof), np.empty(dof), np.empty(dof))
+            np.empty(dof), np.zeros(dof), np.empty(dof), np.empty(dof), np.empty(max(m, nhard + nrows, 1), np.int64),
+            np.empty(G))
 
 
 @njit(cache=True, **NO_RC)
@@ -436,7 +438,7 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam_h, col, dq, qn, hold, bias, zero, \
-        dqc, qc = ws
+        dqc, qc, hardx, rw2 = ws
     dof = q.shape[0]
     lam = state[S_LAMBDA] if state[S_LAMBDA] > 0.0 else CHAIN_LAMBDA_INIT
     # with hard goals an attempt minimises the soft goals to the end (they may be out of reach)
@@ -444,9 +446,7 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     relax = soft.shape[0] > 0 and hard.shape[0] > 0
     none = soft[:0]
     m0 = 3 * gvec.shape[0]
-    hardx = np.empty(hard.shape[0] + ineq_size(coll), dtype=np.int64)
     rw = rowq  # row errors at q, then at the trial point (swapped with e, e2)
-    rw2 = np.empty_like(rowq)
     swapped = False
     core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf,
                    Jr, sub, e, J, errs, bool(1), rw)
@@ -563,12 +563,11 @@ def settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, max_iter, ws):
     ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam_h, col, dq, qn, hold, bias, zero, \
-        dqc, qc = ws
+        dqc, qc, hardx, rw2 = ws
     dof = q.shape[0]
     m0 = 3 * gvec.shape[0]
     allrows = np.arange(m0)  # the goal rows; collision rows join a step when it would violate them
     none = allrows[:0]
-    hardx = np.empty(m0 + ineq_size(coll), dtype=np.int64)
     balls = _balls(lims)
     core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf, Jr,
               sub, e, J, errs, bool(1))
@@ -679,6 +678,37 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
         core_eval_rows(ni, nf, origin, mass, com, best_q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10],
                        ws[11], ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], bool(0), rowerr)
     return code
+
+
+@njit(cache=True)
+def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state,
+                         budget, attempt_iters, max_attempts, seed, rowerr):
+    """core_attempts with the goal table split in two: ``layout`` (gnode, gkind, gref, glevel,
+    soft, hard), the same for every problem with these goal structures, and the target and weight
+    columns packed in one array ``gtab`` (G, PACKED: vec, R row-major, axis, weight; Goal.packed)
+    that this kernel unpacks. The whole-body fast path (solve._solve_core_fast) calls it through
+    its entry point: about half the arrays to unbox of core_attempts, and one concatenate in
+    Python instead of four. q_rest (dof,) is read through any layout (a Posture's or the robot's)
+    and copied, so core_attempts runs the same specialisation, and the same iterates, as on the
+    general path."""
+    gnode, gkind, gref, glevel, soft, hard = layout
+    G = gtab.shape[0]
+    gvec = np.empty((G, 3))
+    gR = np.empty((G, 3, 3))
+    gaxis = np.empty((G, 3))
+    gw = np.empty(G)
+    for g in range(G):
+        for k in range(3):
+            gvec[g, k] = gtab[g, k]
+            gaxis[g, k] = gtab[g, 12 + k]
+            for c in range(3):
+                gR[g, k, c] = gtab[g, 3 + 3 * k + c]
+        gw[g] = gtab[g, 15]
+    qr = np.empty(q_rest.shape[0])
+    for i in range(q_rest.shape[0]):
+        qr[i] = q_rest[i]
+    return core_attempts(model, (gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard), lims, lo, hi, qr, w_post,
+                         tol_p, tol_r, q0, q, best_q, state, budget, attempt_iters, max_attempts, seed, rowerr)
 
 
 @njit(cache=True)
