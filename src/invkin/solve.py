@@ -48,6 +48,15 @@ def _scratch(size: int) -> np.ndarray:
         _THREAD.buf = buf
     return buf
 
+
+def _iscratch(size: int) -> np.ndarray:
+    """_scratch's int64 twin (the general core's row and joint indices)."""
+    buf = getattr(_THREAD, "ibuf", None)
+    if buf is None or buf.shape[0] < size:
+        buf = np.empty(max(size, 256), dtype=np.int64)
+        _THREAD.ibuf = buf
+    return buf
+
 __all__ = ["solve", "solve_many", "methods", "DEFAULTS"]
 
 #: Defaults of :func:`solve`.
@@ -855,7 +864,7 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         return None
     prep = _core_prep(robot, goals, tol_p, tol_r)
     if prep is not None:  # (its entry point is compiled)
-        ep, model, layout, lims, lo, hi, post_at, rows_at, n_met, one_frame = prep
+        ep, model, layout, lims, lo, hi, post_at, rows_at, n_met, one_frame, fsize, isize = prep
         if post_at < 0:
             q_rest, w_post = robot.q_neutral, 0.0
         else:
@@ -874,7 +883,7 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     seed_i = seed & 0x7FFFFFFF
     t0 = time.perf_counter()
     code = ep(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q_start, q, best_q, st, _FIRST_CHUNK,
-              _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS, seed_i, rowerr)
+              _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS, seed_i, rowerr, _scratch(fsize), _iscratch(isize))
     s = st.tolist()
     if code == CONVERGED and math.isfinite(s[S_BEST_PERR]) and math.isfinite(s[S_BEST_RERR]) and _lm_finite(best_q):
         res = Result._new(best_q, True, Status.CONVERGED, s[S_BEST_PERR], s[S_BEST_RERR], int(s[S_ITERS]),
@@ -897,7 +906,8 @@ def _core_prep(robot, goals, tol_p, tol_r):
     """What _solve_core_fast needs besides the targets, per robot and goal structures (kept in
     ``robot.cache["core_fast"]``): (entry point, model, layout arrays, lims, lo, hi, index of the
     Posture goal or -1, indices of the goals with rows, goals_met of a converged solve, whether the
-    rows are one frame's (the chain kernel's when the Posture weight is 0)). None when these goals do not run on the
+    rows are one frame's (the chain kernel's when the Posture weight is 0), the kernel's scratch
+    sizes (core_scratch_size: per-thread buffers _scratch, _iscratch)). None when these goals do not run on the
     general core in mode "speed" (the chain kernel's problems, goals without rows) or are not
     goals; the entry point None while core_attempts_packed compiles in the background
     (invkin._tiers: the general path runs it interpreted meanwhile), asked again later."""
@@ -924,7 +934,8 @@ def _core_prep(robot, goals, tol_p, tol_r):
             return None
         model, table, lims, lo, hi = core_args(problem)
         prep = [None, model, (layout.gnode, layout.gkind, layout.gref, layout.glevel, layout.soft, layout.hard),
-                lims, lo, hi, post_at, rows_at, (True,) * len(layout.goal_rows), one_frame]
+                lims, lo, hi, post_at, rows_at, (True,) * len(layout.goal_rows), one_frame,
+                *_core.core_scratch_size(model[0].shape[0], robot.dof, layout.gnode.shape[0], layout.hard.shape[0])]
         preps[key] = prep
     if prep[0] is None:
         prep[0] = _packed_entry(prep, robot, tol_p, tol_r)
@@ -944,7 +955,7 @@ def _packed_entry(prep, robot, tol_p, tol_r):
     n = robot.dof
     args = (prep[1], prep[2], prep[3], prep[4], prep[5], np.empty((1, PACKED)), robot.q_neutral, 0.0, tol_p, tol_r,
             np.empty(n), np.empty(n), np.empty(n), _CORE_STATE0[0].copy(), _FIRST_CHUNK, _CORE_ATTEMPT_ITERATIONS,
-            _MAX_ATTEMPTS, 0, np.empty(1))
+            _MAX_ATTEMPTS, 0, np.empty(1), np.empty(1), np.empty(1, dtype=np.int64))
     sig = [numba.typeof(a) for a in args]
     sig[5] = types.Array(types.float64, 2, "C", readonly=True)
     sig[6] = sig[10] = types.Array(types.float64, 1, "A")
