@@ -566,3 +566,19 @@ def test_a_goals_packed_columns_are_its_table_target_and_weight_columns():
         assert np.array_equal(P[:, :3], vec) and np.array_equal(P[:, 3:12].reshape(-1, 3, 3), R)
         assert np.array_equal(P[:, 12:15], axis) and np.array_equal(P[:, 15], w)
         assert g.packed() is P  # built once
+
+
+def test_the_packed_route_reads_a_strided_q0_and_clamps_it_as_the_general_path_does(hum):
+    """core_attempts_packed checks and clamps q0 itself (any layout): a strided view, and a q0
+    outside the limits, give the general path's bits."""
+    q0 = _stance(hum)
+    goals = _feet(hum, q0) + [ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3] + [0.05, 0.0, -0.05])]
+    ik.solve(hum, goals, q0=q0)  # prepared
+    wide = np.zeros((hum.dof, 2))
+    wide[:, 0] = q0
+    out = q0.copy()
+    out[hum.joint_names.index("l_knee")] = 3.0  # above its upper limit 2.5
+    for start in (wide[:, 0], out):
+        lean = ik.solve(hum, goals, q0=start)
+        general = ik.solve(hum, goals, q0=start, max_iterations=1_000_000)
+        assert lean.success and np.array_equal(lean.q, general.q) and lean.iterations == general.iterations

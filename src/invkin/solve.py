@@ -851,13 +851,9 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             or not 0 <= seed < SEED_LIMIT:
         return None
     if q0 is None:
-        q_start = robot.q_neutral.copy()
+        q_in = robot.q_neutral
     elif type(q0) is np.ndarray and q0.dtype is _F64 and q0.shape == (robot.dof,):
-        # |q0|^2 <= MAX_LENGTH^2 bounds every entry (one dot product, a fifth of min() and max());
-        # NaN fails both tests
-        if not q0.dot(q0) <= _MAX_SQ and not (-MAX_LENGTH <= q0.min() and q0.max() <= MAX_LENGTH):
-            return None  # the general path names the bad entry
-        q_start = np.minimum(np.maximum(q0, robot.lower), robot.upper)
+        q_in = q0  # checked and clamped into the limits in the kernel (or by _lean_start)
     else:
         return None
     if not (type(tol_p) is float and 0.0 < tol_p < math.inf and type(tol_r) is float and 0.0 < tol_r < math.inf):
@@ -872,18 +868,23 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             if q_rest.shape[0] != robot.dof or (one_frame and w_post == 0.0):
                 prep = None  # the general path names the wrong shape / runs the chain kernel
     if prep is None:
+        q_start = _lean_start(robot, q0)
+        if q_start is None:
+            return None
         problem = compile_problem(robot, goals, tol_p, tol_r)
         res = _solve_lm(robot, problem, q_start, timeout, ITERATION_CAP, seed, True, "speed", None, t_start)
         return _post_solve(robot, goals, res, q0, tol_p, tol_r) if _needs_post(robot) else res
     gtab = np.concatenate([goals[i].packed() for i in rows_at]) if len(rows_at) > 1 else goals[rows_at[0]].packed()
-    q = q_start.copy()
-    best_q = q_start.copy()
+    n = robot.dof
+    q = np.empty(n)
+    best_q = np.empty(n)
     st = _CORE_STATE0[0].copy()
     rowerr = np.empty(gtab.shape[0])
-    seed_i = seed & 0x7FFFFFFF
     t0 = time.perf_counter()
-    code = ep(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q_start, q, best_q, st, _FIRST_CHUNK,
-              _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS, seed_i, rowerr, _scratch(fsize), _iscratch(isize))
+    code = ep(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q_in, q, best_q, st, _FIRST_CHUNK,
+              _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS, seed & 0x7FFFFFFF, rowerr, _scratch(fsize), _iscratch(isize))
+    if code < 0:
+        return None  # a bad q0: the general path names the entry
     s = st.tolist()
     if code == CONVERGED and math.isfinite(s[S_BEST_PERR]) and math.isfinite(s[S_BEST_RERR]) and _lm_finite(best_q):
         res = Result._new(best_q, True, Status.CONVERGED, s[S_BEST_PERR], s[S_BEST_RERR], int(s[S_ITERS]),
@@ -892,9 +893,20 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         res.__dict__["goals_met"] = n_met
     else:  # the rest of the budget in the one driver loop, from the kernel's state
         problem = compile_problem(robot, goals, tol_p, tol_r)
-        res = _solve_lm(robot, problem, q_start, timeout, ITERATION_CAP, seed, True, "speed", None, t_start,
-                        resume=(code, q, best_q, st, rowerr, t0))
+        res = _solve_lm(robot, problem, _lean_start(robot, q0), timeout, ITERATION_CAP, seed, True, "speed", None,
+                        t_start, resume=(code, q, best_q, st, rowerr, t0))
     return _post_solve(robot, goals, res, q0, tol_p, tol_r) if _needs_post(robot) else res
+
+
+def _lean_start(robot, q0):
+    """The clamped start of a lean solve (a copy), or None for a q0 the general path must name:
+    |q0|^2 <= MAX_LENGTH^2 bounds every entry (one dot product, a fifth of min() and max()); NaN
+    fails both tests."""
+    if q0 is None:
+        return robot.q_neutral.copy()
+    if not q0.dot(q0) <= _MAX_SQ and not (-MAX_LENGTH <= q0.min() and q0.max() <= MAX_LENGTH):
+        return None
+    return np.minimum(np.maximum(q0, robot.lower), robot.upper)
 
 
 _CORE_ATTEMPT_ITERATIONS = 3 * ATTEMPT_ITERATIONS  # of the general core (_solve_lm)

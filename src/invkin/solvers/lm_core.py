@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from .._checks import MAX_LENGTH
 from ..goals import KIND_COM, KIND_REL_POSITION, KINDS
 from ..kinematics.kernels import FAST, NO_RC, fk_all_into, jacobian_from_all
 from ..spatial import rotvec_product
@@ -704,14 +705,25 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     R row-major, axis, weight; Goal.packed), unpacked here. Its scratch (the goal columns, q_rest's
     copy and core_workspace's arrays) is carved from ``buf`` (float64) and ``ibuf`` (int64) of at
     least core_scratch_size() entries (the caller's per-thread buffers), so it allocates nothing and
-    compiles without reference counting. The whole-body fast path (solve._solve_core_fast) calls it
+    compiles without reference counting. q0 is checked and clamped here (q, best_q: out, the
+    clamped q0 to start; returns -1 for a q0 entry that is not a number within ±MAX_LENGTH, doing
+    nothing). The whole-body fast path (solve._solve_core_fast) calls it
     through its entry point: a third of core_attempts' arrays to unbox, no allocation of its ~30
     arrays, one concatenate in Python instead of four; the iterates are core_attempts' (the same
     _core_attempts_nrc on the same values)."""
     gnode, gkind, gref, glevel, soft, hard = layout
     G = gtab.shape[0]
     dof = q.shape[0]
+    for i in range(dof):  # q0 as given: NaN, inf or an entry beyond MAX_LENGTH goes back to the caller
+        if not (-MAX_LENGTH <= q0[i] <= MAX_LENGTH):
+            return -1
     o = 0
+    qs = buf[o:o + dof]  # q0 clamped into lo, hi: the attempts' start and restart centre
+    o += dof
+    for i in range(dof):
+        qs[i] = min(max(q0[i], lo[i]), hi[i])
+        q[i] = qs[i]
+        best_q[i] = qs[i]
     gvec = buf[o:o + 3 * G].reshape((G, 3))
     o += 3 * G
     gR = buf[o:o + 9 * G].reshape((G, 3, 3))
@@ -733,7 +745,7 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
         qr[i] = q_rest[i]
     ws = _carve_workspace(buf[o:], ibuf, model[0].shape[0], dof, gvec, gR, hard.shape[0])
     table = (gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard)
-    code = _core_attempts_nrc(model, table, lims, lo, hi, qr, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+    code = _core_attempts_nrc(model, table, lims, lo, hi, qr, w_post, tol_p, tol_r, qs, q, best_q, state, budget,
                               attempt_iters, max_attempts, seed, ws, rowerr)
     _report_rows(model, table, best_q, state, code, ws, rowerr)
     return code
@@ -744,7 +756,7 @@ def core_scratch_size(n, dof, G, nhard):
     nodes, dof, G goal rows and nhard hard residual rows (no collision rows)."""
     m = 3 * G
     mh = max(m, nhard, 1)
-    floats = (16 * G + dof                               # gvec, gR, gaxis, gw, q_rest
+    floats = (16 * G + 2 * dof                           # q0 clamped, gvec, gR, gaxis, gw, q_rest
               + 16 * n + 12 * dof + 4 * n                # Tall, Jf, Jr, sub
               + 2 * (m + m * dof) + 14 + 12 * G          # e, J, e2, J2, errs, errs2, wvec, wR
               + dof * dof + m * dof + dof * (mh + 1) + (mh + 1) * (mh + 1)  # H, Jm, Z, S
