@@ -347,6 +347,37 @@ def test_an_escape_step_moves_the_colliding_links_and_not_the_goal(panda):
     assert steps > 20
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_an_escape_step_is_shortened_to_stay_inside_the_joint_limits(seed):
+    """retry._inside: q + a·δq stays inside the limits, and a is the largest such fraction (a = 1,
+    or one joint ends on its bound); a joint on its bound that δq pushes further gives a = 0 (the
+    escape is blocked that way: clear_attempts stops escaping rather than clamp the step out of
+    the goal's null space)."""
+    from invkin.collision.retry import _inside
+    from invkin.solvers.lm import L_LOWER, L_UPPER, N_LIMS
+
+    rng = np.random.default_rng(seed)
+    dof = 7
+    lims = np.zeros((N_LIMS, dof))
+    lims[L_LOWER] = rng.uniform(-3.0, 0.0, dof)
+    lims[L_UPPER] = lims[L_LOWER] + rng.uniform(0.1, 4.0, dof)
+    q = rng.uniform(lims[L_LOWER], lims[L_UPPER])
+    j = rng.integers(dof)
+    if rng.random() < 0.3:  # a joint on its bound
+        q[j] = lims[L_UPPER, j] if rng.random() < 0.5 else lims[L_LOWER, j]
+    dq = rng.normal(0.0, rng.choice([0.1, 1.0, 5.0]), dof)
+    a = _inside(lims, q, dq)
+    assert 0.0 <= a <= 1.0
+    p = q + a * dq
+    tol = 1e-12 * (1.0 + np.abs(p))
+    assert np.all(p >= lims[L_LOWER] - tol) and np.all(p <= lims[L_UPPER] + tol)
+    gap = np.minimum(np.abs(p - lims[L_LOWER]), np.abs(lims[L_UPPER] - p))
+    assert a == 1.0 or np.min(gap[dq != 0.0]) <= 1e-9
+    if (q[j] == lims[L_UPPER, j] and dq[j] > 0.0) or (q[j] == lims[L_LOWER, j] and dq[j] < 0.0):
+        assert a == 0.0
+
+
 def test_a_humanoid_with_both_hands_at_a_table_succeeds_only_collision_free():
     """The general route (pelvis hard, two hands): the rows, then plain retries that redraw the
     goals' chains (waist and arms, solve._goal_chain_dofs); every success is clear by the Check

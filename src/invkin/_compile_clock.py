@@ -1,17 +1,25 @@
 """Seconds this process has spent compiling invkin's kernels (wall clock, outermost Numba
-``numba:compile`` events only, fed by the listener that :mod:`invkin.cache` installs) and running
-them on the interpreter while they compile in the background (:mod:`invkin._tiers`).
+``numba:compile`` events only, fed by the listener that :mod:`invkin.cache` installs), running
+them on the interpreter while they compile in the background (:mod:`invkin._tiers`), and on the
+other one-time work of a first call (:func:`setup`): loading machine code from the on-disk cache
+(outside Numba's compile event; the general core with collision rows takes ~60 ms, more than a
+50 ms solve's budget) and building a collision Check (the robot's collision model and pairs, the
+tables: ~0.2 s for G1 with every cache warm).
 
-A solve driver keeps both out of its ``timeout`` with a :class:`Budget`: a first call's compile
-is not the solve's time, and a first solve that runs interpreted gets the iterations a compiled
-one would do in its timeout (its deadline moves by the interpreted time, up to
-:data:`INTERPRETED_GRACE_S` per solve, so a target that never converges still returns in
+A solve driver keeps all three out of its ``timeout`` with a :class:`Budget`: a first call's
+compile and setup are not the solve's time, and a first solve that runs interpreted gets the
+iterations a compiled one would do in its timeout (its deadline moves by the interpreted time, up
+to :data:`INTERPRETED_GRACE_S` per solve, so a target that never converges still returns in
 seconds).
 """
 from __future__ import annotations
 
+import time
+
 _total = [0.0]
 _interpreted = [0.0]
+_setup = [0.0]
+_setup_open = [0]  # nesting depth of setup(): only the outermost counts
 
 #: Interpreted seconds per solve that do not count against its timeout.
 INTERPRETED_GRACE_S = 2.0
@@ -27,6 +35,32 @@ def add_compile_seconds(seconds: float) -> None:
     _total[0] += seconds
 
 
+def setup_seconds() -> float:
+    """Seconds of first-call setup (:func:`setup`) in this process so far."""
+    return _setup[0]
+
+
+class setup:  # noqa: N801 (a context manager used as ``with setup():``)
+    """``with setup():`` around one-time work of a first call: its wall time, less the compile and
+    interpreted seconds counted inside it (those have their own counters), is added to
+    :func:`setup_seconds`; nested blocks count once, in the outermost."""
+
+    __slots__ = ("_t", "_c", "_i")
+
+    def __enter__(self):
+        _setup_open[0] += 1
+        self._t = time.perf_counter()
+        self._c, self._i = _total[0], _interpreted[0]
+        return self
+
+    def __exit__(self, *exc):
+        _setup_open[0] -= 1
+        if _setup_open[0] == 0:
+            wall = time.perf_counter() - self._t
+            _setup[0] += max(wall - (_total[0] - self._c) - (_interpreted[0] - self._i), 0.0)
+        return False
+
+
 def interpreted_seconds() -> float:
     """Seconds spent running kernels on the interpreter in this process so far."""
     return _interpreted[0]
@@ -38,22 +72,21 @@ def add_interpreted_seconds(seconds: float) -> None:
 
 
 class Budget:
-    """A solve's deadline (None without a timeout) that moves by the compile time and the
-    interpreted time (up to INTERPRETED_GRACE_S) spent in the kernel calls since the last
-    :meth:`update`."""
+    """A solve's deadline (None without a timeout) that moves by the compile and setup time and
+    the interpreted time (up to INTERPRETED_GRACE_S) spent since the last :meth:`update`."""
 
     __slots__ = ("deadline", "_c", "_i", "_grace")
 
     def __init__(self, deadline: float | None):
         self.deadline = deadline
-        self._c = _total[0]
+        self._c = _total[0] + _setup[0]
         self._i = _interpreted[0]
         self._grace = INTERPRETED_GRACE_S
 
     def update(self) -> float:
-        """Move the deadline; returns the compile seconds since the last update (for the caller's
-        time per iteration, which should not include them)."""
-        c, i = _total[0], _interpreted[0]
+        """Move the deadline; returns the compile and setup seconds since the last update (for the
+        caller's time per iteration, which should not include them)."""
+        c, i = _total[0] + _setup[0], _interpreted[0]
         compiled = c - self._c
         extra = min(i - self._i, self._grace)
         self._grace -= extra

@@ -10,10 +10,14 @@ family that keeps every checked pair at least ``margin`` apart:
   the distances ``d_i`` and ``∇d_i``) of the pairs closer than ``margin + ESCAPE_CLEAR`` ask for
   ``∇d_i · δq = margin + ESCAPE_CLEAR − d_i``; the step solves them in the null space of the goal
   rows ``J`` (``P = I − Jᵀ(JJᵀ + εI)⁻¹J``, ``δq = Aᵀ(AAᵀ + μI)⁻¹e`` with ``A = ∇d P``), so to
-  first order it moves the colliding links and not the goal, capped at ESCAPE_STEP rad. The plain
-  solve (one attempt, few iterations: the step left the goal only to second order) then brings q
-  back onto the goal, and the check (:func:`kernels.closest_moving`, stopping at the first pair
-  closer than the margin) says whether it is clear. Up to ``escapes`` such steps per answer.
+  first order it moves the colliding links and not the goal, capped at ESCAPE_STEP rad and
+  shortened to stay inside the joint limits (:func:`_inside`; clamping joint by joint would turn
+  it out of the null space). The plain solve (one attempt, few iterations: the step left the goal
+  only to second order) then brings q back onto the goal, and the check
+  (:func:`kernels.closest_moving`, stopping at the first pair closer than the margin) says whether
+  it is clear. Up to ``escapes`` such steps per answer; they stop when a joint on its limit blocks
+  the step or the attempt comes back to where the step started (Panda in the shelf: plain answers
+  often hold joint 6 on its upper limit, and the later steps of such an answer did nothing).
 * *Retries.* An answer whose escapes do not clear it is followed by a plain solve from a uniform
   random start (the LM kernel's own restart sampler), checked, then escaped in turn (unless it is
   deeper than ESCAPE_DEEP in collision: the next retry is cheaper).
@@ -34,10 +38,10 @@ import time
 import numpy as np
 from numba import njit
 
-from ..kinematics.kernels import fk_all_into
+from ..kinematics.kernels import NO_RC, fk_all_into
 from ..solvers._common import CONVERGED, chol_solve
 from ..solvers._linalg import gram
-from ..solvers.lm import _chain_eval, _chain_eval_jacobian, _restart_sample, lm_chain_attempts, new_chain_state
+from ..solvers.lm import L_LOWER, L_UPPER, _chain_eval, _chain_eval_jacobian, _restart_sample, lm_chain_attempts, new_chain_state
 from .kernels import closest_moving, collision_rows
 
 __all__ = ["ESCAPE_CLEAR", "ESCAPE_DEEP", "ESCAPE_STEP", "clear_attempts", "escape_step", "find_clear"]
@@ -147,6 +151,26 @@ def escape_step(J, d, Jd, k, target, max_step, dq):
     return na
 
 
+@njit(cache=True, **NO_RC)
+def _max_abs(v):
+    big = 0.0
+    for j in range(v.shape[0]):
+        big = max(big, abs(v[j]))
+    return big
+
+
+@njit(cache=True, **NO_RC)
+def _inside(lims, q, dq):
+    """The largest a in [0, 1] with q + a·dq inside the limits of ``lims`` (q inside them)."""
+    a = 1.0
+    for j in range(q.shape[0]):
+        if dq[j] > 0.0 and q[j] + dq[j] > lims[L_UPPER, j]:
+            a = min(a, max(lims[L_UPPER, j] - q[j], 0.0) / dq[j])
+        elif dq[j] < 0.0 and q[j] + dq[j] < lims[L_LOWER, j]:
+            a = min(a, min(lims[L_LOWER, j] - q[j], 0.0) / dq[j])
+    return a
+
+
 @njit(cache=True)
 def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf, solve_iters, attempt_iters,
                    max_attempts, escape_iters, ni, nf, origin, Tall, held, cutoff, moving_self, moving_link,
@@ -183,6 +207,7 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
     q = np.empty(dof)
     qs = np.empty(dof)
     dq = np.empty(dof)
+    qb = np.empty(dof)
     perr, rerr = 0.0, 0.0
     one = max_attempts - max_attempts + 1  # (an int64 that is not a literal: the fast path's types)
     for t in range(first_try, first_try + tries):
@@ -223,8 +248,15 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
             _chain_eval_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
             if escape_step(J, d, Jd, k, target, ESCAPE_STEP, dq) == 0:
                 break
+            # the step shortened to stay inside the joint limits (clamping each joint would turn it out of
+            # the null space, and the attempt would bring q back); a joint at its limit that the step
+            # pushes further blocks this way out
+            a = _inside(lims, q, dq)
+            if not a * _max_abs(dq) > _TINY_STEP:
+                break
             for j in range(dof):
-                qs[j] = q[j] + dq[j]
+                qs[j] = q[j] + a * dq[j]
+                qb[j] = q[j]
             st = new_chain_state(free)
             code = lm_chain_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, qs, q, st, escape_iters,
                                      attempt_iters, one, seed + t, buf)
@@ -233,6 +265,11 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
             if code != CONVERGED:
                 break
             perr, rerr = st[8], st[9]
+            moved = 0.0
+            for j in range(dof):
+                moved = max(moved, abs(q[j] - qb[j]))
+            if not moved > _TINY_STEP:
+                break  # the attempt came back to where the step started: the next step would too
     return 0
 
 

@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from .._compile_clock import setup
 from .._tiers import call_interpreted, entry_point
 from .errors import CollisionError, CollisionWarning
 from .kernels import HeldTables, closest_moving, closest_moving_held, collision_rows
@@ -227,6 +228,16 @@ class Check:
                                         stop)
         return ep(a[0], a[1], a[2], q, a[4], self.held, a[6], a[7], a[8], a[9], stop)
 
+    def closest_among(self, q, moving_self, moving_link, stop: float = -math.inf) -> tuple:
+        """:meth:`closest` over the pairs of the masks ``moving_self`` (P,) and ``moving_link``
+        (L,) bool (subsets of the Check's own: collision/limbs.py measures one limb's pairs)."""
+        a = self._args
+        ep = self._ep or self.closest(q, stop) and self._ep  # (the first call builds the entry point)
+        if ep is None:
+            return call_interpreted(closest_moving, a[0], a[1], a[2], q, a[4], a[5], a[6], moving_self, moving_link,
+                                    a[9], stop)
+        return ep(a[0], a[1], a[2], q, a[4], self.held, a[6], moving_self, moving_link, a[9], stop)
+
     def clear(self, q) -> bool:
         """Every pair some joint moves at least ``margin`` apart at q."""
         return self.closest(q)[0] >= self.margin - 1e-9
@@ -267,14 +278,16 @@ def _entry(args):
 
 def check_for(robot, world, self_collision: bool, margin: float) -> Check:
     """The :class:`Check` of (robot, world, self_collision, margin) for this thread, cached on the
-    robot (a few per robot; the world by identity: World is immutable)."""
+    robot (a few per robot; the world by identity: World is immutable). Building one is first-call
+    setup (invkin._compile_clock.setup: a solve's Budget does not count it)."""
     key = (id(world), self_collision, margin, threading.get_ident())
     cache = robot.cache.setdefault("collision_checks", {})
     c = cache.get(key)
     if c is None or c.world is not world:
         if len(cache) >= 16:
             cache.clear()
-        c = cache[key] = Check(robot, world, self_collision, margin)
+        with setup():  # (the robot's collision model and pairs, the tables: not a solve's time)
+            c = cache[key] = Check(robot, world, self_collision, margin)
     return c
 
 

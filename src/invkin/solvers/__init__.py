@@ -48,12 +48,15 @@ def _load_all():
     _LOADED = True
     import importlib
 
-    for mod in ("lm_core", "jacobian", "gauss_seidel", "ccd", "fabrik", "analytic", "analytic_method"):
-        try:
-            importlib.import_module(f"{__name__}.{mod}")
-        except ModuleNotFoundError as exc:  # a method module not written yet
-            if exc.name != f"{__name__}.{mod}":
-                raise
+    from .._compile_clock import setup
+
+    with setup():  # (~50 ms of imports on a first solve: not its time)
+        for mod in ("lm_core", "jacobian", "gauss_seidel", "ccd", "fabrik", "analytic", "analytic_method"):
+            try:
+                importlib.import_module(f"{__name__}.{mod}")
+            except ModuleNotFoundError as exc:  # a method module not written yet
+                if exc.name != f"{__name__}.{mod}":
+                    raise
 
 
 def methods() -> list:
