@@ -933,7 +933,7 @@ def _core_prep(robot, goals, tol_p, tol_r):
     goals; the entry point None while core_attempts_packed compiles in the background
     (invkin._tiers: the general path runs it interpreted meanwhile), asked again later."""
     try:
-        key = tuple(g.structure() for g in goals)
+        key = tuple([g.structure() for g in goals])
     except AttributeError:  # not a goal: the full compile names it
         return None
     preps = robot.cache.get("core_fast")

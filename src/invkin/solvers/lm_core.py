@@ -767,7 +767,8 @@ def core_scratch_size(n, dof, G, nhard):
 @njit(cache=True, **NO_RC)
 def _carve_workspace(buf, ibuf, n, dof, gvec, gR, nhard):
     """core_workspace(n, dof, gvec, gR, nhard, 0) as views of buf and ibuf (core_scratch_size),
-    zeroed and filled as core_workspace's arrays are."""
+    filled as core_workspace's arrays are where a value is read before it is written (errs, errs2,
+    zero, wvec, wR)."""
     G = gvec.shape[0]
     m = 3 * G
     mh = max(m, nhard, 1)
@@ -780,7 +781,6 @@ def _carve_workspace(buf, ibuf, n, dof, gvec, gR, nhard):
     o += 6 * dof
     sub = buf[o:o + 4 * n].reshape((n, 4))
     o += 4 * n
-    z0 = o
     e = buf[o:o + m]
     o += m
     J = buf[o:o + m * dof].reshape((m, dof))
@@ -793,8 +793,9 @@ def _carve_workspace(buf, ibuf, n, dof, gvec, gR, nhard):
     o += 7
     errs2 = buf[o:o + 7]
     o += 7
-    for i in range(z0, o):
-        buf[i] = 0.0
+    for i in range(7):  # the collision slots stay 0 (no collision rows); every evaluation writes all of
+        errs[i] = 0.0  # its goal rows of e and J (and the four goal errors) before they are read
+        errs2[i] = 0.0
     wvec = buf[o:o + 3 * G].reshape((G, 3))
     o += 3 * G
     wR = buf[o:o + 9 * G].reshape((G, 3, 3))
