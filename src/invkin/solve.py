@@ -1120,10 +1120,9 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
                 if found.success:
                     return found
                 first_iters = found.iterations
-                timeout = None if timeout is None else max(timeout - (time.perf_counter() - t_start), 1e-4)
-                t_start = time.perf_counter()
                 if max_iterations is not None:
-                    max_iterations = max(max_iterations - found.iterations, 1)
+                    max_iterations = max(max_iterations - first_iters, 1)
+                # the rows from the first answer with the rest of the budget (the deadline t_start + timeout)
                 res = _solve_lm(robot, problem, first.q if np.all(np.isfinite(first.q)) else q_start, timeout,
                                 max_iterations, seed, restarts, mode, step, t_start, coll)
                 return dataclasses.replace(res, iterations=res.iterations + first_iters)
@@ -1146,10 +1145,10 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
 
 def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterations, seed, mode, t_start):
     """The limb search of collision/limbs.py after a first plain answer that is not clear (or did
-    not meet the goals), until LIMBS_SHARE of the budget (of the timeout, and of max_iterations):
-    None where it does not apply (goals beyond the basic kinds, a posture, no limb), else a
-    Result: converged with the clear q it found, or not successful (its iterations counted) for
-    the rows to go on."""
+    not meet the goals, unless they are provably out of reach), until LIMBS_SHARE of the budget
+    (of the timeout, and of max_iterations): None where it does not apply (goals beyond the basic
+    kinds, a posture, no limb), else a Result: converged with the clear q it found, or not
+    successful (its iterations counted) for the rows to go on."""
     from .collision.limbs import Limbs
 
     limbs = Limbs.of(problem, check, _lm_tables(robot), _sampler(robot))
@@ -1165,6 +1164,9 @@ def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterati
         return _solve_lm(robot, problem, start, left, max_iterations, seed, False, mode, None, now)
 
     met = first.success and np.all(np.isfinite(first.q))
+    if not met and provably_unreachable(problem):  # no answer at all: the rows minimise the distance
+        return Result._new(first.q, False, first.status, first.position_error, first.rotation_error,
+                           first.iterations, first.restarts, time.perf_counter() - t_start, "lm")
     q, n, tries = limbs.find_clear(problem, first.q if met else None, q_start, clock, iters, seed_i, solve_plain)
     n += first.iterations
     if q is not None:
