@@ -517,3 +517,45 @@ def test_goals_met_of_a_converged_solve_agree_with_every_row_error(hum):
     assert res.success and res.goals_met == (True,) * 4
     p = compile_problem(hum, goals, 1e-6, 1e-6)
     assert _goals_met(p, row_errors(*core_args(p)[:2], res.q)) == res.goals_met
+
+
+@pytest.mark.parametrize("name", ["toy", "g1"])
+def test_pair_reach_bounds_the_distance_between_two_frames_at_every_sampled_configuration(hum, name):
+    robot = hum if name == "toy" else ik.load_robot("g1")
+    rng = np.random.default_rng(3)
+    frames = list(robot.frame_names)
+    pairs = [tuple(rng.choice(len(frames), 2, replace=False)) for _ in range(40)]
+    qs = [robot.sample(rng=rng) for _ in range(30)]
+    tight = 0.0
+    for a, b in pairs:
+        bound = robot.pair_reach(frames[a], frames[b])
+        assert bound == robot.pair_reach(frames[b], frames[a])
+        for q in qs:
+            d = np.linalg.norm(robot.fk(q, frames[a])[:3, 3] - robot.fk(q, frames[b])[:3, 3])
+            assert d <= bound + 1e-9, (frames[a], frames[b], d, bound)
+            if np.isfinite(bound) and bound > 0:
+                tight = max(tight, d / bound)
+    assert tight > 0.5  # a bound, not a blanket: some sampled pairs come near it
+    # the feet of a floating robot bound each other whatever the base does
+    feet = ("l_foot", "r_foot") if name == "toy" else ("left_ankle_roll_link", "right_ankle_roll_link")
+    assert np.isfinite(robot.pair_reach(*feet))
+
+
+def test_a_hand_beyond_the_reach_of_the_hard_feet_is_known_unreachable_whatever_the_floating_base_does(hum):
+    from invkin.solve import provably_unreachable
+    from invkin.solvers._common import compile_problem
+
+    q0 = _stance(hum)
+    far = hum.fk(q0, "l_hand")[:3, 3] + [2.0, 0.5, 0.0]  # farther from either foot than leg + torso + arm
+    near = hum.fk(q0, "r_hand")[:3, 3] + [0.1, 0.0, -0.1]
+    goals = _feet(hum, q0) + [ik.Position("l_hand", far), ik.Position("r_hand", near)]
+    # (before Robot.pair_reach, a floating base made every target "possibly reachable": the verdict
+    # waited for 1 + AGREEMENTS agreeing restarts, 7-12 of them on G1)
+    assert provably_unreachable(compile_problem(hum, goals, 1e-6, 1e-6))
+    res = ik.solve(hum, goals, q0=q0, seed=0)
+    assert res.status == Status.UNREACHABLE
+    assert _drift(hum, q0, res.q) <= 1e-6
+    # within reach: no verdict from the bound
+    goals = _feet(hum, q0) + [ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3] + [0.3, 0.0, 0.0]),
+                              ik.Position("r_hand", near)]
+    assert not provably_unreachable(compile_problem(hum, goals, 1e-6, 1e-6))

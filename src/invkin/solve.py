@@ -74,7 +74,9 @@ def _check_positive(name, v, allow_none=False):
 
 
 def provably_unreachable(problem) -> bool:
-    """True when a position goal lies beyond the reach radius of its frame."""
+    """True when a position goal lies beyond the reach radius of its frame, or two position goals
+    lie farther apart than the tree path between their frames can stretch (Robot.pair_reach: a
+    hand 2 m from the feet that hard goals hold, whatever the floating base does)."""
     return _beyond_reach(problem.robot, problem.gnode, problem.gkind, problem.gvec, problem.gw, problem.tol_p)
 
 
@@ -93,6 +95,13 @@ def _beyond_reach(robot, gnode, gkind, gvec, gw, tol_p) -> bool:
         p_anchor, radius = bound
         if p_anchor is not None and np.linalg.norm(gvec[g] - p_anchor) > radius + tol_p:
             return True
+    if isinstance(gnode, int):
+        return False
+    rows = [g for g in range(gkind.shape[0]) if gkind[g] == KIND_POSITION and gw[g] > 0]
+    for i, g in enumerate(rows):
+        for h in rows[i + 1:]:
+            if np.linalg.norm(gvec[g] - gvec[h]) > robot.pair_reach(int(gnode[g]), int(gnode[h])) + 2 * tol_p:
+                return True
     return False
 
 
@@ -938,6 +947,7 @@ def _joint_step(robot, max_joint_step, dt):
 
 FIRST_SHARE = 0.25  # of a collision solve's budget, for the solve without rows that goes first
 COLLISION_RETRIES = 32  # plain solves from random starts tried, each checked, before the rows (_collision_fast)
+LIMBS_SHARE = 0.8  # of a collision solve's budget, by when the general route's limb search (collision/limbs.py) ends
 ROWS_SHARE = 0.35  # of a collision solve's budget, for the general route's rows before its plain retries
 
 
@@ -948,8 +958,10 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
     allow it), with a quarter of the budget: when it converges at least ``margin`` clear of
     everything it is the answer (Panda reaching into a shelf: most answers; ~35 % less mean time
     than the rows from the start), otherwise the core starts from it with the rows
-    (benchmarks/collision_ik.py). On the general route with a timeout the rows get ROWS_SHARE of
-    it, then plain retries from new starts the rest (_collision_retries)."""
+    (benchmarks/collision_ik.py). On the general route, goals on several frames search limb by
+    limb first (_collision_limbs, until LIMBS_SHARE of the budget), then the rows take the rest;
+    where that search does not apply, the rows get ROWS_SHARE of the budget, then plain retries
+    from new starts the rest (_collision_retries)."""
     import dataclasses
 
     from .collision.rows import check_for
@@ -974,6 +986,20 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
         if first.success and check.clear(first.q):
             return first
         first_iters = first.iterations
+        if restarts:
+            found = _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterations, seed, mode,
+                                     t_start)
+            if found is not None:
+                if found.success:
+                    return found
+                first_iters = found.iterations
+                timeout = None if timeout is None else max(timeout - (time.perf_counter() - t_start), 1e-4)
+                t_start = time.perf_counter()
+                if max_iterations is not None:
+                    max_iterations = max(max_iterations - found.iterations, 1)
+                res = _solve_lm(robot, problem, first.q if np.all(np.isfinite(first.q)) else q_start, timeout,
+                                max_iterations, seed, restarts, mode, step, t_start, coll)
+                return dataclasses.replace(res, iterations=res.iterations + first_iters)
         if np.all(np.isfinite(first.q)):
             q_start = first.q
         if max_iterations is not None:
@@ -1005,6 +1031,41 @@ def _core_chunk(budget, coll, args):
         _CORE_READY[coll is None] = coll
         return budget
     return min(budget, _INTERPRETED_CHUNK)
+
+
+def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterations, seed, mode, t_start):
+    """The limb search of collision/limbs.py after a first plain answer that is not clear (or did
+    not meet the goals), until LIMBS_SHARE of the budget (of the timeout, and of max_iterations):
+    None where it does not apply (goals beyond the basic kinds, a posture, no limb), else a
+    Result: converged with the clear q it found, or not successful (its iterations counted) for
+    the rows to go on."""
+    from .collision.limbs import Limbs
+
+    limbs = Limbs.of(problem, check, _lm_tables(robot), _sampler(robot))
+    if limbs is None:
+        return None
+    clock = Budget(None if timeout is None else t_start + LIMBS_SHARE * timeout)
+    iters = ITERATION_CAP if max_iterations is None else max(int(LIMBS_SHARE * max_iterations) - first.iterations, 0)
+    seed_i = seed & 0x7FFFFFFF if type(seed) is int else _seed_int(seed)
+
+    def solve_plain(start, max_iterations, seed):
+        now = time.perf_counter()
+        left = None if clock.deadline is None else max(clock.deadline - now, 1e-4)
+        return _solve_lm(robot, problem, start, left, max_iterations, seed, False, mode, None, now)
+
+    met = first.success and np.all(np.isfinite(first.q))
+    q, n, tries = limbs.find_clear(problem, first.q if met else None, q_start, clock, iters, seed_i, solve_plain)
+    n += first.iterations
+    if q is not None:
+        pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind,
+                              problem.gvec, problem.gR, problem.gaxis, problem.gw)
+        if pe <= problem.tol_p and re_ <= problem.tol_r:
+            res = Result._new(q, True, Status.CONVERGED, pe, re_, n, first.restarts + tries,
+                              time.perf_counter() - t_start, "lm")
+            res.__dict__["goals_met"] = (True,) * len(problem.goal_rows)
+            return res
+    return Result._new(first.q, False, first.status, first.position_error, first.rotation_error, n,
+                       first.restarts + tries, time.perf_counter() - t_start, "lm")
 
 
 def _goal_chain_dofs(robot, problem):

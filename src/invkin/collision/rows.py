@@ -228,6 +228,16 @@ class Check:
                                         stop)
         return ep(a[0], a[1], a[2], q, a[4], self.held, a[6], a[7], a[8], a[9], stop)
 
+    def closest_among(self, q, moving_self, moving_link, stop: float = -math.inf) -> tuple:
+        """:meth:`closest` over the pairs of the masks ``moving_self`` (P,) and ``moving_link``
+        (L,) bool (subsets of the Check's own: collision/limbs.py measures one limb's pairs)."""
+        a = self._args
+        ep = self._ep or self.closest(q, stop) and self._ep  # (the first call builds the entry point)
+        if ep is None:
+            return call_interpreted(closest_moving, a[0], a[1], a[2], q, a[4], a[5], a[6], moving_self, moving_link,
+                                    a[9], stop)
+        return ep(a[0], a[1], a[2], q, a[4], self.held, a[6], moving_self, moving_link, a[9], stop)
+
     def clear(self, q) -> bool:
         """Every pair some joint moves at least ``margin`` apart at q."""
         return self.closest(q)[0] >= self.margin - 1e-9

@@ -494,12 +494,36 @@ class Robot:
         first = next((k for k, i in enumerate(path) if self.qidx[i] >= 0), None)
         if first is None:
             return None, 0.0
-        radius = sum(float(np.linalg.norm(self.origin[i][:3, 3])) for i in path[first + 1:])
-        for i in path[first:]:
+        return path[first], self._path_radius(path[first + 1:], path[first])
+
+    def _path_radius(self, below, top=None) -> float:
+        """Bound [m] on how far the origin of the last node of ``below`` (a path down the tree) lies
+        from the origin of the node above its first: each node's offset from its parent, plus the
+        travel of the prismatic joints on it (``top``'s too, when given: a moving anchor)."""
+        radius = sum(float(np.linalg.norm(self.origin[i][:3, 3])) for i in below)
+        for i in ([top] if top is not None else []) + list(below):
             if self.joint_type[i] == K.PRISMATIC and self.qidx[i] >= 0:
                 c = int(self.qidx[i])
                 radius += abs(self.multiplier[i]) * max(abs(self.lower[c]), abs(self.upper[c])) + abs(self.offset[i])
-        return path[first], radius
+        return radius
+
+    def pair_reach(self, frame_a, frame_b) -> float:
+        """Bound [m] on the distance between the origins of two frames at any configuration: the
+        offsets and prismatic travel on the tree path between them, through their last common
+        ancestor (whose own motion moves both alike). ``inf`` when a joint on the path slides
+        without limit (a floating base between two feet, say, never: it lies above them)."""
+        a, b = self.frame_index(frame_a), self.frame_index(frame_b)
+        key = ("pair_reach", min(a, b), max(a, b))
+        return self.memo(key, lambda: self._compute_pair_reach(a, b))
+
+    def _compute_pair_reach(self, a: int, b: int) -> float:
+        pa, pb = self.ancestors(a)[::-1], self.ancestors(b)[::-1]  # root first
+        k = 0
+        while k < min(len(pa), len(pb)) and pa[k] == pb[k]:
+            k += 1
+        if k == 0:  # two roots: nothing bounds them
+            return float("inf")
+        return self._path_radius(pa[k:]) + self._path_radius(pb[k:])
 
     @property
     def floating(self) -> bool:
