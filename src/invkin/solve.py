@@ -267,10 +267,10 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
 
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
     """
-    if (method == "lm" and mode == "speed" and nullspace is None and rest is None and nullspace_gain is None
-            and joint_weights is None and restarts is True and max_iterations is None and not options
-            and max_joint_step is None and dt is None and world is None and self_collision is False
-            and type(margin) is float and margin == 0.005):
+    common = (method == "lm" and mode == "speed" and nullspace is None and rest is None and nullspace_gain is None
+              and joint_weights is None and restarts is True and max_iterations is None and not options
+              and max_joint_step is None and dt is None)  # (read once: a collision solve asks it twice)
+    if common and world is None and self_collision is False and type(margin) is float and margin == 0.005:
         res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is None:
             res = _solve_core_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
@@ -278,9 +278,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             return res  # (with the last steps of _post_solve done where the robot needs them)
     collision = _collision_options(world, self_collision, margin)
     first = None
-    if (collision is not None and method == "lm" and mode == "speed" and nullspace is None and rest is None
-            and nullspace_gain is None and joint_weights is None and restarts is True and max_iterations is None
-            and not options and max_joint_step is None and dt is None):
+    if common and collision is not None:
         res, first = _collision_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed,
                                      collision)
         if res is not None:
