@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from ._compile_clock import Budget
+from ._compile_clock import Budget, interpreted_seconds, one_solve
 from ._tiers import call_interpreted, entry_point
 from ._tiers import ready as _tier_ready
 from ._checks import MAX_LENGTH, SEED_LIMIT
@@ -277,10 +277,10 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
 
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
     """
-    if (method == "lm" and mode == "speed" and nullspace is None and rest is None and nullspace_gain is None
-            and joint_weights is None and restarts is True and max_iterations is None and not options
-            and max_joint_step is None and dt is None and world is None and self_collision is False
-            and type(margin) is float and margin == 0.005):
+    common = (method == "lm" and mode == "speed" and nullspace is None and rest is None and nullspace_gain is None
+              and joint_weights is None and restarts is True and max_iterations is None and not options
+              and max_joint_step is None and dt is None)  # (read once: a collision solve asks it twice)
+    if common and world is None and self_collision is False and type(margin) is float and margin == 0.005:
         res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is None:
             res = _solve_core_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
@@ -288,9 +288,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             return res  # (with the last steps of _post_solve done where the robot needs them)
     collision = _collision_options(world, self_collision, margin)
     first = None
-    if (collision is not None and method == "lm" and mode == "speed" and nullspace is None and rest is None
-            and nullspace_gain is None and joint_weights is None and restarts is True and max_iterations is None
-            and not options and max_joint_step is None and dt is None):
+    if common and collision is not None:
         res, first = _collision_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed,
                                      collision)
         if res is not None:
@@ -572,8 +570,9 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         step = _joint_step(robot, max_joint_step, dt)
         if collision is None:
             return _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step, t_start)
-        return _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step,
-                                   t_start, collision, first)
+        with one_solve():  # (its phases share one interpreted grace)
+            return _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, step,
+                                       t_start, collision, first)
     if collision is not None:
         raise SolverError(f"world / self_collision: method {m.name!r} cannot keep collision distances (they are "
                           f"inequality rows of the LM core): use method='lm'")
@@ -1120,10 +1119,9 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
                 if found.success:
                     return found
                 first_iters = found.iterations
-                timeout = None if timeout is None else max(timeout - (time.perf_counter() - t_start), 1e-4)
-                t_start = time.perf_counter()
                 if max_iterations is not None:
-                    max_iterations = max(max_iterations - found.iterations, 1)
+                    max_iterations = max(max_iterations - first_iters, 1)
+                # the rows from the first answer with the rest of the budget (the deadline t_start + timeout)
                 res = _solve_lm(robot, problem, first.q if np.all(np.isfinite(first.q)) else q_start, timeout,
                                 max_iterations, seed, restarts, mode, step, t_start, coll)
                 return dataclasses.replace(res, iterations=res.iterations + first_iters)
@@ -1144,12 +1142,28 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
     return dataclasses.replace(res, iterations=res.iterations + first_iters) if first_iters else res
 
 
+_INTERPRETED_CHUNK = 8  # iterations of the general core's first chunk when it runs on the interpreter
+_CORE_READY = {}  # (coll is None) -> the coll of a call whose core_attempts was machine code (None: plain)
+
+
+def _core_chunk(budget, coll, args):
+    """The first chunk of the general core (_solve_lm) in a process that has run kernels on the
+    interpreter: _INTERPRETED_CHUNK iterations while core_attempts would run interpreted too (G1:
+    6-80 ms an iteration there, so the clock, and the interpreted grace, are looked at every few
+    iterations instead of after 100: a first G1 collision solve's rows ran 100 iterations, 4-8 s,
+    in one call), else ``budget``; asked until the machine code is there (then _CORE_READY)."""
+    if _tier_ready(_core.core_attempts, args):
+        _CORE_READY[coll is None] = coll
+        return budget
+    return min(budget, _INTERPRETED_CHUNK)
+
+
 def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterations, seed, mode, t_start):
     """The limb search of collision/limbs.py after a first plain answer that is not clear (or did
-    not meet the goals), until LIMBS_SHARE of the budget (of the timeout, and of max_iterations):
-    None where it does not apply (goals beyond the basic kinds, a posture, no limb), else a
-    Result: converged with the clear q it found, or not successful (its iterations counted) for
-    the rows to go on."""
+    not meet the goals, unless they are provably out of reach), until LIMBS_SHARE of the budget
+    (of the timeout, and of max_iterations): None where it does not apply (goals beyond the basic
+    kinds, a posture, no limb), else a Result: converged with the clear q it found, or not
+    successful (its iterations counted) for the rows to go on."""
     from .collision.limbs import Limbs
 
     limbs = Limbs.of(problem, check, _lm_tables(robot), _sampler(robot))
@@ -1165,6 +1179,9 @@ def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterati
         return _solve_lm(robot, problem, start, left, max_iterations, seed, False, mode, None, now)
 
     met = first.success and np.all(np.isfinite(first.q))
+    if not met and provably_unreachable(problem):  # no answer at all: the rows minimise the distance
+        return Result._new(first.q, False, first.status, first.position_error, first.rotation_error,
+                           first.iterations, first.restarts, time.perf_counter() - t_start, "lm")
     q, n, tries = limbs.find_clear(problem, first.q if met else None, q_start, clock, iters, seed_i, solve_plain)
     n += first.iterations
     if q is not None:
@@ -1281,6 +1298,10 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         q_rest, w_post, tol_p, tol_r = problem.q_rest, problem.w_posture, problem.tol_p, problem.tol_r
     max_attempts = 2**62 if restarts else 1
     budget = _FIRST_CHUNK if max_iterations is None else min(_FIRST_CHUNK, max_iterations)
+    if not chain and interpreted_seconds() and _CORE_READY.get(coll is None, 0) is not coll:
+        budget = _core_chunk(budget, coll, (model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q_start, q,
+                                            best_q, st, int(budget), 3 * ATTEMPT_ITERATIONS, max_attempts, seed_i,
+                                            rowerr))
     clock = Budget(None if timeout is None else t_start + timeout)
     checked_reach = False
     unreachable = False
