@@ -612,3 +612,49 @@ def test_the_batch_contact_kernel_gives_the_pairs_in_contact_configuration_by_co
         CK.self_distances(wcaps, wb, cm.link_caps, pairs, 0.0, out)
         np.testing.assert_array_equal(hits[k], out[:, 0] < 0.0)
     assert hits.any() and not hits.all()  # the configurations do touch some pairs, not all
+
+
+@pytest.mark.parametrize("name", ["g1", "panda_erd"])
+def test_the_numpy_sampling_of_pairs_gives_the_contact_kernels_answers(name):
+    """collision_pairs samples in NumPy (pairs._in_contact_numpy: no kernel to compile on a first
+    use): at every configuration, the same pairs in contact as CK.contacts, for a floating
+    humanoid (its base fixed at the origin: a pose of the whole robot moves no self pair) and an
+    arm with its meshes' capsules."""
+    from invkin.collision import pairs as P
+    from invkin.collision.model import collision_model
+
+    robot = ik.load_robot("g1") if name == "g1" else ik.load_robot(str(DATA / "erd" / "panda_fingers.urdf"))
+    cm = collision_model(robot)
+    L = len(cm.links)
+    cand = np.array([(a, b) for a in range(L) for b in range(a + 1, L)], dtype=np.int64)
+    qs = robot.sample(1500, rng=np.random.default_rng(4))
+    hits = np.zeros((len(qs), len(cand)), dtype=np.bool_)
+    CK.contacts(robot.node_table, robot.node_params, robot.origin, qs, cm.links, cm.link_caps, cm.caps, cm.bounds,
+                cand, hits)
+    assert P._numpy_ok(robot)
+    np.testing.assert_array_equal(P._in_contact_numpy(robot, cm, cand, qs, chunk=400), hits)
+    assert hits.any() and not hits.all()
+
+
+def test_segment_gaps_equal_the_capsule_kernel_on_every_kind_of_segment_pair():
+    """pairs._segment_gaps, elementwise, against CK.capsule_capsule one pair at a time: general,
+    parallel and crossing segments, and points (zero-length capsules: spheres)."""
+    from invkin.collision.pairs import _segment_gaps
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    a1, a2 = rng.normal(size=(n, 3)), rng.normal(size=(n, 3))
+    d1, d2 = rng.normal(size=(n, 3)), rng.normal(size=(n, 3))
+    kind = rng.integers(0, 5, n)
+    d2[kind == 1] = 0.7 * d1[kind == 1]                      # parallel
+    d1[kind == 2] = 0.0                                       # a point and a segment
+    d2[kind == 3] = 0.0                                       # a segment and a point
+    d1[kind == 4], d2[kind == 4] = 0.0, 0.0                   # two points
+    r1, r2 = rng.uniform(0.0, 0.5, n), rng.uniform(0.0, 0.5, n)
+    c1 = np.c_[a1, a1 + d1, r1].T
+    c2 = np.c_[a2, a2 + d2, r2].T
+    got = _segment_gaps(c1, c2)
+    out = np.empty(10)
+    want = np.array([CK.capsule_capsule(a1[k], a1[k] + d1[k], r1[k], a2[k], a2[k] + d2[k], r2[k], out)
+                     for k in range(n)])
+    np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-12)

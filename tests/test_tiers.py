@@ -166,6 +166,46 @@ def test_setup_time_moves_the_deadline_once_without_the_compile_inside_it(monkey
     assert b.deadline == pytest.approx(10.0 + 0.02 + _compile_clock.setup_seconds())
 
 
+def test_the_phases_of_one_solve_share_one_interpreted_grace(monkeypatch):
+    """_compile_clock.one_solve: the Budgets of a collision solve's phases (first solve, rows,
+    retries) draw on one INTERPRETED_GRACE_S; outside it each Budget has its own."""
+    monkeypatch.setattr(_compile_clock, "_total", [0.0])
+    monkeypatch.setattr(_compile_clock, "_interpreted", [0.0])
+    monkeypatch.setattr(_compile_clock, "_setup", [0.0])
+    grace = _compile_clock.INTERPRETED_GRACE_S
+    with _compile_clock.one_solve():
+        first = _compile_clock.Budget(0.0)
+        _compile_clock.add_interpreted_seconds(0.75 * grace)
+        first.update()
+        with _compile_clock.one_solve():  # (nested: the same pool)
+            rows = _compile_clock.Budget(0.0)
+        _compile_clock.add_interpreted_seconds(0.75 * grace)
+        rows.update()
+    assert first.deadline == pytest.approx(0.75 * grace)
+    assert rows.deadline == pytest.approx(0.25 * grace)  # what the first phase left
+    alone = _compile_clock.Budget(0.0)
+    _compile_clock.add_interpreted_seconds(0.75 * grace)
+    alone.update()
+    assert alone.deadline == pytest.approx(0.75 * grace)
+
+
+def test_the_general_core_looks_at_the_clock_every_few_iterations_while_interpreted(monkeypatch):
+    """solve._core_chunk: while core_attempts would run on the interpreter, the first chunk is
+    _INTERPRETED_CHUNK iterations (not 100: 4-8 s of G1's rows, past any grace); once it is machine
+    code the chunk is the driver's and that is remembered."""
+    import importlib
+
+    solve_mod = importlib.import_module("invkin.solve")
+    monkeypatch.setattr(solve_mod, "_CORE_READY", {})
+    monkeypatch.setattr(solve_mod, "_tier_ready", lambda d, args: False)
+    coll = ("a collision tuple",)
+    assert solve_mod._core_chunk(100, coll, ()) == solve_mod._INTERPRETED_CHUNK < 100
+    assert solve_mod._CORE_READY == {}
+    monkeypatch.setattr(solve_mod, "_tier_ready", lambda d, args: True)
+    assert solve_mod._core_chunk(100, coll, ()) == 100
+    assert solve_mod._CORE_READY[False] is coll
+
+
 def test_only_small_calls_of_invkin_kernels_run_interpreted(monkeypatch):
     from invkin.kinematics.kernels import all_finite
 
@@ -375,5 +415,20 @@ def test_a_first_collision_solve_in_a_fresh_process_does_what_a_later_one_does()
     out, _ = _run(G1_FIRST.replace("TARGETS", repr(G1_TARGETS)), {"INVKIN_COMPILE": "wait"})
     first, later = out["out"][:2], out["out"][2:]
     assert later[0][0] == "converged" and later[1][0] == "converged"
-    assert first == later
+    assert [s for s, _ in first] == [s for s, _ in later]
+    # the phases read the clock (the driver's chunks, the limb search's deadline): under load an
+    # iteration more or less, never the 200 of a time_limit
+    assert all(abs(a - b) <= 0.1 * b for (_, a), (_, b) in zip(first, later)), out
     assert out["setup"] > 0.0
+
+
+@pytest.mark.slow  # a fresh process on empty caches, everything interpreted
+def test_a_first_g1_collision_solve_on_empty_caches_converges_on_the_interpreter(tmp_path):
+    """Empty caches, nothing compiled that may run interpreted (INVKIN_COMPILE=interpret): the
+    first G1 collision solve of a target whose plain answer is in collision converges, as the
+    compiled solver does (before: time_limit: the Check's build, the methods' imports and the
+    in-process compile of the pairs' sampling were charged to the 50 ms, and each phase's 100
+    interpreted iterations ran past its grace)."""
+    script = G1_FIRST.replace("TARGETS", repr(G1_TARGETS[:1])).replace("range(2)", "range(1)")
+    out, _ = _run(script, {"INVKIN_COMPILE": "interpret"}, tmp_path)
+    assert out["out"][0][0] == "converged", out

@@ -9,17 +9,26 @@ tables: ~0.2 s for G1 with every cache warm).
 A solve driver keeps all three out of its ``timeout`` with a :class:`Budget`: a first call's
 compile and setup are not the solve's time, and a first solve that runs interpreted gets the
 iterations a compiled one would do in its timeout (its deadline moves by the interpreted time, up
-to :data:`INTERPRETED_GRACE_S` per solve, so a target that never converges still returns in
-seconds).
+to :data:`INTERPRETED_GRACE_S` per solve, shared by its phases inside :class:`one_solve`, so a
+target that never converges still returns in seconds).
 """
 from __future__ import annotations
 
+import threading
 import time
 
 _total = [0.0]
 _interpreted = [0.0]
 _setup = [0.0]
 _setup_open = [0]  # nesting depth of setup(): only the outermost counts
+
+
+class _Scope(threading.local):
+    grace = None  # the interpreted grace left to the Budgets of one_solve() (a list); a class default, since
+    # a missing attribute of a thread-local costs ~0.4 µs (an AttributeError) per Budget
+
+
+_scope = _Scope()
 
 #: Interpreted seconds per solve that do not count against its timeout.
 INTERPRETED_GRACE_S = 2.0
@@ -71,25 +80,51 @@ def add_interpreted_seconds(seconds: float) -> None:
     _interpreted[0] += seconds
 
 
+class one_solve:  # noqa: N801 (a context manager used as ``with one_solve():``)
+    """``with one_solve():`` around a solve made of several phases (a collision solve's first
+    solve, its rows, its retries, each with its own Budget): the Budgets made inside share one
+    INTERPRETED_GRACE_S, so the solve returns within about its timeout plus that (each phase had
+    its own before: a first G1 collision solve ran 8-13 s). Nested scopes join the outermost."""
+
+    __slots__ = ("_own",)
+
+    def __enter__(self):
+        self._own = _scope.grace is None
+        if self._own:
+            _scope.grace = [INTERPRETED_GRACE_S]
+        return self
+
+    def __exit__(self, *exc):
+        if self._own:
+            _scope.grace = None
+        return False
+
+
 class Budget:
     """A solve's deadline (None without a timeout) that moves by the compile and setup time and
     the interpreted time (up to INTERPRETED_GRACE_S) spent since the last :meth:`update`."""
 
-    __slots__ = ("deadline", "_c", "_i", "_grace")
+    __slots__ = ("deadline", "_c", "_i", "_grace", "_pool")
 
     def __init__(self, deadline: float | None):
         self.deadline = deadline
         self._c = _total[0] + _setup[0]
         self._i = _interpreted[0]
         self._grace = INTERPRETED_GRACE_S
+        self._pool = _scope.grace  # None, or the grace shared inside one_solve (a list)
 
     def update(self) -> float:
         """Move the deadline; returns the compile and setup seconds since the last update (for the
         caller's time per iteration, which should not include them)."""
         c, i = _total[0] + _setup[0], _interpreted[0]
         compiled = c - self._c
-        extra = min(i - self._i, self._grace)
-        self._grace -= extra
+        pool = self._pool
+        left = self._grace if pool is None else pool[0]
+        extra = min(i - self._i, left)
+        if pool is None:
+            self._grace = left - extra
+        else:
+            pool[0] = left - extra
         self._c, self._i = c, i
         if self.deadline is not None:
             self.deadline += compiled + extra
