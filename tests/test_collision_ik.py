@@ -347,6 +347,37 @@ def test_an_escape_step_moves_the_colliding_links_and_not_the_goal(panda):
     assert steps > 20
 
 
+def test_rows_from_a_full_check_are_the_rows_measured_again(panda):
+    """kernels.measured_rows after a full closest_moving (no stop) at q: the same rows as
+    collision_rows at q (count, distances, gradients, nodes), for cutoffs below the check's."""
+    from invkin.collision import kernels as CK
+    from invkin.collision.rows import check_for
+
+    world = shelf_world()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        check = check_for(panda, world, True, MARGIN)
+    tables = check.coll[0]
+    m = check.coll[2].shape[0]
+    a = check._args
+    seen = 0
+    for q in panda.sample(200, rng=np.random.default_rng(12)):
+        for cutoff in (MARGIN + 0.01, MARGIN + 0.03):
+            d1, J1, na1, nb1 = np.empty(m), np.empty((m, panda.dof)), np.empty(m, np.int64), np.empty(m, np.int64)
+            k1 = CK.collision_rows(panda.node_table, panda.node_params, panda.fk_all_array(q), tables, cutoff, d1, J1,
+                                   na1, nb1)
+            CK.closest_moving(a[0], a[1], a[2], q, a[4], tables, a[6], a[7], a[8], a[9], -np.inf)
+            d2, J2, na2, nb2 = np.empty(m), np.empty((m, panda.dof)), np.empty(m, np.int64), np.empty(m, np.int64)
+            k2 = CK.measured_rows(a[0], a[1], a[4], tables, cutoff, d2, J2, na2, nb2)
+            assert k1 == k2
+            np.testing.assert_array_equal(d1[:k1], d2[:k2])
+            np.testing.assert_array_equal(J1[:k1], J2[:k2])
+            np.testing.assert_array_equal(na1[:k1], na2[:k2])
+            np.testing.assert_array_equal(nb1[:k1], nb2[:k2])
+            seen += k1
+    assert seen > 50
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_an_escape_step_is_shortened_to_stay_inside_the_joint_limits(seed):

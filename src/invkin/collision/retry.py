@@ -14,10 +14,11 @@ family that keeps every checked pair at least ``margin`` apart:
   shortened to stay inside the joint limits (:func:`_inside`; clamping joint by joint would turn
   it out of the null space). The plain solve (one attempt, few iterations: the step left the goal
   only to second order) then brings q back onto the goal, and the check
-  (:func:`kernels.closest_moving`, stopping at the first pair closer than the margin) says whether
-  it is clear. Up to ``escapes`` such steps per answer; they stop when a joint on its limit blocks
-  the step or the attempt comes back to where the step started (Panda in the shelf: plain answers
-  often hold joint 6 on its upper limit, and the later steps of such an answer did nothing).
+  (:func:`kernels.closest_moving`, in full: the next escape's rows come from its distances,
+  :func:`kernels.measured_rows`, so a colliding answer is measured once) says whether it is clear.
+  Up to ``escapes`` such steps per answer; they stop when a joint on its limit blocks the step or
+  the attempt comes back to where the step started (Panda in the shelf: plain answers often hold
+  joint 6 on its upper limit, and the later steps of such an answer did nothing).
 * *Retries.* An answer whose escapes do not clear it is followed by a plain solve from a uniform
   random start (the LM kernel's own restart sampler), checked, then escaped in turn (unless it is
   deeper than ESCAPE_DEEP in collision: the next retry is cheaper).
@@ -38,11 +39,11 @@ import time
 import numpy as np
 from numba import njit
 
-from ..kinematics.kernels import NO_RC, fk_all_into
+from ..kinematics.kernels import NO_RC
 from ..solvers._common import CONVERGED, chol_solve
 from ..solvers._linalg import gram
 from ..solvers.lm import L_LOWER, L_UPPER, _chain_eval, _chain_eval_jacobian, _restart_sample, lm_chain_attempts, new_chain_state
-from .kernels import closest_moving, collision_rows
+from .kernels import closest_moving, measured_rows
 
 __all__ = ["ESCAPE_CLEAR", "ESCAPE_DEEP", "ESCAPE_STEP", "clear_attempts", "escape_step", "find_clear"]
 
@@ -186,7 +187,7 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
     ``stats``: iterations, plain solves, escape steps; ``stats[ST_BEST_D]`` the best least
     distance so far [m]; for a clear answer its position and rotation errors (ST_PERR, ST_RERR)
     and its check (``closest_moving``'s three values: ST_D, ST_PAIR, ST_STATIC). Arguments as ``lm_chain_attempts`` (chain), ``closest_moving`` and
-    ``collision_rows`` (check and rows; the tables held: kernels.HeldTables)."""
+    ``measured_rows`` (check and rows; the tables held: kernels.HeldTables)."""
     tables = held.t
     dof = q_first.shape[0]
     G = gkind.shape[0]
@@ -224,18 +225,16 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
                 continue
             perr, rerr = st[8], st[9]
         for step in range(escapes + 1):
-            if t + step > 0:  # (try 0 is the plain answer, known not clear) the check, stopping at the margin
-                dc, ic, nc = closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link,
-                                            margin, stop)
-                if dc >= stop:
-                    q_out[:] = q
-                    stats[ST_PERR], stats[ST_RERR] = perr, rerr
-                    stats[ST_D], stats[ST_PAIR], stats[ST_STATIC] = dc, ic, nc
-                    return 1
-            else:
-                fk_all_into(ni, nf, origin, q, Tall)
+            # the check in full (no stop: its distances give the rows below without measuring again)
+            dc, ic, nc = closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link, margin,
+                                        -np.inf)
+            if t + step > 0 and dc >= stop:  # (try 0 is the plain answer, known not clear)
+                q_out[:] = q
+                stats[ST_PERR], stats[ST_RERR] = perr, rerr
+                stats[ST_D], stats[ST_PAIR], stats[ST_STATIC] = dc, ic, nc
+                return 1
             # the rows within reach of the escape's target (Tall: the FK of q, from the check)
-            k = collision_rows(ni, nf, Tall, tables, target, d, Jd, na, nb)
+            k = measured_rows(ni, nf, Tall, tables, target, d, Jd, na, nb)
             dmin = np.inf
             for i in range(k):
                 dmin = min(dmin, d[i])
