@@ -232,3 +232,24 @@ def test_the_limb_search_runs_on_the_interpreter_from_empty_caches(scene, tmp_pa
     assert res["interpreted"] > 0.0
     for r in res["out"]:
         assert not r["plain_clear"] and r["success"] and r["clear"], r
+
+
+def test_a_limbs_escapes_clear_it_with_the_other_joints_held(scene):
+    """The escapes of retry.clear_attempts (no random start: tries = 0) clear arms of plain answers
+    in collision: the step's distance gradients leave out the held DOFs (lower = upper), whose
+    share of a least-norm step would otherwise be cut off at the limits and stop every escape."""
+    g1, world, check, targets = scene
+    escaped = 0
+    for i, q in enumerate(targets):
+        goals = _goals(g1, q)
+        plain = ik.solve(g1, goals, seed=i, timeout=None)
+        problem, limbs = _limbs(g1, check, goals)
+        q1 = limbs._tidy(plain.q, g1.neutral())
+        if not plain.success or check.clear(q1):
+            continue
+        stats = [0, 0]
+        q2 = limbs.clear_limbs(problem, q1, i, 0, stats)
+        if q2 is not None:
+            assert stats[1] == 0 and check.clear(q2)  # no random start was solved
+            escaped += 1
+    assert escaped >= 2

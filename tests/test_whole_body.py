@@ -519,6 +519,71 @@ def test_goals_met_of_a_converged_solve_agree_with_every_row_error(hum):
     assert _goals_met(p, row_errors(*core_args(p)[:2], res.q)) == res.goals_met
 
 
+_LEAN_ZOO = dict(_WHOLE_BODY_ZOO, **{
+    "hard-feet+unreachable-hand": lambda r, q0: _feet(r, q0) + [
+        ik.Position("l_hand", r.fk(q0, "l_hand")[:3, 3] + [2.0, 0.5, 0.0]),
+        ik.Pose("r_hand", _moved(r, q0, "r_hand", [0.05, 0.0, 0.05]), weight=2.0)],
+    "posture-weight-zero-on-one-frame": lambda r, q0: [
+        ik.Position("l_hand", r.fk(q0, "l_hand")[:3, 3] + [0.05, 0.0, -0.05]), ik.Posture(q0, weight=0.0)],
+})
+
+
+@pytest.mark.parametrize("shape", sorted(_LEAN_ZOO))
+def test_the_packed_whole_body_route_gives_the_general_drivers_bits_for_every_shape(hum, shape):
+    """The lean route (solve._solve_core_fast: targets packed per goal, core_attempts_packed
+    through its entry point, the driver resumed from its state when the first call does not
+    converge) and the general path (taken by an explicit max_iterations) give the same q,
+    iterations, restarts, status and goals_met, on a first solve of these structures and on a
+    second one (prepared)."""
+    q0 = _stance(hum)
+    for _ in range(2):
+        goals = _LEAN_ZOO[shape](hum, q0)
+        lean = ik.solve(hum, goals, q0=q0, seed=5)
+        general = ik.solve(hum, goals, q0=q0, seed=5, max_iterations=1_000_000)
+        assert lean.status == general.status, (shape, lean, general)
+        assert np.array_equal(lean.q, general.q), shape
+        assert (lean.iterations, lean.restarts) == (general.iterations, general.restarts), shape
+        assert lean.goals_met == general.goals_met, shape
+    if shape == "hard-feet+unreachable-hand":
+        assert not lean.success and lean.goals_met[:2] == (True, True) and not lean.goals_met[2]
+    else:
+        assert lean.success
+    preps = hum.cache["core_fast"]
+    prep = preps[tuple(g.structure() for g in goals)]
+    assert prep is not None and prep[0] is not None  # prepared, with the packed kernel's entry point
+    # one frame's rows and a Posture of weight 0: the chain kernel's problem, left to the general path
+    assert prep[9] == (shape == "posture-weight-zero-on-one-frame")
+
+
+def test_a_goals_packed_columns_are_its_table_target_and_weight_columns():
+    T = make_transform(so3_exp([0.3, -0.2, 1.0]), [0.1, 0.3, -0.05])
+    for g in (ik.Pose("l_hand", T, weight=2.0), ik.Position("l_hand", [1.0, 2.0, 3.0]),
+              ik.Relative("l_hand", "r_hand", T), ik.CenterOfMass([0.1, 0.05, 0.0], axes="xy"),
+              ik.Aim("head", [1, 0, 0], [2.0, 0.3, 1.2])):
+        _, vec, R, axis, w = g.table()
+        P = g.packed()
+        assert P.shape == (vec.shape[0], 16) and not P.flags.writeable
+        assert np.array_equal(P[:, :3], vec) and np.array_equal(P[:, 3:12].reshape(-1, 3, 3), R)
+        assert np.array_equal(P[:, 12:15], axis) and np.array_equal(P[:, 15], w)
+        assert g.packed() is P  # built once
+
+
+def test_the_packed_route_reads_a_strided_q0_and_clamps_it_as_the_general_path_does(hum):
+    """core_attempts_packed checks and clamps q0 itself (any layout): a strided view, and a q0
+    outside the limits, give the general path's bits."""
+    q0 = _stance(hum)
+    goals = _feet(hum, q0) + [ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3] + [0.05, 0.0, -0.05])]
+    ik.solve(hum, goals, q0=q0)  # prepared
+    wide = np.zeros((hum.dof, 2))
+    wide[:, 0] = q0
+    out = q0.copy()
+    out[hum.joint_names.index("l_knee")] = 3.0  # above its upper limit 2.5
+    for start in (wide[:, 0], out):
+        lean = ik.solve(hum, goals, q0=start)
+        general = ik.solve(hum, goals, q0=start, max_iterations=1_000_000)
+        assert lean.success and np.array_equal(lean.q, general.q) and lean.iterations == general.iterations
+
+
 @pytest.mark.parametrize("name", ["toy", "g1"])
 def test_pair_reach_bounds_the_distance_between_two_frames_at_every_sampled_configuration(hum, name):
     robot = hum if name == "toy" else ik.load_robot("g1")

@@ -61,6 +61,8 @@ KINDS = {KIND_POSITION: "position", KIND_ROTATION: "rotation", KIND_AXIS: "axis"
          KIND_COM: "com", KIND_REL_POSITION: "relative position", KIND_REL_ROTATION: "relative rotation"}
 #: Kinds the older methods' task_eval knows; LM's core knows every kind of KINDS.
 BASIC_KINDS = (KIND_POSITION, KIND_ROTATION, KIND_AXIS, KIND_AIM)
+#: Columns of a packed goal table (Goal.packed): vec (3), R (9, row-major), axis (3), weight.
+PACKED = 16
 
 _AXES = {"xyz": None, "x": 0, "y": 1, "z": 2}
 _EYE = np.eye(3)
@@ -163,6 +165,18 @@ class Goal:
                  np.array([r[5] for r in rows], dtype=np.float64))
             object.__setattr__(self, "_table", t)
         return t
+
+    def packed(self) -> np.ndarray:
+        """The target and weight columns of :meth:`table` in one read-only array (G, PACKED):
+        vec (3), R (9, row-major), axis (3), weight; built once. The whole-body fast path gathers
+        a problem's targets with one concatenate of these (solve._solve_core_fast)."""
+        p = self.__dict__.get("_packed")
+        if p is None:
+            _, vec, R, axis, w = self.table()
+            p = np.concatenate((vec, R.reshape(-1, 9), axis, w[:, None]), axis=1)
+            p.setflags(write=False)
+            object.__setattr__(self, "_packed", p)
+        return p
 
 
 @dataclass(frozen=True)

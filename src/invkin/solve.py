@@ -20,10 +20,11 @@ from ._tiers import ready as _tier_ready
 from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
-from .goals import BASIC_KINDS, KIND_POSITION, KINDS, Pose, Position
+from .goals import BASIC_KINDS, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture
 from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, project_cones_in_place
+from .solvers._common import LAYOUTS_KEPT
 from .model.limits import respect_cone_limits
 from .solvers import lm as _lm
 from .solvers import lm_core as _core
@@ -45,6 +46,15 @@ def _scratch(size: int) -> np.ndarray:
     if buf is None or buf.shape[0] < size:
         buf = np.empty(max(size, 1024))
         _THREAD.buf = buf
+    return buf
+
+
+def _iscratch(size: int) -> np.ndarray:
+    """_scratch's int64 twin (the general core's row and joint indices)."""
+    buf = getattr(_THREAD, "ibuf", None)
+    if buf is None or buf.shape[0] < size:
+        buf = np.empty(max(size, 256), dtype=np.int64)
+        _THREAD.ibuf = buf
     return buf
 
 __all__ = ["solve", "solve_many", "methods", "DEFAULTS"]
@@ -834,10 +844,14 @@ _MAX_SQ = MAX_LENGTH * MAX_LENGTH
 
 def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     """The common whole-body call — lm, a list of goals, plain float options, q0 a float64
-    vector — with the least Python: the goal table from the layout cached per goal structure
-    (solvers/_common.compile_problem), then the one LM driver (_solve_lm), as the general path
-    would run it. Returns None when the call is not that case (the general path then validates
-    and explains)."""
+    vector — with the least Python. What depends only on the goals' structures (Goal.structure)
+    is prepared once per robot and structures (_core_prep: the layout's arrays, the model and
+    per-DOF tables, the kernel's entry point); a solve gathers its goals' targets with one
+    concatenate of their packed columns (Goal.packed) and calls core_attempts_packed through its
+    entry point, which runs the same core_attempts, with the same iterates, as the general path.
+    A first call that does not converge goes on in the one LM driver (_solve_lm, from the
+    kernel's state). Returns None when the call is not that case (the general path then
+    validates and explains)."""
     t_start = time.perf_counter()
     if not (type(goals) is list or type(goals) is tuple) or robot.extras.get("cone_limits"):
         return None
@@ -845,20 +859,134 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             or not 0 <= seed < SEED_LIMIT:
         return None
     if q0 is None:
-        q_start = robot.q_neutral.copy()
+        q_in = robot.q_neutral
     elif type(q0) is np.ndarray and q0.dtype is _F64 and q0.shape == (robot.dof,):
-        # |q0|^2 <= MAX_LENGTH^2 bounds every entry (one dot product, a fifth of min() and max());
-        # NaN fails both tests
-        if not q0.dot(q0) <= _MAX_SQ and not (-MAX_LENGTH <= q0.min() and q0.max() <= MAX_LENGTH):
-            return None  # the general path names the bad entry
-        q_start = np.minimum(np.maximum(q0, robot.lower), robot.upper)
+        q_in = q0  # checked and clamped into the limits in the kernel (or by _lean_start)
     else:
         return None
     if not (type(tol_p) is float and 0.0 < tol_p < math.inf and type(tol_r) is float and 0.0 < tol_r < math.inf):
         return None
-    problem = compile_problem(robot, goals, tol_p, tol_r)
-    res = _solve_lm(robot, problem, q_start, timeout, ITERATION_CAP, seed, True, "speed", None, t_start)
+    prep = _core_prep(robot, goals, tol_p, tol_r)
+    if prep is not None:  # (its entry point is compiled)
+        ep, model, layout, lims, lo, hi, post_at, rows_at, n_met, one_frame, fsize, isize = prep
+        if post_at < 0:
+            q_rest, w_post = robot.q_neutral, 0.0
+        else:
+            q_rest, w_post = goals[post_at].q_rest, goals[post_at].weight
+            if q_rest.shape[0] != robot.dof or (one_frame and w_post == 0.0):
+                prep = None  # the general path names the wrong shape / runs the chain kernel
+    if prep is None:
+        q_start = _lean_start(robot, q0)
+        if q_start is None:
+            return None
+        problem = compile_problem(robot, goals, tol_p, tol_r)
+        res = _solve_lm(robot, problem, q_start, timeout, ITERATION_CAP, seed, True, "speed", None, t_start)
+        return _post_solve(robot, goals, res, q0, tol_p, tol_r) if _needs_post(robot) else res
+    gtab = np.concatenate([goals[i].packed() for i in rows_at]) if len(rows_at) > 1 else goals[rows_at[0]].packed()
+    n = robot.dof
+    q = np.empty(n)
+    best_q = np.empty(n)
+    st = _CORE_STATE0[0].copy()
+    rowerr = np.empty(gtab.shape[0])
+    t0 = time.perf_counter()
+    code = ep(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q_in, q, best_q, st, _FIRST_CHUNK,
+              _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS, seed & 0x7FFFFFFF, rowerr, _scratch(fsize), _iscratch(isize))
+    if code < 0:
+        return None  # a bad q0: the general path names the entry
+    s = st.tolist()
+    if code == CONVERGED and math.isfinite(s[S_BEST_PERR]) and math.isfinite(s[S_BEST_RERR]) and _lm_finite(best_q):
+        res = Result._new(best_q, True, Status.CONVERGED, s[S_BEST_PERR], s[S_BEST_RERR], int(s[S_ITERS]),
+                          int(s[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
+        # converged: every row with a weight within its tolerance (the kernel's test), so every goal is met
+        res.__dict__["goals_met"] = n_met
+    else:  # the rest of the budget in the one driver loop, from the kernel's state
+        problem = compile_problem(robot, goals, tol_p, tol_r)
+        res = _solve_lm(robot, problem, _lean_start(robot, q0), timeout, ITERATION_CAP, seed, True, "speed", None,
+                        t_start, resume=(code, q, best_q, st, rowerr, t0))
     return _post_solve(robot, goals, res, q0, tol_p, tol_r) if _needs_post(robot) else res
+
+
+def _lean_start(robot, q0):
+    """The clamped start of a lean solve (a copy), or None for a q0 the general path must name:
+    |q0|^2 <= MAX_LENGTH^2 bounds every entry (one dot product, a fifth of min() and max()); NaN
+    fails both tests."""
+    if q0 is None:
+        return robot.q_neutral.copy()
+    if not q0.dot(q0) <= _MAX_SQ and not (-MAX_LENGTH <= q0.min() and q0.max() <= MAX_LENGTH):
+        return None
+    return np.minimum(np.maximum(q0, robot.lower), robot.upper)
+
+
+_CORE_ATTEMPT_ITERATIONS = 3 * ATTEMPT_ITERATIONS  # of the general core (_solve_lm)
+_MAX_ATTEMPTS = 2**62
+_CORE_ENTRY = {}  # argument types -> core_attempts_packed's entry point (_core_prep)
+
+
+def _core_prep(robot, goals, tol_p, tol_r):
+    """What _solve_core_fast needs besides the targets, per robot and goal structures (kept in
+    ``robot.cache["core_fast"]``): (entry point, model, layout arrays, lims, lo, hi, index of the
+    Posture goal or -1, indices of the goals with rows, goals_met of a converged solve, whether the
+    rows are one frame's (the chain kernel's when the Posture weight is 0), the kernel's scratch
+    sizes (core_scratch_size: per-thread buffers _scratch, _iscratch)). None when these goals do not run on the
+    general core in mode "speed" (the chain kernel's problems, goals without rows) or are not
+    goals; the entry point None while core_attempts_packed compiles in the background
+    (invkin._tiers: the general path runs it interpreted meanwhile), asked again later."""
+    try:
+        key = tuple([g.structure() for g in goals])
+    except AttributeError:  # not a goal: the full compile names it
+        return None
+    preps = robot.cache.get("core_fast")
+    if preps is None:
+        preps = robot.cache["core_fast"] = {}
+    prep = preps.get(key)
+    if prep is None:
+        if key in preps:
+            return None
+        if len(preps) >= LAYOUTS_KEPT:
+            preps.clear()
+        problem = compile_problem(robot, goals, tol_p, tol_r)  # validates every goal
+        layout = problem.layout
+        post_at = max((i for i, g in enumerate(goals) if isinstance(g, Posture)), default=-1)
+        rows_at = tuple(i for i, g in enumerate(goals) if g.structure()[1])
+        one_frame = layout.one_node >= 0 and layout.basic and not layout.mixed  # the chain kernel's, without posture
+        if (one_frame and post_at < 0) or not rows_at or problem.joint_weights is not robot.unit_weights:
+            preps[key] = None
+            return None
+        model, table, lims, lo, hi = core_args(problem)
+        prep = [None, model, (layout.gnode, layout.gkind, layout.gref, layout.glevel, layout.soft, layout.hard),
+                lims, lo, hi, post_at, rows_at, (True,) * len(layout.goal_rows), one_frame,
+                *_core.core_scratch_size(model[0].shape[0], robot.dof, layout.gnode.shape[0], layout.hard.shape[0])]
+        preps[key] = prep
+    if prep[0] is None:
+        prep[0] = _packed_entry(prep, robot, tol_p, tol_r)
+        if prep[0] is None:
+            return None
+    return prep
+
+
+def _packed_entry(prep, robot, tol_p, tol_r):
+    """core_attempts_packed's entry point for a prepared problem (shared by every robot: the
+    argument types are fixed by construction), or None while it compiles in the background.
+    gtab is typed read-only C-contiguous (a goal's own packed array or a fresh concatenate; the
+    kernel only reads it), q_rest and q0 as any 1-D float64 view."""
+    import numba
+    from numba import types
+
+    n = robot.dof
+    args = (prep[1], prep[2], prep[3], prep[4], prep[5], np.empty((1, PACKED)), robot.q_neutral, 0.0, tol_p, tol_r,
+            np.empty(n), np.empty(n), np.empty(n), _CORE_STATE0[0].copy(), _FIRST_CHUNK, _CORE_ATTEMPT_ITERATIONS,
+            _MAX_ATTEMPTS, 0, np.empty(1), np.empty(1), np.empty(1, dtype=np.int64))
+    sig = [numba.typeof(a) for a in args]
+    sig[5] = types.Array(types.float64, 2, "C", readonly=True)
+    sig[6] = sig[10] = types.Array(types.float64, 1, "A")
+    sig = tuple(sig)
+    ep = _CORE_ENTRY.get(sig)
+    if ep is None:
+        ov = _core.core_attempts_packed.overloads.get(sig)
+        ep = ov.entry_point if ov is not None else entry_point(_core.core_attempts_packed, sig)
+        if ep is not None:
+            _CORE_ENTRY[sig] = ep
+    return ep
 
 
 def _fast_tables(robot, frame):
@@ -991,10 +1119,9 @@ def _solve_lm_collision(robot, problem, q_start, timeout, max_iterations, seed, 
                 if found.success:
                     return found
                 first_iters = found.iterations
-                timeout = None if timeout is None else max(timeout - (time.perf_counter() - t_start), 1e-4)
-                t_start = time.perf_counter()
                 if max_iterations is not None:
-                    max_iterations = max(max_iterations - found.iterations, 1)
+                    max_iterations = max(max_iterations - first_iters, 1)
+                # the rows from the first answer with the rest of the budget (the deadline t_start + timeout)
                 res = _solve_lm(robot, problem, first.q if np.all(np.isfinite(first.q)) else q_start, timeout,
                                 max_iterations, seed, restarts, mode, step, t_start, coll)
                 return dataclasses.replace(res, iterations=res.iterations + first_iters)
@@ -1033,10 +1160,10 @@ def _core_chunk(budget, coll, args):
 
 def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterations, seed, mode, t_start):
     """The limb search of collision/limbs.py after a first plain answer that is not clear (or did
-    not meet the goals), until LIMBS_SHARE of the budget (of the timeout, and of max_iterations):
-    None where it does not apply (goals beyond the basic kinds, a posture, no limb), else a
-    Result: converged with the clear q it found, or not successful (its iterations counted) for
-    the rows to go on."""
+    not meet the goals, unless they are provably out of reach), until LIMBS_SHARE of the budget
+    (of the timeout, and of max_iterations): None where it does not apply (goals beyond the basic
+    kinds, a posture, no limb), else a Result: converged with the clear q it found, or not
+    successful (its iterations counted) for the rows to go on."""
     from .collision.limbs import Limbs
 
     limbs = Limbs.of(problem, check, _lm_tables(robot), _sampler(robot))
@@ -1052,6 +1179,9 @@ def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterati
         return _solve_lm(robot, problem, start, left, max_iterations, seed, False, mode, None, now)
 
     met = first.success and np.all(np.isfinite(first.q))
+    if not met and provably_unreachable(problem):  # no answer at all: the rows minimise the distance
+        return Result._new(first.q, False, first.status, first.position_error, first.rotation_error,
+                           first.iterations, first.restarts, time.perf_counter() - t_start, "lm")
     q, n, tries = limbs.find_clear(problem, first.q if met else None, q_start, clock, iters, seed_i, solve_plain)
     n += first.iterations
     if q is not None:
@@ -1130,11 +1260,13 @@ def _goals_met(problem, err) -> tuple:
 
 
 def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, max_joint_step,
-              t_start, coll=None) -> Result:
+              t_start, coll=None, resume=None) -> Result:
     """The one LM driver loop. The attempts run inside a kernel (solvers/lm.py:
     lm_chain_attempts when every goal row is on one frame's chain, no posture, no hard/soft mix
     and no new goal kind; else core_attempts) that the driver calls with an iteration budget
-    sized to the time left, reading the clock between calls."""
+    sized to the time left, reading the clock between calls. ``resume`` (general core only):
+    (code, q, best_q, state, rowerr, t0) of a first kernel call already made with the first
+    budget from q_start (_solve_core_fast), which the loop takes as its first call's outcome."""
     seed_i = (seed & 0x7FFFFFFF) if type(seed) is int and 0 <= seed < SEED_LIMIT else _seed_int(seed)
     step = max_joint_step
     node = _one_frame(problem)
@@ -1157,9 +1289,12 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         chain_args = (ch, lims, p.gkind, p.gvec, p.gR, p.gaxis, p.gw, p.tol_p, p.tol_r, q_start)
     else:
         model, table, lims, lo, hi = core_args(problem, q_start, step, coll)
-        q = q_start.copy() if step is None else np.minimum(np.maximum(q_start, lo), hi)  # (q_start is in the limits)
-        st = _CORE_STATE0[1 if mode == "distance" else 0].copy()
-        rowerr = np.empty(problem.gnode.shape[0])
+        if resume is None:
+            q = q_start.copy() if step is None else np.minimum(np.maximum(q_start, lo), hi)  # (q_start is in the limits)
+            st = _CORE_STATE0[1 if mode == "distance" else 0].copy()
+            rowerr = np.empty(problem.gnode.shape[0])
+        else:
+            q, best_q, st, rowerr = resume[1:5]
         q_rest, w_post, tol_p, tol_r = problem.q_rest, problem.w_posture, problem.tol_p, problem.tol_r
     max_attempts = 2**62 if restarts else 1
     budget = _FIRST_CHUNK if max_iterations is None else min(_FIRST_CHUNK, max_iterations)
@@ -1174,7 +1309,10 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     while True:
         t0 = time.perf_counter()
         it0 = st[S_ITERS]
-        if chain:
+        if resume is not None:  # the first call, made by the caller
+            code, t0, it0 = resume[0], resume[5], 0.0
+            resume = None
+        elif chain:
             args = chain_args + (best_q, st, int(budget), attempt_iters, max_attempts, seed_i, buf)
             code = (_LM_ENTRY[0] or _chain_attempts_entry(args))(*args)
         else:

@@ -23,9 +23,11 @@ lands in a clear branch at once (0-3 in 40 on G1's hard targets).
    per limb) on its answer — a new waist for arms that cannot clear around the old one.
 
 It applies to goals of the basic kinds (position, rotation, axis, aim; no posture), whose frames
-depend only on the DOFs on their paths (:meth:`Limbs.of` returns None otherwise). Measured on
-the 33 G1 targets of the benchmark whose plain answer collides (table + self, 5 mm): all 33 clear
-within 50 ms, 32-56 ms together (the rows and uniform retries of session 5: 29, 384 ms).
+depend only on the DOFs on their paths (:meth:`Limbs.of` returns None otherwise). The search
+uses the robot's unit joint weights. Measured on benchmarks/collision_ik.py's G1 scene (both
+hands and the pelvis held, a table, self-collision, 5 mm, 50 ms): 100 % of the 100 targets, 33 of
+whose plain answers collide, 0.95-0.98 ms mean, 2.2x plain (the rows, then uniform retries of
+waist and arms: 96 %, 4.2-4.7 ms; benchmarks/RESULTS.md, session 6).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ import time
 
 import numpy as np
 
-from ..kinematics.kernels import BALL, CH_PRE, CH_QIDX, _frame_with_z
+from ..kinematics.kernels import BALL, CH_PRE, FIXED, _frame_with_z
 from ..solvers import lm as _lm
 from .retry import ESCAPES, RETRY_ITERATIONS, ST_BEST_D, ST_ITERS, ST_TRIES
 from .retry import _entry as _clear_entry
@@ -71,13 +73,16 @@ class Limbs:
             own = sorted(path - shared)
             if not own:
                 continue
-            first = next(i for i in reversed(robot.ancestors(int(n))) if int(robot.qidx[i]) in set(own))
+            path_nodes = robot.ancestors(int(n))[::-1]  # root first
+            first = next(i for i in path_nodes if int(robot.qidx[i]) in set(own))
             moved = np.array([bool(set(int(c) for c in robot.dofs_of(int(ell))) & set(own)) for ell in links])
             ms = check.moving_self & np.array([moved[a] or moved[b] for a, b in check.pair_links], dtype=np.bool_)
             ml = check.moving_link & moved
             self.limbs.append((int(n), np.array(own, dtype=np.int64), int(first), ms, ml))
             ch = robot.chain_program(int(n))
-            s = int(np.nonzero(ch[:, CH_QIDX] == robot.qidx[first])[0][0])
+            # the row of ``first``: one per moving node on the path before it (kernels.chain_program)
+            s = sum(1 for i in path_nodes[:path_nodes.index(first)]
+                    if int(robot.joint_type[i]) != FIXED and int(robot.qidx[i]) >= 0)
             P = np.eye(4)
             if int(robot.joint_type[first]) != BALL:
                 P[:3, :3] = _frame_with_z(robot.axis[first])

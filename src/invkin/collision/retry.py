@@ -245,6 +245,10 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
                 break
             _chain_eval(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
             _chain_eval_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
+            for j in range(dof):  # a DOF without range (held: collision/limbs.py) takes no part in the step
+                if lims[L_LOWER, j] == lims[L_UPPER, j]:
+                    for i in range(k):
+                        Jd[i, j] = 0.0
             if escape_step(J, d, Jd, k, target, ESCAPE_STEP, dq) == 0:
                 break
             # the step shortened to stay inside the joint limits (clamping each joint would turn it out of

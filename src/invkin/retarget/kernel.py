@@ -191,7 +191,7 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
     kept when the merit cost_soft + HARD_WEIGHT·cost_hard + PENALTY·Σ violation² falls, else λ
     grows 4x. Returns the iterations used."""
     Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm_, Z_, S_, r_, lam_, col_, dq, qn, hold, bias, zero, \
-        dqc, qc = ws
+        dqc, qc, _hardx, _rw2, _rowsx, _ballx = ws
     cb, Jc, ec, Jc2, ec2, Jp, ep, idx, Jm, Z, S, r, lam_a, col, Hp, dqp, qnp, holdp, zerop = pb
     ni, nf, origin, mass, com = model[0], model[1], model[2], model[3], model[4]
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table

@@ -5,9 +5,13 @@ the chain kernels; see the comment below and docs/architecture.md, "The general 
 """
 from __future__ import annotations
 
-import numpy as np
-from numba import njit
+import types as pytypes
 
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+from .._checks import MAX_LENGTH
 from ..goals import KIND_COM, KIND_REL_POSITION, KINDS
 from ..kinematics.kernels import FAST, NO_RC, fk_all_into, jacobian_from_all
 from ..spatial import rotvec_product
@@ -264,15 +268,19 @@ def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, c
                 break
         if unbiased:
             return _hard_least_norm(J, e, hard, jw, mu, mu_h, hold, nheld, Jm, Z, S, lam, col, dq)
-    for r_ in range(m):  # Jm: J with the held joints' columns zeroed; r: e less their motion
-        s = e[r_]
-        for k in range(dof):
-            v = J[r_, k]
-            if nheld > 0 and hold[k] == hold[k]:
-                s -= v * hold[k]
-                v = 0.0
-            Jm[r_, k] = v
-        r[r_] = s
+    if nheld == 0:  # nothing held: J and e as they are (copying them took ~0.3 µs of a G1 step)
+        Jm = J
+        r = e
+    else:
+        for r_ in range(m):  # Jm: J with the held joints' columns zeroed; r: e less their motion
+            s = e[r_]
+            for k in range(dof):
+                v = J[r_, k]
+                if hold[k] == hold[k]:
+                    s -= v * hold[k]
+                    v = 0.0
+                Jm[r_, k] = v
+            r[r_] = s
     for a in range(dof):
         for c in range(a + 1):
             H[a, c] = 0.0
@@ -388,8 +396,10 @@ step_into = _step_into  # public name for kernels outside solvers/ (solvers.shar
 @njit(cache=True)
 def core_workspace(n, dof, gvec, gR, nhard, nrows):
     """Scratch of the general core, in this order: Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2,
-    wvec, wR, H, Jm, Z, S, r, lam, col, dq, qn, hold, bias, zero, dqc, qc; room for every row as
-    a constraint (settle), and for nrows collision rows after the 3G goal rows (errs: 4 goal
+    wvec, wR, H, Jm, Z, S, r, lam, col, dq, qn, hold, bias, zero, dqc, qc, hardx (int64: the hard
+    rows and the collision rows a step adds), rw2 (G: row errors at a trial point), rowsx, ballx
+    (int64: settle's goal rows and ball joints; the core allocates nothing past this); room for every
+    row as a constraint (settle), and for nrows collision rows after the 3G goal rows (errs: 4 goal
     errors, then the collision slots of collision/rows.py)."""
     G = gvec.shape[0]
     m = 3 * G + nrows
@@ -398,7 +408,8 @@ def core_workspace(n, dof, gvec, gR, nhard, nrows):
             np.zeros((m, dof)), np.zeros(m), np.zeros((m, dof)), np.zeros(7), np.zeros(7), gvec.copy(), gR.copy(),
             np.empty((dof, dof)), np.empty((m, dof)), np.empty((dof, mh + 1)), np.empty((mh + 1, mh + 1)),
             np.empty(m), np.empty(mh), np.empty(max(dof, mh)), np.empty(dof), np.empty(dof), np.empty(dof),
-            np.empty(dof), np.zeros(dof), np.empty(dof), np.empty(dof))
+            np.empty(dof), np.zeros(dof), np.empty(dof), np.empty(dof), np.empty(max(m, nhard + nrows, 1), np.int64),
+            np.empty(G), np.empty(m, np.int64), np.empty(dof, np.int64))
 
 
 @njit(cache=True, **NO_RC)
@@ -436,7 +447,7 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam_h, col, dq, qn, hold, bias, zero, \
-        dqc, qc = ws
+        dqc, qc, hardx, rw2, rowsx, ballx = ws
     dof = q.shape[0]
     lam = state[S_LAMBDA] if state[S_LAMBDA] > 0.0 else CHAIN_LAMBDA_INIT
     # with hard goals an attempt minimises the soft goals to the end (they may be out of reach)
@@ -444,9 +455,7 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     relax = soft.shape[0] > 0 and hard.shape[0] > 0
     none = soft[:0]
     m0 = 3 * gvec.shape[0]
-    hardx = np.empty(hard.shape[0] + ineq_size(coll), dtype=np.int64)
     rw = rowq  # row errors at q, then at the trial point (swapped with e, e2)
-    rw2 = np.empty_like(rowq)
     swapped = False
     core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf,
                    Jr, sub, e, J, errs, bool(1), rw)
@@ -563,13 +572,14 @@ def settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, max_iter, ws):
     ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam_h, col, dq, qn, hold, bias, zero, \
-        dqc, qc = ws
+        dqc, qc, hardx, rw2, rowsx, ballx = ws
     dof = q.shape[0]
     m0 = 3 * gvec.shape[0]
-    allrows = np.arange(m0)  # the goal rows; collision rows join a step when it would violate them
+    for i in range(m0):
+        rowsx[i] = i
+    allrows = rowsx[:m0]  # the goal rows; collision rows join a step when it would violate them
     none = allrows[:0]
-    hardx = np.empty(m0 + ineq_size(coll), dtype=np.int64)
-    balls = _balls(lims)
+    balls = ballx[:_balls_into(lims, ballx)]
     core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf, Jr,
               sub, e, J, errs, bool(1))
     ineq_eval(coll, ni, nf, Tall, m0, e, J, errs)
@@ -611,19 +621,15 @@ def settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, max_iter, ws):
     return it
 
 
-@njit(cache=True)
-def _balls(lims):
-    n = 0
-    for s in range(lims.shape[1]):
-        if lims[L_BALL, s] != 0.0:
-            n += 1
-    out = np.empty(n, dtype=np.int64)
+@njit(cache=True, **NO_RC)
+def _balls_into(lims, out):
+    """The first index of every ball joint into out[:n] (dof,); returns n."""
     n = 0
     for s in range(lims.shape[1]):
         if lims[L_BALL, s] != 0.0:
             out[n] = s
             n += 1
-    return out
+    return n
 
 
 @njit(cache=True, **NO_RC)
@@ -673,12 +679,163 @@ def core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, 
     ni, nf, origin, mass, com, coll = model
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
     ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, hard.shape[0], ineq_size(coll))
-    code = _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
-                          attempt_iters, max_attempts, seed, ws, rowerr)
-    if not (code == CONVERGED and state[S_DISTANCE] == 0.0):  # else best_q is q, whose row errors rowerr holds
+    code = _attempts_for_rows(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                              attempt_iters, max_attempts, seed, ws, rowerr)
+    _report_rows(model, table, best_q, state, code, ws, rowerr)
+    return code
+
+
+@njit(cache=True, **NO_RC)
+def _report_rows(model, table, best_q, state, code, ws, rowerr):
+    """rowerr (G,) = each goal row's error at best_q, unless best_q is the last q of a converged
+    attempt (mode "speed"), whose row errors rowerr holds already."""
+    if not (code == CONVERGED and state[S_DISTANCE] == 0.0):
+        ni, nf, origin, mass, com, coll = model
+        gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
         core_eval_rows(ni, nf, origin, mass, com, best_q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10],
                        ws[11], ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[8], bool(0), rowerr)
+
+
+@njit(cache=True, **NO_RC)
+def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state,
+                         budget, attempt_iters, max_attempts, seed, rowerr, buf, ibuf):
+    """core_attempts for a problem without collision rows, with the goal table split in two:
+    ``layout`` (gnode, gkind, gref, glevel, soft, hard), the same for every problem with these goal
+    structures, and the target and weight columns packed in one array ``gtab`` (G, PACKED: vec,
+    R row-major, axis, weight; Goal.packed), unpacked here. Its scratch (the goal columns, q_rest's
+    copy and core_workspace's arrays) is carved from ``buf`` (float64) and ``ibuf`` (int64) of at
+    least core_scratch_size() entries (the caller's per-thread buffers), so it allocates nothing and
+    compiles without reference counting. q0 is checked and clamped here (q, best_q: out, the
+    clamped q0 to start; returns -1 for a q0 entry that is not a number within ±MAX_LENGTH, doing
+    nothing). The whole-body fast path (solve._solve_core_fast) calls it
+    through its entry point: a third of core_attempts' arrays to unbox, no allocation of its ~30
+    arrays, one concatenate in Python instead of four; the iterates are core_attempts' (the same
+    _core_attempts_nrc on the same values)."""
+    gnode, gkind, gref, glevel, soft, hard = layout
+    G = gtab.shape[0]
+    dof = q.shape[0]
+    for i in range(dof):  # q0 as given: NaN, inf or an entry beyond MAX_LENGTH goes back to the caller
+        if not (-MAX_LENGTH <= q0[i] <= MAX_LENGTH):
+            return -1
+    o = 0
+    qs = buf[o:o + dof]  # q0 clamped into lo, hi: the attempts' start and restart centre
+    o += dof
+    for i in range(dof):
+        qs[i] = min(max(q0[i], lo[i]), hi[i])
+        q[i] = qs[i]
+        best_q[i] = qs[i]
+    gvec = buf[o:o + 3 * G].reshape((G, 3))
+    o += 3 * G
+    gR = buf[o:o + 9 * G].reshape((G, 3, 3))
+    o += 9 * G
+    gaxis = buf[o:o + 3 * G].reshape((G, 3))
+    o += 3 * G
+    gw = buf[o:o + G]
+    o += G
+    qr = buf[o:o + dof]
+    o += dof
+    for g in range(G):
+        for k in range(3):
+            gvec[g, k] = gtab[g, k]
+            gaxis[g, k] = gtab[g, 12 + k]
+            for c in range(3):
+                gR[g, k, c] = gtab[g, 3 + 3 * k + c]
+        gw[g] = gtab[g, 15]
+    for i in range(dof):
+        qr[i] = q_rest[i]
+    ws = _carve_workspace(buf[o:], ibuf, model[0].shape[0], dof, gvec, gR, hard.shape[0])
+    table = (gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard)
+    code = _core_attempts_nrc(model, table, lims, lo, hi, qr, w_post, tol_p, tol_r, qs, q, best_q, state, budget,
+                              attempt_iters, max_attempts, seed, ws, rowerr)
+    _report_rows(model, table, best_q, state, code, ws, rowerr)
     return code
+
+
+def core_scratch_size(n, dof, G, nhard):
+    """(float64 entries, int64 entries) that core_attempts_packed carves its scratch from, for n
+    nodes, dof, G goal rows and nhard hard residual rows (no collision rows)."""
+    m = 3 * G
+    mh = max(m, nhard, 1)
+    floats = (16 * G + 2 * dof                           # q0 clamped, gvec, gR, gaxis, gw, q_rest
+              + 16 * n + 12 * dof + 4 * n                # Tall, Jf, Jr, sub
+              + 2 * (m + m * dof) + 14 + 12 * G          # e, J, e2, J2, errs, errs2, wvec, wR
+              + dof * dof + m * dof + dof * (mh + 1) + (mh + 1) * (mh + 1)  # H, Jm, Z, S
+              + m + mh + max(dof, mh) + 7 * dof + G)     # r, lam, col, dq .. qc, rw2
+    return floats, max(m, nhard, 1) + m + dof
+
+
+@njit(cache=True, **NO_RC)
+def _carve_workspace(buf, ibuf, n, dof, gvec, gR, nhard):
+    """core_workspace(n, dof, gvec, gR, nhard, 0) as views of buf and ibuf (core_scratch_size),
+    filled as core_workspace's arrays are where a value is read before it is written (errs, errs2,
+    zero, wvec, wR)."""
+    G = gvec.shape[0]
+    m = 3 * G
+    mh = max(m, nhard, 1)
+    o = 0
+    Tall = buf[o:o + 16 * n].reshape((n, 4, 4))
+    o += 16 * n
+    Jf = buf[o:o + 6 * dof].reshape((6, dof))
+    o += 6 * dof
+    Jr = buf[o:o + 6 * dof].reshape((6, dof))
+    o += 6 * dof
+    sub = buf[o:o + 4 * n].reshape((n, 4))
+    o += 4 * n
+    e = buf[o:o + m]
+    o += m
+    J = buf[o:o + m * dof].reshape((m, dof))
+    o += m * dof
+    e2 = buf[o:o + m]
+    o += m
+    J2 = buf[o:o + m * dof].reshape((m, dof))
+    o += m * dof
+    errs = buf[o:o + 7]
+    o += 7
+    errs2 = buf[o:o + 7]
+    o += 7
+    for i in range(7):  # the collision slots stay 0 (no collision rows); every evaluation writes all of
+        errs[i] = 0.0  # its goal rows of e and J (and the four goal errors) before they are read
+        errs2[i] = 0.0
+    wvec = buf[o:o + 3 * G].reshape((G, 3))
+    o += 3 * G
+    wR = buf[o:o + 9 * G].reshape((G, 3, 3))
+    o += 9 * G
+    for g in range(G):
+        for k in range(3):
+            wvec[g, k] = gvec[g, k]
+            for c in range(3):
+                wR[g, k, c] = gR[g, k, c]
+    H = buf[o:o + dof * dof].reshape((dof, dof))
+    o += dof * dof
+    Jm = buf[o:o + m * dof].reshape((m, dof))
+    o += m * dof
+    Z = buf[o:o + dof * (mh + 1)].reshape((dof, mh + 1))
+    o += dof * (mh + 1)
+    S = buf[o:o + (mh + 1) * (mh + 1)].reshape((mh + 1, mh + 1))
+    o += (mh + 1) * (mh + 1)
+    r = buf[o:o + m]
+    o += m
+    lam = buf[o:o + mh]
+    o += mh
+    col = buf[o:o + max(dof, mh)]
+    o += max(dof, mh)
+    dq = buf[o:o + dof]
+    qn = buf[o + dof:o + 2 * dof]
+    hold = buf[o + 2 * dof:o + 3 * dof]
+    bias = buf[o + 3 * dof:o + 4 * dof]
+    zero = buf[o + 4 * dof:o + 5 * dof]
+    dqc = buf[o + 5 * dof:o + 6 * dof]
+    qc = buf[o + 6 * dof:o + 7 * dof]
+    o += 7 * dof
+    for i in range(dof):
+        zero[i] = 0.0
+    rw2 = buf[o:o + G]
+    nh = max(m, nhard, 1)
+    hardx = ibuf[:nh]
+    rowsx = ibuf[nh:nh + m]
+    ballx = ibuf[nh + m:nh + m + dof]
+    return (Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam, col, dq, qn, hold, bias,
+            zero, dqc, qc, hardx, rw2, rowsx, ballx)
 
 
 @njit(cache=True)
@@ -762,6 +919,53 @@ def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0,
         state[S_BEST_RERR] = errs[1]
         state[S_BEST_HARD] = _hard_key(errs, tol_p, tol_r)
     return RUNNING
+
+
+def _twin(f, name):
+    """A second Python function with f's code under another name (its own Numba dispatcher and
+    cache files)."""
+    g = pytypes.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    g.__qualname__ = name
+    g.__doc__ = f.__doc__
+    return g
+
+
+# _core_attempts without reference counting, for problems without collision rows (model[5] None):
+# the attempts, the iteration (core_iterate), settle and every callee then allocate nothing (the
+# workspace holds their scratch) and compile without counting, which took ~1.3 µs of core_iterate's
+# and ~0.9 µs of _core_attempts's time per G1 solve (tuple unpacking and swaps counted in and out;
+# benchmarks/RESULTS.md, session 6). With collision rows the evaluation allocates (collision/rows.py),
+# so that route keeps _core_attempts. Numba compiles a callee in its first caller's mode: core_iterate
+# and settle for model[5] None are compiled here without counting.
+_core_attempts_nrc = njit(cache=True, **NO_RC)(_twin(_core_attempts.py_func, "_core_attempts_nrc"))
+
+
+def _attempts_for_rows(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                       attempt_iters, max_attempts, seed, ws, rowerr):
+    """_core_attempts_nrc without collision rows, _core_attempts with them (chosen by type when
+    core_attempts compiles)."""
+    if model[5] is None:
+        return _core_attempts_nrc(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state,
+                                  budget, attempt_iters, max_attempts, seed, ws, rowerr)
+    return _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                          attempt_iters, max_attempts, seed, ws, rowerr)
+
+
+@overload(_attempts_for_rows, jit_options={"cache": True})
+def _attempts_for_rows_ov(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                          attempt_iters, max_attempts, seed, ws, rowerr):
+    if isinstance(model[5], types.NoneType):
+        def plain(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                  attempt_iters, max_attempts, seed, ws, rowerr):
+            return _core_attempts_nrc(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state,
+                                      budget, attempt_iters, max_attempts, seed, ws, rowerr)
+        return plain
+
+    def with_rows(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                  attempt_iters, max_attempts, seed, ws, rowerr):
+        return _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
+                              attempt_iters, max_attempts, seed, ws, rowerr)
+    return with_rows
 
 
 def row_errors(model, table, q):
