@@ -415,7 +415,10 @@ def test_a_first_collision_solve_in_a_fresh_process_does_what_a_later_one_does()
     out, _ = _run(G1_FIRST.replace("TARGETS", repr(G1_TARGETS)), {"INVKIN_COMPILE": "wait"})
     first, later = out["out"][:2], out["out"][2:]
     assert later[0][0] == "converged" and later[1][0] == "converged"
-    assert first == later
+    assert [s for s, _ in first] == [s for s, _ in later]
+    # the phases read the clock (the driver's chunks, the limb search's deadline): under load an
+    # iteration more or less, never the 200 of a time_limit
+    assert all(abs(a - b) <= 0.1 * b for (_, a), (_, b) in zip(first, later)), out
     assert out["setup"] > 0.0
 
 

@@ -172,19 +172,22 @@ def _udu_factor(H, n):
 @njit(cache=True, fastmath=FAST, **NO_RC)
 def _udu_half(H, n, Z, ncol):
     """Z[:n, :ncol] = U^-1 Z (the columns of Z, in place) for the factor of _udu_factor: the half of
-    H^-1 = U^-T D^-1 U^-1 that the Schur complement needs (zero rows of Z cost nothing)."""
+    H^-1 = U^-T D^-1 U^-1 that the Schur complement needs. Zero rows of Z cost nothing, and a row's
+    leading zero columns are skipped: a joint that no hard row moves (a humanoid's arm, waist) has
+    only the gradient column nonzero, so its updates are one entry instead of the hard rows + 1
+    (G1: 17 of 35 joints; the skipped terms are exact zeros)."""
     for k in range(n - 1, 0, -1):
-        nonzero = False
+        c0 = ncol
         for c in range(ncol):
             if Z[k, c] != 0.0:
-                nonzero = True
+                c0 = c
                 break
-        if not nonzero:
+        if c0 == ncol:
             continue
         for j in range(k):
             h = H[k, j]
             if h != 0.0:
-                for c in range(ncol):
+                for c in range(c0, ncol):
                     Z[j, c] -= h * Z[k, c]
 
 
@@ -311,10 +314,13 @@ def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, c
                 S[i, j] = 0.0
         for k in range(dof):
             dk = 1.0 / H[k, k]
-            for i in range(mh + 1):
+            j0 = 0  # Z[k, :j0] is zero (see _udu_half): those terms add exact zeros
+            while j0 < mh and Z[k, j0] == 0.0:
+                j0 += 1
+            for i in range(j0, mh + 1):
                 f = Z[k, i] * dk
                 if f != 0.0:
-                    for j in range(i + 1):
+                    for j in range(j0, i + 1):
                         S[i, j] += f * Z[k, j]
         for i in range(mh):  # (A H^-1 A^T + mu_h I) lam = A y - b
             lam[i] = S[mh, i] - r[hard[i]]
