@@ -189,7 +189,7 @@ class Limbs:
         at = _lm.ATTEMPT_ITERATIONS
         args = [ch, lims, *table, problem.tol_p, problem.tol_r, 0.0, self.buf, RETRY_ITERATIONS, at, 2**62, at,
                 a[0], a[1], a[2], a[4], check.held, a[6], ms, ml, a[9], q.copy(), seed & 0x7FFFFFFF, 0, tries + 1,
-                ESCAPES, q_out, stats]
+                ESCAPES, 0, q_out, stats]
         ep = _clear_entry(check, "limb", args)
         found = ep(*args) if ep is not None else _clear_interpreted(args)
         return bool(found), (q_out if found else q), stats
