@@ -46,6 +46,13 @@ def add_compile_seconds(seconds: float) -> None:
     _total[0] += seconds
 
 
+def moved_seconds() -> float:
+    """Compile and setup seconds in this process so far: what a :class:`Budget` moves its deadline
+    by (a caller that starts its clock before the Budget exists passes this, read at its start, as
+    ``since``)."""
+    return _total[0] + _setup[0]
+
+
 def setup_seconds() -> float:
     """Seconds of first-call setup (:func:`setup`) in this process so far."""
     return _setup[0]
@@ -108,9 +115,9 @@ class Budget:
 
     __slots__ = ("deadline", "_c", "_i", "_grace", "_pool")
 
-    def __init__(self, deadline: float | None):
+    def __init__(self, deadline: float | None, since: float | None = None):
         self.deadline = deadline
-        self._c = _total[0] + _setup[0]
+        self._c = _total[0] + _setup[0] if since is None else since  # (moved_seconds() at the solve's start)
         self._i = _interpreted[0]
         self._grace = INTERPRETED_GRACE_S
         self._pool = _scope.grace  # None, or the grace shared inside one_solve (a list)

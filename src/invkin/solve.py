@@ -14,13 +14,13 @@ import time
 
 import numpy as np
 
-from ._compile_clock import Budget, interpreted_seconds, one_solve
+from ._compile_clock import Budget, interpreted_seconds, moved_seconds, one_solve
 from ._tiers import call_interpreted, entry_point
 from ._tiers import ready as _tier_ready
 from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
-from .goals import BASIC_KINDS, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture
+from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture
 from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, project_cones_in_place
@@ -853,6 +853,7 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     kernel's state). Returns None when the call is not that case (the general path then
     validates and explains)."""
     t_start = time.perf_counter()
+    moved = moved_seconds()  # (a first call compiles or loads its entry point after t_start: not its time)
     if not (type(goals) is list or type(goals) is tuple) or robot.extras.get("cone_limits"):
         return None
     if not (type(timeout) is float and 0.0 < timeout < math.inf) or type(seed) is not int \
@@ -902,7 +903,7 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     else:  # the rest of the budget in the one driver loop, from the kernel's state
         problem = compile_problem(robot, goals, tol_p, tol_r)
         res = _solve_lm(robot, problem, _lean_start(robot, q0), timeout, ITERATION_CAP, seed, True, "speed", None,
-                        t_start, resume=(code, q, best_q, st, rowerr, t0))
+                        t_start, resume=(code, q, best_q, st, rowerr, t0, moved))
     return _post_solve(robot, goals, res, q0, tol_p, tol_r) if _needs_post(robot) else res
 
 
@@ -1043,12 +1044,35 @@ def core_args(problem, q0=None, max_joint_step=None, coll=None):
     limits, tightened to q0 ± max_joint_step)."""
     robot = problem.robot
     model, table = _core.core_tables(problem, coll)
-    lims = _lims_for(robot, problem.joint_weights)
+    lims = _restart_lims(robot, problem.layout, _lims_for(robot, problem.joint_weights))
     lo, hi = robot.lower, robot.upper
     if max_joint_step is not None:
         lo = np.maximum(lo, q0 - max_joint_step)
         hi = np.minimum(hi, q0 + max_joint_step)
     return model, table, lims, lo, hi
+
+
+def _restart_lims(robot, layout, lims):
+    """lims with a zero sampling span on the DOFs that move no goal row, so that the general core's
+    restarts keep them at q0 (lm_core._restart_near): the legs under two hand goals with the pelvis
+    held, drawn at random, came back in a random pose, into the pelvis or the table (12 of 33 G1
+    answers in collision in benchmarks/collision_ik.py). lims itself when every DOF moves some row
+    (a CenterOfMass row moves them all). Cached on the layout for the last base table."""
+    if layout is None:
+        return lims
+    memo = layout.restart_lims
+    if memo is None or memo[0] is not lims:
+        held = lims
+        if not bool(np.any(layout.gkind == KIND_COM)):
+            moving = set()
+            for n in set(layout.gnode.tolist()) | set(r for r in layout.gref.tolist() if r >= 0):
+                moving.update(int(c) for c in robot.dofs_of(int(n)))
+            idle = [c for c in range(robot.dof) if c not in moving]
+            if idle:
+                held = lims.copy()
+                held[_lm.L_SAMPLE_SPAN, idle] = 0.0
+        memo = layout.restart_lims = (lims, held)
+    return memo[1]
 
 
 def _joint_step(robot, max_joint_step, dt):
@@ -1265,8 +1289,9 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     lm_chain_attempts when every goal row is on one frame's chain, no posture, no hard/soft mix
     and no new goal kind; else core_attempts) that the driver calls with an iteration budget
     sized to the time left, reading the clock between calls. ``resume`` (general core only):
-    (code, q, best_q, state, rowerr, t0) of a first kernel call already made with the first
-    budget from q_start (_solve_core_fast), which the loop takes as its first call's outcome."""
+    (code, q, best_q, state, rowerr, t0, moved) of a first kernel call already made with the first
+    budget from q_start (_solve_core_fast), which the loop takes as its first call's outcome, and
+    _compile_clock.moved_seconds() at t_start (the deadline moves by the compile and setup since)."""
     seed_i = (seed & 0x7FFFFFFF) if type(seed) is int and 0 <= seed < SEED_LIMIT else _seed_int(seed)
     step = max_joint_step
     node = _one_frame(problem)
@@ -1302,7 +1327,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         budget = _core_chunk(budget, coll, (model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q_start, q,
                                             best_q, st, int(budget), 3 * ATTEMPT_ITERATIONS, max_attempts, seed_i,
                                             rowerr))
-    clock = Budget(None if timeout is None else t_start + timeout)
+    clock = Budget(None if timeout is None else t_start + timeout, None if resume is None else resume[6])
     checked_reach = False
     unreachable = False
     attempt_iters = ATTEMPT_ITERATIONS if chain else 3 * ATTEMPT_ITERATIONS

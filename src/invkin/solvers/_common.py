@@ -96,7 +96,7 @@ class Layout:
     written (problems with this layout share them)."""
 
     __slots__ = ("gnode", "gkind", "glevel", "gref", "goal_rows", "soft", "hard", "one_node", "has_hard", "basic",
-                 "metres", "metres_list", "mixed")
+                 "metres", "metres_list", "mixed", "restart_lims")
 
     def __init__(self, gnode, gkind, glevel, gref, goal_rows):
         self.gnode, self.gkind, self.glevel, self.gref, self.goal_rows = gnode, gkind, glevel, gref, goal_rows
@@ -110,6 +110,7 @@ class Layout:
         self.basic = bool(np.all(gkind < KIND_COM))
         self.metres = (gkind == KIND_POSITION) | (gkind == KIND_COM) | (gkind == KIND_REL_POSITION)
         self.metres_list = self.metres.tolist()
+        self.restart_lims = None  # solve._restart_lims' cache: (base per-DOF table, the table restarts use)
 
 
 LAYOUTS_KEPT = 64  # layouts cached per robot (a new goal structure beyond them clears the cache)

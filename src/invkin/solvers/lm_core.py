@@ -643,7 +643,7 @@ def _restart_near(lims, lo, hi, q0, seed, attempt, q):
     """Restart number ``attempt`` of the general core: the first NEAR_ATTEMPTS re-seed near q0
     (radius attempt x NEAR_STEP x the sampling span), later ones sample the sampling box
     uniformly; a DOF without limits (a floating base) always stays near q0 (attempt x
-    FREE_RADIUS). Counter-based hash, as _restart_sample."""
+    FREE_RADIUS), one with a zero sampling span at q0. Counter-based hash, as _restart_sample."""
     base = _mix64(np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(attempt))
     for i in range(q.shape[0]):
         x = _mix64(base + np.uint64(i + 1) * np.uint64(0xD1B54A32D192ED03))
@@ -651,6 +651,8 @@ def _restart_near(lims, lo, hi, q0, seed, attempt, q):
         unbounded = not (lims[L_LOWER, i] > -np.inf and lims[L_UPPER, i] < np.inf)
         if unbounded:
             v = q0[i] + min(attempt, NEAR_ATTEMPTS) * FREE_RADIUS * (2.0 * u - 1.0)
+        elif lims[L_SAMPLE_SPAN, i] == 0.0:  # no range, or a DOF that moves no goal (solve._restart_lims)
+            v = q0[i]
         elif attempt <= NEAR_ATTEMPTS:
             v = q0[i] + attempt * NEAR_STEP * lims[L_SAMPLE_SPAN, i] * (2.0 * u - 1.0)
         else:
