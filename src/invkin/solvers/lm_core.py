@@ -17,10 +17,10 @@ from ..kinematics.kernels import FAST, NO_RC, fk_all_into, jacobian_from_all
 from ..spatial import rotvec_product
 from ..collision.rows import E_ROWS, E_VIOL, active_rows, ineq_eval, ineq_size, no_rows
 from ._common import com_row, goal_row_call, ldl_apply, ldl_factor, posture_residual, relative_frame
-from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BALL, L_JW, L_LOWER,
-                 L_SAMPLE_LO, L_SAMPLE_SPAN, L_UPPER, LAMBDA_MAX, LAMBDA_MIN, LAMBDA_SHRINK, NEAR, PROGRESS_FACTOR,
+from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BALL, L_JW, L_LOWER,
+                 L_SAMPLE_LO, L_SAMPLE_SPAN, L_UPPER, LAMBDA_MAX, NEAR, PROGRESS_FACTOR,
                  RUNNING, S_ATTEMPT, S_ATTEMPT_ITERS, S_BEST, S_BEST_PERR, S_BEST_RERR, S_ITERS, S_LAMBDA, S_MINIMIZE,
-                 NAME, JOINT_TYPES, ATTEMPT_ITERATIONS, S_PERR, S_RERR, STALLED, _mix64, limits_table)
+                 NAME, JOINT_TYPES, ATTEMPT_ITERATIONS, S_PERR, S_RERR, STALLED, _mix64, limits_table, lm_accept)
 
 # Every problem that is not one frame's goals on its chain program runs here: goals on several
 # frames, CenterOfMass, Relative, hard goals, Posture, per-solve joint step bounds. One
@@ -70,9 +70,6 @@ from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_GROW, CHAIN_LAMBDA_INIT, CONVER
 # _ineq_step calls; a cold compile of tests/test_collision_ik.py shows it). core_iterate
 # allocates (and calls the collision rows' evaluation, which does) and keeps it.
 
-HARD_LAMBDA_INIT = 0.15  # first damping of an attempt with hard rows (soft only: the chain kernel's 0.3): from a
-                         # stance G1 crouch 49 -> 38 us (fewer active-set re-solves), G1 random 4.50 -> 4.17
-                         # iterations, Talos reach 5 -> 4; 0.1 / 0.05 about the same, 0.01 G1 crouch 10 iterations
 HARD_HOLD = 0.1       # hard goals met stay within HARD_HOLD x tolerance through the soft steps
 RELAX_ITERATIONS = 2  # ... after the first RELAX_ITERATIONS iterations of an attempt with soft and hard rows
 EPS_HARD = 1e-14
@@ -526,7 +523,7 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam_h, col, dq, qn, hold, bias, zero, \
         dqc, qc, hardx, rw2, rowsx, ballx = ws
     dof = q.shape[0]
-    lam = state[S_LAMBDA] if state[S_LAMBDA] > 0.0 else (HARD_LAMBDA_INIT if hard.shape[0] > 0 else CHAIN_LAMBDA_INIT)
+    lam = state[S_LAMBDA] if state[S_LAMBDA] > 0.0 else CHAIN_LAMBDA_INIT
     # with hard goals an attempt minimises the soft goals to the end (they may be out of reach)
     progress_test = not (state[S_MINIMIZE] > 0.5) and hard.shape[0] == 0
     relax = soft.shape[0] > 0 and hard.shape[0] > 0
@@ -606,7 +603,6 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
             before = cs
             after = cs2
         if ok:
-            rel = (before - after) / before if before > 0.0 else 1.0
             for i in range(dof):
                 q[i] = qn[i]
             e, e2 = e2, e
@@ -616,19 +612,10 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
             swapped = not swapped
             cs = cs2
             ch = ch2
-            lam = max(lam * LAMBDA_SHRINK, LAMBDA_MIN)
-            if rel < 1e-6:
-                small += 1
-                if small >= 4:
-                    code = STALLED
-                    break
-            else:
-                small = 0
-        else:
-            lam *= CHAIN_LAMBDA_GROW
-            if lam > LAMBDA_MAX:
-                code = STALLED
-                break
+        lam, small, stop = lm_accept(ok, before, after, lam, small)
+        if stop:
+            code = STALLED
+            break
     if code == RUNNING and errs[0] <= tol_p and errs[1] <= tol_r and errs[E_VIOL] == 0.0:
         code = CONVERGED
     if swapped:
