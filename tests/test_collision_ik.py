@@ -347,6 +347,76 @@ def test_an_escape_step_moves_the_colliding_links_and_not_the_goal(panda):
     assert steps > 20
 
 
+def test_retries_that_reuse_the_plain_answers_check_do_what_they_do_measuring_it_again(panda):
+    """clear_attempts with ``measured`` = 1 (the caller's last full check was of q_first: its
+    rows come from the tables' scratch) gives the answers and statistics of ``measured`` = 0,
+    bit for bit, from plain answers in the shelf."""
+    import importlib
+
+    from invkin.collision import retry as R
+    from invkin.collision.rows import check_for
+
+    solve_mod = importlib.import_module("invkin.solve")
+    world = shelf_world()
+    compared = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        check = check_for(panda, world, True, MARGIN)
+        for i, T in enumerate(shelf_targets(panda, world, 30000, seed=3)):
+            goal = ik.Pose("panda_hand", T)
+            plain = ik.solve(panda, goal, seed=i, timeout=0.05)
+            if not plain.success or check.clear(plain.q):
+                continue
+            fast = panda.cache["lm_fast"]["panda_hand"]
+            a = check._args
+            out = []
+            for measured in (0, 1):
+                check.closest(plain.q)  # (the full check of q_first, in the scratch)
+                q_out, stats = plain.q.copy(), np.zeros(9)
+                stats[R.ST_BEST_D] = -np.inf
+                args = [fast[0], fast[1], *goal.table(), 1e-6, 1e-6, float(fast[2]), solve_mod._scratch(fast[3]),
+                        R.RETRY_ITERATIONS, 30, 2**62, 30, a[0], a[1], a[2], a[4], check.held, a[6], a[7], a[8], a[9],
+                        plain.q, i, 0, 3, R.ESCAPES, measured, q_out, stats]
+                found = R._entry(check, ik.Pose, args)(*args)
+                out.append((found, q_out, stats))
+            assert out[0][0] == out[1][0]
+            np.testing.assert_array_equal(out[0][1], out[1][1])
+            np.testing.assert_array_equal(out[0][2], out[1][2])
+            compared += 1
+    assert compared >= 3
+
+
+def test_rows_from_a_full_check_are_the_rows_measured_again(panda):
+    """kernels.measured_rows after a full closest_moving (no stop) at q: the same rows as
+    collision_rows at q (count, distances, gradients, nodes), for cutoffs below the check's."""
+    from invkin.collision import kernels as CK
+    from invkin.collision.rows import check_for
+
+    world = shelf_world()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        check = check_for(panda, world, True, MARGIN)
+    tables = check.coll[0]
+    m = check.coll[2].shape[0]
+    a = check._args
+    seen = 0
+    for q in panda.sample(200, rng=np.random.default_rng(12)):
+        for cutoff in (MARGIN + 0.01, MARGIN + 0.03):
+            d1, J1, na1, nb1 = np.empty(m), np.empty((m, panda.dof)), np.empty(m, np.int64), np.empty(m, np.int64)
+            k1 = CK.collision_rows(panda.node_table, panda.node_params, panda.fk_all_array(q), tables, cutoff, d1, J1,
+                                   na1, nb1)
+            CK.closest_moving(a[0], a[1], a[2], q, a[4], tables, a[6], a[7], a[8], a[9], -np.inf)
+            d2, J2, na2, nb2 = np.empty(m), np.empty((m, panda.dof)), np.empty(m, np.int64), np.empty(m, np.int64)
+            k2 = CK.measured_rows(a[0], a[1], a[4], tables, cutoff, d2, J2, na2, nb2)
+            assert k1 == k2
+            np.testing.assert_array_equal(d1[:k1], d2[:k2])
+            np.testing.assert_array_equal(J1[:k1], J2[:k2])
+            np.testing.assert_array_equal(na1[:k1], na2[:k2])
+            np.testing.assert_array_equal(nb1[:k1], nb2[:k2])
+            seen += k1
+    assert seen > 50
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_an_escape_step_is_shortened_to_stay_inside_the_joint_limits(seed):

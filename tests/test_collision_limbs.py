@@ -202,8 +202,8 @@ out = []
 for i, q in TARGETS:
     q = np.array(q)
     goals = [ik.Pose("pelvis", g1.fk(q, "pelvis"), hard=True)] + [ik.Pose(h, g1.fk(q, h)) for h in HANDS]
-    plain = ik.solve(g1, goals, seed=i, timeout=0.5)
-    res = ik.solve(g1, goals, world=world, self_collision=True, seed=i, timeout=0.5)
+    plain = ik.solve(g1, goals, seed=i, timeout=5.0)
+    res = ik.solve(g1, goals, world=world, self_collision=True, seed=i, timeout=5.0)
     out.append(dict(plain_clear=bool(plain.success and final_check(g1, plain.q, world, True, 0.005)["collision_free"]),
                     success=bool(res.success), clear=bool(final_check(g1, res.q, world, True, 0.005)["collision_free"])))
 print(json.dumps(dict(out=out, interpreted=_compile_clock.interpreted_seconds())))
@@ -214,7 +214,8 @@ print(json.dumps(dict(out=out, interpreted=_compile_clock.interpreted_seconds())
 def test_the_limb_search_runs_on_the_interpreter_from_empty_caches(scene, tmp_path):
     """INVKIN_COMPILE=interpret: the limb search's kernels (retry.clear_attempts on a sub-chain,
     the Check among a limb's pairs) run on the interpreter; two targets whose plain answers
-    collide (an arm into the head or torso; legs drawn into the pelvis) are answered clear."""
+    collide (an arm into the head or torso; legs drawn into the pelvis) are answered clear (a 5 s
+    budget: the interpreter's pace on a loaded machine decides nothing)."""
     import json
     import os
     import subprocess

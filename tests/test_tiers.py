@@ -415,7 +415,10 @@ def test_a_first_collision_solve_in_a_fresh_process_does_what_a_later_one_does()
     out, _ = _run(G1_FIRST.replace("TARGETS", repr(G1_TARGETS)), {"INVKIN_COMPILE": "wait"})
     first, later = out["out"][:2], out["out"][2:]
     assert later[0][0] == "converged" and later[1][0] == "converged"
-    assert first == later
+    assert [s for s, _ in first] == [s for s, _ in later]
+    # the phases read the clock (the driver's chunks, the limb search's deadline): under load an
+    # iteration more or less, never the 200 of a time_limit
+    assert all(abs(a - b) <= 0.1 * b for (_, a), (_, b) in zip(first, later)), out
     assert out["setup"] > 0.0
 
 
@@ -427,5 +430,8 @@ def test_a_first_g1_collision_solve_on_empty_caches_converges_on_the_interpreter
     in-process compile of the pairs' sampling were charged to the 50 ms, and each phase's 100
     interpreted iterations ran past its grace)."""
     script = G1_FIRST.replace("TARGETS", repr(G1_TARGETS[:1])).replace("range(2)", "range(1)")
+    # the solve needs 1.2-1.8 s of the 2 s grace here (load 1-3); twice that keeps a slower CI machine
+    # from failing on time while the test still needs the phases' shared grace and the short chunks
+    script = script.replace("out = []", "_compile_clock.INTERPRETED_GRACE_S *= 2\nout = []")
     out, _ = _run(script, {"INVKIN_COMPILE": "interpret"}, tmp_path)
     assert out["out"][0][0] == "converged", out

@@ -356,8 +356,8 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
     check = _collision_rows().check_for(robot, *collision)
     if not check.n_pairs:
         return None, None  # nothing to check: the general route says so
-    stop = check.margin - 1e-9  # a check ends at the first pair found closer: enough to refuse a q
-    closest = check.closest(res.q, stop)
+    closest = check.closest(res.q)  # (in full: a colliding answer's retries take its rows from it)
+    stop = check.margin - 1e-9
     iters, restarts = res.iterations, res.restarts
     if res.success and closest[0] < stop:
         # other answers of the goal: escapes along its null space from this one, then plain solves

@@ -601,6 +601,17 @@ def collision_rows(ni, nf, Tall, tables, cutoff, d, J, node_a, node_b):
     if out_world.shape[1] > 0:
         world_distances(wcaps, wb, link_caps, ocaps, ocap_obj, chunk_range, chunk_bound, boxes, box_obj, hs, hs_obj,
                         cutoff, out_world)
+    return measured_rows(ni, nf, Tall, tables, cutoff, d, J, node_a, node_b)
+
+
+@njit(cache=True)
+def measured_rows(ni, nf, Tall, tables, cutoff, d, J, node_a, node_b):
+    """:func:`collision_rows` from the distances already in the tables' scratch (``out_self``,
+    ``out_world``), measured at the FK ``Tall`` with a cutoff at least ``cutoff``: by a full
+    :func:`closest_moving` (no ``stop``), whose pairs within ``cutoff`` are the rows' own (a pair
+    whose bounds are farther apart than the cutoff is farther apart too), so the rows cost only
+    their gradients (collision/retry.py: the check of an answer, then its escape's rows)."""
+    links, pairs, out_self, out_world = tables[0], tables[4], tables[13], tables[14]
     dof = J.shape[1]
     Jl = np.empty((6, dof))
     k = 0

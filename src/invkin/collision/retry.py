@@ -14,10 +14,11 @@ family that keeps every checked pair at least ``margin`` apart:
   shortened to stay inside the joint limits (:func:`_inside`; clamping joint by joint would turn
   it out of the null space). The plain solve (one attempt, few iterations: the step left the goal
   only to second order) then brings q back onto the goal, and the check
-  (:func:`kernels.closest_moving`, stopping at the first pair closer than the margin) says whether
-  it is clear. Up to ``escapes`` such steps per answer; they stop when a joint on its limit blocks
-  the step or the attempt comes back to where the step started (Panda in the shelf: plain answers
-  often hold joint 6 on its upper limit, and the later steps of such an answer did nothing).
+  (:func:`kernels.closest_moving`, in full: the next escape's rows come from its distances,
+  :func:`kernels.measured_rows`, so a colliding answer is measured once) says whether it is clear.
+  Up to ``escapes`` such steps per answer; they stop when a joint on its limit blocks the step or
+  the attempt comes back to where the step started (Panda in the shelf: plain answers often hold
+  joint 6 on its upper limit, and the later steps of such an answer did nothing).
 * *Retries.* An answer whose escapes do not clear it is followed by a plain solve from a uniform
   random start (the LM kernel's own restart sampler), checked, then escaped in turn (unless it is
   deeper than ESCAPE_DEEP in collision: the next retry is cheaper).
@@ -38,11 +39,11 @@ import time
 import numpy as np
 from numba import njit
 
-from ..kinematics.kernels import NO_RC, fk_all_into
+from ..kinematics.kernels import NO_RC
 from ..solvers._common import CONVERGED, chol_solve
 from ..solvers._linalg import gram
 from ..solvers.lm import L_LOWER, L_UPPER, _chain_eval, _chain_eval_jacobian, _restart_sample, lm_chain_attempts, new_chain_state
-from .kernels import closest_moving, collision_rows
+from .kernels import closest_moving, measured_rows
 
 __all__ = ["ESCAPE_CLEAR", "ESCAPE_DEEP", "ESCAPE_STEP", "clear_attempts", "escape_step", "find_clear"]
 
@@ -174,7 +175,7 @@ def _inside(lims, q, dq):
 @njit(cache=True)
 def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf, solve_iters, attempt_iters,
                    max_attempts, escape_iters, ni, nf, origin, Tall, held, cutoff, moving_self, moving_link,
-                   margin, q_first, seed, first_try, tries, escapes, q_out, stats):
+                   margin, q_first, seed, first_try, tries, escapes, measured, q_out, stats):
     """Look for a clear answer of the one-frame goal (see the module docstring): tries number
     ``first_try`` … ``first_try + tries − 1``; try 0 is ``q_first`` (the plain answer, which meets
     the goal and is known not clear: escapes only), every other one a plain solve from the
@@ -185,8 +186,11 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
     largest when that beats ``stats[ST_BEST_D]`` on entry (q_out unchanged otherwise). Adds to
     ``stats``: iterations, plain solves, escape steps; ``stats[ST_BEST_D]`` the best least
     distance so far [m]; for a clear answer its position and rotation errors (ST_PERR, ST_RERR)
-    and its check (``closest_moving``'s three values: ST_D, ST_PAIR, ST_STATIC). Arguments as ``lm_chain_attempts`` (chain), ``closest_moving`` and
-    ``collision_rows`` (check and rows; the tables held: kernels.HeldTables)."""
+    and its check (``closest_moving``'s three values: ST_D, ST_PAIR, ST_STATIC). ``measured`` 1:
+    the caller's last check, in full, was of ``q_first`` (its distances and FK are still in the
+    tables' scratch and ``Tall``), so try 0 takes its rows from them; 0: try 0 measures q_first
+    itself. Arguments as ``lm_chain_attempts`` (chain), ``closest_moving`` and ``measured_rows``
+    (check and rows; the tables held: kernels.HeldTables)."""
     tables = held.t
     dof = q_first.shape[0]
     G = gkind.shape[0]
@@ -223,19 +227,20 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
             if code != CONVERGED:
                 continue
             perr, rerr = st[8], st[9]
+        dc, ic, nc = np.inf, -1, 0
         for step in range(escapes + 1):
-            if t + step > 0:  # (try 0 is the plain answer, known not clear) the check, stopping at the margin
-                dc, ic, nc = closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link,
-                                            margin, stop)
-                if dc >= stop:
-                    q_out[:] = q
-                    stats[ST_PERR], stats[ST_RERR] = perr, rerr
-                    stats[ST_D], stats[ST_PAIR], stats[ST_STATIC] = dc, ic, nc
-                    return 1
-            else:
-                fk_all_into(ni, nf, origin, q, Tall)
+            # the check in full (no stop: its distances give the rows below without measuring again);
+            # the plain answer's was made by the caller when ``measured``
+            if t + step > 0 or measured == 0:
+                dc, ic, nc = closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link, margin,
+                                            -np.inf)
+            if t + step > 0 and dc >= stop:  # (try 0 is the plain answer, known not clear)
+                q_out[:] = q
+                stats[ST_PERR], stats[ST_RERR] = perr, rerr
+                stats[ST_D], stats[ST_PAIR], stats[ST_STATIC] = dc, ic, nc
+                return 1
             # the rows within reach of the escape's target (Tall: the FK of q, from the check)
-            k = collision_rows(ni, nf, Tall, tables, target, d, Jd, na, nb)
+            k = measured_rows(ni, nf, Tall, tables, target, d, Jd, na, nb)
             dmin = np.inf
             for i in range(k):
                 dmin = min(dmin, d[i])
@@ -285,7 +290,8 @@ CHUNK = 4               # tries per kernel call: the clock is read between calls
 def find_clear(check, key, fast, table, tol_p, tol_r, buf, q_first, seed, clock, retries, attempt_iters):
     """Python side of :func:`clear_attempts` for solve._collision_fast: ``check`` (rows.Check),
     ``fast`` (solve._fast_tables of the goal's frame: chain program, lims, free, ...), ``table``
-    (the goal's rows: gkind, gvec, gR, gaxis, gw), the plain answer ``q_first`` and the
+    (the goal's rows: gkind, gvec, gR, gaxis, gw), the plain answer ``q_first`` (the Check's last
+    measure, in full: ``check.closest(q_first)`` without a stop, whose distances its rows reuse) and the
     retries' ``clock`` (an invkin._compile_clock.Budget: the kernel's first compile, or its run on
     the interpreter, moves the deadline); up to ``retries`` random starts, CHUNK per call. Returns
     (clear, q, stats of clear_attempts): q the clear answer, else the least close one (q_first
@@ -299,7 +305,7 @@ def find_clear(check, key, fast, table, tol_p, tol_r, buf, q_first, seed, clock,
     stats[ST_BEST_D] = -np.inf
     args = [ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, float(free), buf, RETRY_ITERATIONS, attempt_iters,
             2**62, attempt_iters, a[0], a[1], a[2], a[4], check.held, a[6], a[7], a[8], a[9], q_first, seed, 0,
-            CHUNK, ESCAPES, q_out, stats]
+            CHUNK, ESCAPES, 1, q_out, stats]
     ep = _entry(check, key, args)
     first = 0
     found = 0

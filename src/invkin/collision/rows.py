@@ -232,7 +232,9 @@ class Check:
         """:meth:`closest` over the pairs of the masks ``moving_self`` (P,) and ``moving_link``
         (L,) bool (subsets of the Check's own: collision/limbs.py measures one limb's pairs)."""
         a = self._args
-        ep = self._ep or self.closest(q, stop) and self._ep  # (the first call builds the entry point)
+        if self._ep is None:
+            self.closest(q, stop)  # builds the entry point (still None while it compiles in the background)
+        ep = self._ep
         if ep is None:
             return call_interpreted(closest_moving, a[0], a[1], a[2], q, a[4], a[5], a[6], moving_self, moving_link,
                                     a[9], stop)
