@@ -439,8 +439,9 @@ def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, m
                 code = STALLED
                 break
             window_cost = cost
-        if cost2 < cost:
-            rel = (cost - cost2) / cost
+        ok = cost2 < cost
+        before = cost
+        if ok:
             for i in range(dof):
                 q[i] = qn[i]
             F, F2 = F2, F
@@ -451,19 +452,10 @@ def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, m
             rerr = rerr2
             cost = cost2
             _chain_jacobian(ch, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
-            lam = max(lam * LAMBDA_SHRINK, LAMBDA_MIN)
-            if rel < 1e-6:
-                small += 1
-                if small >= 4:
-                    code = STALLED
-                    break
-            else:
-                small = 0
-        else:
-            lam *= CHAIN_LAMBDA_GROW
-            if lam > LAMBDA_MAX:
-                code = STALLED
-                break
+        lam, small, stop = lm_accept(ok, before, cost2, lam, small)
+        if stop:
+            code = STALLED
+            break
     if code == RUNNING and perr <= tol_p and rerr <= tol_r and (not free or _chain_wrap(lims, q)):
         code = CONVERGED
     state[0] = lam
@@ -471,6 +463,22 @@ def lm_chain_iterate_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q, m
     state[2] = perr
     state[3] = rerr
     return code
+
+
+@njit(cache=True, inline="always", **NO_RC)
+def lm_accept(ok, before, after, lam, small):
+    """The damping rule after a trial step, shared by the chain kernel and the general core
+    (lm_core.core_iterate), which decide ``ok`` (accept) and the costs before / after each their
+    way: accepted, lam shrinks by LAMBDA_SHRINK (floor LAMBDA_MIN) and ``small`` counts the steps in
+    a row whose relative decrease is below 1e-6; refused, lam grows by CHAIN_LAMBDA_GROW.
+    Returns (lam, small, stop): stop (STALLED) after 4 such small steps or lam past LAMBDA_MAX."""
+    if ok:
+        rel = (before - after) / before if before > 0.0 else 1.0
+        lam = max(lam * LAMBDA_SHRINK, LAMBDA_MIN)
+        small = small + 1 if rel < 1e-6 else 0
+        return lam, small, small >= 4
+    lam *= CHAIN_LAMBDA_GROW
+    return lam, small, lam > LAMBDA_MAX
 
 
 @njit(cache=True, **NO_RC)
