@@ -122,6 +122,19 @@ def test_the_check_among_a_limbs_pairs_is_the_least_distance_of_the_pairs_with_a
             assert got == pytest.approx(want, abs=1e-9) or (got == np.inf and want > MARGIN + CUTOFF - 1e-9)
 
 
+def _colliding_answers(scene):
+    """(i, goals, problem, limbs, q1) for each target whose plain answer meets the goals and, with
+    the idle DOFs back at the start (Limbs._tidy), still collides (q1)."""
+    g1, world, check, targets = scene
+    for i, q in enumerate(targets):
+        goals = _goals(g1, q)
+        plain = ik.solve(g1, goals, seed=i, timeout=None)
+        problem, limbs = _limbs(g1, check, goals)
+        q1 = limbs._tidy(plain.q, g1.neutral())
+        if plain.success and not check.clear(q1):
+            yield i, goals, problem, limbs, q1
+
+
 def test_a_limb_search_moves_only_that_arms_joints_and_keeps_every_goal(scene):
     """From plain answers with an arm in collision, clear_limbs changes only the joints of the
     arms that collided, meets every goal, and is clear by the Check and by coal."""
@@ -130,13 +143,7 @@ def test_a_limb_search_moves_only_that_arms_joints_and_keeps_every_goal(scene):
     g1, world, check, targets = scene
     ref = CoalReference(g1, world)
     searched = 0
-    for i, q in enumerate(targets):
-        goals = _goals(g1, q)
-        plain = ik.solve(g1, goals, seed=i, timeout=None)
-        problem, limbs = _limbs(g1, check, goals)
-        q1 = limbs._tidy(plain.q, g1.neutral())
-        if not plain.success or check.clear(q1):
-            continue
+    for i, goals, problem, limbs, q1 in _colliding_answers(scene):
         hit = [k for k, (_, _, _, ms, ml) in enumerate(limbs.limbs) if check.closest_among(q1, ms, ml)[0] < MARGIN]
         q2 = limbs.clear_limbs(problem, q1, i, 4, [0, 0])
         if q2 is None:
@@ -241,13 +248,7 @@ def test_a_limbs_escapes_clear_it_with_the_other_joints_held(scene):
     share of a least-norm step would otherwise be cut off at the limits and stop every escape."""
     g1, world, check, targets = scene
     escaped = 0
-    for i, q in enumerate(targets):
-        goals = _goals(g1, q)
-        plain = ik.solve(g1, goals, seed=i, timeout=None)
-        problem, limbs = _limbs(g1, check, goals)
-        q1 = limbs._tidy(plain.q, g1.neutral())
-        if not plain.success or check.clear(q1):
-            continue
+    for i, goals, problem, limbs, q1 in _colliding_answers(scene):
         stats = [0, 0]
         q2 = limbs.clear_limbs(problem, q1, i, 0, stats)
         if q2 is not None:
