@@ -41,7 +41,7 @@ from numba import njit
 
 from ..kinematics.kernels import NO_RC
 from ..solvers._common import CONVERGED, chol_solve
-from ..solvers._linalg import gram
+from ..solvers._linalg import gram, row_gram
 from ..solvers.lm import L_LOWER, L_UPPER, _chain_eval, _chain_eval_jacobian, _restart_sample, lm_chain_attempts, new_chain_state
 from .kernels import closest_moving, measured_rows
 
@@ -112,14 +112,9 @@ def escape_step(J, d, Jd, k, target, max_step, dq):
         if not _null_project(J, M0, Jd[act[r]], M, g, x, A[r]):
             return 0
     G = np.empty((na, na))
+    row_gram(A, na, dof, G)
     top = 0.0  # the largest |∇d_i|²: the damping's scale (a row the goal pins has a tiny projection)
     for r in range(na):
-        for t in range(r + 1):
-            s = 0.0
-            for j in range(dof):
-                s += A[r, j] * A[t, j]
-            G[r, t] = s
-            G[t, r] = s
         s = 0.0
         for j in range(dof):
             s += Jd[act[r], j] * Jd[act[r], j]

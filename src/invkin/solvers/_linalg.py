@@ -72,16 +72,22 @@ def sym_eigvals(A, n, out):
 
 
 @njit(cache=True)
+def row_gram(A, m, dof, G):
+    """G = A Aᵀ of A's first m rows (m×m; the rows' dot products over dof columns)."""
+    for i in range(m):
+        for j in range(i, m):
+            s = 0.0
+            for k in range(dof):
+                s += A[i, k] * A[j, k]
+            G[i, j] = s
+            G[j, i] = s
+
+
+@njit(cache=True)
 def gram(Jh, m, dof, G):
     """G = Jh Jhᵀ (m×m) if m <= dof else Jhᵀ Jh (dof×dof); returns its size."""
     if m <= dof:
-        for i in range(m):
-            for j in range(i, m):
-                s = 0.0
-                for k in range(dof):
-                    s += Jh[i, k] * Jh[j, k]
-                G[i, j] = s
-                G[j, i] = s
+        row_gram(Jh, m, dof, G)
         return m
     for i in range(dof):
         for j in range(i, dof):
