@@ -1064,11 +1064,8 @@ def _restart_lims(robot, layout, lims):
     if memo is None or memo[0] is not lims:
         held = lims
         if not bool(np.any(layout.gkind == KIND_COM)):
-            moving = set()
-            for n in set(layout.gnode.tolist()) | set(r for r in layout.gref.tolist() if r >= 0):
-                moving.update(int(c) for c in robot.dofs_of(int(n)))
-            idle = [c for c in range(robot.dof) if c not in moving]
-            if idle:
+            idle = np.setdiff1d(np.arange(robot.dof), _goal_dofs(robot, layout.gnode, layout.gref))
+            if idle.size:
                 held = lims.copy()
                 held[_lm.L_SAMPLE_SPAN, idle] = 0.0
         memo = layout.restart_lims = (lims, held)
@@ -1220,23 +1217,28 @@ def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterati
                        first.restarts + tries, time.perf_counter() - t_start, "lm")
 
 
-def _goal_chain_dofs(robot, problem):
-    """The q entries on the paths from the root to the goals' frames, less a floating base's
-    (cached per robot and goal frames): what a plain retry of the general route re-samples."""
-    nodes = tuple(sorted(set(int(n) for n in problem.gnode.tolist() if n >= 0)))
-    memo = robot.cache.setdefault("goal_chain_dofs", {})
-    dofs = memo.get(nodes)
+def _goal_dofs(robot, gnode, gref):
+    """Sorted q entries that move some goal row's frame or reference frame (Robot.dofs_of: every
+    entry of a ball joint, mimic followers for their leader), cached per robot and those nodes."""
+    nodes = set(int(n) for n in gnode.tolist() if n >= 0)
+    if gref is not None:
+        nodes.update(int(n) for n in gref.tolist() if n >= 0)
+    key = tuple(sorted(nodes))
+    memo = robot.cache.setdefault("goal_dofs", {})
+    dofs = memo.get(key)
     if dofs is None:
-        qidx = robot.qidx
-        idx = set()
-        for n in nodes:
-            for a in robot.ancestors(n):
-                if qidx[a] >= 0:
-                    idx.add(int(qidx[a]))
-        if robot.floating:
-            idx -= set(int(i) for i in robot.base_dofs)
-        dofs = memo[nodes] = np.array(sorted(idx), dtype=np.int64)
+        cols = set()
+        for n in key:
+            cols.update(robot.dofs_of(n).tolist())
+        dofs = memo[key] = np.array(sorted(cols), dtype=np.int64)
     return dofs
+
+
+def _goal_chain_dofs(robot, problem):
+    """The q entries that move the goals' frames, less a floating base's: what a plain retry of
+    the general route re-samples."""
+    dofs = _goal_dofs(robot, problem.gnode, problem.gref)
+    return np.setdiff1d(dofs, robot.base_dofs) if robot.floating else dofs
 
 
 def _collision_retries(robot, problem, first, check, deadline, seed, mode):
