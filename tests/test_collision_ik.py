@@ -43,6 +43,16 @@ def shelf_world(x=0.45, depth=0.3, width=0.8, boards=(0.0, 0.3, 0.6, 0.9), t=0.0
     return ik.World(obs + [ik.HalfSpace((0, 0, 1), 0.0)])
 
 
+def _check(robot, world):
+    """The Check of robot among world's obstacles with its own pairs, at MARGIN (the warning
+    about the base on the floor, a pair no joint moves, silenced)."""
+    from invkin.collision.rows import check_for
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        return check_for(robot, world, True, MARGIN)
+
+
 def shelf_targets(robot, world, n_samples, seed=0):
     """Hand poses inside the shelf from sampled configurations that are collision-free (every
     pair some joint moves at least 1 cm apart): each target has a collision-free solution."""
@@ -250,13 +260,10 @@ def test_correct_clip_takes_the_collision_options():
 def test_a_check_with_a_stop_distance_ends_early_only_on_a_pair_that_is_that_close(panda):
     """Check.closest(q, stop): where the full measure's least distance is >= stop, the same answer;
     otherwise a pair closer than stop, with its own distance as the full measure gives it."""
-    from invkin.collision.rows import check_for
 
     xyz = np.random.default_rng(5).uniform((0.2, -0.5, 0.0), (0.8, 0.5, 0.8), (300, 3))
     world = ik.World(list(shelf_world().obstacles) + [ik.Points(xyz, 0.005)])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", CollisionWarning)
-        check = check_for(panda, world, True, MARGIN)
+    check = _check(panda, world)
     out_self, out_world = check.coll[0][13], check.coll[0][14]
     early_exits = 0
     for q in panda.sample(200, rng=np.random.default_rng(6)):
@@ -316,12 +323,9 @@ def test_an_escape_step_moves_the_colliding_links_and_not_the_goal(panda):
     raises each pushed row's distance to first order (∇d_i · δq > 0)."""
     from invkin.collision import kernels as CK
     from invkin.collision.retry import ESCAPE_CLEAR, escape_step
-    from invkin.collision.rows import check_for
 
     world = shelf_world()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", CollisionWarning)
-        check = check_for(panda, world, True, MARGIN)
+    check = _check(panda, world)
     tables = check.coll[0]
     m = check.coll[2].shape[0]
     d, Jd = np.empty(m), np.empty((m, panda.dof))
@@ -390,12 +394,9 @@ def test_rows_from_a_full_check_are_the_rows_measured_again(panda):
     """kernels.measured_rows after a full closest_moving (no stop) at q: the same rows as
     collision_rows at q (count, distances, gradients, nodes), for cutoffs below the check's."""
     from invkin.collision import kernels as CK
-    from invkin.collision.rows import check_for
 
     world = shelf_world()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", CollisionWarning)
-        check = check_for(panda, world, True, MARGIN)
+    check = _check(panda, world)
     tables = check.coll[0]
     m = check.coll[2].shape[0]
     a = check._args
@@ -492,11 +493,8 @@ def test_the_checks_held_tables_give_the_tuples_result(panda):
     """kernels.closest_moving_held (the Check's entry: the tables as one structref) against
     closest_moving on the 17-tuple itself, on random configurations and stop distances."""
     from invkin.collision import kernels as CK
-    from invkin.collision.rows import check_for
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", CollisionWarning)
-        check = check_for(panda, shelf_world(), True, MARGIN)
+    check = _check(panda, shelf_world())
     a = check._args
     for q in panda.sample(50, rng=np.random.default_rng(9)):
         for stop in (-np.inf, MARGIN):
