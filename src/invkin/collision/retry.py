@@ -43,7 +43,7 @@ from ..kinematics.kernels import NO_RC
 from ..solvers._common import CONVERGED, chol_solve
 from ..solvers._linalg import gram, row_gram
 from ..solvers.lm import L_LOWER, L_UPPER, _chain_eval, _chain_eval_jacobian, _restart_sample, lm_chain_attempts, new_chain_state
-from .kernels import closest_moving, measured_rows
+from .kernels import closest_moving_into, measured_rows_into
 
 __all__ = ["ESCAPE_CLEAR", "ESCAPE_DEEP", "ESCAPE_STEP", "clear_attempts", "escape_step", "find_clear"]
 
@@ -207,6 +207,8 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
     qs = np.empty(dof)
     dq = np.empty(dof)
     qb = np.empty(dof)
+    tmp = np.empty(10)
+    Jl = np.empty((6, dof))
     perr, rerr = 0.0, 0.0
     one = max_attempts - max_attempts + 1  # (an int64 that is not a literal: the fast path's types)
     for t in range(first_try, first_try + tries):
@@ -227,15 +229,15 @@ def clear_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, free, buf
             # the check in full (no stop: its distances give the rows below without measuring again);
             # the plain answer's was made by the caller when ``measured``
             if t + step > 0 or measured == 0:
-                dc, ic, nc = closest_moving(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link, margin,
-                                            -np.inf)
+                dc, ic, nc = closest_moving_into(ni, nf, origin, q, Tall, tables, cutoff, moving_self, moving_link, margin,
+                                             -np.inf, tmp)
             if t + step > 0 and dc >= stop:  # (try 0 is the plain answer, known not clear)
                 q_out[:] = q
                 stats[ST_PERR], stats[ST_RERR] = perr, rerr
                 stats[ST_D], stats[ST_PAIR], stats[ST_STATIC] = dc, ic, nc
                 return 1
             # the rows within reach of the escape's target (Tall: the FK of q, from the check)
-            k = measured_rows(ni, nf, Tall, tables, target, d, Jd, na, nb)
+            k = measured_rows_into(ni, nf, Tall, tables, target, d, Jd, na, nb, Jl)
             dmin = np.inf
             for i in range(k):
                 dmin = min(dmin, d[i])
