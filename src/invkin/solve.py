@@ -351,18 +351,18 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
         return None, None
     t0 = time.perf_counter()
     t_first = res.time
-    # the retries' deadline; a first call's compile (or interpreted run) of the check is not charged
-    clock = Budget(t0 + FIRST_SHARE * timeout - t_first)
     check = _collision_rows().check_for(robot, *collision)
     if not check.n_pairs:
         return None, None  # nothing to check: the general route says so
     closest = check.closest(res.q)  # (in full: a colliding answer's retries take its rows from it)
     stop = check.margin - 1e-9
-    iters, restarts = res.iterations, res.restarts
     if res.success and closest[0] < stop:
         # other answers of the goal: escapes along its null space from this one, then plain solves
         # from random starts, each checked and escaped, in one kernel (collision/retry.py): a
-        # redundant arm has many answers and most of them are clear
+        # redundant arm has many answers and most of them are clear. Their deadline starts after
+        # the check (its first call's compile, or run on the interpreter, is not charged)
+        clock = Budget(time.perf_counter() + FIRST_SHARE * timeout - t_first)
+        iters, restarts = res.iterations, res.restarts
         goal = goals[0] if type(goals) is list or type(goals) is tuple else goals
         fast = robot.cache["lm_fast"][goal.frame]
         ok, q, st = _collision_retry().find_clear(check, type(goal), fast, goal.table(), tol_p, tol_r, _scratch(fast[3]), res.q,
