@@ -40,7 +40,7 @@ import numpy as np
 from numba import njit
 
 from ..kinematics.kernels import NO_RC
-from ..solvers._common import CONVERGED, chol_solve
+from ..solvers._common import CONVERGED, ldl_apply, ldl_factor, ldl_solve
 from ..solvers._linalg import gram, row_gram
 from ..solvers.lm import L_LOWER, L_UPPER, _chain_eval, _chain_eval_jacobian, _restart_sample, lm_chain_attempts, new_chain_state
 from .kernels import closest_moving_into, measured_rows_into
@@ -58,25 +58,22 @@ _MU_ROWS = 1e-6       # damping of the rows' step (AAᵀ + μI), relative to the
 ST_ITERS, ST_TRIES, ST_ESCAPES, ST_BEST_D, ST_PERR, ST_RERR, ST_D, ST_PAIR, ST_STATIC = range(9)
 
 
-@njit(cache=True)
-def _null_project(J, M0, v, M, g, x, out):
-    """out = P v, P = I − Jᵀ (JJᵀ + εI)⁻¹ J, with M0 = JJᵀ + εI (M, g, x: scratch; out may be v).
-    False when M0 is not positive definite."""
+@njit(cache=True, **NO_RC)
+def _null_project(J, L, v, g, x, out):
+    """out = P v, P = I − Jᵀ (JJᵀ + εI)⁻¹ J, with L the factor (ldl_factor) of JJᵀ + εI (g, x:
+    scratch; out may be v)."""
     m, dof = J.shape
     for t in range(m):
         s = 0.0
         for j in range(dof):
             s += J[t, j] * v[j]
         g[t] = s
-    M[:, :] = M0
-    if not chol_solve(M, g, x):
-        return False
+    ldl_apply(L, m, g, x)
     for j in range(dof):
         s = v[j]
         for t in range(m):
             s -= J[t, j] * x[t]
         out[j] = s
-    return True
 
 
 @njit(cache=True)
@@ -97,20 +94,20 @@ def escape_step(J, d, Jd, k, target, max_step, dq):
             na += 1
     if na == 0:
         return 0
-    # the rows projected on the null space of J: A_r = P ∇d_i
-    M0 = np.empty((m, m))
-    gram(J, m, dof, M0)
+    # the rows projected on the null space of J: A_r = P ∇d_i (JJᵀ + εI factored once for them all)
+    L = np.empty((m, m))
+    gram(J, m, dof, L)
     for i in range(m):
-        M0[i, i] += _EPS_TASK
-    M = np.empty((m, m))
+        L[i, i] += _EPS_TASK
+    if not ldl_factor(L, m):
+        return 0
     g = np.empty(m)
     x = np.empty(m)
     A = np.empty((na, dof))
     e = np.empty(na)
     for r in range(na):
         e[r] = target - d[act[r]]
-        if not _null_project(J, M0, Jd[act[r]], M, g, x, A[r]):
-            return 0
+        _null_project(J, L, Jd[act[r]], g, x, A[r])
     G = np.empty((na, na))
     row_gram(A, na, dof, G)
     top = 0.0  # the largest |∇d_i|²: the damping's scale (a row the goal pins has a tiny projection)
@@ -124,7 +121,7 @@ def escape_step(J, d, Jd, k, target, max_step, dq):
     for r in range(na):
         G[r, r] += _MU_ROWS * top
     y = np.empty(na)
-    if not chol_solve(G, e, y):
+    if not ldl_solve(G, e, y):
         return 0
     for j in range(dof):
         s = 0.0
@@ -133,9 +130,7 @@ def escape_step(J, d, Jd, k, target, max_step, dq):
         dq[j] = s
     # projected once more: A's rows are in the null space only up to ε, and y may be large where
     # two rows nearly agree
-    if not _null_project(J, M0, dq, M, g, x, dq):
-        dq[:] = 0.0
-        return 0
+    _null_project(J, L, dq, g, x, dq)
     big = 0.0
     for j in range(dof):
         big = max(big, abs(dq[j]))
