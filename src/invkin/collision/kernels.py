@@ -755,7 +755,8 @@ structref.define_proxy(HeldTables, HeldTablesType, ["t", "tmp"])
 
 
 @njit(cache=True)
-def closest_moving_held(ni, nf, origin, q, Tall, held, cutoff, moving_self, moving_link, static_close, stop):
-    """:func:`closest_moving` with the tables held (``HeldTables``): the Check's entry point."""
+def closest_moving_held(ni, nf, origin, Tall, held, cutoff, moving_self, moving_link, static_close, stop, q):
+    """:func:`closest_moving` with the tables held (``HeldTables``) and q last: the Check's entry
+    point (rows.Check.measure binds every argument but q)."""
     return closest_moving_into(ni, nf, origin, q, Tall, held.t, cutoff, moving_self, moving_link, static_close, stop,
-                           held.tmp)
+                               held.tmp)
