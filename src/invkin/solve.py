@@ -365,7 +365,7 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
         iters, restarts = res.iterations, res.restarts
         goal = goals[0] if type(goals) is list or type(goals) is tuple else goals
         fast = robot.cache["lm_fast"][goal.frame]
-        ok, q, st = _collision_retry().find_clear(check, type(goal), fast, goal.table(), tol_p, tol_r, _scratch(fast[3]), res.q,
+        ok, q, st = _collision_retry().find_clear(check, (type(goal), goal.frame), fast, goal.table(), tol_p, tol_r, _scratch(fast[3]), res.q,
                                seed & 0x7FFFFFFF, clock, COLLISION_RETRIES, _LM_ATTEMPT_ITERATIONS)
         s = st.tolist()  # (one conversion instead of seven scalar reads)
         # the clear answer's check (measured in the kernel), else the least close one's in full for the rows' start

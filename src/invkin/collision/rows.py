@@ -205,6 +205,7 @@ class Check:
         self._ep = None
         self.measure = self._measure  # q -> closest(q), every argument but q bound once compiled (see _measure)
         self.clear_entries = {}  # compiled entry points of collision/retry.py's clear_attempts, per goal class
+        self.clear_held = {}  # retry.RetryTables with clear_attempts_held's entry point, per goal class and frame
         # pairs no joint moves keep their distance at every q: measured once, warned about once
         self.static = self._static() if self.closest(robot.neutral())[2] else ()
         self._warned = False
