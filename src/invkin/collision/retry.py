@@ -27,7 +27,8 @@ The loop runs in Numba, so a retry costs the plain solve and the check, with no 
 per-call typing between them (the Python loop it replaces spent ~25 µs a retry, ~10 µs of it
 outside the kernels). The plain solve is ``solvers/lm.py``'s ``lm_chain_attempts``, called with
 the argument types of the fast path (no new specialisation of it); the tables come held
-(kernels.HeldTables: one pointer to unbox). When nothing is clear, the
+(kernels.HeldTables: one pointer to unbox), and so does everything else that stays the same for
+a Check and a goal frame (:class:`RetryTables`). When nothing is clear, the
 answer whose least distance was largest (measured in full by the rows) is returned for the
 general core's collision rows to start from.
 """
@@ -46,7 +47,8 @@ from ..solvers._linalg import gram, row_gram
 from ..solvers.lm import L_LOWER, L_UPPER, _chain_eval, _chain_eval_jacobian, _restart_sample, lm_chain_attempts, new_chain_state
 from .kernels import closest_moving_into, measured_rows_into
 
-__all__ = ["ESCAPE_CLEAR", "ESCAPE_DEEP", "ESCAPE_STEP", "clear_attempts", "escape_step", "find_clear"]
+__all__ = ["ESCAPE_CLEAR", "ESCAPE_DEEP", "ESCAPE_STEP", "RetryTables", "clear_attempts", "clear_attempts_held",
+           "escape_step", "find_clear"]
 
 ESCAPE_CLEAR = 0.01   # [m] an escape step aims the pairs this far beyond the margin
 ESCAPE_DEEP = 0.02    # [m] a retry's answer deeper than this in collision is not escaped (the next retry is cheaper)
