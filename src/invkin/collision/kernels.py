@@ -126,14 +126,8 @@ def _box_sdf(box, px, py, pz):
 
 
 @njit(cache=True, **NO_RC)
-def _segment_box_t(a, b, box, ts):
-    """The parameter t ∈ [0, 1] of the point of the segment a–b closest to the box (row R, c, h),
-    in closed form, or −1 when the segment enters the box (then φ < 0 somewhere: the caller
-    searches). In the box frame the segment is ``l + t u``; its excess over the box on axis i,
-    ``max(|l_i + t u_i| − h_i, 0)``, changes form only where ``l_i + t u_i = ±h_i`` (at most six
-    t), and between two such t the squared distance ``Σ (s_i (l_i + t u_i) − h_i)²`` over the axes
-    outside (s_i = ±1) is a quadratic whose minimum is ``t = −Σ u_i (l_i − s_i h_i) / Σ u_i²``,
-    clamped to the piece. The least of those minima is the segment's. ``ts`` (8,): scratch."""
+def _box_frame(a, b, box):
+    """The segment a–b in the box's frame (row R, c, h): ``l + t u``, as (l0, l1, l2, u0, u1, u2)."""
     dx, dy, dz = a[0] - box[9], a[1] - box[10], a[2] - box[11]
     ex, ey, ez = b[0] - a[0], b[1] - a[1], b[2] - a[2]
     l0 = box[0] * dx + box[3] * dy + box[6] * dz
@@ -142,6 +136,19 @@ def _segment_box_t(a, b, box, ts):
     u0 = box[0] * ex + box[3] * ey + box[6] * ez
     u1 = box[1] * ex + box[4] * ey + box[7] * ez
     u2 = box[2] * ex + box[5] * ey + box[8] * ez
+    return l0, l1, l2, u0, u1, u2
+
+
+@njit(cache=True, **NO_RC)
+def _segment_box_t(a, b, box, ts):
+    """The parameter t ∈ [0, 1] of the point of the segment a–b closest to the box (row R, c, h),
+    in closed form, or −1 when the segment enters the box (then φ < 0 somewhere: the caller
+    searches). In the box frame the segment is ``l + t u``; its excess over the box on axis i,
+    ``max(|l_i + t u_i| − h_i, 0)``, changes form only where ``l_i + t u_i = ±h_i`` (at most six
+    t), and between two such t the squared distance ``Σ (s_i (l_i + t u_i) − h_i)²`` over the axes
+    outside (s_i = ±1) is a quadratic whose minimum is ``t = −Σ u_i (l_i − s_i h_i) / Σ u_i²``,
+    clamped to the piece. The least of those minima is the segment's. ``ts`` (8,): scratch."""
+    l0, l1, l2, u0, u1, u2 = _box_frame(a, b, box)
     h0, h1, h2 = box[12], box[13], box[14]
     n = 0
     for i in range(3):  # the t where an axis' excess changes form, sorted (insertion)
@@ -198,14 +205,7 @@ def _deepest_t(a, b, box):
     it enters) is g's least value: a convex piecewise-linear function, least at an end or where a
     rising line crosses a falling one (at most nine crossings). The golden-section search it
     replaces spent 66 evaluations of φ."""
-    dx, dy, dz = a[0] - box[9], a[1] - box[10], a[2] - box[11]
-    ex, ey, ez = b[0] - a[0], b[1] - a[1], b[2] - a[2]
-    l0 = box[0] * dx + box[3] * dy + box[6] * dz
-    l1 = box[1] * dx + box[4] * dy + box[7] * dz
-    l2 = box[2] * dx + box[5] * dy + box[8] * dz
-    u0 = box[0] * ex + box[3] * ey + box[6] * ez
-    u1 = box[1] * ex + box[4] * ey + box[7] * ez
-    u2 = box[2] * ex + box[5] * ey + box[8] * ez
+    l0, l1, l2, u0, u1, u2 = _box_frame(a, b, box)
     h0, h1, h2 = box[12], box[13], box[14]
     best_t = 0.0
     best = max(abs(l0) - h0, abs(l1) - h1, abs(l2) - h2)
