@@ -66,6 +66,16 @@ class Result:
                           method=method, info={}, goals_met=())
         return r
 
+    @classmethod
+    def _met(cls, q, position_error, rotation_error, iterations, restarts, time, goals_met):
+        """A converged lm Result (_new's shortcut for the whole-body fast path)."""
+        r = object.__new__(cls)
+        object.__setattr__(r, "__dict__", {
+            "q": q, "success": True, "status": Status.CONVERGED, "position_error": position_error,
+            "rotation_error": rotation_error, "iterations": iterations, "restarts": restarts, "time": time,
+            "method": "lm", "info": {}, "goals_met": goals_met})
+        return r
+
     def __repr__(self) -> str:
         return (f"Result({self.status.value}, method={self.method}, pos_err={self.position_error:.2e} m, "
                 f"rot_err={self.rotation_error:.2e} rad, iterations={self.iterations}, "
