@@ -21,7 +21,7 @@ from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
 from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture
-from .result import Result, Status
+from .result import Result, Status, converged_result
 from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, project_cones_in_place
 from .solvers._common import LAYOUTS_KEPT
@@ -769,13 +769,13 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     are cached per robot, and q0 is clamped and checked inside the kernel (lm_chain_attempts,
     through its entry point). Returns None when the call is not that common case (the general
     path then validates and explains)."""
-    t_start = time.perf_counter()
     if type(goals) is list or type(goals) is tuple:
         if len(goals) != 1:
-            return None
+            return None  # (before the clock: the whole-body route comes next)
         goal = goals[0]
     else:
         goal = goals
+    t_start = time.perf_counter()
     if type(goal) not in _FAST_GOALS or type(tol_p) is not float or type(tol_r) is not float \
             or not (0.0 < tol_p < math.inf and 0.0 < tol_r < math.inf):
         return None
@@ -865,7 +865,6 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     goes on in the one LM driver (_solve_lm, from the kernel's state). Returns None when the
     call is not that case (the general path then validates and explains)."""
     t_start = time.perf_counter()
-    moved = moved_seconds()  # (a first call compiles or loads its entry point after t_start: not its time)
     if not ((type(goals) is list or type(goals) is tuple) and goals and type(timeout) is float
             and 0.0 < timeout < math.inf and type(seed) is int and 0 <= seed < SEED_LIMIT and type(tol_p) is float
             and 0.0 < tol_p < math.inf and type(tol_r) is float and 0.0 < tol_r < math.inf):
@@ -879,7 +878,9 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     sids, parts = zip(*recs)
     preps = robot.cache.get("core_fast")
     prep = None if preps is None else preps.get(sids)
+    moved = None  # (a prepared call compiles nothing: _compile_clock.moved_seconds() then reads the same at its end)
     if prep is None or prep[0] is None:
+        moved = moved_seconds()  # (a first call compiles or loads its entry point after t_start: not its time)
         prep = _core_prep(robot, goals, sids, tol_p, tol_r)
     if prep is not None:  # (its entry point is compiled)
         ep, model, layout, lims, lo, hi, post_at, n_met, one_frame, fsize, isize, post = prep
@@ -912,14 +913,15 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         _CORE_STATE0[0], _FIRST_CHUNK, _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS, seed & 0x7FFFFFFF, buf, ibuf)
     if code == CONVERGED and ok:
         # converged: every row with a weight within its tolerance (the kernel's test), so every goal is met
-        res = Result._met(best_q, perr, rerr, iters, attempts, time.perf_counter() - t_start, n_met)
+        res = converged_result(best_q, perr, rerr, iters, attempts, time.perf_counter() - t_start, n_met)
     elif code < 0:
         return None  # a bad q0: the general path names the entry
     else:  # the rest of the budget in the one driver loop, from the kernel's state
         st, q, rowerr = _core.packed_state(buf, n, layout[0].shape[0])
         problem = compile_problem(robot, goals, tol_p, tol_r)
         res = _solve_lm(robot, problem, _lean_start(robot, q0), timeout, ITERATION_CAP, seed, True, "speed", None,
-                        t_start, resume=(code, q, best_q, st, rowerr, t_start, moved))
+                        t_start, resume=(code, q, best_q, st, rowerr, t_start,
+                                         moved_seconds() if moved is None else moved))
     return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
 
 
