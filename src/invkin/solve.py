@@ -60,13 +60,14 @@ def _scratch(size: int) -> np.ndarray:
 
 
 def _lean_scratch(fsize: int, isize: int) -> tuple:
-    """(float64, int64) per-thread buffers of at least fsize, isize entries for
-    core_attempts_packed (_solve_core_fast), reused across solves: one look-up for both."""
+    """(float64, int64, their lengths): this thread's buffers of at least fsize, isize entries
+    for core_attempts_packed (_solve_core_fast, which reads ``_THREAD.lean`` itself and calls
+    this only to grow them), reused across solves."""
     s = _THREAD.lean
     if s is None or s[2] < fsize or s[3] < isize:
         f, i = max(fsize, 4096, 0 if s is None else s[2]), max(isize, 512, 0 if s is None else s[3])
         s = _THREAD.lean = (np.empty(f), np.empty(i, dtype=np.int64), f, i)
-    return s[0], s[1]
+    return s
 
 
 __all__ = ["solve", "solve_many", "methods", "DEFAULTS"]
@@ -870,12 +871,14 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             and 0.0 < tol_p < math.inf and type(tol_r) is float and 0.0 < tol_r < math.inf):
         return None
     try:
-        recs = [g._lean for g in goals]
-        if None in recs:  # a goal's first solve
-            recs = [g.lean() for g in goals]
-    except AttributeError:  # not a goal: the general path names it
+        sids, parts = zip(*[g._lean for g in goals])
+    except TypeError:  # a goal's first solve (its _lean is None): built once
+        try:
+            sids, parts = zip(*[g.lean() for g in goals])
+        except AttributeError:  # not a goal: the general path names it
+            return None
+    except AttributeError:
         return None
-    sids, parts = zip(*recs)
     preps = robot.cache.get("core_fast")
     prep = None if preps is None else preps.get(sids)
     moved = None  # (a prepared call compiles nothing: _compile_clock.moved_seconds() then reads the same at its end)
@@ -883,12 +886,13 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         moved = moved_seconds()  # (a first call compiles or loads its entry point after t_start: not its time)
         prep = _core_prep(robot, goals, sids, tol_p, tol_r)
     if prep is not None:  # (its entry point is compiled)
-        ep, model, layout, lims, lo, hi, post_at, n_met, one_frame, fsize, isize, post = prep
+        ep, model, layout, lims, lo, hi, post_at, n_met, one_frame, fsize, isize, post, q_neutral = prep
+        n = lo.shape[0]
         if post_at < 0:
-            q_rest, w_post = robot.q_neutral, 0.0
+            q_rest, w_post = q_neutral, 0.0
         else:
             q_rest, w_post = goals[post_at].q_rest, goals[post_at].weight
-            if q_rest.shape[0] != lo.shape[0] or (one_frame and w_post == 0.0):
+            if q_rest.shape[0] != n or (one_frame and w_post == 0.0):
                 prep = None  # the general path names the wrong shape / runs the chain kernel
     if prep is None:
         if not (q0 is None or (type(q0) is np.ndarray and q0.dtype is _F64 and q0.shape == (robot.dof,))):
@@ -899,14 +903,16 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         problem = compile_problem(robot, goals, tol_p, tol_r)
         res = _solve_lm(robot, problem, q_start, timeout, ITERATION_CAP, seed, True, "speed", None, t_start)
         return _post_solve(robot, goals, res, q0, tol_p, tol_r) if _needs_post(robot) else res
-    n = lo.shape[0]
     if q0 is None:
-        q_in = robot.q_neutral
+        q_in = q_neutral
     elif type(q0) is np.ndarray and q0.dtype is _F64 and q0.ndim == 1 and q0.shape[0] == n:
         q_in = q0  # checked and clamped into the limits in the kernel
     else:
         return None
-    buf, ibuf = _lean_scratch(fsize, isize)
+    scratch = _THREAD.lean
+    if scratch is None or scratch[2] < fsize or scratch[3] < isize:
+        scratch = _lean_scratch(fsize, isize)
+    buf, ibuf = scratch[0], scratch[1]
     best_q = np.empty(n)
     code, ok, perr, rerr, iters, attempts = ep(
         model, layout, lims, lo, hi, np.frombuffer(b"".join(parts)), q_rest, w_post, tol_p, tol_r, q_in, best_q,
@@ -947,7 +953,7 @@ def _core_prep(robot, goals, sids, tol_p, tol_r):
     (entry point, model, layout arrays, lims, lo, hi, index of the Posture goal or -1, goals_met
     of a converged solve, whether the rows are one frame's (the chain kernel's when the Posture
     weight is 0), the kernel's scratch sizes (core_scratch_size: the per-thread buffers of
-    _lean_scratch), whether results need _post_solve). None when these goals do not run on the
+    _lean_scratch), whether results need _post_solve, the neutral q). None when these goals do not run on the
     general core in mode "speed" (the chain kernel's problems, goals without rows, a robot with
     swing-cone/twist limits) or are not goals; the entry point None while core_attempts_packed
     compiles in the background (invkin._tiers: the general path runs it interpreted meanwhile),
@@ -973,7 +979,7 @@ def _core_prep(robot, goals, sids, tol_p, tol_r):
         prep = [None, model, (layout.gnode, layout.gkind, layout.gref, layout.glevel, layout.soft, layout.hard),
                 lims, lo, hi, post_at, (True,) * len(layout.goal_rows), one_frame,
                 *_core.core_scratch_size(model[0].shape[0], robot.dof, layout.gnode.shape[0], layout.hard.shape[0]),
-                _needs_post(robot)]
+                _needs_post(robot), robot.q_neutral]
         preps[sids] = prep
     if prep[0] is None:
         prep[0] = _packed_entry(prep, robot, tol_p, tol_r)
@@ -991,7 +997,7 @@ def _packed_entry(prep, robot, tol_p, tol_r):
     from numba import types
 
     n = robot.dof
-    buf, ibuf = _lean_scratch(prep[9], prep[10])
+    buf, ibuf = _lean_scratch(prep[9], prep[10])[:2]
     args = (prep[1], prep[2], prep[3], prep[4], prep[5], np.frombuffer(bytes(8 * PACKED)), robot.q_neutral, 0.0,
             tol_p, tol_r, np.empty(n), np.empty(n), _CORE_STATE0[0], _FIRST_CHUNK, _CORE_ATTEMPT_ITERATIONS,
             _MAX_ATTEMPTS, 0, buf, ibuf)
