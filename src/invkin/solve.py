@@ -826,8 +826,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             s = st.tolist()  # one conversion instead of four scalar reads
             if not (math.isfinite(s[8]) and math.isfinite(s[9])):  # math: a fraction of numpy's call cost
                 return None  # never call non-finite numbers converged: the general path judges it
-            res = Result._new(best_q, True, Status.CONVERGED, s[8], s[9], int(s[1]), int(s[5]),
-                              time.perf_counter() - t_start, "lm")
+            res = converged_result(best_q, s[8], s[9], int(s[1]), int(s[5]), time.perf_counter() - t_start, ())
             return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
         if code < 0:
             return None  # a non-finite q0: the general path names the bad entry
