@@ -294,9 +294,12 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
               and joint_weights is None and restarts is True and max_iterations is None and not options
               and max_joint_step is None and dt is None)  # (read once: a collision solve asks it twice)
     if common and world is None and self_collision is False and type(margin) is float and margin == 0.005:
-        res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
-        if res is None:
+        if type(goals) is list and len(goals) > 1:  # (a whole-body list: not the chain's case)
             res = _solve_core_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
+        else:
+            res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
+            if res is None:
+                res = _solve_core_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is not None:
             return res  # (with the last steps of _post_solve done where the robot needs them)
     collision = _collision_options(world, self_collision, margin)
