@@ -36,6 +36,7 @@ A goal compiles to rows of 3 residual entries; the kinds are listed once in :dat
 """
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 
@@ -81,7 +82,7 @@ def _weight(w, what, allow_zero=False):
         w = float(w)
     except (TypeError, ValueError, OverflowError):
         raise GoalError(f"{what}: weight must be a number, got {w!r}") from None
-    if not np.isfinite(w) or w < 0 or (w == 0 and not allow_zero):
+    if not math.isfinite(w) or w < 0 or (w == 0 and not allow_zero):  # (w is a float: math, not numpy)
         raise GoalError(f"{what}: weight must be finite and {'>= 0' if allow_zero else '> 0'}, got {w} "
                         f"(every task goal decides success; leave out a goal that should not count)")
     return w
