@@ -703,3 +703,17 @@ def test_a_lean_whole_body_solve_does_not_charge_its_entry_points_compile_to_the
     res = ik.solve(g1, goals, **kw)
     assert res.status == Status.CONVERGED, res
     assert res.time >= 1.5  # (the compile is in the solve's wall time, not in its budget)
+
+
+def test_lean_solves_from_several_threads_give_the_answers_of_one_thread(hum):
+    """The lean route's scratch (state, q, workspace) is per thread (solve._lean_scratch): solves
+    of different problems from four threads at once give each problem's single-thread bits."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    q0 = _stance(hum)
+    problems = [_LEAN_ZOO[shape](hum, q0) for shape in sorted(_LEAN_ZOO)] * 3
+    alone = [ik.solve(hum, goals, q0=q0, seed=5) for goals in problems]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda goals: ik.solve(hum, goals, q0=q0, seed=5), problems))
+    for a, b in zip(alone, together):
+        assert np.array_equal(a.q, b.q) and (a.iterations, a.restarts, a.status) == (b.iterations, b.restarts, b.status)
