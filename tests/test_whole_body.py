@@ -558,21 +558,29 @@ def test_the_packed_whole_body_route_gives_the_general_drivers_bits_for_every_sh
     assert prep[8] == (shape == "posture-weight-zero-on-one-frame")
 
 
-def test_a_goals_packed_columns_are_its_table_target_and_weight_columns():
+def test_the_joined_target_bytes_read_through_lean_index_give_every_rows_table_columns():
+    """Goal.lean's bytes (vec, R, axis, weight block after block) of several goals joined, read
+    through goals.lean_index, give each row's target and weight columns of the goals' tables (a
+    Posture adds no bytes and no rows)."""
+    from invkin.goals import PACKED, lean_index
+
     T = make_transform(so3_exp([0.3, -0.2, 1.0]), [0.1, 0.3, -0.05])
-    for g in (ik.Pose("l_hand", T, weight=2.0), ik.Position("l_hand", [1.0, 2.0, 3.0]),
-              ik.Relative("l_hand", "r_hand", T), ik.CenterOfMass([0.1, 0.05, 0.0], axes="xy"),
-              ik.Aim("head", [1, 0, 0], [2.0, 0.3, 1.2])):
-        _, vec, R, axis, w = g.table()
-        P = g.packed()
-        assert P.shape == (vec.shape[0], 16) and not P.flags.writeable
-        assert np.array_equal(P[:, :3], vec) and np.array_equal(P[:, 3:12].reshape(-1, 3, 3), R)
-        assert np.array_equal(P[:, 12:15], axis) and np.array_equal(P[:, 15], w)
-        assert g.packed() is P  # built once
+    goals = [ik.Pose("l_hand", T, weight=2.0, rotation_weight=0.5), ik.Position("l_hand", [1.0, 2.0, 3.0]),
+             ik.Posture(np.zeros(3)), ik.Relative("l_hand", "r_hand", T), ik.CenterOfMass([0.1, 0.05, 0.0]),
+             ik.Aim("head", [1, 0, 0], [2.0, 0.3, 1.2]), ik.Pose("r_hand", T, axes="z")]
+    tables = [g.table() for g in goals]
+    vec, R, axis, w = (np.concatenate([t[i] for t in tables]) for i in (1, 2, 3, 4))
+    rows = [t[0].shape[0] for t in tables if t[0].shape[0]]
+    flat = np.frombuffer(b"".join(g.lean()[1] for g in goals))
+    got = flat[lean_index(rows)].reshape(-1, PACKED)
+    assert got.shape[0] == vec.shape[0] == sum(rows) == 9
+    assert np.array_equal(got[:, :3], vec) and np.array_equal(got[:, 3:12].reshape(-1, 3, 3), R)
+    assert np.array_equal(got[:, 12:15], axis) and np.array_equal(got[:, 15], w)
+    assert goals[0].lean() is goals[0].lean()  # built once
 
 
 def test_goals_of_equal_structure_share_a_structure_id_that_pickles_leave_out():
-    """Goal.lean: (structure id, packed bytes), the lean route's key and targets. Equal
+    """Goal.lean: (structure id, target bytes), the lean route's key and targets. Equal
     structures (level, kinds, frames) get one id whatever the targets; another frame, kind or
     level another; a pickle (another process's numbering) carries no id."""
     import pickle
@@ -583,7 +591,7 @@ def test_goals_of_equal_structure_share_a_structure_id_that_pickles_leave_out():
               ik.Pose("l_hand", T, hard=True, axes="z"))
     assert a.lean()[0] == b.lean()[0]
     assert len({a.lean()[0]} | {g.lean()[0] for g in others}) == 1 + len(others)
-    assert a.lean()[1] == a.packed().tobytes() and a.lean() is a.lean()
+    assert a.lean()[1] != b.lean()[1] and a.lean() is a.lean()
     c = pickle.loads(pickle.dumps(a))
     assert "_lean" not in c.__dict__ and c.lean()[0] == a.lean()[0]  # (same process: same id again)
 

@@ -63,7 +63,7 @@ KINDS = {KIND_POSITION: "position", KIND_ROTATION: "rotation", KIND_AXIS: "axis"
          KIND_COM: "com", KIND_REL_POSITION: "relative position", KIND_REL_ROTATION: "relative rotation"}
 #: Kinds the older methods' task_eval knows; LM's core knows every kind of KINDS.
 BASIC_KINDS = (KIND_POSITION, KIND_ROTATION, KIND_AXIS, KIND_AIM)
-#: Columns of a packed goal table (Goal.packed): vec (3), R (9, row-major), axis (3), weight.
+#: Numbers per goal row in a goal's target bytes (Goal.lean): vec (3), R (9, row-major), axis (3), weight.
 PACKED = 16
 
 _AXES = {"xyz": None, "x": 0, "y": 1, "z": 2}
@@ -173,30 +173,21 @@ class Goal:
             object.__setattr__(self, "_table", t)
         return t
 
-    def packed(self) -> np.ndarray:
-        """The target and weight columns of :meth:`table` in one read-only array (G, PACKED):
-        vec (3), R (9, row-major), axis (3), weight; built once. The whole-body fast path gathers
-        a problem's targets with one concatenate of these (solve._solve_core_fast)."""
-        p = self.__dict__.get("_packed")
-        if p is None:
-            _, vec, R, axis, w = self.table()
-            p = np.concatenate((vec, R.reshape(-1, 9), axis, w[:, None]), axis=1)
-            p.setflags(write=False)
-            object.__setattr__(self, "_packed", p)
-        return p
-
     def lean(self) -> tuple:
-        """(structure id, packed bytes), built once: an int that is equal for goals of equal
-        :meth:`structure` (whatever robot they are solved on), and :meth:`packed` as bytes. The
-        whole-body fast path (solve._solve_core_fast) keys its prepared problems by the ids (a tuple
-        of small ints hashes in a fraction of the nested structures' time) and gathers a problem's
-        targets with one join of the bytes (a third of a concatenate of the arrays)."""
+        """(structure id, target bytes), built once: an int that is equal for goals of equal
+        :meth:`structure` (whatever robot they are solved on), and the target and weight columns
+        of :meth:`table` as float64 bytes, block after block: vec (G x 3), R (G x 9, row-major),
+        axis (G x 3), weight (G) — four ``tobytes``, no array built (:func:`lean_index` says where
+        row g's numbers are). The whole-body fast path (solve._solve_core_fast) keys its prepared
+        problems by the ids (a tuple of small ints hashes in a fraction of the nested structures'
+        time) and gathers a problem's targets with one join of the bytes."""
         r = self.__dict__.get("_lean")
         if r is None:
             s = self.structure()
             with _IDS_LOCK:  # (two threads must not give two structures one id)
                 sid = _STRUCTURE_IDS.setdefault(s, len(_STRUCTURE_IDS))
-            r = (sid, self.packed().tobytes())
+            _, vec, R, axis, w = self.table()
+            r = (sid, vec.tobytes() + R.tobytes() + axis.tobytes() + w.tobytes())
             object.__setattr__(self, "_lean", r)
         return r
 
@@ -205,6 +196,22 @@ class Goal:
         state = dict(self.__dict__)
         state.pop("_lean", None)
         return state
+
+
+def lean_index(goal_rows) -> np.ndarray:
+    """Where row g's PACKED numbers (vec, R row-major, axis, weight) are in the joined target bytes
+    of goals with ``goal_rows`` rows each (Goal.lean, read as float64): an int64 array (G x PACKED,)
+    whose entry PACKED g + c is the position of row g's number c."""
+    src = []
+    base = 0
+    for n in goal_rows:
+        for j in range(n):
+            src += [base + 3 * j + k for k in range(3)]
+            src += [base + 3 * n + 9 * j + k for k in range(9)]
+            src += [base + 12 * n + 3 * j + k for k in range(3)]
+            src.append(base + 15 * n + j)
+        base += PACKED * n
+    return np.array(src, dtype=np.int64)
 
 
 @dataclass(frozen=True)

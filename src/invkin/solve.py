@@ -20,7 +20,7 @@ from ._tiers import ready as _tier_ready
 from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
-from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture
+from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
 from .result import Result, Status, converged_result
 from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, project_cones_in_place
@@ -978,7 +978,8 @@ def _core_prep(robot, goals, sids, tol_p, tol_r):
             preps[sids] = None
             return None
         model, table, lims, lo, hi = core_args(problem)
-        prep = [None, model, (layout.gnode, layout.gkind, layout.gref, layout.glevel, layout.soft, layout.hard),
+        prep = [None, model, (layout.gnode, layout.gkind, layout.gref, layout.glevel, layout.soft, layout.hard,
+                              lean_index(layout.goal_rows)),
                 lims, lo, hi, post_at, (True,) * len(layout.goal_rows), one_frame,
                 *_core.core_scratch_size(model[0].shape[0], robot.dof, layout.gnode.shape[0], layout.hard.shape[0]),
                 _needs_post(robot), robot.q_neutral]

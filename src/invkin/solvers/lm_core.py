@@ -769,9 +769,10 @@ def _report_rows(model, table, best_q, state, code, ws, rowerr):
 def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q0, best_q, state0,
                          budget, attempt_iters, max_attempts, seed, buf, ibuf):
     """core_attempts for a problem without collision rows, with the goal table split in two:
-    ``layout`` (gnode, gkind, gref, glevel, soft, hard), the same for every problem with these goal
-    structures, and the target and weight columns packed in one flat array ``gtab`` (G x PACKED:
-    per row vec, R row-major, axis, weight; Goal.packed), unpacked here. Everything but best_q
+    ``layout`` (gnode, gkind, gref, glevel, soft, hard, gsrc), the same for every problem with these
+    goal structures, and the target and weight columns in one flat array ``gtab`` (the goals'
+    joined target bytes, Goal.lean), where row g's number c (vec, R row-major, axis, weight) is
+    gtab[gsrc[PACKED g + c]] (goals.lean_index), unpacked here. Everything but best_q
     (out: the answer) lives in ``buf`` (float64) and ``ibuf`` (int64) of at least
     core_scratch_size() entries (the caller's per-thread buffers): the state (a copy of
     ``state0``), q and the rows' errors first (packed_state reads them back for a driver that goes
@@ -785,7 +786,7 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     point: a third of core_attempts' arrays to unbox, no array allocated but the answer, the
     targets gathered by one join of bytes in Python; the iterates are core_attempts' (the same
     _core_attempts_nrc on the same values)."""
-    gnode, gkind, gref, glevel, soft, hard = layout
+    gnode, gkind, gref, glevel, soft, hard, gsrc = layout
     G = gnode.shape[0]
     dof = best_q.shape[0]
     for i in range(dof):  # q0 as given: NaN, inf or an entry beyond MAX_LENGTH goes back to the caller
@@ -818,11 +819,11 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     for g in range(G):
         b = g * PACKED
         for k in range(3):
-            gvec[g, k] = gtab[b + k]
-            gaxis[g, k] = gtab[b + 12 + k]
+            gvec[g, k] = gtab[gsrc[b + k]]
+            gaxis[g, k] = gtab[gsrc[b + 12 + k]]
             for c in range(3):
-                gR[g, k, c] = gtab[b + 3 + 3 * k + c]
-        gw[g] = gtab[b + 15]
+                gR[g, k, c] = gtab[gsrc[b + 3 + 3 * k + c]]
+        gw[g] = gtab[gsrc[b + 15]]
     for i in range(dof):
         qr[i] = q_rest[i]
     ws = _carve_workspace(buf[o:], ibuf, model[0].shape[0], dof, gvec, gR, hard.shape[0])
