@@ -12,7 +12,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from .._checks import MAX_LENGTH
-from ..goals import KIND_COM, KIND_REL_POSITION, KINDS
+from ..goals import KIND_COM, KIND_REL_POSITION, KINDS, PACKED
 from ..kinematics.kernels import FAST, NO_RC, fk_all_into, jacobian_from_all
 from ..spatial import rotvec_product
 from ..collision.rows import E_ROWS, E_VIOL, active_rows, ineq_eval, ineq_size, no_rows
@@ -766,27 +766,40 @@ def _report_rows(model, table, best_q, state, code, ws, rowerr):
 
 
 @njit(cache=True, **NO_RC)
-def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state,
-                         budget, attempt_iters, max_attempts, seed, rowerr, buf, ibuf):
+def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q0, best_q, state0,
+                         budget, attempt_iters, max_attempts, seed, buf, ibuf):
     """core_attempts for a problem without collision rows, with the goal table split in two:
-    ``layout`` (gnode, gkind, gref, glevel, soft, hard), the same for every problem with these goal
-    structures, and the target and weight columns packed in one array ``gtab`` (G, PACKED: vec,
-    R row-major, axis, weight; Goal.packed), unpacked here. Its scratch (the goal columns, q_rest's
-    copy and core_workspace's arrays) is carved from ``buf`` (float64) and ``ibuf`` (int64) of at
-    least core_scratch_size() entries (the caller's per-thread buffers), so it allocates nothing and
-    compiles without reference counting. q0 is checked and clamped here (q, best_q: out, the
-    clamped q0 to start; returns -1 for a q0 entry that is not a number within ±MAX_LENGTH, doing
-    nothing). The whole-body fast path (solve._solve_core_fast) calls it
-    through its entry point: a third of core_attempts' arrays to unbox, no allocation of its ~30
-    arrays, one concatenate in Python instead of four; the iterates are core_attempts' (the same
+    ``layout`` (gnode, gkind, gref, glevel, soft, hard, gsrc), the same for every problem with these
+    goal structures, and the target and weight columns in one flat array ``gtab`` (the goals'
+    joined target bytes, Goal.lean), where row g's number c (vec, R row-major, axis, weight) is
+    gtab[gsrc[PACKED g + c]] (goals.lean_index), unpacked here. Everything but best_q
+    (out: the answer) lives in ``buf`` (float64) and ``ibuf`` (int64) of at least
+    core_scratch_size() entries (the caller's per-thread buffers): the state (a copy of
+    ``state0``), q and the rows' errors first (packed_state reads them back for a driver that goes
+    on), then the goal columns, q_rest's copy and core_workspace's arrays; so it allocates nothing
+    and compiles without reference counting. q0 is checked and clamped here (returns code -1 for
+    a q0 entry that is not a number within ±MAX_LENGTH, doing nothing).
+
+    Returns (code, ok, best position error, best rotation error, iterations, attempt): ok says
+    that best_q and its errors are finite numbers (a converged answer is never called so
+    otherwise). The whole-body fast path (solve._solve_core_fast) calls it through its entry
+    point: a third of core_attempts' arrays to unbox, no array allocated but the answer, the
+    targets gathered by one join of bytes in Python; the iterates are core_attempts' (the same
     _core_attempts_nrc on the same values)."""
-    gnode, gkind, gref, glevel, soft, hard = layout
-    G = gtab.shape[0]
-    dof = q.shape[0]
+    gnode, gkind, gref, glevel, soft, hard, gsrc = layout
+    G = gnode.shape[0]
+    dof = best_q.shape[0]
     for i in range(dof):  # q0 as given: NaN, inf or an entry beyond MAX_LENGTH goes back to the caller
         if not (-MAX_LENGTH <= q0[i] <= MAX_LENGTH):
-            return -1
-    o = 0
+            return -1, False, 0.0, 0.0, 0, 0
+    state = buf[:CORE_STATE]
+    for i in range(CORE_STATE):
+        state[i] = state0[i]
+    o = CORE_STATE
+    q = buf[o:o + dof]
+    o += dof
+    rowerr = buf[o:o + G]
+    o += G
     qs = buf[o:o + dof]  # q0 clamped into lo, hi: the attempts' start and restart centre
     o += dof
     for i in range(dof):
@@ -804,12 +817,13 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     qr = buf[o:o + dof]
     o += dof
     for g in range(G):
+        b = g * PACKED
         for k in range(3):
-            gvec[g, k] = gtab[g, k]
-            gaxis[g, k] = gtab[g, 12 + k]
+            gvec[g, k] = gtab[gsrc[b + k]]
+            gaxis[g, k] = gtab[gsrc[b + 12 + k]]
             for c in range(3):
-                gR[g, k, c] = gtab[g, 3 + 3 * k + c]
-        gw[g] = gtab[g, 15]
+                gR[g, k, c] = gtab[gsrc[b + 3 + 3 * k + c]]
+        gw[g] = gtab[gsrc[b + 15]]
     for i in range(dof):
         qr[i] = q_rest[i]
     ws = _carve_workspace(buf[o:], ibuf, model[0].shape[0], dof, gvec, gR, hard.shape[0])
@@ -817,7 +831,19 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     code = _core_attempts_nrc(model, table, lims, lo, hi, qr, w_post, tol_p, tol_r, qs, q, best_q, state, budget,
                               attempt_iters, max_attempts, seed, ws, rowerr)
     _report_rows(model, table, best_q, state, code, ws, rowerr)
-    return code
+    perr = state[S_BEST_PERR]
+    rerr = state[S_BEST_RERR]
+    ok = np.isfinite(perr) and np.isfinite(rerr)
+    for i in range(dof):
+        ok = ok and np.isfinite(best_q[i])
+    return code, ok, perr, rerr, int(state[S_ITERS]), int(state[S_ATTEMPT])
+
+
+def packed_state(buf, dof, G):
+    """Copies of the state, q and the rows' errors that core_attempts_packed left at the start of
+    its scratch ``buf`` (dof, G: the problem's), for a driver that goes on from them."""
+    o = CORE_STATE
+    return buf[:o].copy(), buf[o:o + dof].copy(), buf[o + dof:o + dof + G].copy()
 
 
 def core_scratch_size(n, dof, G, nhard):
@@ -825,7 +851,8 @@ def core_scratch_size(n, dof, G, nhard):
     nodes, dof, G goal rows and nhard hard residual rows (no collision rows)."""
     m = 3 * G
     mh = max(m, nhard, 1)
-    floats = (16 * G + 2 * dof                           # q0 clamped, gvec, gR, gaxis, gw, q_rest
+    floats = (CORE_STATE + 2 * dof + G                   # the state, q, the rows' errors
+              + 16 * G + 2 * dof                         # q0 clamped, gvec, gR, gaxis, gw, q_rest
               + 16 * n + 12 * dof + 4 * n                # Tall, Jf, Jr, sub
               + 2 * (m + m * dof) + 14 + 12 * G          # e, J, e2, J2, errs, errs2, wvec, wR
               + dof * dof + m * dof + dof * (mh + 1) + (mh + 1) * (mh + 1)  # H, Jm, Z, S
