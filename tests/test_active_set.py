@@ -4,7 +4,7 @@ released by the sign of their multiplier)."""
 import numpy as np
 
 from invkin.solvers.lm import limits_table
-from invkin.solvers.lm_core import _active_step
+from invkin.solvers.lm_core import _active_step, core_step_scratch
 
 DOF = 4
 
@@ -15,8 +15,7 @@ def _step(J, e, soft, hard, q, lo, hi, warm, mu=1e-3, mu_h=1e-12):
     lims = limits_table(lo, hi, lo, hi - lo, np.zeros(dof), np.ones(dof), np.zeros(0, np.int64))
     hold, dq = np.empty(dof), np.empty(dof)
     ok = _active_step(J, e, np.asarray(soft, np.int64), np.asarray(hard, np.int64), lims, lo, hi, q, mu, mu_h,
-                      np.zeros(dof), hold, np.empty((dof, dof)), np.empty((m, dof)), np.empty((dof, mh + 1)),
-                      np.empty((mh + 1, mh + 1)), np.empty(m), np.empty(mh), np.empty(max(dof, mh)), dq, bool(warm))
+                      np.zeros(dof), hold, *core_step_scratch(m, dof, mh), dq, bool(warm))
     assert ok
     return dq
 
