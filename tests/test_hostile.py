@@ -233,3 +233,25 @@ def test_checks_seed_helper_contract():
         warnings.simplefilter("error")
         with pytest.raises(ik.GoalError, match="complex"):
             _checks.real_array("x", np.array([1j]))
+
+
+@pytest.mark.parametrize("case", ["finite", "nan", "inf", "-inf", "beyond-bound", "at-bound", "empty", "matrix"])
+def test_a_small_float_array_is_checked_as_the_general_path_checks_its_list(case):
+    """real_array reads a small float64 array (a goal's point) in Python floats: it returns the
+    array itself or raises the same GoalError, word for word, as the general path gives for the
+    same values passed as a list."""
+    values = {"finite": [0.1, -2.5, 3e8], "nan": [0.1, math.nan, 2.0], "inf": [math.inf, 0.0, 0.0],
+              "-inf": [0.0, -math.inf, 1.0], "beyond-bound": [0.0, -2e9, 1.0], "at-bound": [1e9, -1e9, 0.0],
+              "empty": [], "matrix": [[1.0, 2.0], [3.0, -4.0]]}[case]
+    a = np.array(values, dtype=np.float64)
+    outcomes = []
+    for x in (a, values):
+        try:
+            got = _checks.real_array("Position('hand').p", x, bound=_checks.MAX_LENGTH, unit=" [m]")
+            outcomes.append(("ok", got.tolist()))
+        except ik.GoalError as e:
+            outcomes.append(("error", str(e).replace(repr(x)[:200], "<x>")))
+    assert outcomes[0] == outcomes[1], outcomes
+    if outcomes[0][0] == "ok":
+        assert _checks.real_array("p", a) is a  # (no copy, as np.asarray of a float64 array)
+    assert (outcomes[0][0] == "ok") == (case in ("finite", "at-bound", "empty", "matrix"))

@@ -552,23 +552,48 @@ def test_the_packed_whole_body_route_gives_the_general_drivers_bits_for_every_sh
     else:
         assert lean.success
     preps = hum.cache["core_fast"]
-    prep = preps[tuple(g.structure() for g in goals)]
+    prep = preps[tuple(g.lean()[0] for g in goals)]  # keyed by the goals' structure ids
     assert prep is not None and prep[0] is not None  # prepared, with the packed kernel's entry point
     # one frame's rows and a Posture of weight 0: the chain kernel's problem, left to the general path
-    assert prep[9] == (shape == "posture-weight-zero-on-one-frame")
+    assert prep[8] == (shape == "posture-weight-zero-on-one-frame")
 
 
-def test_a_goals_packed_columns_are_its_table_target_and_weight_columns():
+def test_the_joined_target_bytes_read_through_lean_index_give_every_rows_table_columns():
+    """Goal.lean's bytes (vec, R, axis, weight block after block) of several goals joined, read
+    through goals.lean_index, give each row's target and weight columns of the goals' tables (a
+    Posture adds no bytes and no rows)."""
+    from invkin.goals import PACKED, lean_index
+
     T = make_transform(so3_exp([0.3, -0.2, 1.0]), [0.1, 0.3, -0.05])
-    for g in (ik.Pose("l_hand", T, weight=2.0), ik.Position("l_hand", [1.0, 2.0, 3.0]),
-              ik.Relative("l_hand", "r_hand", T), ik.CenterOfMass([0.1, 0.05, 0.0], axes="xy"),
-              ik.Aim("head", [1, 0, 0], [2.0, 0.3, 1.2])):
-        _, vec, R, axis, w = g.table()
-        P = g.packed()
-        assert P.shape == (vec.shape[0], 16) and not P.flags.writeable
-        assert np.array_equal(P[:, :3], vec) and np.array_equal(P[:, 3:12].reshape(-1, 3, 3), R)
-        assert np.array_equal(P[:, 12:15], axis) and np.array_equal(P[:, 15], w)
-        assert g.packed() is P  # built once
+    goals = [ik.Pose("l_hand", T, weight=2.0, rotation_weight=0.5), ik.Position("l_hand", [1.0, 2.0, 3.0]),
+             ik.Posture(np.zeros(3)), ik.Relative("l_hand", "r_hand", T), ik.CenterOfMass([0.1, 0.05, 0.0]),
+             ik.Aim("head", [1, 0, 0], [2.0, 0.3, 1.2]), ik.Pose("r_hand", T, axes="z")]
+    tables = [g.table() for g in goals]
+    vec, R, axis, w = (np.concatenate([t[i] for t in tables]) for i in (1, 2, 3, 4))
+    rows = [t[0].shape[0] for t in tables if t[0].shape[0]]
+    flat = np.frombuffer(b"".join(g.lean()[1] for g in goals))
+    got = flat[lean_index(rows)].reshape(-1, PACKED)
+    assert got.shape[0] == vec.shape[0] == sum(rows) == 9
+    assert np.array_equal(got[:, :3], vec) and np.array_equal(got[:, 3:12].reshape(-1, 3, 3), R)
+    assert np.array_equal(got[:, 12:15], axis) and np.array_equal(got[:, 15], w)
+    assert goals[0].lean() is goals[0].lean()  # built once
+
+
+def test_goals_of_equal_structure_share_a_structure_id_that_pickles_leave_out():
+    """Goal.lean: (structure id, target bytes), the lean route's key and targets. Equal
+    structures (level, kinds, frames) get one id whatever the targets; another frame, kind or
+    level another; a pickle (another process's numbering) carries no id."""
+    import pickle
+
+    T = make_transform(so3_exp([0.3, -0.2, 1.0]), [0.1, 0.3, -0.05])
+    a, b = ik.Pose("l_hand", T, hard=True), ik.Pose("l_hand", np.eye(4), hard=True, weight=3.0)
+    others = (ik.Pose("r_hand", T, hard=True), ik.Pose("l_hand", T), ik.Position("l_hand", T[:3, 3], hard=True),
+              ik.Pose("l_hand", T, hard=True, axes="z"))
+    assert a.lean()[0] == b.lean()[0]
+    assert len({a.lean()[0]} | {g.lean()[0] for g in others}) == 1 + len(others)
+    assert a.lean()[1] != b.lean()[1] and a.lean() is a.lean()
+    c = pickle.loads(pickle.dumps(a))
+    assert "_lean" not in c.__dict__ and c.lean()[0] == a.lean()[0]  # (same process: same id again)
 
 
 def test_the_packed_route_reads_a_strided_q0_and_clamps_it_as_the_general_path_does(hum):
@@ -682,6 +707,21 @@ def test_a_lean_whole_body_solve_does_not_charge_its_entry_points_compile_to_the
         return prep(*args)
 
     monkeypatch.setattr(solve_mod, "_core_prep", compiling)
+    g1.cache.pop("core_fast")  # these structures prepared again (a solve finds a prepared problem without _core_prep)
     res = ik.solve(g1, goals, **kw)
     assert res.status == Status.CONVERGED, res
     assert res.time >= 1.5  # (the compile is in the solve's wall time, not in its budget)
+
+
+def test_lean_solves_from_several_threads_give_the_answers_of_one_thread(hum):
+    """The lean route's scratch (state, q, workspace) is per thread (solve._lean_scratch): solves
+    of different problems from four threads at once give each problem's single-thread bits."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    q0 = _stance(hum)
+    problems = [_LEAN_ZOO[shape](hum, q0) for shape in sorted(_LEAN_ZOO)] * 3
+    alone = [ik.solve(hum, goals, q0=q0, seed=5) for goals in problems]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda goals: ik.solve(hum, goals, q0=q0, seed=5), problems))
+    for a, b in zip(alone, together):
+        assert np.array_equal(a.q, b.q) and (a.iterations, a.restarts, a.status) == (b.iterations, b.restarts, b.status)

@@ -36,6 +36,8 @@ A goal compiles to rows of 3 residual entries; the kinds are listed once in :dat
 """
 from __future__ import annotations
 
+import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,10 +63,12 @@ KINDS = {KIND_POSITION: "position", KIND_ROTATION: "rotation", KIND_AXIS: "axis"
          KIND_COM: "com", KIND_REL_POSITION: "relative position", KIND_REL_ROTATION: "relative rotation"}
 #: Kinds the older methods' task_eval knows; LM's core knows every kind of KINDS.
 BASIC_KINDS = (KIND_POSITION, KIND_ROTATION, KIND_AXIS, KIND_AIM)
-#: Columns of a packed goal table (Goal.packed): vec (3), R (9, row-major), axis (3), weight.
+#: Numbers per goal row in a goal's target bytes (Goal.lean): vec (3), R (9, row-major), axis (3), weight.
 PACKED = 16
 
 _AXES = {"xyz": None, "x": 0, "y": 1, "z": 2}
+_STRUCTURE_IDS: dict = {}  # Goal.structure() -> a small int, the same for equal structures (Goal.lean)
+_IDS_LOCK = threading.Lock()
 _EYE = np.eye(3)
 _EYE1 = np.eye(3).reshape(1, 3, 3)
 _KIND_P = np.array([KIND_POSITION], dtype=np.int64)
@@ -78,7 +82,7 @@ def _weight(w, what, allow_zero=False):
         w = float(w)
     except (TypeError, ValueError, OverflowError):
         raise GoalError(f"{what}: weight must be a number, got {w!r}") from None
-    if not np.isfinite(w) or w < 0 or (w == 0 and not allow_zero):
+    if not math.isfinite(w) or w < 0 or (w == 0 and not allow_zero):  # (w is a float: math, not numpy)
         raise GoalError(f"{what}: weight must be finite and {'>= 0' if allow_zero else '> 0'}, got {w} "
                         f"(every task goal decides success; leave out a goal that should not count)")
     return w
@@ -123,6 +127,9 @@ class Goal:
     """Base class of every goal."""
 
     weight: float
+    #: (structure id, packed target bytes) once :meth:`lean` has built it, read as a plain attribute
+    #: by the whole-body fast path; None before (this class default).
+    _lean = None
 
     @property
     def level(self) -> int:
@@ -166,17 +173,45 @@ class Goal:
             object.__setattr__(self, "_table", t)
         return t
 
-    def packed(self) -> np.ndarray:
-        """The target and weight columns of :meth:`table` in one read-only array (G, PACKED):
-        vec (3), R (9, row-major), axis (3), weight; built once. The whole-body fast path gathers
-        a problem's targets with one concatenate of these (solve._solve_core_fast)."""
-        p = self.__dict__.get("_packed")
-        if p is None:
+    def lean(self) -> tuple:
+        """(structure id, target bytes), built once: an int that is equal for goals of equal
+        :meth:`structure` (whatever robot they are solved on), and the target and weight columns
+        of :meth:`table` as float64 bytes, block after block: vec (G x 3), R (G x 9, row-major),
+        axis (G x 3), weight (G) — four ``tobytes``, no array built (:func:`lean_index` says where
+        row g's numbers are). The whole-body fast path (solve._solve_core_fast) keys its prepared
+        problems by the ids (a tuple of small ints hashes in a fraction of the nested structures'
+        time) and gathers a problem's targets with one join of the bytes."""
+        r = self.__dict__.get("_lean")
+        if r is None:
+            s = self.structure()
+            with _IDS_LOCK:  # (two threads must not give two structures one id)
+                sid = _STRUCTURE_IDS.setdefault(s, len(_STRUCTURE_IDS))
             _, vec, R, axis, w = self.table()
-            p = np.concatenate((vec, R.reshape(-1, 9), axis, w[:, None]), axis=1)
-            p.setflags(write=False)
-            object.__setattr__(self, "_packed", p)
-        return p
+            r = (sid, vec.tobytes() + R.tobytes() + axis.tobytes() + w.tobytes())
+            object.__setattr__(self, "_lean", r)
+        return r
+
+    def __getstate__(self):
+        """Pickles leave out the structure id (Goal.lean): it is this process's number."""
+        state = dict(self.__dict__)
+        state.pop("_lean", None)
+        return state
+
+
+def lean_index(goal_rows) -> np.ndarray:
+    """Where row g's PACKED numbers (vec, R row-major, axis, weight) are in the joined target bytes
+    of goals with ``goal_rows`` rows each (Goal.lean, read as float64): an int64 array (G x PACKED,)
+    whose entry PACKED g + c is the position of row g's number c."""
+    src = []
+    base = 0
+    for n in goal_rows:
+        for j in range(n):
+            src += [base + 3 * j + k for k in range(3)]
+            src += [base + 3 * n + 9 * j + k for k in range(9)]
+            src += [base + 12 * n + 3 * j + k for k in range(3)]
+            src.append(base + 15 * n + j)
+        base += PACKED * n
+    return np.array(src, dtype=np.int64)
 
 
 @dataclass(frozen=True)

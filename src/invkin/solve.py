@@ -20,8 +20,8 @@ from ._tiers import ready as _tier_ready
 from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
-from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture
-from .result import Result, Status
+from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
+from .result import Result, Status, converged_result
 from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, project_cones_in_place
 from .solvers._common import LAYOUTS_KEPT
@@ -36,26 +36,39 @@ _CHAIN_STATE0 = (_lm.new_chain_state(0.0), _lm.new_chain_state(1.0))  # clamped 
 _CORE_STATE0 = (_core.new_core_state(0.0), _core.new_core_state(1.0))  # mode "speed" / "distance"
 ATTEMPT_ITERATIONS, S_ATTEMPT, S_ITERS, S_MINIMIZE = _lm.ATTEMPT_ITERATIONS, _lm.S_ATTEMPT, _lm.S_ITERS, _lm.S_MINIMIZE
 S_BEST_PERR, S_BEST_RERR, S_BEST_DIST, UNREACHABLE = _lm.S_BEST_PERR, _lm.S_BEST_RERR, _core.S_BEST_DIST, _core.UNREACHABLE
-_THREAD = threading.local()
+
+
+class _Scratch(threading.local):
+    """Per-thread scratch buffers (class defaults: a missing attribute of a thread-local costs an
+    AttributeError)."""
+
+    buf = None  # float64 (_scratch)
+    lean = None  # (float64, int64, their lengths) of the whole-body fast path (_lean_scratch)
+
+
+_THREAD = _Scratch()
 _F64 = np.dtype(np.float64)
 
 
 def _scratch(size: int) -> np.ndarray:
     """A per-thread float64 scratch buffer of at least ``size`` entries, reused across solves."""
-    buf = getattr(_THREAD, "buf", None)
+    buf = _THREAD.buf
     if buf is None or buf.shape[0] < size:
         buf = np.empty(max(size, 1024))
         _THREAD.buf = buf
     return buf
 
 
-def _iscratch(size: int) -> np.ndarray:
-    """_scratch's int64 twin (the general core's row and joint indices)."""
-    buf = getattr(_THREAD, "ibuf", None)
-    if buf is None or buf.shape[0] < size:
-        buf = np.empty(max(size, 256), dtype=np.int64)
-        _THREAD.ibuf = buf
-    return buf
+def _lean_scratch(fsize: int, isize: int) -> tuple:
+    """(float64, int64, their lengths): this thread's buffers of at least fsize, isize entries
+    for core_attempts_packed (_solve_core_fast, which reads ``_THREAD.lean`` itself and calls
+    this only to grow them), reused across solves."""
+    s = _THREAD.lean
+    if s is None or s[2] < fsize or s[3] < isize:
+        f, i = max(fsize, 4096, 0 if s is None else s[2]), max(isize, 512, 0 if s is None else s[3])
+        s = _THREAD.lean = (np.empty(f), np.empty(i, dtype=np.int64), f, i)
+    return s
+
 
 __all__ = ["solve", "solve_many", "methods", "DEFAULTS"]
 
@@ -281,9 +294,12 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
               and joint_weights is None and restarts is True and max_iterations is None and not options
               and max_joint_step is None and dt is None)  # (read once: a collision solve asks it twice)
     if common and world is None and self_collision is False and type(margin) is float and margin == 0.005:
-        res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
-        if res is None:
+        if type(goals) is list and len(goals) > 1:  # (a whole-body list: not the chain's case)
             res = _solve_core_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
+        else:
+            res = _solve_lm_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
+            if res is None:
+                res = _solve_core_fast(robot, goals, q0, position_tolerance, rotation_tolerance, timeout, seed)
         if res is not None:
             return res  # (with the last steps of _post_solve done where the robot needs them)
     collision = _collision_options(world, self_collision, margin)
@@ -758,13 +774,13 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     are cached per robot, and q0 is clamped and checked inside the kernel (lm_chain_attempts,
     through its entry point). Returns None when the call is not that common case (the general
     path then validates and explains)."""
-    t_start = time.perf_counter()
     if type(goals) is list or type(goals) is tuple:
         if len(goals) != 1:
-            return None
+            return None  # (before the clock: the whole-body route comes next)
         goal = goals[0]
     else:
         goal = goals
+    t_start = time.perf_counter()
     if type(goal) not in _FAST_GOALS or type(tol_p) is not float or type(tol_r) is not float \
             or not (0.0 < tol_p < math.inf and 0.0 < tol_r < math.inf):
         return None
@@ -814,8 +830,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             s = st.tolist()  # one conversion instead of four scalar reads
             if not (math.isfinite(s[8]) and math.isfinite(s[9])):  # math: a fraction of numpy's call cost
                 return None  # never call non-finite numbers converged: the general path judges it
-            res = Result._new(best_q, True, Status.CONVERGED, s[8], s[9], int(s[1]), int(s[5]),
-                              time.perf_counter() - t_start, "lm")
+            res = converged_result(best_q, s[8], s[9], int(s[1]), int(s[5]), time.perf_counter() - t_start, ())
             return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
         if code < 0:
             return None  # a non-finite q0: the general path names the bad entry
@@ -845,67 +860,78 @@ _MAX_SQ = MAX_LENGTH * MAX_LENGTH
 
 def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     """The common whole-body call — lm, a list of goals, plain float options, q0 a float64
-    vector — with the least Python. What depends only on the goals' structures (Goal.structure)
-    is prepared once per robot and structures (_core_prep: the layout's arrays, the model and
-    per-DOF tables, the kernel's entry point); a solve gathers its goals' targets with one
-    concatenate of their packed columns (Goal.packed) and calls core_attempts_packed through its
-    entry point, which runs the same core_attempts, with the same iterates, as the general path.
-    A first call that does not converge goes on in the one LM driver (_solve_lm, from the
-    kernel's state). Returns None when the call is not that case (the general path then
-    validates and explains)."""
+    vector — with the least Python. What depends only on the goals' structures is prepared once
+    per robot and structures (_core_prep: the layout's arrays, the model and per-DOF tables, the
+    kernel's entry point), keyed by the goals' structure ids (Goal.lean); a solve gathers its
+    goals' targets with one join of their packed bytes and calls core_attempts_packed through its
+    entry point, which runs the same core_attempts, with the same iterates, as the general path,
+    on per-thread scratch (only the answer is allocated). A first call that does not converge
+    goes on in the one LM driver (_solve_lm, from the kernel's state). Returns None when the
+    call is not that case (the general path then validates and explains)."""
     t_start = time.perf_counter()
-    moved = moved_seconds()  # (a first call compiles or loads its entry point after t_start: not its time)
-    if not (type(goals) is list or type(goals) is tuple) or robot.extras.get("cone_limits"):
+    if not ((type(goals) is list or type(goals) is tuple) and goals and type(timeout) is float
+            and 0.0 < timeout < math.inf and type(seed) is int and 0 <= seed < SEED_LIMIT and type(tol_p) is float
+            and 0.0 < tol_p < math.inf and type(tol_r) is float and 0.0 < tol_r < math.inf):
         return None
-    if not (type(timeout) is float and 0.0 < timeout < math.inf) or type(seed) is not int \
-            or not 0 <= seed < SEED_LIMIT:
+    try:
+        sids, parts = zip(*[g._lean for g in goals])
+    except TypeError:  # a goal's first solve (its _lean is None): built once
+        try:
+            sids, parts = zip(*[g.lean() for g in goals])
+        except AttributeError:  # not a goal: the general path names it
+            return None
+    except AttributeError:
         return None
-    if q0 is None:
-        q_in = robot.q_neutral
-    elif type(q0) is np.ndarray and q0.dtype is _F64 and q0.shape == (robot.dof,):
-        q_in = q0  # checked and clamped into the limits in the kernel (or by _lean_start)
-    else:
-        return None
-    if not (type(tol_p) is float and 0.0 < tol_p < math.inf and type(tol_r) is float and 0.0 < tol_r < math.inf):
-        return None
-    prep = _core_prep(robot, goals, tol_p, tol_r)
+    preps = robot.cache.get("core_fast")
+    prep = None if preps is None else preps.get(sids)
+    moved = None  # (a prepared call compiles nothing: _compile_clock.moved_seconds() then reads the same at its end)
+    if prep is None or prep[0] is None:
+        moved = moved_seconds()  # (a first call compiles or loads its entry point after t_start: not its time)
+        prep = _core_prep(robot, goals, sids, tol_p, tol_r)
     if prep is not None:  # (its entry point is compiled)
-        ep, model, layout, lims, lo, hi, post_at, rows_at, n_met, one_frame, fsize, isize = prep
+        ep, model, layout, lims, lo, hi, post_at, n_met, one_frame, fsize, isize, post, q_neutral = prep
+        n = lo.shape[0]
         if post_at < 0:
-            q_rest, w_post = robot.q_neutral, 0.0
+            q_rest, w_post = q_neutral, 0.0
         else:
             q_rest, w_post = goals[post_at].q_rest, goals[post_at].weight
-            if q_rest.shape[0] != robot.dof or (one_frame and w_post == 0.0):
+            if q_rest.shape[0] != n or (one_frame and w_post == 0.0):
                 prep = None  # the general path names the wrong shape / runs the chain kernel
     if prep is None:
+        if not (q0 is None or (type(q0) is np.ndarray and q0.dtype is _F64 and q0.shape == (robot.dof,))):
+            return None
         q_start = _lean_start(robot, q0)
-        if q_start is None:
+        if q_start is None or robot.extras.get("cone_limits"):
             return None
         problem = compile_problem(robot, goals, tol_p, tol_r)
         res = _solve_lm(robot, problem, q_start, timeout, ITERATION_CAP, seed, True, "speed", None, t_start)
         return _post_solve(robot, goals, res, q0, tol_p, tol_r) if _needs_post(robot) else res
-    gtab = np.concatenate([goals[i].packed() for i in rows_at]) if len(rows_at) > 1 else goals[rows_at[0]].packed()
-    n = robot.dof
-    q = np.empty(n)
+    if q0 is None:
+        q_in = q_neutral
+    elif type(q0) is np.ndarray and q0.dtype is _F64 and q0.ndim == 1 and q0.shape[0] == n:
+        q_in = q0  # checked and clamped into the limits in the kernel
+    else:
+        return None
+    scratch = _THREAD.lean
+    if scratch is None or scratch[2] < fsize or scratch[3] < isize:
+        scratch = _lean_scratch(fsize, isize)
+    buf, ibuf = scratch[0], scratch[1]
     best_q = np.empty(n)
-    st = _CORE_STATE0[0].copy()
-    rowerr = np.empty(gtab.shape[0])
-    t0 = time.perf_counter()
-    code = ep(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q_in, q, best_q, st, _FIRST_CHUNK,
-              _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS, seed & 0x7FFFFFFF, rowerr, _scratch(fsize), _iscratch(isize))
-    if code < 0:
-        return None  # a bad q0: the general path names the entry
-    s = st.tolist()
-    if code == CONVERGED and math.isfinite(s[S_BEST_PERR]) and math.isfinite(s[S_BEST_RERR]) and _lm_finite(best_q):
-        res = Result._new(best_q, True, Status.CONVERGED, s[S_BEST_PERR], s[S_BEST_RERR], int(s[S_ITERS]),
-                          int(s[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
+    code, ok, perr, rerr, iters, attempts = ep(
+        model, layout, lims, lo, hi, np.frombuffer(b"".join(parts)), q_rest, w_post, tol_p, tol_r, q_in, best_q,
+        _CORE_STATE0[0], _FIRST_CHUNK, _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS, seed & 0x7FFFFFFF, buf, ibuf)
+    if code == CONVERGED and ok:
         # converged: every row with a weight within its tolerance (the kernel's test), so every goal is met
-        res.__dict__["goals_met"] = n_met
+        res = converged_result(best_q, perr, rerr, iters, attempts, time.perf_counter() - t_start, n_met)
+    elif code < 0:
+        return None  # a bad q0: the general path names the entry
     else:  # the rest of the budget in the one driver loop, from the kernel's state
+        st, q, rowerr = _core.packed_state(buf, n, layout[0].shape[0])
         problem = compile_problem(robot, goals, tol_p, tol_r)
         res = _solve_lm(robot, problem, _lean_start(robot, q0), timeout, ITERATION_CAP, seed, True, "speed", None,
-                        t_start, resume=(code, q, best_q, st, rowerr, t0, moved))
-    return _post_solve(robot, goals, res, q0, tol_p, tol_r) if _needs_post(robot) else res
+                        t_start, resume=(code, q, best_q, st, rowerr, t_start,
+                                         moved_seconds() if moved is None else moved))
+    return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
 
 
 def _lean_start(robot, q0):
@@ -924,41 +950,41 @@ _MAX_ATTEMPTS = 2**62
 _CORE_ENTRY = {}  # argument types -> core_attempts_packed's entry point (_core_prep)
 
 
-def _core_prep(robot, goals, tol_p, tol_r):
+def _core_prep(robot, goals, sids, tol_p, tol_r):
     """What _solve_core_fast needs besides the targets, per robot and goal structures (kept in
-    ``robot.cache["core_fast"]``): (entry point, model, layout arrays, lims, lo, hi, index of the
-    Posture goal or -1, indices of the goals with rows, goals_met of a converged solve, whether the
-    rows are one frame's (the chain kernel's when the Posture weight is 0), the kernel's scratch
-    sizes (core_scratch_size: per-thread buffers _scratch, _iscratch)). None when these goals do not run on the
-    general core in mode "speed" (the chain kernel's problems, goals without rows) or are not
-    goals; the entry point None while core_attempts_packed compiles in the background
-    (invkin._tiers: the general path runs it interpreted meanwhile), asked again later."""
-    try:
-        key = tuple([g.structure() for g in goals])
-    except AttributeError:  # not a goal: the full compile names it
-        return None
+    ``robot.cache["core_fast"]``, keyed by the goals' structure ids ``sids``, Goal.lean): a list
+    (entry point, model, layout arrays, lims, lo, hi, index of the Posture goal or -1, goals_met
+    of a converged solve, whether the rows are one frame's (the chain kernel's when the Posture
+    weight is 0), the kernel's scratch sizes (core_scratch_size: the per-thread buffers of
+    _lean_scratch), whether results need _post_solve, the neutral q). None when these goals do not run on the
+    general core in mode "speed" (the chain kernel's problems, goals without rows, a robot with
+    swing-cone/twist limits) or are not goals; the entry point None while core_attempts_packed
+    compiles in the background (invkin._tiers: the general path runs it interpreted meanwhile),
+    asked again later."""
     preps = robot.cache.get("core_fast")
     if preps is None:
         preps = robot.cache["core_fast"] = {}
-    prep = preps.get(key)
+    prep = preps.get(sids)
     if prep is None:
-        if key in preps:
+        if sids in preps:
             return None
         if len(preps) >= LAYOUTS_KEPT:
             preps.clear()
         problem = compile_problem(robot, goals, tol_p, tol_r)  # validates every goal
         layout = problem.layout
         post_at = max((i for i, g in enumerate(goals) if isinstance(g, Posture)), default=-1)
-        rows_at = tuple(i for i, g in enumerate(goals) if g.structure()[1])
         one_frame = layout.one_node >= 0 and layout.basic and not layout.mixed  # the chain kernel's, without posture
-        if (one_frame and post_at < 0) or not rows_at or problem.joint_weights is not robot.unit_weights:
-            preps[key] = None
+        if (one_frame and post_at < 0) or not any(g.structure()[1] for g in goals) \
+                or problem.joint_weights is not robot.unit_weights or robot.extras.get("cone_limits"):
+            preps[sids] = None
             return None
         model, table, lims, lo, hi = core_args(problem)
-        prep = [None, model, (layout.gnode, layout.gkind, layout.gref, layout.glevel, layout.soft, layout.hard),
-                lims, lo, hi, post_at, rows_at, (True,) * len(layout.goal_rows), one_frame,
-                *_core.core_scratch_size(model[0].shape[0], robot.dof, layout.gnode.shape[0], layout.hard.shape[0])]
-        preps[key] = prep
+        prep = [None, model, (layout.gnode, layout.gkind, layout.gref, layout.glevel, layout.soft, layout.hard,
+                              lean_index(layout.goal_rows)),
+                lims, lo, hi, post_at, (True,) * len(layout.goal_rows), one_frame,
+                *_core.core_scratch_size(model[0].shape[0], robot.dof, layout.gnode.shape[0], layout.hard.shape[0]),
+                _needs_post(robot), robot.q_neutral]
+        preps[sids] = prep
     if prep[0] is None:
         prep[0] = _packed_entry(prep, robot, tol_p, tol_r)
         if prep[0] is None:
@@ -969,17 +995,17 @@ def _core_prep(robot, goals, tol_p, tol_r):
 def _packed_entry(prep, robot, tol_p, tol_r):
     """core_attempts_packed's entry point for a prepared problem (shared by every robot: the
     argument types are fixed by construction), or None while it compiles in the background.
-    gtab is typed read-only C-contiguous (a goal's own packed array or a fresh concatenate; the
-    kernel only reads it), q_rest and q0 as any 1-D float64 view."""
+    gtab is typed read-only C-contiguous (np.frombuffer of the goals' joined bytes; the kernel
+    only reads it), q_rest and q0 as any 1-D float64 view."""
     import numba
     from numba import types
 
     n = robot.dof
-    args = (prep[1], prep[2], prep[3], prep[4], prep[5], np.empty((1, PACKED)), robot.q_neutral, 0.0, tol_p, tol_r,
-            np.empty(n), np.empty(n), np.empty(n), _CORE_STATE0[0].copy(), _FIRST_CHUNK, _CORE_ATTEMPT_ITERATIONS,
-            _MAX_ATTEMPTS, 0, np.empty(1), np.empty(1), np.empty(1, dtype=np.int64))
+    buf, ibuf = _lean_scratch(prep[9], prep[10])[:2]
+    args = (prep[1], prep[2], prep[3], prep[4], prep[5], np.frombuffer(bytes(8 * PACKED)), robot.q_neutral, 0.0,
+            tol_p, tol_r, np.empty(n), np.empty(n), _CORE_STATE0[0], _FIRST_CHUNK, _CORE_ATTEMPT_ITERATIONS,
+            _MAX_ATTEMPTS, 0, buf, ibuf)
     sig = [numba.typeof(a) for a in args]
-    sig[5] = types.Array(types.float64, 2, "C", readonly=True)
     sig[6] = sig[10] = types.Array(types.float64, 1, "A")
     sig = tuple(sig)
     ep = _CORE_ENTRY.get(sig)
@@ -1293,7 +1319,8 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     and no new goal kind; else core_attempts) that the driver calls with an iteration budget
     sized to the time left, reading the clock between calls. ``resume`` (general core only):
     (code, q, best_q, state, rowerr, t0, moved) of a first kernel call already made with the first
-    budget from q_start (_solve_core_fast), which the loop takes as its first call's outcome, and
+    budget from q_start (_solve_core_fast), which the loop takes as its first call's outcome, the
+    clock when that call's solve began (for the time per iteration) and
     _compile_clock.moved_seconds() at t_start (the deadline moves by the compile and setup since)."""
     seed_i = (seed & 0x7FFFFFFF) if type(seed) is int and 0 <= seed < SEED_LIMIT else _seed_int(seed)
     step = max_joint_step

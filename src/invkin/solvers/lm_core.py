@@ -12,7 +12,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from .._checks import MAX_LENGTH
-from ..goals import KIND_COM, KIND_REL_POSITION, KINDS
+from ..goals import KIND_COM, KIND_REL_POSITION, KINDS, PACKED
 from ..kinematics.kernels import FAST, NO_RC, fk_all_into, jacobian_from_all
 from ..spatial import rotvec_product
 from ..collision.rows import E_ROWS, E_VIOL, active_rows, ineq_eval, ineq_size, no_rows
@@ -172,30 +172,32 @@ def _udu_factor(H, n):
 
 
 @njit(cache=True, fastmath=FAST, **NO_RC)
-def _udu_half(H, n, Z, ncol):
-    """Z[:n, :ncol] = U^-1 Z (the columns of Z, in place) for the factor of _udu_factor: the half of
-    H^-1 = U^-T D^-1 U^-1 that the Schur complement needs. Zero rows of Z cost nothing, and a row's
-    leading zero columns are skipped: a joint that no hard row moves (a humanoid's arm, waist) has
-    only the gradient column nonzero, so its updates are one entry instead of the hard rows + 1
-    (G1: 17 of 35 joints; the skipped terms are exact zeros)."""
+def _udu_half(H, n, Z, c_lo, c_hi):
+    """Z[:n, c_lo:c_hi] = U^-1 Z (those columns of Z, in place) for the factor of _udu_factor: the
+    half of H^-1 = U^-T D^-1 U^-1 that the Schur complement needs. Zero rows of Z cost nothing, and a
+    row's leading zero columns are skipped: a joint that no hard row moves (a humanoid's arm, waist)
+    has only the gradient column nonzero, so its updates are one entry instead of the hard rows + 1
+    (G1: 17 of 35 joints; the skipped terms are exact zeros), and a held joint's column e_k reaches
+    only k's ancestors."""
     for k in range(n - 1, 0, -1):
-        c0 = ncol
-        for c in range(ncol):
+        c0 = c_hi
+        for c in range(c_lo, c_hi):
             if Z[k, c] != 0.0:
                 c0 = c
                 break
-        if c0 == ncol:
+        if c0 == c_hi:
             continue
         for j in range(k):
             h = H[k, j]
             if h != 0.0:
-                for c in range(c0, ncol):
+                for c in range(c0, c_hi):
                     Z[j, c] -= h * Z[k, c]
 
 
 @njit(cache=True, fastmath=FAST, **NO_RC)
 def _udu_finish(H, n, w, x):
-    """x = U^-T D^-1 w (the other half of H^-1, for w = U^-1 b)."""
+    """x = U^-T D^-1 w (the other half of H^-1, for w = U^-1 b); x may be w itself (x[i] is written
+    after w[i] is read)."""
     for i in range(n):
         t = w[i] / H[i, i]
         for j in range(i):
@@ -257,65 +259,63 @@ def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, c
     """dq of the constrained damped step (see above) over the joints not held; a held joint k
     (hold[k] not NaN) moves by hold[k]. ``soft`` / ``hard``: row indices of J; with ``bias``
     (dof,) the damping pulls toward bias (mu W |dq - bias|^2; settle). False if not solvable.
+    The scratch: core_step_scratch. core_active_step factors once and re-solves with held joints
+    (_held_solve); this is one such step."""
+    if _hard_only(soft, hard, bias):
+        nheld = 0
+        for k in range(hold.shape[0]):
+            if hold[k] == hold[k]:
+                nheld += 1
+        return _hard_least_norm(J, e, hard, jw, mu, mu_h, hold, nheld, Jm, Z, S, lam, col, dq)
+    if not _step_factor(J, e, soft, hard, jw, mu, bias, H, Z, S):
+        return False
+    return _held_solve(e, hard, mu_h, hold, H, Z, S, lam, col, dq)
 
-    With H = J_s^T J_s + mu W = U D U^T (_udu_factor) and Z = U^-1 [A^T g] (one half solve for
-    every hard row and the gradient g = J_s^T e_s + mu W bias at once):
-    A H^-1 A^T = Z_A^T D^-1 Z_A, A y = Z_A^T D^-1 z_g, and dq = U^-T D^-1 (z_g - Z_A lam)."""
-    m, dof = J.shape
+
+@njit(cache=True, **NO_RC)
+def _hard_only(soft, hard, bias):
+    """The step of hard rows only without a bias (the second-order corrections): _hard_least_norm."""
+    if soft.shape[0] > 0 or hard.shape[0] == 0:
+        return False
+    for k in range(bias.shape[0]):
+        if bias[k] != 0.0:
+            return False
+    return True
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _step_factor(J, e, soft, hard, jw, mu, bias, H, Z, S):
+    """The part of core_step that does not depend on the held joints: H = J_s^T J_s + mu W = U D U^T
+    (_udu_factor, in place), Z[:, :mh] = U^-1 A^T and Z[:, mh] = U^-1 g (one half solve for every
+    hard row and the gradient g = J_s^T e_s + mu W bias at once) and their products
+    S[:mh + 1, :mh + 1] = [Z_A z_g]^T D^-1 [Z_A z_g] (lower triangle): A H^-1 A^T and A y,
+    y = H^-1 g. False if H is not positive definite."""
+    dof = J.shape[1]
     mh = hard.shape[0]
-    nheld = 0
-    for k in range(dof):
-        if hold[k] == hold[k]:
-            nheld += 1
-    if soft.shape[0] == 0 and mh > 0:
-        unbiased = True
-        for k in range(dof):
-            if bias[k] != 0.0:
-                unbiased = False
-                break
-        if unbiased:
-            return _hard_least_norm(J, e, hard, jw, mu, mu_h, hold, nheld, Jm, Z, S, lam, col, dq)
-    if nheld == 0:  # nothing held: J and e as they are (copying them took ~0.3 µs of a G1 step)
-        Jm = J
-        r = e
-    else:
-        for r_ in range(m):  # Jm: J with the held joints' columns zeroed; r: e less their motion
-            s = e[r_]
-            for k in range(dof):
-                v = J[r_, k]
-                if hold[k] == hold[k]:
-                    s -= v * hold[k]
-                    v = 0.0
-                Jm[r_, k] = v
-            r[r_] = s
     for a in range(dof):
         for c in range(a + 1):
             H[a, c] = 0.0
         Z[a, mh] = mu * jw[a] * bias[a]
-    for i in range(soft.shape[0]):  # H += Jm_s^T Jm_s (lower triangle), g += Jm_s^T r_s
+    for i in range(soft.shape[0]):  # H += J_s^T J_s (lower triangle), g += J_s^T e_s
         row = soft[i]
-        ri = r[row]
+        ri = e[row]
         for a in range(dof):
-            v = Jm[row, a]
+            v = J[row, a]
             if v != 0.0:
                 Z[a, mh] += v * ri
                 for c in range(a + 1):
-                    H[a, c] += v * Jm[row, c]
+                    H[a, c] += v * J[row, c]
     for a in range(dof):
-        if hold[a] == hold[a]:
-            H[a, a] = 1.0
-            Z[a, mh] = hold[a]
-        else:
-            H[a, a] += mu * jw[a]
+        H[a, a] += mu * jw[a]
         for i in range(mh):
-            Z[a, i] = Jm[hard[i], a]
+            Z[a, i] = J[hard[i], a]
     if not _udu_factor(H, dof):
         return False
-    _udu_half(H, dof, Z, mh + 1)
+    _udu_half(H, dof, Z, 0, mh + 1)
+    for i in range(mh + 1):
+        for j in range(i + 1):
+            S[i, j] = 0.0
     if mh > 0:
-        for i in range(mh + 1):  # S = [Z_A z_g]^T D^-1 [Z_A z_g] (lower triangle)
-            for j in range(i + 1):
-                S[i, j] = 0.0
         for k in range(dof):
             dk = 1.0 / H[k, k]
             j0 = 0  # Z[k, :j0] is zero (see _udu_half): those terms add exact zeros
@@ -326,26 +326,93 @@ def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, c
                 if f != 0.0:
                     for j in range(j0, i + 1):
                         S[i, j] += f * Z[k, j]
-        for i in range(mh):  # (A H^-1 A^T + mu_h I) lam = A y - b
-            lam[i] = S[mh, i] - r[hard[i]]
-            S[i, i] += mu_h
-        if not ldl_factor(S, mh):
-            return False
-        ldl_apply(S, mh, lam, col)
-        for i in range(mh):  # lam: the hard rows' multipliers (H dq - g + A^T lam = 0), for the active set
-            lam[i] = col[i]
-        for k in range(dof):
-            t = Z[k, mh]
-            for i in range(mh):
-                t -= Z[k, i] * col[i]
-            Z[k, mh] = t
+    return True
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _held_solve(e, hard, mu_h, hold, H, Z, S, lam, col, dq):
+    """The step from _step_factor's factor with the held joints (hold[k] not NaN) as equality rows
+    e_k^T dq = hold[k] beside the hard rows, without regularisation: their columns U^-1 e_k (k's
+    ancestors only) join Z after the gradient's and their products S, and the multipliers solve
+
+        [E H^-1 E^T   E H^-1 A^T         ] [lam_E]   [E y - h]
+        [A H^-1 E^T   A H^-1 A^T + mu_h I] [lam_A] = [A y - b],   dq = U^-T D^-1 (z_g - Z_A lam_A - Z_E lam_E)
+
+    by LDL^T in S[L:] (L = S.shape[1]; the held rows first, so their pivots are the joints' own
+    curvature). The same step as factoring H with the held joints' columns removed (exact
+    arithmetic); a re-solve after the active set changes costs these columns and a small LDL^T
+    instead of a new H and its factorisation. lam (mh,): the hard rows' multipliers (H dq - g +
+    A^T lam_A + E^T lam_E = 0), for the active set. Without held joints, the same operations as the
+    plain Schur step. False if the system is not positive definite."""
+    dof = H.shape[0]
+    mh = hard.shape[0]
+    L = S.shape[1]
+    c0 = mh + 1  # the held joints' columns of Z and rows of S
+    nh = 0
     for k in range(dof):
-        col[k] = Z[k, mh]
-    _udu_finish(H, dof, col, dq)
+        if hold[k] == hold[k]:
+            for i in range(dof):
+                Z[i, c0 + nh] = 0.0
+            Z[k, c0 + nh] = 1.0
+            nh += 1
+    if nh > 0:
+        _udu_half(H, dof, Z, c0, c0 + nh)
+        for i in range(c0, c0 + nh):
+            for j in range(i + 1):
+                S[i, j] = 0.0
+        for k in range(dof):
+            dk = 1.0 / H[k, k]
+            for i in range(c0, c0 + nh):
+                f = Z[k, i] * dk
+                if f != 0.0:
+                    for j in range(i + 1):
+                        S[i, j] += f * Z[k, j]
+    n = nh + mh
+    M = S[L:]
+    rhs = S[S.shape[0] - 1]  # past M's last row (n <= mh + dof = L - 1)
+    p = 0
+    for k in range(dof):
+        if hold[k] == hold[k]:
+            i = c0 + p
+            for j in range(p + 1):
+                M[p, j] = S[i, c0 + j]
+            rhs[p] = S[i, mh] - hold[k]
+            p += 1
+    for i in range(mh):
+        for j in range(nh):
+            M[nh + i, j] = S[c0 + j, i]
+        for j in range(i + 1):
+            M[nh + i, nh + j] = S[i, j]
+        rhs[nh + i] = S[mh, i] - e[hard[i]]
+        M[nh + i, nh + i] += mu_h
+    if n > 0:
+        if not ldl_factor(M, n):
+            return False
+        ldl_apply(M, n, rhs, col)
+    for i in range(mh):
+        lam[i] = col[nh + i]
+    for k in range(dof):
+        t = Z[k, mh]
+        for i in range(mh):
+            t -= Z[k, i] * col[nh + i]
+        for p in range(nh):
+            t -= Z[k, c0 + p] * col[p]
+        dq[k] = t
+    _udu_finish(H, dof, dq, dq)
     for k in range(dof):
         if hold[k] == hold[k]:
             dq[k] = hold[k]
     return True
+
+
+@njit(cache=True)
+def core_step_scratch(m, dof, mh):
+    """The scratch of core_step / core_active_step for J (m, dof) and up to mh hard rows: H, Jm, Z,
+    S, r, lam, col (Z: a column per hard row, the gradient's and one per held joint; S: their
+    products, then the multipliers' LDL^T and its right-hand side)."""
+    L = mh + 1 + dof
+    return (np.empty((dof, dof)), np.empty((m, dof)), np.empty((dof, L)), np.empty((2 * L, L)), np.empty(m),
+            np.empty(mh), np.empty(mh + dof))
 
 
 @njit(cache=True, **NO_RC)
@@ -377,8 +444,20 @@ def _active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm,
                 hold[k] = hi[k] - q[k]
                 nwarm += 1
     jw = lims[L_JW]
+    hard_only = _hard_only(soft, hard, bias)
+    # H and its factor do not depend on the held joints: one factorisation, a re-solve per pass
+    if not hard_only and not _step_factor(J, e, soft, hard, jw, mu, bias, H, Z, S):
+        return False
     for _ in range(ACTIVE_SET_PASSES):
-        if not core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
+        if hard_only:
+            nheld = 0
+            for k in range(dof):
+                if hold[k] == hold[k]:
+                    nheld += 1
+            ok = _hard_least_norm(J, e, hard, jw, mu, mu_h, hold, nheld, Jm, Z, S, lam, col, dq)
+        else:
+            ok = _held_solve(e, hard, mu_h, hold, H, Z, S, lam, col, dq)
+        if not ok:
             return False
         new = 0
         for k in range(dof):
@@ -479,8 +558,9 @@ def core_workspace(n, dof, gvec, gR, nhard, nrows):
     mh = max(m, nhard, 1)
     return (np.empty((n, 4, 4)), np.empty((6, dof)), np.empty((6, dof)), np.empty((n, 4)), np.zeros(m),
             np.zeros((m, dof)), np.zeros(m), np.zeros((m, dof)), np.zeros(7), np.zeros(7), gvec.copy(), gR.copy(),
-            np.empty((dof, dof)), np.empty((m, dof)), np.empty((dof, mh + 1)), np.empty((mh + 1, mh + 1)),
-            np.empty(m), np.empty(mh), np.empty(max(dof, mh)), np.empty(dof), np.empty(dof), np.empty(dof),
+            np.empty((dof, dof)), np.empty((m, dof)), np.empty((dof, mh + 1 + dof)),
+            np.empty((2 * (mh + 1 + dof), mh + 1 + dof)), np.empty(m), np.empty(mh), np.empty(mh + dof),
+            np.empty(dof), np.empty(dof), np.empty(dof),
             np.empty(dof), np.zeros(dof), np.empty(dof), np.empty(dof), np.empty(max(m, nhard + nrows, 1), np.int64),
             np.empty(G), np.empty(m, np.int64), np.empty(dof, np.int64))
 
@@ -766,27 +846,40 @@ def _report_rows(model, table, best_q, state, code, ws, rowerr):
 
 
 @njit(cache=True, **NO_RC)
-def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state,
-                         budget, attempt_iters, max_attempts, seed, rowerr, buf, ibuf):
+def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q0, best_q, state0,
+                         budget, attempt_iters, max_attempts, seed, buf, ibuf):
     """core_attempts for a problem without collision rows, with the goal table split in two:
-    ``layout`` (gnode, gkind, gref, glevel, soft, hard), the same for every problem with these goal
-    structures, and the target and weight columns packed in one array ``gtab`` (G, PACKED: vec,
-    R row-major, axis, weight; Goal.packed), unpacked here. Its scratch (the goal columns, q_rest's
-    copy and core_workspace's arrays) is carved from ``buf`` (float64) and ``ibuf`` (int64) of at
-    least core_scratch_size() entries (the caller's per-thread buffers), so it allocates nothing and
-    compiles without reference counting. q0 is checked and clamped here (q, best_q: out, the
-    clamped q0 to start; returns -1 for a q0 entry that is not a number within ±MAX_LENGTH, doing
-    nothing). The whole-body fast path (solve._solve_core_fast) calls it
-    through its entry point: a third of core_attempts' arrays to unbox, no allocation of its ~30
-    arrays, one concatenate in Python instead of four; the iterates are core_attempts' (the same
+    ``layout`` (gnode, gkind, gref, glevel, soft, hard, gsrc), the same for every problem with these
+    goal structures, and the target and weight columns in one flat array ``gtab`` (the goals'
+    joined target bytes, Goal.lean), where row g's number c (vec, R row-major, axis, weight) is
+    gtab[gsrc[PACKED g + c]] (goals.lean_index), unpacked here. Everything but best_q
+    (out: the answer) lives in ``buf`` (float64) and ``ibuf`` (int64) of at least
+    core_scratch_size() entries (the caller's per-thread buffers): the state (a copy of
+    ``state0``), q and the rows' errors first (packed_state reads them back for a driver that goes
+    on), then the goal columns, q_rest's copy and core_workspace's arrays; so it allocates nothing
+    and compiles without reference counting. q0 is checked and clamped here (returns code -1 for
+    a q0 entry that is not a number within ±MAX_LENGTH, doing nothing).
+
+    Returns (code, ok, best position error, best rotation error, iterations, attempt): ok says
+    that best_q and its errors are finite numbers (a converged answer is never called so
+    otherwise). The whole-body fast path (solve._solve_core_fast) calls it through its entry
+    point: a third of core_attempts' arrays to unbox, no array allocated but the answer, the
+    targets gathered by one join of bytes in Python; the iterates are core_attempts' (the same
     _core_attempts_nrc on the same values)."""
-    gnode, gkind, gref, glevel, soft, hard = layout
-    G = gtab.shape[0]
-    dof = q.shape[0]
+    gnode, gkind, gref, glevel, soft, hard, gsrc = layout
+    G = gnode.shape[0]
+    dof = best_q.shape[0]
     for i in range(dof):  # q0 as given: NaN, inf or an entry beyond MAX_LENGTH goes back to the caller
         if not (-MAX_LENGTH <= q0[i] <= MAX_LENGTH):
-            return -1
-    o = 0
+            return -1, False, 0.0, 0.0, 0, 0
+    state = buf[:CORE_STATE]
+    for i in range(CORE_STATE):
+        state[i] = state0[i]
+    o = CORE_STATE
+    q = buf[o:o + dof]
+    o += dof
+    rowerr = buf[o:o + G]
+    o += G
     qs = buf[o:o + dof]  # q0 clamped into lo, hi: the attempts' start and restart centre
     o += dof
     for i in range(dof):
@@ -804,12 +897,13 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     qr = buf[o:o + dof]
     o += dof
     for g in range(G):
+        b = g * PACKED
         for k in range(3):
-            gvec[g, k] = gtab[g, k]
-            gaxis[g, k] = gtab[g, 12 + k]
+            gvec[g, k] = gtab[gsrc[b + k]]
+            gaxis[g, k] = gtab[gsrc[b + 12 + k]]
             for c in range(3):
-                gR[g, k, c] = gtab[g, 3 + 3 * k + c]
-        gw[g] = gtab[g, 15]
+                gR[g, k, c] = gtab[gsrc[b + 3 + 3 * k + c]]
+        gw[g] = gtab[gsrc[b + 15]]
     for i in range(dof):
         qr[i] = q_rest[i]
     ws = _carve_workspace(buf[o:], ibuf, model[0].shape[0], dof, gvec, gR, hard.shape[0])
@@ -817,7 +911,19 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     code = _core_attempts_nrc(model, table, lims, lo, hi, qr, w_post, tol_p, tol_r, qs, q, best_q, state, budget,
                               attempt_iters, max_attempts, seed, ws, rowerr)
     _report_rows(model, table, best_q, state, code, ws, rowerr)
-    return code
+    perr = state[S_BEST_PERR]
+    rerr = state[S_BEST_RERR]
+    ok = np.isfinite(perr) and np.isfinite(rerr)
+    for i in range(dof):
+        ok = ok and np.isfinite(best_q[i])
+    return code, ok, perr, rerr, int(state[S_ITERS]), int(state[S_ATTEMPT])
+
+
+def packed_state(buf, dof, G):
+    """Copies of the state, q and the rows' errors that core_attempts_packed left at the start of
+    its scratch ``buf`` (dof, G: the problem's), for a driver that goes on from them."""
+    o = CORE_STATE
+    return buf[:o].copy(), buf[o:o + dof].copy(), buf[o + dof:o + dof + G].copy()
 
 
 def core_scratch_size(n, dof, G, nhard):
@@ -825,11 +931,12 @@ def core_scratch_size(n, dof, G, nhard):
     nodes, dof, G goal rows and nhard hard residual rows (no collision rows)."""
     m = 3 * G
     mh = max(m, nhard, 1)
-    floats = (16 * G + 2 * dof                           # q0 clamped, gvec, gR, gaxis, gw, q_rest
+    floats = (CORE_STATE + 2 * dof + G                   # the state, q, the rows' errors
+              + 16 * G + 2 * dof                         # q0 clamped, gvec, gR, gaxis, gw, q_rest
               + 16 * n + 12 * dof + 4 * n                # Tall, Jf, Jr, sub
               + 2 * (m + m * dof) + 14 + 12 * G          # e, J, e2, J2, errs, errs2, wvec, wR
-              + dof * dof + m * dof + dof * (mh + 1) + (mh + 1) * (mh + 1)  # H, Jm, Z, S
-              + m + mh + max(dof, mh) + 7 * dof + G)     # r, lam, col, dq .. qc, rw2
+              + dof * dof + m * dof + dof * (mh + 1 + dof) + 2 * (mh + 1 + dof) ** 2  # H, Jm, Z, S
+              + m + mh + (mh + dof) + 7 * dof + G)       # r, lam, col, dq .. qc, rw2
     return floats, max(m, nhard, 1) + m + dof
 
 
@@ -878,16 +985,17 @@ def _carve_workspace(buf, ibuf, n, dof, gvec, gR, nhard):
     o += dof * dof
     Jm = buf[o:o + m * dof].reshape((m, dof))
     o += m * dof
-    Z = buf[o:o + dof * (mh + 1)].reshape((dof, mh + 1))
-    o += dof * (mh + 1)
-    S = buf[o:o + (mh + 1) * (mh + 1)].reshape((mh + 1, mh + 1))
-    o += (mh + 1) * (mh + 1)
+    L = mh + 1 + dof  # core_step_scratch's Z and S
+    Z = buf[o:o + dof * L].reshape((dof, L))
+    o += dof * L
+    S = buf[o:o + 2 * L * L].reshape((2 * L, L))
+    o += 2 * L * L
     r = buf[o:o + m]
     o += m
     lam = buf[o:o + mh]
     o += mh
-    col = buf[o:o + max(dof, mh)]
-    o += max(dof, mh)
+    col = buf[o:o + mh + dof]
+    o += mh + dof
     dq = buf[o:o + dof]
     qn = buf[o + dof:o + 2 * dof]
     hold = buf[o + 2 * dof:o + 3 * dof]
