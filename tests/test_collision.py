@@ -131,13 +131,14 @@ def test_capsule_box_distance_matches_coal_and_never_exceeds_its_depth(sphere):
 
 
 def test_capsule_box_in_closed_form_equals_the_golden_section_search_and_coal():
-    """The closed form (pieces between the slab crossings, a quadratic on each) against the
-    search it replaced and against coal, on random pairs: segments of every length, some along a
-    box axis or parallel to a face (pieces where an axis' excess is constant), spheres, pairs
-    that penetrate (the closed form hands those to the search)."""
+    """The closed form (pieces between the slab crossings, a quadratic on each; for a segment that
+    enters the box, the least of the six excess lines) against the search it replaced and against
+    coal, on random pairs: segments of every length, some along a box axis or parallel to a face
+    (pieces where an axis' excess is constant), spheres, pairs that penetrate, segments that enter
+    the box."""
     rng = np.random.default_rng(5)
     out, ref = np.empty(10), np.empty(10)
-    n_apart = 0
+    n_apart = n_enter = 0
     for k in range(3000):
         R = _rot(rng) if k % 2 else np.eye(3)
         c, h = rng.uniform(-0.3, 0.3, 3), rng.uniform(0.05, 0.5, 3)
@@ -151,6 +152,7 @@ def test_capsule_box_in_closed_form_equals_the_golden_section_search_and_coal():
         box = np.r_[R.ravel(), c, h]
         d = CK.capsule_box(a, b, r, box, np.inf, out)
         ds = CK.capsule_box_search(a, b, r, box, np.inf, ref)
+        n_enter += bool(np.any(a != b) and CK._segment_box_t(a, b, box, np.empty(8)) < 0.0)
         assert d == pytest.approx(ds, abs=1e-12)
         assert d <= ds + 1e-15  # the closed form is the exact minimum: never above the search's
         if d > 0:
@@ -160,7 +162,7 @@ def test_capsule_box_in_closed_form_equals_the_golden_section_search_and_coal():
                 assert d == pytest.approx(dc, abs=1e-7)
             _check_witnesses(out, lambda p, a=a, b=b, r=r: _seg_dist(p, a, b) - r,
                              lambda p, R=R, c=c, h=h: _box_sdf(p, R, c, h))
-    assert n_apart > 1000
+    assert n_apart > 1000 and n_enter > 100
 
 
 def test_capsule_halfspace_distance_matches_coal():

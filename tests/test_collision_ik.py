@@ -500,4 +500,6 @@ def test_the_checks_held_tables_give_the_tuples_result(panda):
         for stop in (-np.inf, MARGIN):
             want = CK.closest_moving(a[0], a[1], a[2], q, a[4], a[5], a[6], a[7], a[8], a[9], stop)
             assert check.closest(q, stop) == want
-            assert CK.closest_moving_held(a[0], a[1], a[2], q, a[4], check.held, a[6], a[7], a[8], a[9], stop) == want
+            assert CK.closest_moving_held(a[0], a[1], a[2], a[4], check.held, a[6], a[7], a[8], a[9], stop, q) == want
+            if stop == -np.inf:
+                assert check.measure(q) == want

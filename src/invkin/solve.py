@@ -367,30 +367,31 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
         return None, None
     t0 = time.perf_counter()
     t_first = res.time
-    # the retries' deadline; a first call's compile (or interpreted run) of the check is not charged
-    clock = Budget(t0 + FIRST_SHARE * timeout - t_first)
     check = _collision_rows().check_for(robot, *collision)
     if not check.n_pairs:
         return None, None  # nothing to check: the general route says so
-    closest = check.closest(res.q)  # (in full: a colliding answer's retries take its rows from it)
+    closest = check.measure(res.q)  # (check.closest in full: a colliding answer's retries take its rows from it)
     stop = check.margin - 1e-9
-    iters, restarts = res.iterations, res.restarts
     if res.success and closest[0] < stop:
         # other answers of the goal: escapes along its null space from this one, then plain solves
         # from random starts, each checked and escaped, in one kernel (collision/retry.py): a
-        # redundant arm has many answers and most of them are clear
+        # redundant arm has many answers and most of them are clear. Their deadline starts after
+        # the check (its first call's compile, or run on the interpreter, is not charged)
+        clock = Budget(time.perf_counter() + FIRST_SHARE * timeout - t_first)
+        iters, restarts = res.iterations, res.restarts
         goal = goals[0] if type(goals) is list or type(goals) is tuple else goals
         fast = robot.cache["lm_fast"][goal.frame]
-        ok, q, st = _collision_retry().find_clear(check, type(goal), fast, goal.table(), tol_p, tol_r, _scratch(fast[3]), res.q,
+        ok, q, st = _collision_retry().find_clear(check, (type(goal), goal.frame), fast, goal.table(), tol_p, tol_r, _scratch(fast[3]), res.q,
                                seed & 0x7FFFFFFF, clock, COLLISION_RETRIES, _LM_ATTEMPT_ITERATIONS)
+        s = st.tolist()  # (one conversion instead of seven scalar reads)
         # the clear answer's check (measured in the kernel), else the least close one's in full for the rows' start
-        closest = (float(st[6]), int(st[7]), int(st[8])) if ok else check.closest(q)
+        closest = (s[6], int(s[7]), int(s[8])) if ok else check.closest(q)
         object.__setattr__(res, "q", q)
         if ok:  # the errors of the clear answer (the plain answer's were for res.q)
-            object.__setattr__(res, "position_error", float(st[4]))
-            object.__setattr__(res, "rotation_error", float(st[5]))
-        object.__setattr__(res, "iterations", iters + int(st[0]))
-        object.__setattr__(res, "restarts", restarts + int(st[1]))
+            object.__setattr__(res, "position_error", s[4])
+            object.__setattr__(res, "rotation_error", s[5])
+        object.__setattr__(res, "iterations", iters + int(s[0]))
+        object.__setattr__(res, "restarts", restarts + int(s[1]))
         if ok and fast[6]:  # continuous joints wrapped near q0, as _solve_lm_fast does
             res = _post_solve(robot, goals, res, q0, tol_p, tol_r)
     object.__setattr__(res, "time", t_first + time.perf_counter() - t0)

@@ -34,7 +34,8 @@ from numba import njit
 
 from ..collision.kernels import collision_rows
 from ..kinematics.kernels import fk_all_into, jacobian_from_all
-from ..solvers.shared import L_BALL, core_active_step, core_eval_rows, core_workspace, row_costs, step_into
+from ..solvers.shared import (L_BALL, core_active_step, core_eval_rows, core_step_scratch, core_workspace, row_costs,
+                              step_into)
 
 PROJECT_PASSES = 4
 PROJECT_REG = 1e-6    # regularisation of the projection's row system (contradicting rows stay bounded)
@@ -349,9 +350,9 @@ def retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec0, row_body, row_r
           np.empty((6, dof)))
     # cb, Jc, ec, Jc2, ec2, Jp, ep, idx, then core_active_step's scratch for mp rows: Jm, Z, S, r, lam,
     # col, H, dq, qn, hold, zero
+    sc = core_step_scratch(mp, dof, mp)  # H, Jm, Z, S, r, lam, col
     pb = (cb, np.empty((nc, dof)), np.empty(nc), np.empty((nc, dof)), np.empty(nc), np.empty((mp, dof)),
-          np.empty(mp), np.empty(mp, dtype=np.int64), np.empty((mp, dof)), np.empty((dof, mp + 1)),
-          np.empty((mp + 1, mp + 1)), np.empty(mp), np.empty(mp), np.empty(max(dof, mp)), np.empty((dof, dof)),
+          np.empty(mp), np.empty(mp, dtype=np.int64), sc[1], sc[2], sc[3], sc[4], sc[5], sc[6], sc[0],
           np.empty(dof), np.empty(dof), np.empty(dof), np.zeros(dof))
     lo = np.empty(dof)
     hi = np.empty(dof)

@@ -172,30 +172,32 @@ def _udu_factor(H, n):
 
 
 @njit(cache=True, fastmath=FAST, **NO_RC)
-def _udu_half(H, n, Z, ncol):
-    """Z[:n, :ncol] = U^-1 Z (the columns of Z, in place) for the factor of _udu_factor: the half of
-    H^-1 = U^-T D^-1 U^-1 that the Schur complement needs. Zero rows of Z cost nothing, and a row's
-    leading zero columns are skipped: a joint that no hard row moves (a humanoid's arm, waist) has
-    only the gradient column nonzero, so its updates are one entry instead of the hard rows + 1
-    (G1: 17 of 35 joints; the skipped terms are exact zeros)."""
+def _udu_half(H, n, Z, c_lo, c_hi):
+    """Z[:n, c_lo:c_hi] = U^-1 Z (those columns of Z, in place) for the factor of _udu_factor: the
+    half of H^-1 = U^-T D^-1 U^-1 that the Schur complement needs. Zero rows of Z cost nothing, and a
+    row's leading zero columns are skipped: a joint that no hard row moves (a humanoid's arm, waist)
+    has only the gradient column nonzero, so its updates are one entry instead of the hard rows + 1
+    (G1: 17 of 35 joints; the skipped terms are exact zeros), and a held joint's column e_k reaches
+    only k's ancestors."""
     for k in range(n - 1, 0, -1):
-        c0 = ncol
-        for c in range(ncol):
+        c0 = c_hi
+        for c in range(c_lo, c_hi):
             if Z[k, c] != 0.0:
                 c0 = c
                 break
-        if c0 == ncol:
+        if c0 == c_hi:
             continue
         for j in range(k):
             h = H[k, j]
             if h != 0.0:
-                for c in range(c0, ncol):
+                for c in range(c0, c_hi):
                     Z[j, c] -= h * Z[k, c]
 
 
 @njit(cache=True, fastmath=FAST, **NO_RC)
 def _udu_finish(H, n, w, x):
-    """x = U^-T D^-1 w (the other half of H^-1, for w = U^-1 b)."""
+    """x = U^-T D^-1 w (the other half of H^-1, for w = U^-1 b); x may be w itself (x[i] is written
+    after w[i] is read)."""
     for i in range(n):
         t = w[i] / H[i, i]
         for j in range(i):
@@ -257,65 +259,63 @@ def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, c
     """dq of the constrained damped step (see above) over the joints not held; a held joint k
     (hold[k] not NaN) moves by hold[k]. ``soft`` / ``hard``: row indices of J; with ``bias``
     (dof,) the damping pulls toward bias (mu W |dq - bias|^2; settle). False if not solvable.
+    The scratch: core_step_scratch. core_active_step factors once and re-solves with held joints
+    (_held_solve); this is one such step."""
+    if _hard_only(soft, hard, bias):
+        nheld = 0
+        for k in range(hold.shape[0]):
+            if hold[k] == hold[k]:
+                nheld += 1
+        return _hard_least_norm(J, e, hard, jw, mu, mu_h, hold, nheld, Jm, Z, S, lam, col, dq)
+    if not _step_factor(J, e, soft, hard, jw, mu, bias, H, Z, S):
+        return False
+    return _held_solve(e, hard, mu_h, hold, H, Z, S, lam, col, dq)
 
-    With H = J_s^T J_s + mu W = U D U^T (_udu_factor) and Z = U^-1 [A^T g] (one half solve for
-    every hard row and the gradient g = J_s^T e_s + mu W bias at once):
-    A H^-1 A^T = Z_A^T D^-1 Z_A, A y = Z_A^T D^-1 z_g, and dq = U^-T D^-1 (z_g - Z_A lam)."""
-    m, dof = J.shape
+
+@njit(cache=True, **NO_RC)
+def _hard_only(soft, hard, bias):
+    """The step of hard rows only without a bias (the second-order corrections): _hard_least_norm."""
+    if soft.shape[0] > 0 or hard.shape[0] == 0:
+        return False
+    for k in range(bias.shape[0]):
+        if bias[k] != 0.0:
+            return False
+    return True
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _step_factor(J, e, soft, hard, jw, mu, bias, H, Z, S):
+    """The part of core_step that does not depend on the held joints: H = J_s^T J_s + mu W = U D U^T
+    (_udu_factor, in place), Z[:, :mh] = U^-1 A^T and Z[:, mh] = U^-1 g (one half solve for every
+    hard row and the gradient g = J_s^T e_s + mu W bias at once) and their products
+    S[:mh + 1, :mh + 1] = [Z_A z_g]^T D^-1 [Z_A z_g] (lower triangle): A H^-1 A^T and A y,
+    y = H^-1 g. False if H is not positive definite."""
+    dof = J.shape[1]
     mh = hard.shape[0]
-    nheld = 0
-    for k in range(dof):
-        if hold[k] == hold[k]:
-            nheld += 1
-    if soft.shape[0] == 0 and mh > 0:
-        unbiased = True
-        for k in range(dof):
-            if bias[k] != 0.0:
-                unbiased = False
-                break
-        if unbiased:
-            return _hard_least_norm(J, e, hard, jw, mu, mu_h, hold, nheld, Jm, Z, S, lam, col, dq)
-    if nheld == 0:  # nothing held: J and e as they are (copying them took ~0.3 µs of a G1 step)
-        Jm = J
-        r = e
-    else:
-        for r_ in range(m):  # Jm: J with the held joints' columns zeroed; r: e less their motion
-            s = e[r_]
-            for k in range(dof):
-                v = J[r_, k]
-                if hold[k] == hold[k]:
-                    s -= v * hold[k]
-                    v = 0.0
-                Jm[r_, k] = v
-            r[r_] = s
     for a in range(dof):
         for c in range(a + 1):
             H[a, c] = 0.0
         Z[a, mh] = mu * jw[a] * bias[a]
-    for i in range(soft.shape[0]):  # H += Jm_s^T Jm_s (lower triangle), g += Jm_s^T r_s
+    for i in range(soft.shape[0]):  # H += J_s^T J_s (lower triangle), g += J_s^T e_s
         row = soft[i]
-        ri = r[row]
+        ri = e[row]
         for a in range(dof):
-            v = Jm[row, a]
+            v = J[row, a]
             if v != 0.0:
                 Z[a, mh] += v * ri
                 for c in range(a + 1):
-                    H[a, c] += v * Jm[row, c]
+                    H[a, c] += v * J[row, c]
     for a in range(dof):
-        if hold[a] == hold[a]:
-            H[a, a] = 1.0
-            Z[a, mh] = hold[a]
-        else:
-            H[a, a] += mu * jw[a]
+        H[a, a] += mu * jw[a]
         for i in range(mh):
-            Z[a, i] = Jm[hard[i], a]
+            Z[a, i] = J[hard[i], a]
     if not _udu_factor(H, dof):
         return False
-    _udu_half(H, dof, Z, mh + 1)
+    _udu_half(H, dof, Z, 0, mh + 1)
+    for i in range(mh + 1):
+        for j in range(i + 1):
+            S[i, j] = 0.0
     if mh > 0:
-        for i in range(mh + 1):  # S = [Z_A z_g]^T D^-1 [Z_A z_g] (lower triangle)
-            for j in range(i + 1):
-                S[i, j] = 0.0
         for k in range(dof):
             dk = 1.0 / H[k, k]
             j0 = 0  # Z[k, :j0] is zero (see _udu_half): those terms add exact zeros
@@ -326,26 +326,93 @@ def core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, c
                 if f != 0.0:
                     for j in range(j0, i + 1):
                         S[i, j] += f * Z[k, j]
-        for i in range(mh):  # (A H^-1 A^T + mu_h I) lam = A y - b
-            lam[i] = S[mh, i] - r[hard[i]]
-            S[i, i] += mu_h
-        if not ldl_factor(S, mh):
-            return False
-        ldl_apply(S, mh, lam, col)
-        for i in range(mh):  # lam: the hard rows' multipliers (H dq - g + A^T lam = 0), for the active set
-            lam[i] = col[i]
-        for k in range(dof):
-            t = Z[k, mh]
-            for i in range(mh):
-                t -= Z[k, i] * col[i]
-            Z[k, mh] = t
+    return True
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _held_solve(e, hard, mu_h, hold, H, Z, S, lam, col, dq):
+    """The step from _step_factor's factor with the held joints (hold[k] not NaN) as equality rows
+    e_k^T dq = hold[k] beside the hard rows, without regularisation: their columns U^-1 e_k (k's
+    ancestors only) join Z after the gradient's and their products S, and the multipliers solve
+
+        [E H^-1 E^T   E H^-1 A^T         ] [lam_E]   [E y - h]
+        [A H^-1 E^T   A H^-1 A^T + mu_h I] [lam_A] = [A y - b],   dq = U^-T D^-1 (z_g - Z_A lam_A - Z_E lam_E)
+
+    by LDL^T in S[L:] (L = S.shape[1]; the held rows first, so their pivots are the joints' own
+    curvature). The same step as factoring H with the held joints' columns removed (exact
+    arithmetic); a re-solve after the active set changes costs these columns and a small LDL^T
+    instead of a new H and its factorisation. lam (mh,): the hard rows' multipliers (H dq - g +
+    A^T lam_A + E^T lam_E = 0), for the active set. Without held joints, the same operations as the
+    plain Schur step. False if the system is not positive definite."""
+    dof = H.shape[0]
+    mh = hard.shape[0]
+    L = S.shape[1]
+    c0 = mh + 1  # the held joints' columns of Z and rows of S
+    nh = 0
     for k in range(dof):
-        col[k] = Z[k, mh]
-    _udu_finish(H, dof, col, dq)
+        if hold[k] == hold[k]:
+            for i in range(dof):
+                Z[i, c0 + nh] = 0.0
+            Z[k, c0 + nh] = 1.0
+            nh += 1
+    if nh > 0:
+        _udu_half(H, dof, Z, c0, c0 + nh)
+        for i in range(c0, c0 + nh):
+            for j in range(i + 1):
+                S[i, j] = 0.0
+        for k in range(dof):
+            dk = 1.0 / H[k, k]
+            for i in range(c0, c0 + nh):
+                f = Z[k, i] * dk
+                if f != 0.0:
+                    for j in range(i + 1):
+                        S[i, j] += f * Z[k, j]
+    n = nh + mh
+    M = S[L:]
+    rhs = S[S.shape[0] - 1]  # past M's last row (n <= mh + dof = L - 1)
+    p = 0
+    for k in range(dof):
+        if hold[k] == hold[k]:
+            i = c0 + p
+            for j in range(p + 1):
+                M[p, j] = S[i, c0 + j]
+            rhs[p] = S[i, mh] - hold[k]
+            p += 1
+    for i in range(mh):
+        for j in range(nh):
+            M[nh + i, j] = S[c0 + j, i]
+        for j in range(i + 1):
+            M[nh + i, nh + j] = S[i, j]
+        rhs[nh + i] = S[mh, i] - e[hard[i]]
+        M[nh + i, nh + i] += mu_h
+    if n > 0:
+        if not ldl_factor(M, n):
+            return False
+        ldl_apply(M, n, rhs, col)
+    for i in range(mh):
+        lam[i] = col[nh + i]
+    for k in range(dof):
+        t = Z[k, mh]
+        for i in range(mh):
+            t -= Z[k, i] * col[nh + i]
+        for p in range(nh):
+            t -= Z[k, c0 + p] * col[p]
+        dq[k] = t
+    _udu_finish(H, dof, dq, dq)
     for k in range(dof):
         if hold[k] == hold[k]:
             dq[k] = hold[k]
     return True
+
+
+@njit(cache=True)
+def core_step_scratch(m, dof, mh):
+    """The scratch of core_step / core_active_step for J (m, dof) and up to mh hard rows: H, Jm, Z,
+    S, r, lam, col (Z: a column per hard row, the gradient's and one per held joint; S: their
+    products, then the multipliers' LDL^T and its right-hand side)."""
+    L = mh + 1 + dof
+    return (np.empty((dof, dof)), np.empty((m, dof)), np.empty((dof, L)), np.empty((2 * L, L)), np.empty(m),
+            np.empty(mh), np.empty(mh + dof))
 
 
 @njit(cache=True, **NO_RC)
@@ -377,8 +444,20 @@ def _active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm,
                 hold[k] = hi[k] - q[k]
                 nwarm += 1
     jw = lims[L_JW]
+    hard_only = _hard_only(soft, hard, bias)
+    # H and its factor do not depend on the held joints: one factorisation, a re-solve per pass
+    if not hard_only and not _step_factor(J, e, soft, hard, jw, mu, bias, H, Z, S):
+        return False
     for _ in range(ACTIVE_SET_PASSES):
-        if not core_step(J, e, soft, hard, jw, mu, mu_h, bias, hold, H, Jm, Z, S, r, lam, col, dq):
+        if hard_only:
+            nheld = 0
+            for k in range(dof):
+                if hold[k] == hold[k]:
+                    nheld += 1
+            ok = _hard_least_norm(J, e, hard, jw, mu, mu_h, hold, nheld, Jm, Z, S, lam, col, dq)
+        else:
+            ok = _held_solve(e, hard, mu_h, hold, H, Z, S, lam, col, dq)
+        if not ok:
             return False
         new = 0
         for k in range(dof):
@@ -479,8 +558,9 @@ def core_workspace(n, dof, gvec, gR, nhard, nrows):
     mh = max(m, nhard, 1)
     return (np.empty((n, 4, 4)), np.empty((6, dof)), np.empty((6, dof)), np.empty((n, 4)), np.zeros(m),
             np.zeros((m, dof)), np.zeros(m), np.zeros((m, dof)), np.zeros(7), np.zeros(7), gvec.copy(), gR.copy(),
-            np.empty((dof, dof)), np.empty((m, dof)), np.empty((dof, mh + 1)), np.empty((mh + 1, mh + 1)),
-            np.empty(m), np.empty(mh), np.empty(max(dof, mh)), np.empty(dof), np.empty(dof), np.empty(dof),
+            np.empty((dof, dof)), np.empty((m, dof)), np.empty((dof, mh + 1 + dof)),
+            np.empty((2 * (mh + 1 + dof), mh + 1 + dof)), np.empty(m), np.empty(mh), np.empty(mh + dof),
+            np.empty(dof), np.empty(dof), np.empty(dof),
             np.empty(dof), np.zeros(dof), np.empty(dof), np.empty(dof), np.empty(max(m, nhard + nrows, 1), np.int64),
             np.empty(G), np.empty(m, np.int64), np.empty(dof, np.int64))
 
@@ -855,8 +935,8 @@ def core_scratch_size(n, dof, G, nhard):
               + 16 * G + 2 * dof                         # q0 clamped, gvec, gR, gaxis, gw, q_rest
               + 16 * n + 12 * dof + 4 * n                # Tall, Jf, Jr, sub
               + 2 * (m + m * dof) + 14 + 12 * G          # e, J, e2, J2, errs, errs2, wvec, wR
-              + dof * dof + m * dof + dof * (mh + 1) + (mh + 1) * (mh + 1)  # H, Jm, Z, S
-              + m + mh + max(dof, mh) + 7 * dof + G)     # r, lam, col, dq .. qc, rw2
+              + dof * dof + m * dof + dof * (mh + 1 + dof) + 2 * (mh + 1 + dof) ** 2  # H, Jm, Z, S
+              + m + mh + (mh + dof) + 7 * dof + G)       # r, lam, col, dq .. qc, rw2
     return floats, max(m, nhard, 1) + m + dof
 
 
@@ -905,16 +985,17 @@ def _carve_workspace(buf, ibuf, n, dof, gvec, gR, nhard):
     o += dof * dof
     Jm = buf[o:o + m * dof].reshape((m, dof))
     o += m * dof
-    Z = buf[o:o + dof * (mh + 1)].reshape((dof, mh + 1))
-    o += dof * (mh + 1)
-    S = buf[o:o + (mh + 1) * (mh + 1)].reshape((mh + 1, mh + 1))
-    o += (mh + 1) * (mh + 1)
+    L = mh + 1 + dof  # core_step_scratch's Z and S
+    Z = buf[o:o + dof * L].reshape((dof, L))
+    o += dof * L
+    S = buf[o:o + 2 * L * L].reshape((2 * L, L))
+    o += 2 * L * L
     r = buf[o:o + m]
     o += m
     lam = buf[o:o + mh]
     o += mh
-    col = buf[o:o + max(dof, mh)]
-    o += max(dof, mh)
+    col = buf[o:o + mh + dof]
+    o += mh + dof
     dq = buf[o:o + dof]
     qn = buf[o + dof:o + 2 * dof]
     hold = buf[o + 2 * dof:o + 3 * dof]
