@@ -225,6 +225,16 @@ def test_non_numeric_arguments_are_invkin_errors(planar):
             ik.two_bone_3d(bad, 1.0, 1.0, [1, 0, 0], [0, 1, 0])
 
 
+def test_a_goal_class_in_a_list_of_goals_is_named_not_a_traceback(planar):
+    """A goal class where an instance belongs (ik.Pose instead of ik.Pose(...)), in a list of
+    several goals (the whole-body lean route reads each goal's structure id): a GoalError naming
+    it, as for any other non-goal; it was a TypeError from Goal.structure()."""
+    g = ik.Position(planar.frame_names[-1], [0.5, 0.2, 0.0])
+    for goals in ([g, ik.Pose], [ik.Posture, g]):
+        with pytest.raises(ik.GoalError, match="expected Position/.*got <class"):
+            ik.solve(planar, goals)
+
+
 def test_checks_seed_helper_contract():
     assert _checks.seed("s", 2**63 - 1) == 2**63 - 1
     with pytest.raises(ik.GoalError):

@@ -127,7 +127,7 @@ class Goal:
     """Base class of every goal."""
 
     weight: float
-    #: (structure id, packed target bytes) once :meth:`lean` has built it, read as a plain attribute
+    #: (structure id, target bytes) once :meth:`lean` has built it, read as a plain attribute
     #: by the whole-body fast path; None before (this class default).
     _lean = None
 

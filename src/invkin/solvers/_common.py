@@ -146,7 +146,7 @@ def _compile_known(robot, goals, tol_p, tol_r, joint_weights):
         return None
     try:
         layout = layouts.get(tuple(g.structure() for g in goals))
-    except AttributeError:  # not a goal: the full compile names it
+    except (AttributeError, TypeError):  # not a goal (a goal class, say): the full compile names it
         return None
     if layout is None:
         return None
