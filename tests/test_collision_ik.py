@@ -390,6 +390,53 @@ def test_retries_that_reuse_the_plain_answers_check_do_what_they_do_measuring_it
     assert compared >= 3
 
 
+def _held_args(panda, goal):
+    q = panda.neutral()
+    return (*goal.table(), 1e-6, 1e-6, q, 0, 0, 1, 1, q.copy())
+
+
+def test_the_retry_tables_are_not_built_while_their_entry_point_compiles(panda, monkeypatch):
+    """retry._held_for asks for clear_attempts_held's and the RetryTables constructor's machine code
+    by type before it builds anything: while either compiles in the background it builds nothing
+    (a compiled-only constructor would compile in the calling process, for tables the interpreted
+    path does not use) and the caller takes the path with every argument passed."""
+    from invkin import _tiers
+    from invkin.collision import retry as R
+
+    goal = ik.Pose("panda_hand", panda.fk(panda.neutral(), "panda_hand"))
+    ik.solve(panda, goal, timeout=0.05)  # the goal frame's fast tables
+    fast = panda.cache["lm_fast"]["panda_hand"]
+    check = _check(panda, shelf_world())
+    asked = []
+    monkeypatch.setattr(_tiers, "entry_point", lambda d, types: asked.append(d.py_func.__name__))
+
+    def built(*_):
+        raise AssertionError("RetryTables built while its entry point compiles")
+
+    monkeypatch.setattr(R, "_retry_tables", built)
+    assert R._held_for(check, ("test", "panda_hand"), fast, 30, _held_args(panda, goal)) is None
+    assert asked and asked[0] == "clear_attempts_held"
+    assert ("test", "panda_hand") not in check.clear_held
+
+
+def test_the_retry_tables_type_is_known_before_they_are_built(panda):
+    """The RetryTables type _held_for computes from the fields' values is the type of the tables it
+    then builds: one machine code of clear_attempts_held serves both look-ups."""
+    import numba
+
+    from invkin.collision import retry as R
+
+    goal = ik.Pose("panda_hand", panda.fk(panda.neutral(), "panda_hand"))
+    ik.solve(panda, goal, timeout=0.05)
+    fast = panda.cache["lm_fast"]["panda_hand"]
+    check = _check(panda, shelf_world())
+    args = _held_args(panda, goal)
+    h, ep, _ = R._held_for(check, ("test", "panda_hand"), fast, 30, args)
+    rest = tuple(numba.typeof(x) for x in args)
+    sigs = [sig for sig in R.clear_attempts_held.signatures if sig[1:] == rest]
+    assert sigs == [(numba.typeof(h),) + rest]
+
+
 def test_rows_from_a_full_check_are_the_rows_measured_again(panda):
     """kernels.measured_rows after a full closest_moving (no stop) at q: the same rows as
     collision_rows at q (count, distances, gradients, nodes), for cutoffs below the check's."""

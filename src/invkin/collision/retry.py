@@ -301,12 +301,11 @@ def find_clear(check, key, fast, table, tol_p, tol_r, buf, q_first, seed, clock,
         held = _held_for(check, key, fast, attempt_iters, (gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q_first, seed, 0,
                                                            1, 1, q_out))
     if held is None:  # (its entry point compiles in the background: every argument passed, on the interpreter)
-        a = check._args
         stats = np.zeros(9)
         stats[ST_BEST_D] = -np.inf
-        args = [fast[0], fast[1], gkind, gvec, gR, gaxis, gw, tol_p, tol_r, float(fast[2]), buf, RETRY_ITERATIONS,
-                attempt_iters, 2**62, attempt_iters, a[0], a[1], a[2], a[4], check.held, a[6], a[7], a[8], a[9],
-                q_first, seed, 0, CHUNK, ESCAPES, 1, q_out, stats]
+        f = _retry_fields(check, fast, buf, attempt_iters, stats)
+        args = [f[0], f[1], gkind, gvec, gR, gaxis, gw, tol_p, tol_r, *f[2:17], q_first, seed, 0, CHUNK, f[17], 1, q_out,
+                f[18]]  # (clear_attempts' order: clear_attempts_held reads the same fields from h)
         ep = _entry(check, key, args)
     else:
         h, ep, stats = held
@@ -370,10 +369,21 @@ def clear_attempts_held(h, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q_first, se
                           measured, q_out, h.stats)
 
 
+def _retry_fields(check, fast, buf, attempt_iters, stats) -> tuple:
+    """The values of RetryTables' fields (_RETRY_FIELDS, in that order) for a Check and a goal
+    frame's fast tables: what clear_attempts takes besides the goal, q_first, seed and the tries."""
+    a = check._args
+    return (fast[0], fast[1], float(fast[2]), buf, RETRY_ITERATIONS, attempt_iters, 2**62, attempt_iters, a[0], a[1],
+            a[2], a[4], check.held, a[6], a[7], a[8], a[9], ESCAPES, stats)
+
+
 def _held_for(check, key, fast, attempt_iters, args):
     """(RetryTables, clear_attempts_held's entry point for the types of ``args`` (its arguments after
     the first), stats) of ``key`` on the Check, built on its first use (setup: not a solve's time);
-    None while the entry point compiles in the background."""
+    None while clear_attempts_held or the RetryTables constructor compiles in the background. Both
+    are asked for by type before anything is built: a compiled-only constructor called while the
+    held entry point is not ready would compile in this process (~0.2 s on empty caches) for
+    tables the interpreted path cannot use."""
     held = check.clear_held.get(key)
     if held is not None:
         return held
@@ -382,12 +392,16 @@ def _held_for(check, key, fast, attempt_iters, args):
     from .._compile_clock import setup
     from .._tiers import entry_point
 
-    a = check._args
     stats = np.zeros(9)
+    values = _retry_fields(check, fast, np.empty(fast[3]), attempt_iters, stats)
+    types_ = [numba.typeof(v) for v in values]
+    rest = [numba.typeof(x) for x in args]
+    if (entry_point(clear_attempts_held, [RetryTablesType(list(zip(_RETRY_FIELDS, types_)))] + rest) is None
+            or entry_point(_retry_tables, types_) is None):
+        return None
     with setup():
-        h = _retry_tables(fast[0], fast[1], float(fast[2]), np.empty(fast[3]), RETRY_ITERATIONS, attempt_iters, 2**62,
-                          attempt_iters, a[0], a[1], a[2], a[4], check.held, a[6], a[7], a[8], a[9], ESCAPES, stats)
-    ep = entry_point(clear_attempts_held, [numba.typeof(x) for x in (h,) + args])
+        h = _retry_tables(*values)
+    ep = entry_point(clear_attempts_held, [numba.typeof(h)] + rest)  # the same type: in memory now
     if ep is None:
         return None
     held = check.clear_held[key] = (h, ep, stats)
