@@ -21,7 +21,7 @@ from ._checks import MAX_LENGTH, SEED_LIMIT
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
 from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
-from .result import Result, Status, converged_result
+from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, project_cones_in_place
 from .solvers._common import LAYOUTS_KEPT
@@ -48,6 +48,7 @@ class _Scratch(threading.local):
 
 _THREAD = _Scratch()
 _F64 = np.dtype(np.float64)
+_CONVERGED = Status.CONVERGED
 
 
 def _scratch(size: int) -> np.ndarray:
@@ -830,7 +831,8 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             s = st.tolist()  # one conversion instead of four scalar reads
             if not (math.isfinite(s[8]) and math.isfinite(s[9])):  # math: a fraction of numpy's call cost
                 return None  # never call non-finite numbers converged: the general path judges it
-            res = converged_result(best_q, s[8], s[9], int(s[1]), int(s[5]), time.perf_counter() - t_start, ())
+            res = Result._new(best_q, True, _CONVERGED, s[8], s[9], int(s[1]), int(s[5]), time.perf_counter() - t_start,
+                              "lm")
             return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
         if code < 0:
             return None  # a non-finite q0: the general path names the bad entry
@@ -920,7 +922,8 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         _CORE_STATE0[0], _FIRST_CHUNK, _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS, seed & 0x7FFFFFFF, buf, ibuf)
     if code == CONVERGED and ok:
         # converged: every row with a weight within its tolerance (the kernel's test), so every goal is met
-        res = converged_result(best_q, perr, rerr, iters, attempts, time.perf_counter() - t_start, n_met)
+        res = Result._new(best_q, True, _CONVERGED, perr, rerr, iters, attempts, time.perf_counter() - t_start, "lm",
+                          n_met)
     elif code < 0:
         return None  # a bad q0: the general path names the entry
     else:  # the rest of the budget in the one driver loop, from the kernel's state
