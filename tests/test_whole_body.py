@@ -725,3 +725,31 @@ def test_lean_solves_from_several_threads_give_the_answers_of_one_thread(hum):
         together = list(pool.map(lambda goals: ik.solve(hum, goals, q0=q0, seed=5), problems))
     for a, b in zip(alone, together):
         assert np.array_equal(a.q, b.q) and (a.iterations, a.restarts, a.status) == (b.iterations, b.restarts, b.status)
+
+
+@pytest.mark.parametrize("shape", sorted(_LEAN_ZOO))
+def test_the_packed_routes_carved_scratch_has_the_workspaces_shapes_within_its_stated_size(hum, shape):
+    """core_attempts_packed carves core_workspace's arrays out of per-thread buffers of
+    core_scratch_size() entries (a formula of its own, and kernels without bounds checks): with
+    buffers of exactly that size less what the kernel keeps before the workspace (the state, q,
+    the rows' errors, q0 clamped, the goal columns, q_rest), every carved array has the shape of
+    core_workspace's."""
+    from invkin.solve import core_args
+    from invkin.solvers._common import compile_problem
+    from invkin.solvers.lm_core import CORE_STATE, _carve_workspace, core_scratch_size, core_workspace
+
+    goals = _LEAN_ZOO[shape](hum, _stance(hum))
+    p = compile_problem(hum, goals, 1e-6, 1e-6)
+    model, table, *_ = core_args(p)
+    n, dof, G, nhard = model[0].shape[0], hum.dof, table[0].shape[0], table[9].shape[0]
+    floats, ints = core_scratch_size(n, dof, G, nhard)
+    kept = CORE_STATE + 3 * dof + 17 * G
+    # (its Python function: a kernel without reference counting cannot hand its views back boxed)
+    carved = _carve_workspace.py_func(np.empty(floats - kept), np.empty(ints, dtype=np.int64), n, dof, table[4],
+                                      table[5], nhard)
+    made = core_workspace(n, dof, table[4], table[5], nhard, 0)
+    assert len(carved) == len(made)
+    for i, (a, b) in enumerate(zip(carved, made)):
+        assert a.shape == b.shape and a.dtype == b.dtype, (shape, i, a.shape, b.shape)
+    assert sum(a.size for a in carved if a.dtype == np.float64) == floats - kept  # the size is the carve's
+    assert sum(a.size for a in carved if a.dtype == np.int64) == ints

@@ -931,7 +931,7 @@ def core_scratch_size(n, dof, G, nhard):
     nodes, dof, G goal rows and nhard hard residual rows (no collision rows)."""
     m = 3 * G
     mh = max(m, nhard, 1)
-    floats = (CORE_STATE + 2 * dof + G                   # the state, q, the rows' errors
+    floats = (CORE_STATE + dof + G                       # the state, q, the rows' errors
               + 16 * G + 2 * dof                         # q0 clamped, gvec, gR, gaxis, gw, q_rest
               + 16 * n + 12 * dof + 4 * n                # Tall, Jf, Jr, sub
               + 2 * (m + m * dof) + 14 + 12 * G          # e, J, e2, J2, errs, errs2, wvec, wR
