@@ -174,7 +174,7 @@ def targets(robot, world, n, seed, region=None, upper_body=False, max_samples=40
 
 def run_invkin(robot, goals_of, qs, world, collide, best_of=1):
     """Each target solved ``best_of`` times (the same seed: the same answer), its fastest time kept:
-    with 1, one call per target, as every earlier record; more takes out the machine's hiccups
+    with 1, one call per target, as the records before session 6; more takes out the machine's hiccups
     (a 4 ms pause in one call moves a 100-target mean by 0.04 ms, 4x the plain solve)."""
     import invkin as ik
 
