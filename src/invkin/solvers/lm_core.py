@@ -90,6 +90,7 @@ AT_BOUND = 1e-12      # [rad or m] a joint this close to a bound starts a step h
 RELEASE_STEP = 1e-9  # [rad or m] ... and is released when it alone would move inside by more than this
 INEQ_PASSES = 4       # re-solves of a step with the collision rows it would violate
 MU_INEQ = 1e-10       # least regularisation of the hard system once collision rows join it
+ELIM_PIVOT = 1e-12    # _reduced_step: a hard block's pivot below this x its largest takes the general step
 UNREACHABLE = 3       # core_attempts: 1 + AGREEMENTS attempts agree on the same closest, non-converged answer
 # core state slots after the chain kernel's (CHAIN_STATE of them)
 S_BEST_HARD, S_AGREE, S_DISTANCE, S_BEST_DIST, S_HARD = range(13, 18)
@@ -589,6 +590,313 @@ def _ineq_step(J, e, soft, hard, hardx, m0, k, lims, lo, hi, q, mu, mu_h, bias, 
 
 
 @njit(cache=True, **NO_RC)
+def hard_blocks(gnode, gkind, hard, blk):
+    """blk[:mh] = the node of each hard row's goal (the blocks _reduced_step eliminates); returns
+    mh, or 0 where the hard rows cannot be eliminated: a CenterOfMass or Relative hard row (it
+    moves with joints of several limbs), or the rows of one node not contiguous in ``hard``."""
+    mh = hard.shape[0]
+    for i in range(mh):
+        g = hard[i] // 3
+        if gkind[g] >= KIND_COM:
+            return 0
+        blk[i] = gnode[g]
+        if i > 0 and blk[i] != blk[i - 1]:
+            for j in range(i - 1):
+                if blk[j] == blk[i]:
+                    return 0
+    return mh
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _reduced_build(J, e, soft, hard, own, b0, b1, nr, p0, pw, Jm, c, H, g):
+    """H' (lower triangle, nr x nr over the joints R in their compressed order) and g' of
+    _reduced_step: J_s,R^T J_s,R + mu W_R + sum_f A_f,B^T G_f^-1 A_f,B and
+    J_s,R^T e_s + sum_f A_f,B^T G_f^-1 b_f. Jm's rows: G_f^-1 A_f,B (:mh, R positions from p0;
+    B: joints b0:b1), J_s,R (mh:); c: G_f^-1 b_f; pw: mu W_R; own: R's positions."""
+    for a in range(nr):
+        for u in range(a + 1):
+            H[a, u] = 0.0
+        g[a] = 0.0
+    mh = hard.shape[0]
+    for s in range(soft.shape[0]):
+        Js = Jm[mh + s]
+        t = e[soft[s]]
+        for a in range(nr):
+            v = Js[a]
+            if v != 0.0:
+                g[a] += v * t
+                for u in range(a + 1):
+                    H[a, u] += v * Js[u]
+    for i in range(mh):  # A_B^T (G^-1 A_B), A_B^T G^-1 b
+        Ai = J[hard[i]]
+        Yi = Jm[i]
+        ci = c[i]
+        for k in range(b0, b1):
+            a = own[k]
+            v = Ai[k]
+            if a >= 0 and v != 0.0:
+                g[a] += v * ci
+                for u in range(p0, a + 1):
+                    H[a, u] += v * Yi[u]
+    for a in range(nr):
+        H[a, a] += pw[a]
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _reduced_step(J, e, soft, hard, blk, own, lrow, jw, lo, hi, q, mu, mu_h, hold, H, Jm, S, c, col, r, dq):
+    """core_active_step (warm, no bias) with every hard block's private joints eliminated, or
+    False where they cannot be (the caller then takes the general step, unchanged).
+
+    A joint is private to block f (the hard rows of one goal node, blk: a foot) when it moves rows
+    of f and of no other hard block (J's nonzeros at this q; the leg). Where no soft row moves a
+    private joint (hands, not a CenterOfMass) and each block has at least as many private joints
+    L_f as rows, the step's problem (see the top: its minimiser is the Schur step's)
+
+        min |J_s dq - e_s|^2 + mu |dq|_W^2 + |A dq - b|^2 / mu_h
+
+    is minimised over each dq_Lf in closed form: with r_f = b_f - A_f,B dq_B (B: the other
+    joints A_f moves, the floating base and the trunk), mu |dq_Lf|^2_W + |A_f,Lf dq_Lf - r_f|^2 / mu_h
+    has the minimum r_f^T G_f^-1 r_f, G_f = A_f,Lf (mu W_Lf)^-1 A_f,Lf^T + mu_h I (n_f x n_f), at
+    dq_Lf = (mu W_Lf)^-1 A_f,Lf^T G_f^-1 r_f, and what is left is a damped step over the other
+    joints R alone, without constraints:
+
+        (J_s,R^T J_s,R + mu W_R + sum_f A_f,B^T G_f^-1 A_f,B) dq_R = J_s,R^T e_s + sum_f A_f,B^T G_f^-1 b_f,
+
+    over R's joints in their order with the private ones left out (G1: 23 of 35), factored by
+    _udu_factor (A_f,B^T G_f^-1 A_f,B couples only B, ancestors of everything below: the tree's
+    sparsity stays). No Schur complement over all the hard rows, no factorisation over the
+    legs: G_f is a foot's 6 x 6. The same step as core_step's in exact arithmetic (the tests
+    compare it with the KKT system solved by NumPy). G_f is factored by LDL^T; a pivot below
+    ELIM_PIVOT x its largest diagonal entry (a limb at a singularity: a straight knee) gives
+    False. The active set is _active_step's on R (warm: joints at a bound start held; released by
+    the sign of (H' dq - g')_k, the multiplier nu_k of _release); a private joint at or pushed past
+    a bound gives False.
+
+    Scratch: own (int, dof: a joint's position in R, or -3 - its block's node when private),
+    lrow (int, mh: a block's row count at its first row), Jm (rows :mh: G_f^-1 A_f,B; mh:
+    J_s,R), S (rows L + i: G_f's factor; rows :nr:
+    H' unfactored where the release test needs it; row dof: mu W_R; row dof + 1: H_kk for the
+    release test), c (mh: G_f^-1 b_f), col (g', then G_f^-1 r_f), r unused."""
+    dof = q.shape[0]
+    mh = hard.shape[0]
+    ms = soft.shape[0]
+    L = S.shape[1]
+    for k in range(dof):
+        own[k] = -1
+    for i in range(mh):  # own[k]: the node of the one block that moves joint k, -2 for several
+        row = hard[i]
+        b = blk[i]
+        for k in range(dof):
+            if J[row, k] != 0.0:
+                o = own[k]
+                if o == -1:
+                    own[k] = b
+                elif o != b:
+                    own[k] = -2
+    b0 = dof  # the joints several blocks move (the floating base, the trunk) lie in b0:b1 (p0:p1 in R)
+    b1 = 0
+    p0 = 0
+    p1 = 0
+    nr = 0
+    nwarm = 0
+    pw = S[dof]
+    hkk = S[dof + 1]
+    for k in range(dof):  # R's order; the warm active set (_active_step); a private joint at a bound: False
+        o = own[k]
+        at_lo = q[k] <= lo[k] + AT_BOUND
+        at_bound = at_lo or q[k] >= hi[k] - AT_BOUND
+        hold[k] = np.nan
+        if o >= 0:
+            if at_bound:
+                return False
+            own[k] = -3 - o
+            continue
+        if o == -2:
+            if b0 == dof:
+                b0 = k
+                p0 = nr
+            b1 = k + 1
+            p1 = nr + 1
+        if at_bound:
+            hold[k] = (lo[k] if at_lo else hi[k]) - q[k]
+            nwarm += 1
+        own[k] = nr
+        pw[nr] = mu * jw[k]
+        hkk[nr] = pw[nr]
+        nr += 1
+    for s in range(ms):  # J_s,R (a soft row on a private joint: False); H_kk for the release test
+        row = soft[s]
+        Js = Jm[mh + s]
+        for k in range(dof):
+            v = J[row, k]
+            p = own[k]
+            if p >= 0:
+                Js[p] = v
+                hkk[p] += v * v
+            elif v != 0.0:
+                return False
+    i0 = 0
+    while i0 < mh:  # each block: G = A_L (mu W_L)^-1 A_L^T + mu_h I = L D L^T, Y = G^-1 A_B, c = G^-1 b
+        b = -3 - blk[i0]
+        i1 = i0 + 1
+        while i1 < mh and blk[i1] == blk[i0]:
+            i1 += 1
+        n = i1 - i0
+        lrow[i0] = n
+        G = S[L + i0:]
+        for j in range(n):
+            for t in range(j + 1):
+                G[j, t] = 0.0
+        p = 0
+        for k in range(dof):
+            if own[k] == b:
+                p += 1
+                wk = 1.0 / (mu * jw[k])
+                for j in range(n):
+                    v = J[hard[i0 + j], k] * wk
+                    if v != 0.0:
+                        for t in range(j + 1):
+                            G[j, t] += v * J[hard[i0 + t], k]
+        if p < n:
+            return False
+        gmax = 0.0
+        for j in range(n):
+            gmax = max(gmax, G[j, j])
+            G[j, j] += mu_h
+        if not ldl_factor(G, n):
+            return False
+        for j in range(n):
+            if not G[j, j] > ELIM_PIVOT * gmax:
+                return False
+        for j in range(n):  # Y = G^-1 [A_B b] by rows (R positions p0:p1): L^-1, D^-1, L^-T
+            Aj = J[hard[i0 + j]]
+            Yj = Jm[i0 + j]
+            for k in range(b0, b1):
+                p = own[k]
+                if p >= 0:
+                    Yj[p] = Aj[k]
+            t = e[hard[i0 + j]]
+            for u in range(j):
+                f = G[j, u]
+                if f != 0.0:
+                    Yu = Jm[i0 + u]
+                    t -= f * c[i0 + u]
+                    for p in range(p0, p1):
+                        Yj[p] -= f * Yu[p]
+            c[i0 + j] = t
+        for j in range(n - 1, -1, -1):
+            Yj = Jm[i0 + j]
+            d = 1.0 / G[j, j]
+            t = c[i0 + j] * d
+            for p in range(p0, p1):
+                Yj[p] *= d
+            for u in range(j + 1, n):
+                f = G[u, j]
+                if f != 0.0:
+                    Yu = Jm[i0 + u]
+                    t -= f * c[i0 + u]
+                    for p in range(p0, p1):
+                        Yj[p] -= f * Yu[p]
+            c[i0 + j] = t
+        i0 = i1
+    g = col[:nr]
+    copy = nwarm > 0  # H' is kept for the release test, or rebuilt for a second pass
+    _reduced_build(J, e, soft, hard, own, b0, b1, nr, p0, pw, Jm, c, H, g)
+    for _ in range(ACTIVE_SET_PASSES):
+        if copy:
+            for a in range(nr):
+                for u in range(a + 1):
+                    S[a, u] = H[a, u]
+        for a in range(nr):
+            dq[a] = g[a]
+        for k in range(dof):  # a held joint: dq_p = hold[k], its column moved to the right side
+            h = hold[k]
+            if h == h:
+                p = own[k]
+                for a in range(p):
+                    dq[a] -= H[p, a] * h
+                    H[p, a] = 0.0
+                for a in range(p + 1, nr):
+                    dq[a] -= H[a, p] * h
+                    H[a, p] = 0.0
+                H[p, p] = 1.0
+                dq[p] = h
+        if not _udu_factor(H, nr):
+            return False
+        for p in range(nr - 1, 0, -1):  # dq = U^-T D^-1 U^-1 g'
+            x = dq[p]
+            if x != 0.0:
+                for j in range(p):
+                    dq[j] -= H[p, j] * x
+        _udu_finish(H, nr, dq, dq)
+        new = 0
+        for k in range(dof):
+            p = own[k]
+            if p >= 0 and hold[k] != hold[k]:
+                v = q[k] + dq[p]
+                if v < lo[k]:
+                    hold[k] = lo[k] - q[k]
+                    new += 1
+                elif v > hi[k]:
+                    hold[k] = hi[k] - q[k]
+                    new += 1
+        if new == 0 and nwarm > 0:
+            nwarm = 0  # the multipliers are checked once (_release)
+            for k in range(dof):
+                if hold[k] != hold[k]:
+                    continue
+                low = q[k] <= lo[k] + AT_BOUND
+                if not (low or q[k] >= hi[k] - AT_BOUND):
+                    continue
+                p = own[k]
+                nu = -g[p]  # (H' dq - g')_p
+                for a in range(p + 1):
+                    nu += S[p, a] * dq[a]
+                for a in range(p + 1, nr):
+                    nu += S[a, p] * dq[a]
+                if ((nu < 0.0) if low else (nu > 0.0)) and abs(nu) > RELEASE_STEP * hkk[p]:
+                    hold[k] = np.nan
+                    new += 1
+        if new == 0:
+            break
+        if copy:
+            for a in range(nr):
+                for u in range(a + 1):
+                    H[a, u] = S[a, u]
+        else:
+            _reduced_build(J, e, soft, hard, own, b0, b1, nr, p0, pw, Jm, c, H, g)
+    for k in range(dof - 1, -1, -1):  # R's steps to their joints (p <= k: in place, last first)
+        p = own[k]
+        dq[k] = dq[p] if p >= 0 else 0.0
+    i0 = 0
+    while i0 < mh:  # the private joints: dq_L = (mu W_L)^-1 A_L^T G^-1 (b - A_B dq_B)
+        n = lrow[i0]
+        G = S[L + i0:]
+        z = col[:n]
+        for j in range(n):
+            Aj = J[hard[i0 + j]]
+            t = e[hard[i0 + j]]
+            for k in range(b0, b1):
+                if own[k] >= 0:
+                    t -= Aj[k] * dq[k]
+            z[j] = t
+        ldl_apply(G, n, z, z)
+        b = -3 - blk[i0]
+        for k in range(dof):
+            if own[k] == b:
+                t = 0.0
+                for j in range(n):
+                    t += J[hard[i0 + j], k] * z[j]
+                t /= mu * jw[k]
+                v = q[k] + t
+                if v < lo[k] or v > hi[k]:
+                    return False
+                dq[k] = t
+        i0 += n
+    return True
+
+
+@njit(cache=True, **NO_RC)
 def _hard_key(errs, tol_p, tol_r):
     return max(errs[2] / tol_p, errs[3] / tol_r)
 
@@ -612,6 +920,9 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     warm = hard.shape[0] > 0
     none = soft[:0]
     m0 = 3 * gvec.shape[0]
+    # the hard blocks _reduced_step eliminates (rowsx and ballx are settle's scratch, free here)
+    nelim = hard_blocks(gnode, gkind, hard, rowsx) if soft.shape[0] > 0 else 0
+    blk = rowsx[:nelim]
     rw = rowq  # row errors at q, then at the trial point (swapped with e, e2)
     swapped = False
     core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf,
@@ -629,8 +940,12 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
         it += 1
         mu = lam * 0.5 * (cs + ch) + EPS_DAMP
         mu_h = (lam * 0.5 * ch + EPS_HARD) / mu
-        if not _ineq_step(J, e, soft, hard, hardx, m0, int(errs[E_ROWS]), lims, lo, hi, q, mu, mu_h, zero, hold, H,
-                          Jm, Z, S, r, lam_h, col, dq, warm):
+        nrows = int(errs[E_ROWS])
+        if not (nelim > 0 and nrows == 0
+                and _reduced_step(J, e, soft, hard, blk, ballx, hardx, lims[L_JW], lo, hi, q, mu, mu_h, hold, H, Jm,
+                                  S, lam_h, col, r, dq)) \
+                and not _ineq_step(J, e, soft, hard, hardx, m0, nrows, lims, lo, hi, q, mu, mu_h, zero, hold, H, Jm, Z,
+                                   S, r, lam_h, col, dq, warm):
             lam *= 10.0
             if lam > LAMBDA_MAX:
                 code = STALLED
