@@ -1,12 +1,13 @@
 """The general core's step with each hard goal's private limb eliminated (solvers/lm_core.py,
-_reduced_step): the same step as the Schur-complement step (core_step, _active_step) and as NumPy's
-solve of the regularised KKT system, and False (the general step) wherever it cannot apply."""
+_reduced_step, split by limb_partition): the same step as the Schur-complement step (core_step,
+_active_step) and as NumPy's solve of the regularised KKT system, and False (the general step)
+wherever it cannot apply."""
 import numpy as np
 import pytest
 
-from invkin.goals import KIND_COM, KIND_POSITION, KIND_ROTATION
-from invkin.solvers.lm_core import _active_step, _reduced_step, core_step, core_step_scratch, hard_blocks
 from invkin.solvers.lm import limits_table
+from invkin.solvers.lm_core import (_active_step, _limb_positions, _reduced_step, core_step, core_step_scratch,
+                                    limb_partition)
 
 
 def _problem(rng, nb=6, legs=(6, 6), extra=(0, 0), nr=8, ms=9):
@@ -35,6 +36,16 @@ def _problem(rng, nb=6, legs=(6, 6), extra=(0, 0), nr=8, ms=9):
     return J, e, np.arange(mh, m), np.array(hard_rows, np.int64), np.array(blk, np.int64), cols
 
 
+def _marks(dof, nb, cols, blk):
+    """The block marks the tree gives (limb_partition): the base moves every block's rows (-2),
+    limb f only block f's (its node), the other joints none (-1)."""
+    own = np.full(dof, -1, np.int64)
+    own[:nb] = -2
+    for node, c in zip(np.unique(blk), cols):
+        own[c] = node
+    return own
+
+
 def _kkt(J, e, soft, hard, jw, mu, mu_h):
     """The regularised constrained step min |J_s dq - e_s|^2 + mu |dq|_W^2 + |A dq - b|^2 / mu_h by
     NumPy's solve of its KKT system [H A^T; A -mu_h I] (the Schur step's system, lm_core's top)."""
@@ -48,17 +59,20 @@ def _kkt(J, e, soft, hard, jw, mu, mu_h):
     return np.linalg.solve(K, np.concatenate([Js.T @ e[soft], e[hard]]))[:n]
 
 
-def _scratch(J, hard):
+def _run(J, e, soft, hard, blk, own, part, jw, mu, mu_h, q, lo, hi):
     m, dof = J.shape
     H, Jm, Z, S, r, lam, col = core_step_scratch(m, dof, max(m, len(hard), 1))
-    return np.empty(dof, np.int64), np.empty(max(m, 1), np.int64), H, Jm, S, lam, col, r
-
-
-def _reduced(J, e, soft, hard, blk, jw, mu, mu_h, q, lo, hi):
-    own, lrow, H, Jm, S, c, col, r = _scratch(J, hard)
-    hold, dq = np.empty(J.shape[1]), np.empty(J.shape[1])
-    ok = _reduced_step(J, e, soft, hard, blk, own, lrow, jw, lo, hi, q, mu, mu_h, hold, H, Jm, S, c, col, r, dq)
+    hold, dq = np.empty(dof), np.empty(dof)
+    ok = _reduced_step(J, e, soft, hard, blk, own, part, np.empty(max(m, 1), np.int64), jw, lo, hi, q, mu, mu_h,
+                       hold, H, Jm, S, lam, col, dq)
     return ok, dq
+
+
+def _reduced(J, e, soft, hard, blk, jw, mu, mu_h, q, lo, hi, own):
+    own = own.copy()
+    ok, part = _limb_positions(own, blk)
+    assert ok
+    return _run(J, e, soft, hard, blk, own, part, jw, mu, mu_h, q, lo, hi)
 
 
 def _general(J, e, soft, hard, jw, mu, mu_h, q, lo, hi):
@@ -82,12 +96,13 @@ def test_eliminating_the_private_limbs_gives_the_kkt_step_of_the_regularised_har
     from 1e-4: below it H's condition ~1/mu costs both steps digits alike, ~6e-16/mu relative.)"""
     rng = np.random.default_rng(11)
     for trial in range(60):
-        J, e, soft, hard, blk, _ = _problem(rng, nb=nb, legs=legs, extra=extra)
+        J, e, soft, hard, blk, cols = _problem(rng, nb=nb, legs=legs, extra=extra)
         dof = J.shape[1]
+        own = _marks(dof, nb, cols, blk)
         jw = rng.uniform(0.5, 2.0, dof)
         mu, mu_h = 10.0 ** rng.uniform(-4, 0), 10.0 ** rng.uniform(-14, 0)
         q, lo, hi = _free(dof)
-        ok, dq = _reduced(J, e, soft, hard, blk, jw, mu, mu_h, q, lo, hi)
+        ok, dq = _reduced(J, e, soft, hard, blk, jw, mu, mu_h, q, lo, hi, own)
         assert ok, trial
         want = _kkt(J, e, soft, hard, jw, mu, mu_h)
         scale = np.abs(want).max()
@@ -101,13 +116,15 @@ def test_eliminating_the_private_limbs_gives_the_kkt_step_of_the_regularised_har
 
 
 def test_the_active_set_on_the_other_joints_is_the_general_steps():
-    """Joints of R (arms, base) at a bound start held (warm) and joints the step pushes out are held
-    and the rest re-solved: the same final set and step as _active_step."""
+    """Joints of R (arms, base) at a bound start held (warm) and are released by their multiplier,
+    joints the step pushes out are held and the rest re-solved: the same final set and step as
+    _active_step."""
     rng = np.random.default_rng(5)
-    tried = 0
+    released = held = 0
     for trial in range(80):
         J, e, soft, hard, blk, cols = _problem(rng)
         dof = J.shape[1]
+        own = _marks(dof, 6, cols, blk)
         jw = rng.uniform(0.5, 2.0, dof)
         mu, mu_h = 10.0 ** rng.uniform(-4, -1), 10.0 ** rng.uniform(-14, -6)
         q, lo, hi = _free(dof)
@@ -117,77 +134,81 @@ def test_the_active_set_on_the_other_joints_is_the_general_steps():
         lo[pick] = np.minimum(free[pick], 0.0) * rng.uniform(0.0, 0.8, 3)  # the free step passes these bounds
         hi[pick] = np.maximum(free[pick], 0.0) * rng.uniform(0.0, 0.8, 3)
         q[pick[0]] = lo[pick[0]] = hi[pick[0]] - 0.1  # one arm joint starts at its lower bound
-        ok, dq = _reduced(J, e, soft, hard, blk, jw, mu, mu_h, q, lo, hi)
+        ok, dq = _reduced(J, e, soft, hard, blk, jw, mu, mu_h, q, lo, hi, own)
         assert ok, trial
         want = _general(J, e, soft, hard, jw, mu, mu_h, q, lo, hi)
         np.testing.assert_allclose(dq, want, rtol=0, atol=1e-9 * np.abs(want).max(), err_msg=str(trial))
         assert np.all(q + dq >= lo - 1e-12) and np.all(q + dq <= hi + 1e-12)
-        tried += 1
-    assert tried == 80
+        released += dq[pick[0]] != 0.0
+        held += np.sum(np.isclose(q + dq, lo, rtol=0, atol=1e-12) | np.isclose(q + dq, hi, rtol=0, atol=1e-12))
+    assert released > 10 and held > 80  # both ways of the active set ran
 
 
 def test_a_block_it_cannot_eliminate_gives_the_general_step():
     """False (the caller then takes core_step's path) for a singular limb (two private columns
-    alike: a straight knee), a private joint at its bound, a soft row on a private joint (a
-    CenterOfMass), and a block with fewer private joints than rows."""
+    alike: a straight knee) and a private joint at its bound; no split at all for a block with
+    fewer private joints than rows."""
     rng = np.random.default_rng(2)
     J, e, soft, hard, blk, cols = _problem(rng)
     dof = J.shape[1]
+    own = _marks(dof, 6, cols, blk)
     jw = np.ones(dof)
     q, lo, hi = _free(dof)
-    assert _reduced(J, e, soft, hard, blk, jw, 1e-3, 1e-14, q, lo, hi)[0]
+    assert _reduced(J, e, soft, hard, blk, jw, 1e-3, 1e-14, q, lo, hi, own)[0]
     bent = J.copy()
     bent[hard[:6], cols[0][1]] = bent[hard[:6], cols[0][0]]  # rank 5 on the limb
-    assert not _reduced(bent, e, soft, hard, blk, jw, 1e-3, 1e-14, q, lo, hi)[0]
+    assert not _reduced(bent, e, soft, hard, blk, jw, 1e-3, 1e-14, q, lo, hi, own)[0]
     at = q.copy()
     at[cols[1][3]] = lo[cols[1][3]]
-    assert not _reduced(J, e, soft, hard, blk, jw, 1e-3, 1e-14, at, lo, hi)[0]
-    com = J.copy()
-    com[soft[0], cols[0]] = 0.1  # a soft row that moves a leg
-    assert not _reduced(com, e, soft, hard, blk, jw, 1e-3, 1e-14, q, lo, hi)[0]
-    short = J.copy()
-    short[:, cols[0][0]] = 0.0  # 5 private joints for 6 rows
-    assert not _reduced(short, e, soft, hard, blk, jw, 1e-3, 1e-14, q, lo, hi)[0]
+    assert not _reduced(J, e, soft, hard, blk, jw, 1e-3, 1e-14, at, lo, hi, own)[0]
+    short = own.copy()
+    short[cols[0][0]] = -2  # 5 private joints for 6 rows
+    assert not _limb_positions(short, blk)[0]
 
 
-def test_hard_blocks_are_the_hard_rows_nodes_and_none_where_a_row_moves_with_several_limbs():
-    hard = np.arange(12, dtype=np.int64)
-    blk = np.empty(12, np.int64)
-    gnode = np.array([5, 5, 9, 9])
-    gkind = np.array([KIND_POSITION, KIND_ROTATION, KIND_POSITION, KIND_ROTATION])
-    assert hard_blocks(gnode, gkind, hard, blk) == 12
-    assert list(blk) == [5] * 6 + [9] * 6
-    assert hard_blocks(np.array([5, 9, 5, 9]), gkind, hard, blk) == 0  # one node's rows apart
-    assert hard_blocks(gnode, np.array([KIND_POSITION, KIND_ROTATION, KIND_COM, KIND_ROTATION]), hard, blk) == 0
+def test_limb_positions_keep_the_joint_order_and_bracket_the_shared_joints():
+    own = np.array([-1, -2, -2, 7, 7, -1, -2, 9, -1], np.int64)
+    ok, (nr, b0, b1, p0, p1) = _limb_positions(own, np.array([7, 7, 9], np.int64))
+    assert ok and nr == 6 and (b0, b1, p0, p1) == (1, 7, 1, 5)
+    assert list(own) == [0, 1, 2, -10, -10, 3, 4, -12, 5]
 
 
-def test_on_a_humanoid_the_feet_are_eliminated_for_hand_goals_and_not_for_a_centre_of_mass():
+def test_on_a_humanoid_the_legs_are_eliminated_for_hand_goals_and_not_for_a_centre_of_mass():
     """The toy humanoid with hard feet (tests/test_whole_body.py): with a soft hand goal the legs
-    are the feet's private joints and the reduced step is core_step's; a soft CenterOfMass row moves
-    the legs, so the step falls back to the general one."""
+    are the feet's private joints (limb_partition, from the tree) and the reduced step is the
+    general one's; a soft CenterOfMass row moves the legs, a hard one every limb, a Relative hard
+    row two: nothing is eliminated."""
     import invkin as ik
+    from invkin.solve import core_args
+    from invkin.solvers._common import compile_problem
     from test_whole_body import _eval, _humanoid, _stance
 
     robot = _humanoid()
     q0 = _stance(robot)
     feet = [ik.Pose(f, robot.fk(q0, f), hard=True) for f in ("l_foot", "r_foot")]
     hand = ik.Pose("l_hand", robot.fk(q0, "l_hand") @ _t([0.1, 0.05, -0.1]))
-    from invkin.solvers._common import compile_problem
-    for goals, expect in ((feet + [hand], True), (feet + [ik.CenterOfMass([0.05, 0.0, 0.0], axes="xy")], False)):
+    com = ik.CenterOfMass([0.05, 0.0, 0.0], axes="xy")
+    cases = ((feet + [hand], 12), (feet + [com], 0), (feet[:1] + [ik.CenterOfMass([0, 0, 0], hard=True), hand], 0),
+             (feet + [ik.Relative("l_hand", "r_hand", np.eye(4), hard=True), hand], 0))
+    legs = [robot.joint_names.index(f"{s}_{j}") for s in "lr"
+            for j in ("hip_z", "hip_x", "hip_y", "knee", "ankle_y", "ankle_x")]
+    for goals, expect in cases:
         p = compile_problem(robot, goals, 1e-6, 1e-6)
-        e, J = _eval(robot, goals, q0)
+        model, table, lims, lo, hi = core_args(p)
         soft, hard = p.layout.soft, p.layout.hard
-        blk = np.empty(hard.shape[0], np.int64)
-        assert hard_blocks(p.gnode, p.gkind, hard, blk) == 12
-        dof = robot.dof
-        jw = np.ones(dof)
-        ok, dq = _reduced(J, e, soft, hard, blk, jw, 1e-3, 1e-12, q0, robot.lower, robot.upper)
-        assert ok == expect
-        if ok:
-            want = _general(J, e, soft, hard, jw, 1e-3, 1e-12, q0, robot.lower, robot.upper)
-            np.testing.assert_allclose(dq, want, rtol=0, atol=1e-10 * np.abs(want).max())
-            legs = [robot.joint_names.index(f"{s}_{j}") for s in "lr" for j in ("hip_z", "knee", "ankle_x")]
-            assert np.all(dq[legs] != 0.0)  # the legs move (the base does) and were solved in closed form
+        blk, own = np.empty(hard.shape[0], np.int64), np.empty(robot.dof, np.int64)
+        nelim, part = limb_partition(model[0], p.gnode, p.gkind, p.gref, hard, soft, blk, own)
+        assert nelim == expect, goals
+        if not nelim:
+            continue
+        assert sorted(np.flatnonzero(own < 0)) == legs and part[0] == robot.dof - 12
+        e, J = _eval(robot, goals, q0)
+        jw = np.ones(robot.dof)
+        ok, dq = _run(J, e, soft, hard, blk, own, part, jw, 1e-3, 1e-12, q0, lo, hi)
+        assert ok
+        want = _general(J, e, soft, hard, jw, 1e-3, 1e-12, q0, lo, hi)
+        np.testing.assert_allclose(dq, want, rtol=0, atol=1e-10 * np.abs(want).max())
+        assert np.all(dq[legs] != 0.0)  # the legs move with the base, solved in closed form
 
 
 def _t(p):

@@ -13,7 +13,7 @@ from numba.extending import overload
 
 from .._checks import MAX_LENGTH
 from ..goals import KIND_COM, KIND_REL_POSITION, KINDS, PACKED
-from ..kinematics.kernels import FAST, NO_RC, fk_all_into, jacobian_from_all
+from ..kinematics.kernels import BALL, FAST, FIXED, NO_RC, fk_all_into, jacobian_from_all
 from ..spatial import rotvec_product
 from ..collision.rows import E_ROWS, E_VIOL, active_rows, ineq_eval, ineq_size, no_rows
 from ._common import com_row, goal_row_call, ldl_apply, ldl_factor, posture_residual, relative_frame
@@ -35,7 +35,9 @@ from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BA
 # solved through the Schur complement of H = J_s^T J_s + mu W:
 #     y = H^-1 J_s^T e_s,  X = H^-1 A^T,  (A X + mu_h I) lam = A y - b,  dq = y - X lam.
 # mu_h = (lambda E_hard + eps) / mu: hard rows alone get the plain LM step (A A^T + lambda E_hard)
-# and once they are met they hold exactly to first order. A trial point is accepted
+# and once they are met they hold exactly to first order. Where each hard goal moves with a limb of
+# its own (feet: the legs) that no other row moves, _reduced_step solves the same step with those
+# limbs eliminated in closed form (no Schur complement; the general step wherever it cannot). A trial point is accepted
 # lexicographically: while a hard goal is off by more than HARD_HOLD x its tolerance the hard
 # cost must fall, afterwards the hard goals must stay within HARD_HOLD x tolerance and the soft
 # cost must fall. The first RELAX_ITERATIONS iterations of an attempt with soft and hard rows
@@ -590,21 +592,117 @@ def _ineq_step(J, e, soft, hard, hardx, m0, k, lims, lo, hi, q, mu, mu_h, bias, 
 
 
 @njit(cache=True, **NO_RC)
-def hard_blocks(gnode, gkind, hard, blk):
-    """blk[:mh] = the node of each hard row's goal (the blocks _reduced_step eliminates); returns
-    mh, or 0 where the hard rows cannot be eliminated: a CenterOfMass or Relative hard row (it
-    moves with joints of several limbs), or the rows of one node not contiguous in ``hard``."""
+def _mark_limb(ni, node, b, own):
+    """own[c] = b for every column of node's joint and its ancestors' (-2 where another block
+    marked it): the columns the rows of a goal on node can move (jacobian_from_all writes no other)."""
+    i = node
+    while i >= 0:
+        jt = ni[i, 1]
+        if jt != FIXED:
+            c = ni[i, 2]
+            for a in range(3 if jt == BALL else 1):
+                o = own[c + a]
+                own[c + a] = b if o == -1 or o == b else -2
+        i = ni[i, 0]
+
+
+@njit(cache=True, **NO_RC)
+def _touches_limb(ni, node, own):
+    """True if node's joint or an ancestor's has a column private to a block (own >= 0)."""
+    i = node
+    while i >= 0:
+        jt = ni[i, 1]
+        if jt != FIXED:
+            c = ni[i, 2]
+            for a in range(3 if jt == BALL else 1):
+                if own[c + a] >= 0:
+                    return True
+        i = ni[i, 0]
+    return False
+
+
+@njit(cache=True, **NO_RC)
+def limb_partition(ni, gnode, gkind, gref, hard, soft, blk, own):
+    """The split of the joints that _reduced_step eliminates, from the tree (once per core_iterate
+    call): blk[:mh] = each hard row's goal node (a block: a foot), own (dof) = each joint's position
+    among the joints R that stay in the step, or -3 - node for a joint private to the block of node
+    (it moves that block's rows and no other hard or soft row: a leg). Returns (mh, part) with part
+    = (nr, b0, b1, p0, p1) (_limb_positions), or 0 where nothing is eliminated: no soft rows, a
+    CenterOfMass or Relative hard row (it moves with several limbs), one node's rows apart in
+    ``hard``, a soft row on a private joint (a soft CenterOfMass), a block with fewer private
+    joints than rows."""
+    none = (0, 0, 0, 0, 0)
     mh = hard.shape[0]
+    if soft.shape[0] == 0 or mh == 0:
+        return 0, none
+    for k in range(own.shape[0]):
+        own[k] = -1
     for i in range(mh):
         g = hard[i] // 3
         if gkind[g] >= KIND_COM:
-            return 0
+            return 0, none
         blk[i] = gnode[g]
-        if i > 0 and blk[i] != blk[i - 1]:
+        if i == 0 or blk[i] != blk[i - 1]:
             for j in range(i - 1):
                 if blk[j] == blk[i]:
-                    return 0
-    return mh
+                    return 0, none
+            _mark_limb(ni, blk[i], blk[i], own)
+    last = -1
+    for i in range(soft.shape[0]):
+        g = soft[i] // 3
+        if g == last:
+            continue
+        last = g
+        if gkind[g] == KIND_COM:
+            for k in range(own.shape[0]):
+                if own[k] >= 0:
+                    return 0, none
+        elif _touches_limb(ni, gnode[g], own) or (gkind[g] >= KIND_REL_POSITION and _touches_limb(ni, gref[g], own)):
+            return 0, none
+    ok, part = _limb_positions(own, blk[:mh])
+    return (mh if ok else 0), part
+
+
+@njit(cache=True, **NO_RC)
+def _limb_positions(own, blk):
+    """own from block marks (a block's node for the joints only it moves, -2 for several, -1 for
+    none) to _reduced_step's encoding: R's positions in joint order, -3 - node for the private
+    joints. Returns (ok, (nr, b0, b1, p0, p1)): R's size, the joints b0:b1 that hold every joint
+    that several blocks move (the floating base, the trunk) and their positions p0:p1 in R; ok is
+    False where a block has fewer private joints than rows."""
+    mh = blk.shape[0]
+    i0 = 0
+    while i0 < mh:
+        i1 = i0 + 1
+        while i1 < mh and blk[i1] == blk[i0]:
+            i1 += 1
+        p = 0
+        for k in range(own.shape[0]):
+            if own[k] == blk[i0]:
+                p += 1
+        if p < i1 - i0:
+            return False, (0, 0, 0, 0, 0)
+        i0 = i1
+    dof = own.shape[0]
+    b0 = dof
+    b1 = 0
+    p0 = 0
+    p1 = 0
+    nr = 0
+    for k in range(dof):
+        o = own[k]
+        if o >= 0:
+            own[k] = -3 - o
+            continue
+        if o == -2:
+            if b0 == dof:
+                b0 = k
+                p0 = nr
+            b1 = k + 1
+            p1 = nr + 1
+        own[k] = nr
+        nr += 1
+    return True, (nr, b0, b1, p0, p1)
 
 
 @njit(cache=True, fastmath=FAST, **NO_RC)
@@ -643,98 +741,63 @@ def _reduced_build(J, e, soft, hard, own, b0, b1, nr, p0, pw, Jm, c, H, g):
 
 
 @njit(cache=True, fastmath=FAST, **NO_RC)
-def _reduced_step(J, e, soft, hard, blk, own, lrow, jw, lo, hi, q, mu, mu_h, hold, H, Jm, S, c, col, r, dq):
+def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_h, hold, H, Jm, S, c, col, dq):
     """core_active_step (warm, no bias) with every hard block's private joints eliminated, or
     False where they cannot be (the caller then takes the general step, unchanged).
 
-    A joint is private to block f (the hard rows of one goal node, blk: a foot) when it moves rows
-    of f and of no other hard block (J's nonzeros at this q; the leg). Where no soft row moves a
-    private joint (hands, not a CenterOfMass) and each block has at least as many private joints
-    L_f as rows, the step's problem (see the top: its minimiser is the Schur step's)
+    The split is limb_partition's (from the tree, once per core_iterate call): block f, the hard
+    rows of one goal node (blk: a foot); its private joints L_f, which move rows of f and no other
+    row (the leg); B, the joints several blocks move (the floating base, the trunk); R, every joint
+    not private, in own's positions (part = (nr, b0, b1, p0, p1)). The step's problem (see the top:
+    its minimiser is the Schur step's)
 
         min |J_s dq - e_s|^2 + mu |dq|_W^2 + |A dq - b|^2 / mu_h
 
-    is minimised over each dq_Lf in closed form: with r_f = b_f - A_f,B dq_B (B: the other
-    joints A_f moves, the floating base and the trunk), mu |dq_Lf|^2_W + |A_f,Lf dq_Lf - r_f|^2 / mu_h
-    has the minimum r_f^T G_f^-1 r_f, G_f = A_f,Lf (mu W_Lf)^-1 A_f,Lf^T + mu_h I (n_f x n_f), at
-    dq_Lf = (mu W_Lf)^-1 A_f,Lf^T G_f^-1 r_f, and what is left is a damped step over the other
-    joints R alone, without constraints:
+    is minimised over each dq_Lf in closed form: with r_f = b_f - A_f,B dq_B,
+    mu |dq_Lf|^2_W + |A_f,Lf dq_Lf - r_f|^2 / mu_h has the minimum r_f^T G_f^-1 r_f,
+    G_f = A_f,Lf (mu W_Lf)^-1 A_f,Lf^T + mu_h I (n_f x n_f), at dq_Lf = (mu W_Lf)^-1 A_f,Lf^T G_f^-1 r_f,
+    and what is left is a damped step over R alone, without constraints:
 
         (J_s,R^T J_s,R + mu W_R + sum_f A_f,B^T G_f^-1 A_f,B) dq_R = J_s,R^T e_s + sum_f A_f,B^T G_f^-1 b_f,
 
-    over R's joints in their order with the private ones left out (G1: 23 of 35), factored by
-    _udu_factor (A_f,B^T G_f^-1 A_f,B couples only B, ancestors of everything below: the tree's
-    sparsity stays). No Schur complement over all the hard rows, no factorisation over the
-    legs: G_f is a foot's 6 x 6. The same step as core_step's in exact arithmetic (the tests
-    compare it with the KKT system solved by NumPy). G_f is factored by LDL^T; a pivot below
-    ELIM_PIVOT x its largest diagonal entry (a limb at a singularity: a straight knee) gives
-    False. The active set is _active_step's on R (warm: joints at a bound start held; released by
-    the sign of (H' dq - g')_k, the multiplier nu_k of _release); a private joint at or pushed past
-    a bound gives False.
+    over R's joints in their order (G1: 23 of 35), factored by _udu_factor (A_f,B^T G_f^-1 A_f,B
+    couples only B, ancestors of everything below: the tree's sparsity stays). No Schur complement
+    over all the hard rows, no factorisation over the legs: G_f is a foot's 6 x 6. The same step
+    as core_step's in exact arithmetic (tests/test_limb_elimination.py compares it with the KKT
+    system solved by NumPy). G_f is factored by LDL^T; a pivot below ELIM_PIVOT x its largest
+    diagonal entry (a limb at a singularity: a straight knee) gives False. The active set is
+    _active_step's on R (warm: joints at a bound start held; released by the sign of
+    (H' dq - g')_k, the multiplier nu_k of _release); a private joint at or pushed past a bound
+    gives False.
 
-    Scratch: own (int, dof: a joint's position in R, or -3 - its block's node when private),
-    lrow (int, mh: a block's row count at its first row), Jm (rows :mh: G_f^-1 A_f,B; mh:
-    J_s,R), S (rows L + i: G_f's factor; rows :nr:
-    H' unfactored where the release test needs it; row dof: mu W_R; row dof + 1: H_kk for the
-    release test), c (mh: G_f^-1 b_f), col (g', then G_f^-1 r_f), r unused."""
+    Scratch: lrow (int, mh: a block's row count at its first row), Jm (rows :mh: G_f^-1 A_f,B on
+    p0:p1; rows mh:: J_s,R), S (rows L + i: G_f's factor; rows :nr: H' unfactored where the release
+    test needs it; row dof: mu W_R), c (mh: G_f^-1 b_f), col (g', then G_f^-1 r_f)."""
     dof = q.shape[0]
     mh = hard.shape[0]
     ms = soft.shape[0]
     L = S.shape[1]
-    for k in range(dof):
-        own[k] = -1
-    for i in range(mh):  # own[k]: the node of the one block that moves joint k, -2 for several
-        row = hard[i]
-        b = blk[i]
-        for k in range(dof):
-            if J[row, k] != 0.0:
-                o = own[k]
-                if o == -1:
-                    own[k] = b
-                elif o != b:
-                    own[k] = -2
-    b0 = dof  # the joints several blocks move (the floating base, the trunk) lie in b0:b1 (p0:p1 in R)
-    b1 = 0
-    p0 = 0
-    p1 = 0
-    nr = 0
+    nr, b0, b1, p0, p1 = part
     nwarm = 0
     pw = S[dof]
-    hkk = S[dof + 1]
-    for k in range(dof):  # R's order; the warm active set (_active_step); a private joint at a bound: False
-        o = own[k]
-        at_lo = q[k] <= lo[k] + AT_BOUND
-        at_bound = at_lo or q[k] >= hi[k] - AT_BOUND
+    for k in range(dof):  # the warm active set (_active_step); a private joint at a bound: False
         hold[k] = np.nan
-        if o >= 0:
-            if at_bound:
+        at_lo = q[k] <= lo[k] + AT_BOUND
+        if at_lo or q[k] >= hi[k] - AT_BOUND:
+            if own[k] < 0:
                 return False
-            own[k] = -3 - o
-            continue
-        if o == -2:
-            if b0 == dof:
-                b0 = k
-                p0 = nr
-            b1 = k + 1
-            p1 = nr + 1
-        if at_bound:
             hold[k] = (lo[k] if at_lo else hi[k]) - q[k]
             nwarm += 1
-        own[k] = nr
-        pw[nr] = mu * jw[k]
-        hkk[nr] = pw[nr]
-        nr += 1
-    for s in range(ms):  # J_s,R (a soft row on a private joint: False); H_kk for the release test
+        p = own[k]
+        if p >= 0:
+            pw[p] = mu * jw[k]
+    for s in range(ms):  # J_s,R
         row = soft[s]
         Js = Jm[mh + s]
         for k in range(dof):
-            v = J[row, k]
             p = own[k]
             if p >= 0:
-                Js[p] = v
-                hkk[p] += v * v
-            elif v != 0.0:
-                return False
+                Js[p] = J[row, k]
     i0 = 0
     while i0 < mh:  # each block: G = A_L (mu W_L)^-1 A_L^T + mu_h I = L D L^T, Y = G^-1 A_B, c = G^-1 b
         b = -3 - blk[i0]
@@ -854,7 +917,10 @@ def _reduced_step(J, e, soft, hard, blk, own, lrow, jw, lo, hi, q, mu, mu_h, hol
                     nu += S[p, a] * dq[a]
                 for a in range(p + 1, nr):
                     nu += S[a, p] * dq[a]
-                if ((nu < 0.0) if low else (nu > 0.0)) and abs(nu) > RELEASE_STEP * hkk[p]:
+                hkk = pw[p]  # H_kk
+                for i in range(ms):
+                    hkk += Jm[mh + i, p] * Jm[mh + i, p]
+                if ((nu < 0.0) if low else (nu > 0.0)) and abs(nu) > RELEASE_STEP * hkk:
                     hold[k] = np.nan
                     new += 1
         if new == 0:
@@ -920,8 +986,8 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     warm = hard.shape[0] > 0
     none = soft[:0]
     m0 = 3 * gvec.shape[0]
-    # the hard blocks _reduced_step eliminates (rowsx and ballx are settle's scratch, free here)
-    nelim = hard_blocks(gnode, gkind, hard, rowsx) if soft.shape[0] > 0 else 0
+    # the hard blocks and private limbs _reduced_step eliminates (rowsx, ballx: settle's scratch, free here)
+    nelim, part = limb_partition(ni, gnode, gkind, gref, hard, soft, rowsx, ballx)
     blk = rowsx[:nelim]
     rw = rowq  # row errors at q, then at the trial point (swapped with e, e2)
     swapped = False
@@ -942,8 +1008,8 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
         mu_h = (lam * 0.5 * ch + EPS_HARD) / mu
         nrows = int(errs[E_ROWS])
         if not (nelim > 0 and nrows == 0
-                and _reduced_step(J, e, soft, hard, blk, ballx, hardx, lims[L_JW], lo, hi, q, mu, mu_h, hold, H, Jm,
-                                  S, lam_h, col, r, dq)) \
+                and _reduced_step(J, e, soft, hard, blk, ballx, part, hardx, lims[L_JW], lo, hi, q, mu, mu_h, hold, H,
+                                  Jm, S, lam_h, col, dq)) \
                 and not _ineq_step(J, e, soft, hard, hardx, m0, nrows, lims, lo, hi, q, mu, mu_h, zero, hold, H, Jm, Z,
                                    S, r, lam_h, col, dq, warm):
             lam *= 10.0
