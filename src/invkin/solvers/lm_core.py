@@ -592,9 +592,10 @@ def _ineq_step(J, e, soft, hard, hardx, m0, k, lims, lo, hi, q, mu, mu_h, bias, 
 
 
 @njit(cache=True, **NO_RC)
-def _mark_limb(ni, node, b, own):
-    """own[c] = b for every column of node's joint and its ancestors' (-2 where another block
-    marked it): the columns the rows of a goal on node can move (jacobian_from_all writes no other)."""
+def _limb_walk(ni, node, b, own):
+    """The columns of node's joint and its ancestors' (those a goal on node moves; jacobian_from_all
+    writes no other): with b >= 0 marked own[c] = b (-2 where another block marked it); with b < 0
+    only looked at. True if one of them is private to a block (own >= 0) when looked at."""
     i = node
     while i >= 0:
         jt = ni[i, 1]
@@ -602,21 +603,11 @@ def _mark_limb(ni, node, b, own):
             c = ni[i, 2]
             for a in range(3 if jt == BALL else 1):
                 o = own[c + a]
-                own[c + a] = b if o == -1 or o == b else -2
-        i = ni[i, 0]
-
-
-@njit(cache=True, **NO_RC)
-def _touches_limb(ni, node, own):
-    """True if node's joint or an ancestor's has a column private to a block (own >= 0)."""
-    i = node
-    while i >= 0:
-        jt = ni[i, 1]
-        if jt != FIXED:
-            c = ni[i, 2]
-            for a in range(3 if jt == BALL else 1):
-                if own[c + a] >= 0:
-                    return True
+                if b < 0:
+                    if o >= 0:
+                        return True
+                else:
+                    own[c + a] = b if o == -1 or o == b else -2
         i = ni[i, 0]
     return False
 
@@ -646,7 +637,7 @@ def limb_partition(ni, gnode, gkind, gref, hard, soft, blk, own):
             for j in range(i - 1):
                 if blk[j] == blk[i]:
                     return 0, none
-            _mark_limb(ni, blk[i], blk[i], own)
+            _limb_walk(ni, blk[i], blk[i], own)
     last = -1
     for i in range(soft.shape[0]):
         g = soft[i] // 3
@@ -657,7 +648,7 @@ def limb_partition(ni, gnode, gkind, gref, hard, soft, blk, own):
             for k in range(own.shape[0]):
                 if own[k] >= 0:
                     return 0, none
-        elif _touches_limb(ni, gnode[g], own) or (gkind[g] >= KIND_REL_POSITION and _touches_limb(ni, gref[g], own)):
+        elif _limb_walk(ni, gnode[g], -1, own) or (gkind[g] >= KIND_REL_POSITION and _limb_walk(ni, gref[g], -1, own)):
             return 0, none
     ok, part = _limb_positions(own, blk[:mh])
     return (mh if ok else 0), part
@@ -706,44 +697,9 @@ def _limb_positions(own, blk):
 
 
 @njit(cache=True, fastmath=FAST, **NO_RC)
-def _reduced_build(J, e, soft, hard, own, b0, b1, nr, p0, pw, Jm, c, H, g):
-    """H' (lower triangle, nr x nr over the joints R in their compressed order) and g' of
-    _reduced_step: J_s,R^T J_s,R + mu W_R + sum_f A_f,B^T G_f^-1 A_f,B and
-    J_s,R^T e_s + sum_f A_f,B^T G_f^-1 b_f. Jm's rows: G_f^-1 A_f,B (:mh, R positions from p0;
-    B: joints b0:b1), J_s,R (mh:); c: G_f^-1 b_f; pw: mu W_R; own: R's positions."""
-    for a in range(nr):
-        for u in range(a + 1):
-            H[a, u] = 0.0
-        g[a] = 0.0
-    mh = hard.shape[0]
-    for s in range(soft.shape[0]):
-        Js = Jm[mh + s]
-        t = e[soft[s]]
-        for a in range(nr):
-            v = Js[a]
-            if v != 0.0:
-                g[a] += v * t
-                for u in range(a + 1):
-                    H[a, u] += v * Js[u]
-    for i in range(mh):  # A_B^T (G^-1 A_B), A_B^T G^-1 b
-        Ai = J[hard[i]]
-        Yi = Jm[i]
-        ci = c[i]
-        for k in range(b0, b1):
-            a = own[k]
-            v = Ai[k]
-            if a >= 0 and v != 0.0:
-                g[a] += v * ci
-                for u in range(p0, a + 1):
-                    H[a, u] += v * Yi[u]
-    for a in range(nr):
-        H[a, a] += pw[a]
-
-
-@njit(cache=True, fastmath=FAST, **NO_RC)
-def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_h, hold, H, Jm, S, c, col, dq):
-    """core_active_step (warm, no bias) with every hard block's private joints eliminated, or
-    False where they cannot be (the caller then takes the general step, unchanged).
+def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_h, H, Jm, S, c, col, dq):
+    """core_active_step (no bias, no joint held) with every hard block's private joints eliminated,
+    or False where they cannot be (the caller then takes the general step, unchanged).
 
     The split is limb_partition's (from the tree, once per core_iterate call): block f, the hard
     rows of one goal node (blk: a foot); its private joints L_f, which move rows of f and no other
@@ -764,30 +720,24 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_
     couples only B, ancestors of everything below: the tree's sparsity stays). No Schur complement
     over all the hard rows, no factorisation over the legs: G_f is a foot's 6 x 6. The same step
     as core_step's in exact arithmetic (tests/test_limb_elimination.py compares it with the KKT
-    system solved by NumPy). G_f is factored by LDL^T; a pivot below ELIM_PIVOT x its largest
-    diagonal entry (a limb at a singularity: a straight knee) gives False. The active set is
-    _active_step's on R (warm: joints at a bound start held; released by the sign of
-    (H' dq - g')_k, the multiplier nu_k of _release); a private joint at or pushed past a bound
-    gives False.
+    system solved by NumPy). G_f is factored as H' is (_udu_factor); a pivot below ELIM_PIVOT x
+    its largest diagonal entry (a limb at a singularity: a straight knee) gives False, and so does
+    a joint at a bound or one the step would push past it: the active set is left to the general
+    step (_active_step), which the benchmark's reach and random problems never needed on a step
+    this one took; the crouch's knees and ankles at their bounds always do.
 
     Scratch: lrow (int, mh: a block's row count at its first row), Jm (rows :mh: G_f^-1 A_f,B on
-    p0:p1; rows mh:: J_s,R), S (rows L + i: G_f's factor; rows :nr: H' unfactored where the release
-    test needs it; row dof: mu W_R), c (mh: G_f^-1 b_f), col (g', then G_f^-1 r_f)."""
+    p0:p1; rows mh:: J_s,R), S (rows L + i: G_f's factor; row dof: mu W_R), H (H' and its factor),
+    c (mh: G_f^-1 b_f), col (G_f^-1 r_f)."""
     dof = q.shape[0]
     mh = hard.shape[0]
     ms = soft.shape[0]
     L = S.shape[1]
     nr, b0, b1, p0, p1 = part
-    nwarm = 0
     pw = S[dof]
-    for k in range(dof):  # the warm active set (_active_step); a private joint at a bound: False
-        hold[k] = np.nan
-        at_lo = q[k] <= lo[k] + AT_BOUND
-        if at_lo or q[k] >= hi[k] - AT_BOUND:
-            if own[k] < 0:
-                return False
-            hold[k] = (lo[k] if at_lo else hi[k]) - q[k]
-            nwarm += 1
+    for k in range(dof):  # a joint at a bound (the warm active set of _active_step would hold it): False
+        if q[k] <= lo[k] + AT_BOUND or q[k] >= hi[k] - AT_BOUND:
+            return False
         p = own[k]
         if p >= 0:
             pw[p] = mu * jw[k]
@@ -799,7 +749,7 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_
             if p >= 0:
                 Js[p] = J[row, k]
     i0 = 0
-    while i0 < mh:  # each block: G = A_L (mu W_L)^-1 A_L^T + mu_h I = L D L^T, Y = G^-1 A_B, c = G^-1 b
+    while i0 < mh:  # each block: G = A_L (mu W_L)^-1 A_L^T + mu_h I = U D U^T, Y = G^-1 A_B, c = G^-1 b
         b = -3 - blk[i0]
         i1 = i0 + 1
         while i1 < mh and blk[i1] == blk[i0]:
@@ -826,19 +776,35 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_
         for j in range(n):
             gmax = max(gmax, G[j, j])
             G[j, j] += mu_h
-        if not ldl_factor(G, n):
+        if not _udu_factor(G, n):  # G = U D U^T (the same factor as H's)
             return False
         for j in range(n):
             if not G[j, j] > ELIM_PIVOT * gmax:
                 return False
-        for j in range(n):  # Y = G^-1 [A_B b] by rows (R positions p0:p1): L^-1, D^-1, L^-T
+        for j in range(n):  # Y = G^-1 [A_B b] by rows (R positions p0:p1): U^-1, then U^-T D^-1
             Aj = J[hard[i0 + j]]
             Yj = Jm[i0 + j]
             for k in range(b0, b1):
                 p = own[k]
                 if p >= 0:
                     Yj[p] = Aj[k]
-            t = e[hard[i0 + j]]
+            c[i0 + j] = e[hard[i0 + j]]
+        for u in range(n - 1, 0, -1):
+            Yu = Jm[i0 + u]
+            cu = c[i0 + u]
+            for j in range(u):
+                f = G[u, j]
+                if f != 0.0:
+                    Yj = Jm[i0 + j]
+                    c[i0 + j] -= f * cu
+                    for p in range(p0, p1):
+                        Yj[p] -= f * Yu[p]
+        for j in range(n):
+            Yj = Jm[i0 + j]
+            d = 1.0 / G[j, j]
+            t = c[i0 + j] * d
+            for p in range(p0, p1):
+                Yj[p] *= d
             for u in range(j):
                 f = G[j, u]
                 if f != 0.0:
@@ -847,93 +813,49 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_
                     for p in range(p0, p1):
                         Yj[p] -= f * Yu[p]
             c[i0 + j] = t
-        for j in range(n - 1, -1, -1):
-            Yj = Jm[i0 + j]
-            d = 1.0 / G[j, j]
-            t = c[i0 + j] * d
-            for p in range(p0, p1):
-                Yj[p] *= d
-            for u in range(j + 1, n):
-                f = G[u, j]
-                if f != 0.0:
-                    Yu = Jm[i0 + u]
-                    t -= f * c[i0 + u]
-                    for p in range(p0, p1):
-                        Yj[p] -= f * Yu[p]
-            c[i0 + j] = t
         i0 = i1
-    g = col[:nr]
-    copy = nwarm > 0  # H' is kept for the release test, or rebuilt for a second pass
-    _reduced_build(J, e, soft, hard, own, b0, b1, nr, p0, pw, Jm, c, H, g)
-    for _ in range(ACTIVE_SET_PASSES):
-        if copy:
-            for a in range(nr):
-                for u in range(a + 1):
-                    S[a, u] = H[a, u]
+    for a in range(nr):  # H' = J_s,R^T J_s,R + mu W_R + sum_f A_f,B^T G_f^-1 A_f,B (lower triangle), g' in dq
+        for u in range(a + 1):
+            H[a, u] = 0.0
+        dq[a] = 0.0
+    for s in range(ms):
+        Js = Jm[mh + s]
+        t = e[soft[s]]
         for a in range(nr):
-            dq[a] = g[a]
-        for k in range(dof):  # a held joint: dq_p = hold[k], its column moved to the right side
-            h = hold[k]
-            if h == h:
-                p = own[k]
-                for a in range(p):
-                    dq[a] -= H[p, a] * h
-                    H[p, a] = 0.0
-                for a in range(p + 1, nr):
-                    dq[a] -= H[a, p] * h
-                    H[a, p] = 0.0
-                H[p, p] = 1.0
-                dq[p] = h
-        if not _udu_factor(H, nr):
-            return False
-        for p in range(nr - 1, 0, -1):  # dq = U^-T D^-1 U^-1 g'
-            x = dq[p]
-            if x != 0.0:
-                for j in range(p):
-                    dq[j] -= H[p, j] * x
-        _udu_finish(H, nr, dq, dq)
-        new = 0
-        for k in range(dof):
-            p = own[k]
-            if p >= 0 and hold[k] != hold[k]:
-                v = q[k] + dq[p]
-                if v < lo[k]:
-                    hold[k] = lo[k] - q[k]
-                    new += 1
-                elif v > hi[k]:
-                    hold[k] = hi[k] - q[k]
-                    new += 1
-        if new == 0 and nwarm > 0:
-            nwarm = 0  # the multipliers are checked once (_release)
-            for k in range(dof):
-                if hold[k] != hold[k]:
-                    continue
-                low = q[k] <= lo[k] + AT_BOUND
-                if not (low or q[k] >= hi[k] - AT_BOUND):
-                    continue
-                p = own[k]
-                nu = -g[p]  # (H' dq - g')_p
-                for a in range(p + 1):
-                    nu += S[p, a] * dq[a]
-                for a in range(p + 1, nr):
-                    nu += S[a, p] * dq[a]
-                hkk = pw[p]  # H_kk
-                for i in range(ms):
-                    hkk += Jm[mh + i, p] * Jm[mh + i, p]
-                if ((nu < 0.0) if low else (nu > 0.0)) and abs(nu) > RELEASE_STEP * hkk:
-                    hold[k] = np.nan
-                    new += 1
-        if new == 0:
-            break
-        if copy:
-            for a in range(nr):
+            v = Js[a]
+            if v != 0.0:
+                dq[a] += v * t
                 for u in range(a + 1):
-                    H[a, u] = S[a, u]
-        else:
-            _reduced_build(J, e, soft, hard, own, b0, b1, nr, p0, pw, Jm, c, H, g)
+                    H[a, u] += v * Js[u]
+    for i in range(mh):  # A_B^T (G^-1 A_B) and A_B^T G^-1 b: A's row times its block's row of Y
+        Ai = J[hard[i]]
+        Yi = Jm[i]
+        ci = c[i]
+        for k in range(b0, b1):
+            a = own[k]
+            v = Ai[k]
+            if a >= 0 and v != 0.0:
+                dq[a] += v * ci
+                for u in range(p0, a + 1):
+                    H[a, u] += v * Yi[u]
+    for a in range(nr):
+        H[a, a] += pw[a]
+    if not _udu_factor(H, nr):
+        return False
+    for p in range(nr - 1, 0, -1):  # dq = U^-T D^-1 U^-1 g'
+        x = dq[p]
+        if x != 0.0:
+            for j in range(p):
+                dq[j] -= H[p, j] * x
+    _udu_finish(H, nr, dq, dq)
     for k in range(dof - 1, -1, -1):  # R's steps to their joints (p <= k: in place, last first)
         p = own[k]
-        dq[k] = dq[p] if p >= 0 else 0.0
+        if p >= 0:
+            dq[k] = dq[p]
+            if not lo[k] <= q[k] + dq[k] <= hi[k]:
+                return False  # pushed past a bound: _active_step would hold it
+        else:
+            dq[k] = 0.0
     i0 = 0
     while i0 < mh:  # the private joints: dq_L = (mu W_L)^-1 A_L^T G^-1 (b - A_B dq_B)
         n = lrow[i0]
@@ -946,7 +868,10 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_
                 if own[k] >= 0:
                     t -= Aj[k] * dq[k]
             z[j] = t
-        ldl_apply(G, n, z, z)
+        for u in range(n - 1, 0, -1):  # z = G^-1 z (G's factor: U^-1, then U^-T D^-1)
+            for j in range(u):
+                z[j] -= G[u, j] * z[u]
+        _udu_finish(G, n, z, z)
         b = -3 - blk[i0]
         for k in range(dof):
             if own[k] == b:
@@ -1008,8 +933,8 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
         mu_h = (lam * 0.5 * ch + EPS_HARD) / mu
         nrows = int(errs[E_ROWS])
         if not (nelim > 0 and nrows == 0
-                and _reduced_step(J, e, soft, hard, blk, ballx, part, hardx, lims[L_JW], lo, hi, q, mu, mu_h, hold, H,
-                                  Jm, S, lam_h, col, dq)) \
+                and _reduced_step(J, e, soft, hard, blk, ballx, part, hardx, lims[L_JW], lo, hi, q, mu, mu_h, H, Jm,
+                                  S, lam_h, col, dq)) \
                 and not _ineq_step(J, e, soft, hard, hardx, m0, nrows, lims, lo, hi, q, mu, mu_h, zero, hold, H, Jm, Z,
                                    S, r, lam_h, col, dq, warm):
             lam *= 10.0
