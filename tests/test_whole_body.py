@@ -555,7 +555,7 @@ def test_the_packed_whole_body_route_gives_the_general_drivers_bits_for_every_sh
     prep = preps[tuple(g.lean()[0] for g in goals)]  # keyed by the goals' structure ids
     assert prep is not None and prep[0] is not None  # prepared, with the packed kernel's entry point
     # one frame's rows and a Posture of weight 0: the chain kernel's problem, left to the general path
-    assert prep[8] == (shape == "posture-weight-zero-on-one-frame")
+    assert prep[4] == (shape == "posture-weight-zero-on-one-frame")
 
 
 def test_the_joined_target_bytes_read_through_lean_index_give_every_rows_table_columns():
