@@ -2,6 +2,7 @@
 posture as a regulariser, restarts near q0, and the route-equivalence zoo (every goal shape through
 every route of lm, results compared)."""
 import dataclasses
+import importlib
 
 import numpy as np
 import pytest
@@ -753,3 +754,43 @@ def test_the_packed_routes_carved_scratch_has_the_workspaces_shapes_within_its_s
         assert a.shape == b.shape and a.dtype == b.dtype, (shape, i, a.shape, b.shape)
     assert sum(a.size for a in carved if a.dtype == np.float64) == floats - kept  # the size is the carve's
     assert sum(a.size for a in carved if a.dtype == np.int64) == ints
+
+
+@pytest.mark.parametrize("shape", sorted(_WHOLE_BODY_ZOO))
+def test_the_model_pruned_to_the_goals_nodes_runs_the_full_models_iterates(hum, shape):
+    """core_tables(prune=True) keeps only the goals' frames and their ancestors (renumbered, in
+    order): the attempts on it give the full model's bits, and it drops the branches no goal is
+    on (the head under hands and feet goals, an arm without a goal; nothing under a CenterOfMass)."""
+    from invkin.solvers import lm_core
+    from invkin.solvers.shared import compile_problem
+
+    q0 = _stance(hum)
+    goals = _WHOLE_BODY_ZOO[shape](hum, q0)
+    problem = compile_problem(hum, goals, 1e-6, 1e-6)
+    outs = []
+    for prune in (False, True):
+        model, table, lims, lo, hi = importlib.import_module("invkin.solve").core_args(problem, prune=prune)
+        q, best_q = q0.copy(), q0.copy()
+        st = lm_core.new_core_state(0.0)
+        rowerr = np.empty(table[0].shape[0])
+        code = lm_core.core_attempts(model, table, lims, lo, hi, problem.q_rest, problem.w_posture, 1e-6, 1e-6, q0,
+                                     q, best_q, st, 300, 90, 1 << 62, 3, rowerr)
+        outs.append((code, best_q, st, rowerr, model, table))
+    (c0, q0_, st0, r0, m0, t0), (c1, q1, st1, r1, m1, t1) = outs
+    assert c0 == c1 == lm_core.CONVERGED
+    assert np.array_equal(q0_, q1) and np.array_equal(st0, st1) and np.array_equal(r0, r1)
+    n_full, n_pruned = m0[0].shape[0], m1[0].shape[0]
+    if "com" in shape:  # every link's mass counts
+        assert n_pruned == n_full
+    else:  # every other shape leaves a branch (the head, an arm) without a goal
+        assert n_pruned < n_full
+    # the renumbered parents and goal nodes name the same frames
+    keep = [i for i in range(n_full) if i in set(
+        j for g in np.concatenate((t0[0], t0[2])) if g >= 0 for j in hum.ancestors(hum.node_names[g]))]
+    if n_pruned < n_full:
+        assert keep == sorted(keep) and len(keep) == n_pruned
+        for new, old in enumerate(keep):
+            p_old, p_new = m0[0][old, 0], m1[0][new, 0]
+            assert (p_new < 0 and p_old < 0) or keep[p_new] == p_old
+        assert [keep[i] for i in t1[0]] == t0[0].tolist()
+        assert [keep[i] if i >= 0 else -1 for i in t1[2]] == t0[2].tolist()

@@ -976,9 +976,9 @@ def _core_prep(robot, goals, sids, tol_p, tol_r):
                 or problem.joint_weights is not robot.unit_weights or robot.extras.get("cone_limits"):
             preps[sids] = None
             return None
-        model, table, lims, lo, hi = core_args(problem)
-        packed = (layout.gnode, layout.gkind, layout.gref, layout.glevel, layout.soft, layout.hard,
-                  lean_index(layout.goal_rows))
+        model, table, lims, lo, hi = core_args(problem, prune=True)
+        packed = (table[0], layout.gkind, table[2], layout.glevel, layout.soft, layout.hard,
+                  lean_index(layout.goal_rows))  # (gnode, gref on the pruned model)
         prep = [None, _core.packed_problem(model, packed, lims, lo, hi, _CORE_STATE0[0], _FIRST_CHUNK,
                                            _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS),
                 post_at, (True,) * len(layout.goal_rows), one_frame,
@@ -1063,13 +1063,15 @@ def _weighted_tables(robot, joint_weights):
     return t
 
 
-def core_args(problem, q0=None, max_joint_step=None, coll=None):
+def core_args(problem, q0=None, max_joint_step=None, coll=None, prune=False):
     """(model, table, lims, lo, hi) of solvers.lm.core_attempts for a compiled problem: the model
     arrays with the link masses and the collision rows ``coll`` (None: none), the goal table with
     its hard and soft row indices, the per-DOF table, and the joint bounds of this solve (the
-    limits, tightened to q0 ± max_joint_step)."""
+    limits, tightened to q0 ± max_joint_step). ``prune``: the model on the goals' nodes only
+    (lm_core.core_tables; the table's gnode, gref then index it), for callers that read nothing
+    else of it."""
     robot = problem.robot
-    model, table = _core.core_tables(problem, coll)
+    model, table = _core.core_tables(problem, coll, prune)
     lims = _restart_lims(robot, problem.layout, _lims_for(robot, problem.joint_weights))
     lo, hi = robot.lower, robot.upper
     if max_joint_step is not None:
@@ -1342,7 +1344,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         p = problem
         chain_args = (ch, lims, p.gkind, p.gvec, p.gR, p.gaxis, p.gw, p.tol_p, p.tol_r, q_start)
     else:
-        model, table, lims, lo, hi = core_args(problem, q_start, step, coll)
+        model, table, lims, lo, hi = core_args(problem, q_start, step, coll, prune=True)
         if resume is None:
             q = q_start.copy() if step is None else np.minimum(np.maximum(q_start, lo), hi)  # (q_start is in the limits)
             st = _CORE_STATE0[1 if mode == "distance" else 0].copy()
@@ -1421,7 +1423,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     if chain:
         met = ()
         if len(problem.goals if isinstance(problem.goals, (list, tuple)) else [1]) > 1 or status != Status.CONVERGED:
-            met = _goals_met(problem, _core.row_errors(*core_args(problem)[:2], best_q))
+            met = _goals_met(problem, _core.row_errors(*core_args(problem, prune=True)[:2], best_q))
     elif status == Status.CONVERGED and mode == "speed":
         # converged: every row with a weight within its tolerance (the kernel's test), so every goal is met
         met = (True,) * len(problem.goal_rows)

@@ -1171,21 +1171,68 @@ def row_errors(model, table, q):
 _NO_ROWS = no_rows()
 
 
-def core_tables(problem, coll=None):
+def core_tables(problem, coll=None, prune=False):
     """(model, table) of core_attempts for a compiled problem: the model arrays with the link
     masses (cached per robot) and the collision rows ``coll`` (collision/rows.py: solve_rows; None:
-    none), and the goal table with its soft and hard row indices."""
+    none), and the goal table with its soft and hard row indices. With ``prune`` (and no collision
+    rows, no CenterOfMass row) the model holds only the nodes the goal rows read (their frames,
+    reference frames and every ancestor: _pruned_model) and the table's gnode, gref index that
+    model: the same transforms, Jacobians and iterates, without the forward kinematics of the
+    branches no goal is on (Talos: 41 of 64 nodes, its grippers' fingers and head sensors)."""
     robot = problem.robot
     model = robot.cache.get("core_model")
     if model is None:
         model = (robot.node_table, robot.node_params, robot.origin, robot.link_mass, robot.link_com, _NO_ROWS)
         robot.cache["core_model"] = model
+    layout = problem.layout  # its soft and hard residual rows
+    gnode, gref = problem.gnode, problem.gref
     if coll is not None:
         model = model[:5] + (coll,)
-    layout = problem.layout  # its soft and hard residual rows
-    table = (problem.gnode, problem.gkind, problem.gref, problem.glevel, problem.gvec, problem.gR, problem.gaxis,
+    elif prune and layout is not None and not bool(np.any(problem.gkind == KIND_COM)):
+        model, gnode, gref = _pruned_model(robot, model, gnode, gref)
+    table = (gnode, problem.gkind, gref, problem.glevel, problem.gvec, problem.gR, problem.gaxis,
              problem.gw, layout.soft, layout.hard)
     return model, table
+
+
+PRUNED_KEPT = 16  # pruned models kept per robot (a goal structure's frames each)
+
+
+def _pruned_model(robot, model, gnode, gref):
+    """(model, gnode, gref) on the nodes that gnode and gref (a node per goal row; gref -1 where a
+    row has no reference frame) and their ancestors are: the nodes keep their order (parents
+    before children) and their parents are renumbered, so every kernel runs on it unchanged; the
+    q indices stay (a joint off every goal's path is not read, its q entry not moved). The model
+    itself, gnode and gref when no node can go. Cached per robot and node set."""
+    parent = model[0][:, 0]
+    n = parent.shape[0]
+    need = np.zeros(n, dtype=np.bool_)
+    for i in np.concatenate((gnode, gref)).tolist():
+        while i >= 0 and not need[i]:
+            need[i] = True
+            i = int(parent[i])
+    if need.all():
+        return model, gnode, gref
+    key = need.tobytes()
+    cache = robot.cache.setdefault("core_pruned", {})
+    hit = cache.get(key)
+    if hit is None:
+        keep = np.flatnonzero(need)
+        new = np.full(n + 1, -1, dtype=np.int64)  # new[-1] = -1: a root's parent, a row without reference
+        new[keep] = np.arange(keep.shape[0])
+        ni = model[0][keep].copy()
+        ni[:, 0] = new[ni[:, 0]]
+        arrays = [ni] + [np.ascontiguousarray(a[keep]) for a in model[1:5]]
+        for a, b in zip(arrays, model[:5]):
+            a.flags.writeable = b.flags.writeable  # the same Numba types: no new specialisation
+        if len(cache) >= PRUNED_KEPT:
+            cache.clear()
+        hit = cache[key] = (tuple(arrays) + model[5:], new)
+    pruned, new = hit
+    gnode2, gref2 = new[gnode], new[gref]
+    gnode2.flags.writeable = gnode.flags.writeable
+    gref2.flags.writeable = gref.flags.writeable
+    return pruned, gnode2, gref2
 
 
 def _iterate(problem, q, max_iter, state, options):
