@@ -499,6 +499,9 @@ def test_the_lean_whole_body_route_names_a_bad_q0_and_takes_large_finite_ones(hu
         q[hum.joint_names.index("l_knee")] = bad
         with pytest.raises(ConfigurationError, match="q0"):
             ik.solve(hum, goals, q0=q)
+    for short in (q0[:-1], np.append(q0, 0.0)):  # another length: the kernel returns, the general path names it
+        with pytest.raises(ConfigurationError, match="q0"):
+            ik.solve(hum, goals, q0=short)
     q = q0.copy()
     for name in ("l_knee", "r_knee"):  # clamped into the limits; |q|^2 = 1.62e18 > MAX_LENGTH^2
         q[hum.joint_names.index(name)] = 0.9e9
@@ -556,7 +559,7 @@ def test_the_packed_whole_body_route_gives_the_general_drivers_bits_for_every_sh
     prep = preps[tuple(g.lean()[0] for g in goals)]  # keyed by the goals' structure ids
     assert prep is not None and prep[0] is not None  # prepared, with the packed kernel's entry point
     # one frame's rows and a Posture of weight 0: the chain kernel's problem, left to the general path
-    assert prep[8] == (shape == "posture-weight-zero-on-one-frame")
+    assert prep[4] == (shape == "posture-weight-zero-on-one-frame")
 
 
 def test_the_joined_target_bytes_read_through_lean_index_give_every_rows_table_columns():
@@ -595,6 +598,20 @@ def test_goals_of_equal_structure_share_a_structure_id_that_pickles_leave_out():
     assert a.lean()[1] != b.lean()[1] and a.lean() is a.lean()
     c = pickle.loads(pickle.dumps(a))
     assert "_lean" not in c.__dict__ and c.lean()[0] == a.lean()[0]  # (same process: same id again)
+
+
+def test_goals_of_new_structures_numbered_from_several_threads_get_distinct_ids():
+    """Goal.lean reads a known structure's id without the lock and numbers a new one under it: goals
+    of 200 new structures (frames no other test uses) built and numbered from eight threads at once
+    get 200 distinct ids, and goals of one structure one id."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    frames = [f"thread_frame_{i}" for i in range(200)]
+    with ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(lambda f: (ik.Position(f, [0.0, 0.0, 1.0]).lean()[0],
+                                       ik.Position(f, [1.0, 2.0, 3.0]).lean()[0]), frames))
+    assert all(a == b for a, b in ids)
+    assert len({a for a, _ in ids}) == len(frames)
 
 
 def test_the_packed_route_reads_a_strided_q0_and_clamps_it_as_the_general_path_does(hum):

@@ -846,19 +846,23 @@ def _report_rows(model, table, best_q, state, code, ws, rowerr):
 
 
 @njit(cache=True, **NO_RC)
-def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q0, best_q, state0,
-                         budget, attempt_iters, max_attempts, seed, buf, ibuf):
-    """core_attempts for a problem without collision rows, with the goal table split in two:
-    ``layout`` (gnode, gkind, gref, glevel, soft, hard, gsrc), the same for every problem with these
-    goal structures, and the target and weight columns in one flat array ``gtab`` (the goals'
-    joined target bytes, Goal.lean), where row g's number c (vec, R row-major, axis, weight) is
-    gtab[gsrc[PACKED g + c]] (goals.lean_index), unpacked here. Everything but best_q
+def core_attempts_packed(prepared, gtab, q_rest, w_post, tol_p, tol_r, q0, best_q, seed, buf, ibuf):
+    """core_attempts for a problem without collision rows, with its arguments split in what is the
+    same for every solve of these goal structures on this robot, ``prepared`` (packed_problem: the
+    model, ``layout`` = (gnode, gkind, gref, glevel, soft, hard, gsrc), lims, lo, hi, the state
+    template ``state0``, the first call's iteration ``budget``, attempt_iters, max_attempts; one
+    argument from Python, its ~20 arrays unboxed without Python looking at them), and what
+    changes: the target and weight columns in one flat array ``gtab`` (the goals' joined target
+    bytes, Goal.lean), where row g's number c (vec, R row-major, axis, weight) is
+    gtab[gsrc[PACKED g + c]] (goals.lean_index), unpacked here; seed as given (its low 31 bits
+    are the restarts' seed, as the driver's). Everything but best_q
     (out: the answer) lives in ``buf`` (float64) and ``ibuf`` (int64) of at least
     core_scratch_size() entries (the caller's per-thread buffers): the state (a copy of
     ``state0``), q and the rows' errors first (packed_state reads them back for a driver that goes
     on), then the goal columns, q_rest's copy and core_workspace's arrays; so it allocates nothing
     and compiles without reference counting. q0 is checked and clamped here (returns code -1 for
-    a q0 entry that is not a number within ±MAX_LENGTH, doing nothing).
+    a q0 of another length or with an entry that is not a number within ±MAX_LENGTH, doing
+    nothing).
 
     Returns (code, ok, best position error, best rotation error, iterations, attempt): ok says
     that best_q and its errors are finite numbers (a converged answer is never called so
@@ -866,9 +870,12 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     point: a third of core_attempts' arrays to unbox, no array allocated but the answer, the
     targets gathered by one join of bytes in Python; the iterates are core_attempts' (the same
     _core_attempts_nrc on the same values)."""
+    model, layout, lims, lo, hi, state0, budget, attempt_iters, max_attempts = prepared
     gnode, gkind, gref, glevel, soft, hard, gsrc = layout
     G = gnode.shape[0]
     dof = best_q.shape[0]
+    if q0.shape[0] != dof:
+        return -1, False, 0.0, 0.0, 0, 0
     for i in range(dof):  # q0 as given: NaN, inf or an entry beyond MAX_LENGTH goes back to the caller
         if not (-MAX_LENGTH <= q0[i] <= MAX_LENGTH):
             return -1, False, 0.0, 0.0, 0, 0
@@ -909,7 +916,7 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     ws = _carve_workspace(buf[o:], ibuf, model[0].shape[0], dof, gvec, gR, hard.shape[0])
     table = (gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard)
     code = _core_attempts_nrc(model, table, lims, lo, hi, qr, w_post, tol_p, tol_r, qs, q, best_q, state, budget,
-                              attempt_iters, max_attempts, seed, ws, rowerr)
+                              attempt_iters, max_attempts, seed & 0x7FFFFFFF, ws, rowerr)
     _report_rows(model, table, best_q, state, code, ws, rowerr)
     perr = state[S_BEST_PERR]
     rerr = state[S_BEST_RERR]
@@ -917,6 +924,11 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     for i in range(dof):
         ok = ok and np.isfinite(best_q[i])
     return code, ok, perr, rerr, int(state[S_ITERS]), int(state[S_ATTEMPT])
+
+
+def packed_problem(model, layout, lims, lo, hi, state0, budget, attempt_iters, max_attempts):
+    """core_attempts_packed's ``prepared`` argument (see there): one tuple, in its order."""
+    return model, layout, lims, lo, hi, state0, budget, attempt_iters, max_attempts
 
 
 def packed_state(buf, dof, G):
