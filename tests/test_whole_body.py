@@ -2,6 +2,7 @@
 posture as a regulariser, restarts near q0, and the route-equivalence zoo (every goal shape through
 every route of lm, results compared)."""
 import dataclasses
+import importlib
 
 import numpy as np
 import pytest
@@ -498,6 +499,9 @@ def test_the_lean_whole_body_route_names_a_bad_q0_and_takes_large_finite_ones(hu
         q[hum.joint_names.index("l_knee")] = bad
         with pytest.raises(ConfigurationError, match="q0"):
             ik.solve(hum, goals, q0=q)
+    for short in (q0[:-1], np.append(q0, 0.0)):  # another length: the kernel returns, the general path names it
+        with pytest.raises(ConfigurationError, match="q0"):
+            ik.solve(hum, goals, q0=short)
     q = q0.copy()
     for name in ("l_knee", "r_knee"):  # clamped into the limits; |q|^2 = 1.62e18 > MAX_LENGTH^2
         q[hum.joint_names.index(name)] = 0.9e9
@@ -555,7 +559,7 @@ def test_the_packed_whole_body_route_gives_the_general_drivers_bits_for_every_sh
     prep = preps[tuple(g.lean()[0] for g in goals)]  # keyed by the goals' structure ids
     assert prep is not None and prep[0] is not None  # prepared, with the packed kernel's entry point
     # one frame's rows and a Posture of weight 0: the chain kernel's problem, left to the general path
-    assert prep[8] == (shape == "posture-weight-zero-on-one-frame")
+    assert prep[4] == (shape == "posture-weight-zero-on-one-frame")
 
 
 def test_the_joined_target_bytes_read_through_lean_index_give_every_rows_table_columns():
@@ -594,6 +598,20 @@ def test_goals_of_equal_structure_share_a_structure_id_that_pickles_leave_out():
     assert a.lean()[1] != b.lean()[1] and a.lean() is a.lean()
     c = pickle.loads(pickle.dumps(a))
     assert "_lean" not in c.__dict__ and c.lean()[0] == a.lean()[0]  # (same process: same id again)
+
+
+def test_goals_of_new_structures_numbered_from_several_threads_get_distinct_ids():
+    """Goal.lean reads a known structure's id without the lock and numbers a new one under it: goals
+    of 200 new structures (frames no other test uses) built and numbered from eight threads at once
+    get 200 distinct ids, and goals of one structure one id."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    frames = [f"thread_frame_{i}" for i in range(200)]
+    with ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(lambda f: (ik.Position(f, [0.0, 0.0, 1.0]).lean()[0],
+                                       ik.Position(f, [1.0, 2.0, 3.0]).lean()[0]), frames))
+    assert all(a == b for a, b in ids)
+    assert len({a for a, _ in ids}) == len(frames)
 
 
 def test_the_packed_route_reads_a_strided_q0_and_clamps_it_as_the_general_path_does(hum):
@@ -753,3 +771,43 @@ def test_the_packed_routes_carved_scratch_has_the_workspaces_shapes_within_its_s
         assert a.shape == b.shape and a.dtype == b.dtype, (shape, i, a.shape, b.shape)
     assert sum(a.size for a in carved if a.dtype == np.float64) == floats - kept  # the size is the carve's
     assert sum(a.size for a in carved if a.dtype == np.int64) == ints
+
+
+@pytest.mark.parametrize("shape", sorted(_WHOLE_BODY_ZOO))
+def test_the_model_pruned_to_the_goals_nodes_runs_the_full_models_iterates(hum, shape):
+    """core_tables(prune=True) keeps only the goals' frames and their ancestors (renumbered, in
+    order): the attempts on it give the full model's bits, and it drops the branches no goal is
+    on (the head under hands and feet goals, an arm without a goal; nothing under a CenterOfMass)."""
+    from invkin.solvers import lm_core
+    from invkin.solvers.shared import compile_problem
+
+    q0 = _stance(hum)
+    goals = _WHOLE_BODY_ZOO[shape](hum, q0)
+    problem = compile_problem(hum, goals, 1e-6, 1e-6)
+    outs = []
+    for prune in (False, True):
+        model, table, lims, lo, hi = importlib.import_module("invkin.solve").core_args(problem, prune=prune)
+        q, best_q = q0.copy(), q0.copy()
+        st = lm_core.new_core_state(0.0)
+        rowerr = np.empty(table[0].shape[0])
+        code = lm_core.core_attempts(model, table, lims, lo, hi, problem.q_rest, problem.w_posture, 1e-6, 1e-6, q0,
+                                     q, best_q, st, 300, 90, 1 << 62, 3, rowerr)
+        outs.append((code, best_q, st, rowerr, model, table))
+    (c0, q0_, st0, r0, m0, t0), (c1, q1, st1, r1, m1, t1) = outs
+    assert c0 == c1 == lm_core.CONVERGED
+    assert np.array_equal(q0_, q1) and np.array_equal(st0, st1) and np.array_equal(r0, r1)
+    n_full, n_pruned = m0[0].shape[0], m1[0].shape[0]
+    if "com" in shape:  # every link's mass counts
+        assert n_pruned == n_full
+    else:  # every other shape leaves a branch (the head, an arm) without a goal
+        assert n_pruned < n_full
+    # the renumbered parents and goal nodes name the same frames
+    keep = [i for i in range(n_full) if i in set(
+        j for g in np.concatenate((t0[0], t0[2])) if g >= 0 for j in hum.ancestors(hum.node_names[g]))]
+    if n_pruned < n_full:
+        assert keep == sorted(keep) and len(keep) == n_pruned
+        for new, old in enumerate(keep):
+            p_old, p_new = m0[0][old, 0], m1[0][new, 0]
+            assert (p_new < 0 and p_old < 0) or keep[p_new] == p_old
+        assert [keep[i] for i in t1[0]] == t0[0].tolist()
+        assert [keep[i] if i >= 0 else -1 for i in t1[2]] == t0[2].tolist()

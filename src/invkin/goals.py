@@ -181,13 +181,16 @@ class Goal:
         row g's numbers are). The whole-body fast path (solve._solve_core_fast) keys its prepared
         problems by the ids (a tuple of small ints hashes in a fraction of the nested structures'
         time) and gathers a problem's targets with one join of the bytes."""
-        r = self.__dict__.get("_lean")
+        d = self.__dict__
+        r = d.get("_lean")
         if r is None:
-            s = self.structure()
-            with _IDS_LOCK:  # (two threads must not give two structures one id)
-                sid = _STRUCTURE_IDS.setdefault(s, len(_STRUCTURE_IDS))
-            _, vec, R, axis, w = self.table()
-            r = (sid, vec.tobytes() + R.tobytes() + axis.tobytes() + w.tobytes())
+            s = d.get("_structure") or self.structure()
+            sid = _STRUCTURE_IDS.get(s)
+            if sid is None:
+                with _IDS_LOCK:  # (two threads must not give two structures one id)
+                    sid = _STRUCTURE_IDS.setdefault(s, len(_STRUCTURE_IDS))
+            _, vec, R, axis, w = d.get("_table") or self.table()
+            r = (sid, b"".join((vec.tobytes(), R.tobytes(), axis.tobytes(), w.tobytes())))
             object.__setattr__(self, "_lean", r)
         return r
 

@@ -858,6 +858,9 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
 
 
 _MAX_SQ = MAX_LENGTH * MAX_LENGTH
+_clock = time.perf_counter
+_INF = math.inf
+_NO_PREPS = {}  # (read only) robot.cache["core_fast"] before a robot's first lean solve
 
 
 def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
@@ -870,10 +873,10 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     on per-thread scratch (only the answer is allocated). A first call that does not converge
     goes on in the one LM driver (_solve_lm, from the kernel's state). Returns None when the
     call is not that case (the general path then validates and explains)."""
-    t_start = time.perf_counter()
+    t_start = _clock()
     if not ((type(goals) is list or type(goals) is tuple) and goals and type(timeout) is float
-            and 0.0 < timeout < math.inf and type(seed) is int and 0 <= seed < SEED_LIMIT and type(tol_p) is float
-            and 0.0 < tol_p < math.inf and type(tol_r) is float and 0.0 < tol_r < math.inf):
+            and 0.0 < timeout < _INF and type(seed) is int and 0 <= seed < SEED_LIMIT and type(tol_p) is float
+            and 0.0 < tol_p < _INF and type(tol_r) is float and 0.0 < tol_r < _INF):
         return None
     try:
         recs = [g._lean for g in goals]
@@ -882,18 +885,15 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     except (AttributeError, TypeError):  # not a goal (a goal class, say): the general path names it
         return None
     sids, parts = zip(*recs)
-    preps = robot.cache.get("core_fast")
-    prep = None if preps is None else preps.get(sids)
+    prep = robot.cache.get("core_fast", _NO_PREPS).get(sids)
     moved = None  # (a prepared call compiles nothing: _compile_clock.moved_seconds() then reads the same at its end)
     if prep is None or prep[0] is None:
         moved = moved_seconds()  # (a first call compiles or loads its entry point after t_start: not its time)
         prep = _core_prep(robot, goals, sids, tol_p, tol_r)
     if prep is not None:  # (its entry point is compiled)
-        ep, model, layout, lims, lo, hi, post_at, n_met, one_frame, fsize, isize, post, q_neutral = prep
-        n = lo.shape[0]
-        if post_at < 0:
-            q_rest, w_post = q_neutral, 0.0
-        else:
+        ep, prepared, post_at, n_met, one_frame, fsize, isize, post, q_rest, n = prep
+        w_post = 0.0  # (without a Posture goal q_rest is the neutral q, unused)
+        if post_at >= 0:
             q_rest, w_post = goals[post_at].q_rest, goals[post_at].weight
             if q_rest.shape[0] != n or (one_frame and w_post == 0.0):
                 prep = None  # the general path names the wrong shape / runs the chain kernel
@@ -907,27 +907,24 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         res = _solve_lm(robot, problem, q_start, timeout, ITERATION_CAP, seed, True, "speed", None, t_start)
         return _post_solve(robot, goals, res, q0, tol_p, tol_r) if _needs_post(robot) else res
     if q0 is None:
-        q_in = q_neutral
-    elif type(q0) is np.ndarray and q0.dtype is _F64 and q0.ndim == 1 and q0.shape[0] == n:
-        q_in = q0  # checked and clamped into the limits in the kernel
+        q_in = prep[8]  # the neutral q
+    elif type(q0) is np.ndarray and q0.dtype is _F64 and q0.ndim == 1:
+        q_in = q0  # (its length, its entries checked and clamped into the limits in the kernel)
     else:
         return None
     scratch = _THREAD.lean
     if scratch is None or scratch[2] < fsize or scratch[3] < isize:
         scratch = _lean_scratch(fsize, isize)
-    buf, ibuf = scratch[0], scratch[1]
     best_q = np.empty(n)
-    code, ok, perr, rerr, iters, attempts = ep(
-        model, layout, lims, lo, hi, np.frombuffer(b"".join(parts)), q_rest, w_post, tol_p, tol_r, q_in, best_q,
-        _CORE_STATE0[0], _FIRST_CHUNK, _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS, seed & 0x7FFFFFFF, buf, ibuf)
+    code, ok, perr, rerr, iters, attempts = ep(prepared, np.frombuffer(b"".join(parts)), q_rest, w_post, tol_p,
+                                               tol_r, q_in, best_q, seed, scratch[0], scratch[1])
     if code == CONVERGED and ok:
         # converged: every row with a weight within its tolerance (the kernel's test), so every goal is met
-        res = Result._new(best_q, True, _CONVERGED, perr, rerr, iters, attempts, time.perf_counter() - t_start, "lm",
-                          n_met)
+        res = Result._new(best_q, True, _CONVERGED, perr, rerr, iters, attempts, _clock() - t_start, "lm", n_met)
     elif code < 0:
-        return None  # a bad q0: the general path names the entry
+        return None  # a bad q0: the general path names it
     else:  # the rest of the budget in the one driver loop, from the kernel's state
-        st, q, rowerr = _core.packed_state(buf, n, layout[0].shape[0])
+        st, q, rowerr = _core.packed_state(scratch[0], n, prepared[1][0].shape[0])
         problem = compile_problem(robot, goals, tol_p, tol_r)
         res = _solve_lm(robot, problem, _lean_start(robot, q0), timeout, ITERATION_CAP, seed, True, "speed", None,
                         t_start, resume=(code, q, best_q, st, rowerr, t_start,
@@ -954,10 +951,10 @@ _CORE_ENTRY = {}  # argument types -> core_attempts_packed's entry point (_core_
 def _core_prep(robot, goals, sids, tol_p, tol_r):
     """What _solve_core_fast needs besides the targets, per robot and goal structures (kept in
     ``robot.cache["core_fast"]``, keyed by the goals' structure ids ``sids``, Goal.lean): a list
-    (entry point, model, layout arrays, lims, lo, hi, index of the Posture goal or -1, goals_met
-    of a converged solve, whether the rows are one frame's (the chain kernel's when the Posture
+    (entry point, core_attempts_packed's ``prepared`` tuple (lm_core.packed_problem: model, layout
+    arrays, lims, lo, hi, ...), index of the Posture goal or -1, goals_met of a converged solve, whether the rows are one frame's (the chain kernel's when the Posture
     weight is 0), the kernel's scratch sizes (core_scratch_size: the per-thread buffers of
-    _lean_scratch), whether results need _post_solve, the neutral q). None when these goals do not run on the
+    _lean_scratch), whether results need _post_solve, the neutral q, dof). None when these goals do not run on the
     general core in mode "speed" (the chain kernel's problems, goals without rows, a robot with
     swing-cone/twist limits) or are not goals; the entry point None while core_attempts_packed
     compiles in the background (invkin._tiers: the general path runs it interpreted meanwhile),
@@ -979,12 +976,14 @@ def _core_prep(robot, goals, sids, tol_p, tol_r):
                 or problem.joint_weights is not robot.unit_weights or robot.extras.get("cone_limits"):
             preps[sids] = None
             return None
-        model, table, lims, lo, hi = core_args(problem)
-        prep = [None, model, (layout.gnode, layout.gkind, layout.gref, layout.glevel, layout.soft, layout.hard,
-                              lean_index(layout.goal_rows)),
-                lims, lo, hi, post_at, (True,) * len(layout.goal_rows), one_frame,
+        model, table, lims, lo, hi = core_args(problem, prune=True)
+        packed = (table[0], layout.gkind, table[2], layout.glevel, layout.soft, layout.hard,
+                  lean_index(layout.goal_rows))  # (gnode, gref on the pruned model)
+        prep = [None, _core.packed_problem(model, packed, lims, lo, hi, _CORE_STATE0[0], _FIRST_CHUNK,
+                                           _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS),
+                post_at, (True,) * len(layout.goal_rows), one_frame,
                 *_core.core_scratch_size(model[0].shape[0], robot.dof, layout.gnode.shape[0], layout.hard.shape[0]),
-                _needs_post(robot), robot.q_neutral]
+                _needs_post(robot), robot.q_neutral, robot.dof]
         preps[sids] = prep
     if prep[0] is None:
         prep[0] = _packed_entry(prep, robot, tol_p, tol_r)
@@ -1002,12 +1001,11 @@ def _packed_entry(prep, robot, tol_p, tol_r):
     from numba import types
 
     n = robot.dof
-    buf, ibuf = _lean_scratch(prep[9], prep[10])[:2]
-    args = (prep[1], prep[2], prep[3], prep[4], prep[5], np.frombuffer(bytes(8 * PACKED)), robot.q_neutral, 0.0,
-            tol_p, tol_r, np.empty(n), np.empty(n), _CORE_STATE0[0], _FIRST_CHUNK, _CORE_ATTEMPT_ITERATIONS,
-            _MAX_ATTEMPTS, 0, buf, ibuf)
+    buf, ibuf = _lean_scratch(prep[5], prep[6])[:2]
+    args = (prep[1], np.frombuffer(bytes(8 * PACKED)), robot.q_neutral, 0.0, tol_p, tol_r, np.empty(n), np.empty(n), 0,
+            buf, ibuf)
     sig = [numba.typeof(a) for a in args]
-    sig[6] = sig[10] = types.Array(types.float64, 1, "A")
+    sig[2] = sig[6] = types.Array(types.float64, 1, "A")
     sig = tuple(sig)
     ep = _CORE_ENTRY.get(sig)
     if ep is None:
@@ -1065,13 +1063,15 @@ def _weighted_tables(robot, joint_weights):
     return t
 
 
-def core_args(problem, q0=None, max_joint_step=None, coll=None):
+def core_args(problem, q0=None, max_joint_step=None, coll=None, prune=False):
     """(model, table, lims, lo, hi) of solvers.lm.core_attempts for a compiled problem: the model
     arrays with the link masses and the collision rows ``coll`` (None: none), the goal table with
     its hard and soft row indices, the per-DOF table, and the joint bounds of this solve (the
-    limits, tightened to q0 ± max_joint_step)."""
+    limits, tightened to q0 ± max_joint_step). ``prune``: the model on the goals' nodes only
+    (lm_core.core_tables; the table's gnode, gref then index it), for callers that read nothing
+    else of it."""
     robot = problem.robot
-    model, table = _core.core_tables(problem, coll)
+    model, table = _core.core_tables(problem, coll, prune)
     lims = _restart_lims(robot, problem.layout, _lims_for(robot, problem.joint_weights))
     lo, hi = robot.lower, robot.upper
     if max_joint_step is not None:
@@ -1344,7 +1344,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         p = problem
         chain_args = (ch, lims, p.gkind, p.gvec, p.gR, p.gaxis, p.gw, p.tol_p, p.tol_r, q_start)
     else:
-        model, table, lims, lo, hi = core_args(problem, q_start, step, coll)
+        model, table, lims, lo, hi = core_args(problem, q_start, step, coll, prune=True)
         if resume is None:
             q = q_start.copy() if step is None else np.minimum(np.maximum(q_start, lo), hi)  # (q_start is in the limits)
             st = _CORE_STATE0[1 if mode == "distance" else 0].copy()
@@ -1423,7 +1423,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     if chain:
         met = ()
         if len(problem.goals if isinstance(problem.goals, (list, tuple)) else [1]) > 1 or status != Status.CONVERGED:
-            met = _goals_met(problem, _core.row_errors(*core_args(problem)[:2], best_q))
+            met = _goals_met(problem, _core.row_errors(*core_args(problem, prune=True)[:2], best_q))
     elif status == Status.CONVERGED and mode == "speed":
         # converged: every row with a weight within its tolerance (the kernel's test), so every goal is met
         met = (True,) * len(problem.goal_rows)

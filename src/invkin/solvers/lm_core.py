@@ -1152,19 +1152,23 @@ def _report_rows(model, table, best_q, state, code, ws, rowerr):
 
 
 @njit(cache=True, **NO_RC)
-def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_p, tol_r, q0, best_q, state0,
-                         budget, attempt_iters, max_attempts, seed, buf, ibuf):
-    """core_attempts for a problem without collision rows, with the goal table split in two:
-    ``layout`` (gnode, gkind, gref, glevel, soft, hard, gsrc), the same for every problem with these
-    goal structures, and the target and weight columns in one flat array ``gtab`` (the goals'
-    joined target bytes, Goal.lean), where row g's number c (vec, R row-major, axis, weight) is
-    gtab[gsrc[PACKED g + c]] (goals.lean_index), unpacked here. Everything but best_q
+def core_attempts_packed(prepared, gtab, q_rest, w_post, tol_p, tol_r, q0, best_q, seed, buf, ibuf):
+    """core_attempts for a problem without collision rows, with its arguments split in what is the
+    same for every solve of these goal structures on this robot, ``prepared`` (packed_problem: the
+    model, ``layout`` = (gnode, gkind, gref, glevel, soft, hard, gsrc), lims, lo, hi, the state
+    template ``state0``, the first call's iteration ``budget``, attempt_iters, max_attempts; one
+    argument from Python, its ~20 arrays unboxed without Python looking at them), and what
+    changes: the target and weight columns in one flat array ``gtab`` (the goals' joined target
+    bytes, Goal.lean), where row g's number c (vec, R row-major, axis, weight) is
+    gtab[gsrc[PACKED g + c]] (goals.lean_index), unpacked here; seed as given (its low 31 bits
+    are the restarts' seed, as the driver's). Everything but best_q
     (out: the answer) lives in ``buf`` (float64) and ``ibuf`` (int64) of at least
     core_scratch_size() entries (the caller's per-thread buffers): the state (a copy of
     ``state0``), q and the rows' errors first (packed_state reads them back for a driver that goes
     on), then the goal columns, q_rest's copy and core_workspace's arrays; so it allocates nothing
     and compiles without reference counting. q0 is checked and clamped here (returns code -1 for
-    a q0 entry that is not a number within ±MAX_LENGTH, doing nothing).
+    a q0 of another length or with an entry that is not a number within ±MAX_LENGTH, doing
+    nothing).
 
     Returns (code, ok, best position error, best rotation error, iterations, attempt): ok says
     that best_q and its errors are finite numbers (a converged answer is never called so
@@ -1172,9 +1176,12 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     point: a third of core_attempts' arrays to unbox, no array allocated but the answer, the
     targets gathered by one join of bytes in Python; the iterates are core_attempts' (the same
     _core_attempts_nrc on the same values)."""
+    model, layout, lims, lo, hi, state0, budget, attempt_iters, max_attempts = prepared
     gnode, gkind, gref, glevel, soft, hard, gsrc = layout
     G = gnode.shape[0]
     dof = best_q.shape[0]
+    if q0.shape[0] != dof:
+        return -1, False, 0.0, 0.0, 0, 0
     for i in range(dof):  # q0 as given: NaN, inf or an entry beyond MAX_LENGTH goes back to the caller
         if not (-MAX_LENGTH <= q0[i] <= MAX_LENGTH):
             return -1, False, 0.0, 0.0, 0, 0
@@ -1215,7 +1222,7 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     ws = _carve_workspace(buf[o:], ibuf, model[0].shape[0], dof, gvec, gR, hard.shape[0])
     table = (gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard)
     code = _core_attempts_nrc(model, table, lims, lo, hi, qr, w_post, tol_p, tol_r, qs, q, best_q, state, budget,
-                              attempt_iters, max_attempts, seed, ws, rowerr)
+                              attempt_iters, max_attempts, seed & 0x7FFFFFFF, ws, rowerr)
     _report_rows(model, table, best_q, state, code, ws, rowerr)
     perr = state[S_BEST_PERR]
     rerr = state[S_BEST_RERR]
@@ -1223,6 +1230,11 @@ def core_attempts_packed(model, layout, lims, lo, hi, gtab, q_rest, w_post, tol_
     for i in range(dof):
         ok = ok and np.isfinite(best_q[i])
     return code, ok, perr, rerr, int(state[S_ITERS]), int(state[S_ATTEMPT])
+
+
+def packed_problem(model, layout, lims, lo, hi, state0, budget, attempt_iters, max_attempts):
+    """core_attempts_packed's ``prepared`` argument (see there): one tuple, in its order."""
+    return model, layout, lims, lo, hi, state0, budget, attempt_iters, max_attempts
 
 
 def packed_state(buf, dof, G):
@@ -1465,21 +1477,68 @@ def row_errors(model, table, q):
 _NO_ROWS = no_rows()
 
 
-def core_tables(problem, coll=None):
+def core_tables(problem, coll=None, prune=False):
     """(model, table) of core_attempts for a compiled problem: the model arrays with the link
     masses (cached per robot) and the collision rows ``coll`` (collision/rows.py: solve_rows; None:
-    none), and the goal table with its soft and hard row indices."""
+    none), and the goal table with its soft and hard row indices. With ``prune`` (and no collision
+    rows, no CenterOfMass row) the model holds only the nodes the goal rows read (their frames,
+    reference frames and every ancestor: _pruned_model) and the table's gnode, gref index that
+    model: the same transforms, Jacobians and iterates, without the forward kinematics of the
+    branches no goal is on (Talos: 41 of 64 nodes, its grippers' fingers and head sensors)."""
     robot = problem.robot
     model = robot.cache.get("core_model")
     if model is None:
         model = (robot.node_table, robot.node_params, robot.origin, robot.link_mass, robot.link_com, _NO_ROWS)
         robot.cache["core_model"] = model
+    layout = problem.layout  # its soft and hard residual rows
+    gnode, gref = problem.gnode, problem.gref
     if coll is not None:
         model = model[:5] + (coll,)
-    layout = problem.layout  # its soft and hard residual rows
-    table = (problem.gnode, problem.gkind, problem.gref, problem.glevel, problem.gvec, problem.gR, problem.gaxis,
+    elif prune and layout is not None and not bool(np.any(problem.gkind == KIND_COM)):
+        model, gnode, gref = _pruned_model(robot, model, gnode, gref)
+    table = (gnode, problem.gkind, gref, problem.glevel, problem.gvec, problem.gR, problem.gaxis,
              problem.gw, layout.soft, layout.hard)
     return model, table
+
+
+PRUNED_KEPT = 16  # pruned models kept per robot (a goal structure's frames each)
+
+
+def _pruned_model(robot, model, gnode, gref):
+    """(model, gnode, gref) on the nodes that gnode and gref (a node per goal row; gref -1 where a
+    row has no reference frame) and their ancestors are: the nodes keep their order (parents
+    before children) and their parents are renumbered, so every kernel runs on it unchanged; the
+    q indices stay (a joint off every goal's path is not read, its q entry not moved). The model
+    itself, gnode and gref when no node can go. Cached per robot and node set."""
+    parent = model[0][:, 0]
+    n = parent.shape[0]
+    need = np.zeros(n, dtype=np.bool_)
+    for i in np.concatenate((gnode, gref)).tolist():
+        while i >= 0 and not need[i]:
+            need[i] = True
+            i = int(parent[i])
+    if need.all():
+        return model, gnode, gref
+    key = need.tobytes()
+    cache = robot.cache.setdefault("core_pruned", {})
+    hit = cache.get(key)
+    if hit is None:
+        keep = np.flatnonzero(need)
+        new = np.full(n + 1, -1, dtype=np.int64)  # new[-1] = -1: a root's parent, a row without reference
+        new[keep] = np.arange(keep.shape[0])
+        ni = model[0][keep].copy()
+        ni[:, 0] = new[ni[:, 0]]
+        arrays = [ni] + [np.ascontiguousarray(a[keep]) for a in model[1:5]]
+        for a, b in zip(arrays, model[:5]):
+            a.flags.writeable = b.flags.writeable  # the same Numba types: no new specialisation
+        if len(cache) >= PRUNED_KEPT:
+            cache.clear()
+        hit = cache[key] = (tuple(arrays) + model[5:], new)
+    pruned, new = hit
+    gnode2, gref2 = new[gnode], new[gref]
+    gnode2.flags.writeable = gnode.flags.writeable
+    gref2.flags.writeable = gref.flags.writeable
+    return pruned, gnode2, gref2
 
 
 def _iterate(problem, q, max_iter, state, options):
