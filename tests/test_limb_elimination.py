@@ -198,7 +198,7 @@ def test_on_a_humanoid_the_legs_are_eliminated_for_hand_goals_and_not_for_a_cent
         model, table, lims, lo, hi = core_args(p)
         soft, hard = p.layout.soft, p.layout.hard
         blk, own = np.empty(hard.shape[0], np.int64), np.empty(robot.dof, np.int64)
-        nelim, part = limb_partition(model[0], p.gnode, p.gkind, p.gref, hard, soft, blk, own)
+        nelim, part = limb_partition(model[0], table[0], table[1], table[2], hard, soft, blk, own)
         assert nelim == expect, goals
         if not nelim:
             continue
