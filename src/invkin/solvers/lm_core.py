@@ -14,7 +14,7 @@ from numba.extending import overload
 
 from .._checks import MAX_LENGTH
 from ..goals import KIND_COM, KIND_REL_POSITION, KINDS, PACKED
-from ..kinematics.kernels import FAST, NO_RC, fk_all_into, jacobian_from_all
+from ..kinematics.kernels import BALL, FAST, FIXED, NO_RC, fk_all_into, jacobian_from_all
 from ..spatial import rotvec_product
 from ..collision.rows import E_ROWS, E_VIOL, active_rows, ineq_eval, ineq_size, no_rows
 from ._common import com_row, goal_row_call, ldl_apply, ldl_factor, posture_residual, relative_frame
@@ -36,7 +36,9 @@ from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BA
 # solved through the Schur complement of H = J_s^T J_s + mu W:
 #     y = H^-1 J_s^T e_s,  X = H^-1 A^T,  (A X + mu_h I) lam = A y - b,  dq = y - X lam.
 # mu_h = (lambda E_hard + eps) / mu: hard rows alone get the plain LM step (A A^T + lambda E_hard)
-# and once they are met they hold exactly to first order. A trial point is accepted
+# and once they are met they hold exactly to first order. Where each hard goal moves with a limb of
+# its own (feet: the legs) that no other row moves, _reduced_step solves the same step with those
+# limbs eliminated in closed form (no Schur complement; the general step wherever it cannot). A trial point is accepted
 # lexicographically: while a hard goal is off by more than HARD_HOLD x its tolerance the hard
 # cost must fall, afterwards the hard goals must stay within HARD_HOLD x tolerance and the soft
 # cost must fall. The first RELAX_ITERATIONS iterations of an attempt with soft and hard rows
@@ -91,6 +93,7 @@ AT_BOUND = 1e-12      # [rad or m] a joint this close to a bound starts a step h
 RELEASE_STEP = 1e-9  # [rad or m] ... and is released when it alone would move inside by more than this
 INEQ_PASSES = 4       # re-solves of a step with the collision rows it would violate
 MU_INEQ = 1e-10       # least regularisation of the hard system once collision rows join it
+ELIM_PIVOT = 1e-12    # _reduced_step: a hard block's pivot below this x its largest takes the general step
 UNREACHABLE = 3       # core_attempts: 1 + AGREEMENTS attempts agree on the same closest, non-converged answer
 # core state slots after the chain kernel's (CHAIN_STATE of them)
 S_BEST_HARD, S_AGREE, S_DISTANCE, S_BEST_DIST, S_HARD = range(13, 18)
@@ -605,6 +608,377 @@ def _ineq_step(J, e, soft, hard, hardx, m0, k, lims, lo, hi, q, mu, mu_h, bias, 
 
 
 @njit(cache=True, **NO_RC)
+def _mark_limb(ni, node, b, own):
+    """own[c] = b for every column of node's joint and its ancestors' (-2 where another block
+    marked it): the columns the rows of a goal on node can move (jacobian_from_all writes no other)."""
+    i = node
+    while i >= 0:
+        jt = ni[i, 1]
+        if jt != FIXED:
+            c = ni[i, 2]
+            for a in range(3 if jt == BALL else 1):
+                o = own[c + a]
+                own[c + a] = b if o == -1 or o == b else -2
+        i = ni[i, 0]
+
+
+@njit(cache=True, **NO_RC)
+def _touches_limb(ni, node, own):
+    """True if node's joint or an ancestor's has a column private to a block (own >= 0)."""
+    i = node
+    while i >= 0:
+        jt = ni[i, 1]
+        if jt != FIXED:
+            c = ni[i, 2]
+            for a in range(3 if jt == BALL else 1):
+                if own[c + a] >= 0:
+                    return True
+        i = ni[i, 0]
+    return False
+
+
+@njit(cache=True, **NO_RC)
+def limb_partition(ni, gnode, gkind, gref, hard, soft, blk, own):
+    """The split of the joints that _reduced_step eliminates, from the tree (once per core_iterate
+    call): blk[:mh] = each hard row's goal node (a block: a foot), own (dof) = each joint's position
+    among the joints R that stay in the step, or -3 - node for a joint private to the block of node
+    (it moves that block's rows and no other hard or soft row: a leg). Returns (mh, part) with part
+    = (nr, b0, b1, p0, p1) (_limb_positions), or 0 where nothing is eliminated: no soft rows, a
+    CenterOfMass or Relative hard row (it moves with several limbs), one node's rows apart in
+    ``hard``, a soft row on a private joint (a soft CenterOfMass), a block with fewer private
+    joints than rows."""
+    none = (0, 0, 0, 0, 0)
+    mh = hard.shape[0]
+    if soft.shape[0] == 0 or mh == 0:
+        return 0, none
+    for k in range(own.shape[0]):
+        own[k] = -1
+    for i in range(mh):
+        g = hard[i] // 3
+        if gkind[g] >= KIND_COM:
+            return 0, none
+        blk[i] = gnode[g]
+        if i == 0 or blk[i] != blk[i - 1]:
+            for j in range(i - 1):
+                if blk[j] == blk[i]:
+                    return 0, none
+            _mark_limb(ni, blk[i], blk[i], own)
+    last = -1
+    for i in range(soft.shape[0]):
+        g = soft[i] // 3
+        if g == last:
+            continue
+        last = g
+        if gkind[g] == KIND_COM:
+            for k in range(own.shape[0]):
+                if own[k] >= 0:
+                    return 0, none
+        elif _touches_limb(ni, gnode[g], own) or (gkind[g] >= KIND_REL_POSITION and _touches_limb(ni, gref[g], own)):
+            return 0, none
+    ok, part = _limb_positions(own, blk[:mh])
+    return (mh if ok else 0), part
+
+
+@njit(cache=True, **NO_RC)
+def _limb_positions(own, blk):
+    """own from block marks (a block's node for the joints only it moves, -2 for several, -1 for
+    none) to _reduced_step's encoding: R's positions in joint order, -3 - node for the private
+    joints. Returns (ok, (nr, b0, b1, p0, p1)): R's size, the joints b0:b1 that hold every joint
+    that several blocks move (the floating base, the trunk) and their positions p0:p1 in R; ok is
+    False where a block has fewer private joints than rows."""
+    mh = blk.shape[0]
+    i0 = 0
+    while i0 < mh:
+        i1 = i0 + 1
+        while i1 < mh and blk[i1] == blk[i0]:
+            i1 += 1
+        p = 0
+        for k in range(own.shape[0]):
+            if own[k] == blk[i0]:
+                p += 1
+        if p < i1 - i0:
+            return False, (0, 0, 0, 0, 0)
+        i0 = i1
+    dof = own.shape[0]
+    b0 = dof
+    b1 = 0
+    p0 = 0
+    p1 = 0
+    nr = 0
+    for k in range(dof):
+        o = own[k]
+        if o >= 0:
+            own[k] = -3 - o
+            continue
+        if o == -2:
+            if b0 == dof:
+                b0 = k
+                p0 = nr
+            b1 = k + 1
+            p1 = nr + 1
+        own[k] = nr
+        nr += 1
+    return True, (nr, b0, b1, p0, p1)
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _reduced_build(J, e, soft, hard, own, b0, b1, nr, p0, pw, Jm, c, H, g):
+    """H' (lower triangle, nr x nr over the joints R in their compressed order) and g' of
+    _reduced_step: J_s,R^T J_s,R + mu W_R + sum_f A_f,B^T G_f^-1 A_f,B and
+    J_s,R^T e_s + sum_f A_f,B^T G_f^-1 b_f. Jm's rows: G_f^-1 A_f,B (:mh, R positions from p0;
+    B: joints b0:b1), J_s,R (mh:); c: G_f^-1 b_f; pw: mu W_R; own: R's positions."""
+    for a in range(nr):
+        for u in range(a + 1):
+            H[a, u] = 0.0
+        g[a] = 0.0
+    mh = hard.shape[0]
+    for s in range(soft.shape[0]):
+        Js = Jm[mh + s]
+        t = e[soft[s]]
+        for a in range(nr):
+            v = Js[a]
+            if v != 0.0:
+                g[a] += v * t
+                for u in range(a + 1):
+                    H[a, u] += v * Js[u]
+    for i in range(mh):  # A_B^T (G^-1 A_B), A_B^T G^-1 b
+        Ai = J[hard[i]]
+        Yi = Jm[i]
+        ci = c[i]
+        for k in range(b0, b1):
+            a = own[k]
+            v = Ai[k]
+            if a >= 0 and v != 0.0:
+                g[a] += v * ci
+                for u in range(p0, a + 1):
+                    H[a, u] += v * Yi[u]
+    for a in range(nr):
+        H[a, a] += pw[a]
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_h, hold, H, Jm, S, c, col, dq):
+    """core_active_step (warm, no bias) with every hard block's private joints eliminated, or
+    False where they cannot be (the caller then takes the general step, unchanged).
+
+    The split is limb_partition's (from the tree, once per core_iterate call): block f, the hard
+    rows of one goal node (blk: a foot); its private joints L_f, which move rows of f and no other
+    row (the leg); B, the joints several blocks move (the floating base, the trunk); R, every joint
+    not private, in own's positions (part = (nr, b0, b1, p0, p1)). The step's problem (see the top:
+    its minimiser is the Schur step's)
+
+        min |J_s dq - e_s|^2 + mu |dq|_W^2 + |A dq - b|^2 / mu_h
+
+    is minimised over each dq_Lf in closed form: with r_f = b_f - A_f,B dq_B,
+    mu |dq_Lf|^2_W + |A_f,Lf dq_Lf - r_f|^2 / mu_h has the minimum r_f^T G_f^-1 r_f,
+    G_f = A_f,Lf (mu W_Lf)^-1 A_f,Lf^T + mu_h I (n_f x n_f), at dq_Lf = (mu W_Lf)^-1 A_f,Lf^T G_f^-1 r_f,
+    and what is left is a damped step over R alone, without constraints:
+
+        (J_s,R^T J_s,R + mu W_R + sum_f A_f,B^T G_f^-1 A_f,B) dq_R = J_s,R^T e_s + sum_f A_f,B^T G_f^-1 b_f,
+
+    over R's joints in their order (G1: 23 of 35), factored by _udu_factor (A_f,B^T G_f^-1 A_f,B
+    couples only B, ancestors of everything below: the tree's sparsity stays). No Schur complement
+    over all the hard rows, no factorisation over the legs: G_f is a foot's 6 x 6. The same step
+    as core_step's in exact arithmetic (tests/test_limb_elimination.py compares it with the KKT
+    system solved by NumPy). G_f is factored by LDL^T; a pivot below ELIM_PIVOT x its largest
+    diagonal entry (a limb at a singularity: a straight knee) gives False. The active set is
+    _active_step's on R (warm: joints at a bound start held; released by the sign of
+    (H' dq - g')_k, the multiplier nu_k of _release); a private joint at or pushed past a bound
+    gives False.
+
+    Scratch: lrow (int, mh: a block's row count at its first row), Jm (rows :mh: G_f^-1 A_f,B on
+    p0:p1; rows mh:: J_s,R), S (rows L + i: G_f's factor; rows :nr: H' unfactored where the release
+    test needs it; row dof: mu W_R), c (mh: G_f^-1 b_f), col (g', then G_f^-1 r_f)."""
+    dof = q.shape[0]
+    mh = hard.shape[0]
+    ms = soft.shape[0]
+    L = S.shape[1]
+    nr, b0, b1, p0, p1 = part
+    nwarm = 0
+    pw = S[dof]
+    for k in range(dof):  # the warm active set (_active_step); a private joint at a bound: False
+        hold[k] = np.nan
+        at_lo = q[k] <= lo[k] + AT_BOUND
+        if at_lo or q[k] >= hi[k] - AT_BOUND:
+            if own[k] < 0:
+                return False
+            hold[k] = (lo[k] if at_lo else hi[k]) - q[k]
+            nwarm += 1
+        p = own[k]
+        if p >= 0:
+            pw[p] = mu * jw[k]
+    for s in range(ms):  # J_s,R
+        row = soft[s]
+        Js = Jm[mh + s]
+        for k in range(dof):
+            p = own[k]
+            if p >= 0:
+                Js[p] = J[row, k]
+    i0 = 0
+    while i0 < mh:  # each block: G = A_L (mu W_L)^-1 A_L^T + mu_h I = L D L^T, Y = G^-1 A_B, c = G^-1 b
+        b = -3 - blk[i0]
+        i1 = i0 + 1
+        while i1 < mh and blk[i1] == blk[i0]:
+            i1 += 1
+        n = i1 - i0
+        lrow[i0] = n
+        G = S[L + i0:]
+        for j in range(n):
+            for t in range(j + 1):
+                G[j, t] = 0.0
+        p = 0
+        for k in range(dof):
+            if own[k] == b:
+                p += 1
+                wk = 1.0 / (mu * jw[k])
+                for j in range(n):
+                    v = J[hard[i0 + j], k] * wk
+                    if v != 0.0:
+                        for t in range(j + 1):
+                            G[j, t] += v * J[hard[i0 + t], k]
+        if p < n:
+            return False
+        gmax = 0.0
+        for j in range(n):
+            gmax = max(gmax, G[j, j])
+            G[j, j] += mu_h
+        if not ldl_factor(G, n):
+            return False
+        for j in range(n):
+            if not G[j, j] > ELIM_PIVOT * gmax:
+                return False
+        for j in range(n):  # Y = G^-1 [A_B b] by rows (R positions p0:p1): L^-1, D^-1, L^-T
+            Aj = J[hard[i0 + j]]
+            Yj = Jm[i0 + j]
+            for k in range(b0, b1):
+                p = own[k]
+                if p >= 0:
+                    Yj[p] = Aj[k]
+            t = e[hard[i0 + j]]
+            for u in range(j):
+                f = G[j, u]
+                if f != 0.0:
+                    Yu = Jm[i0 + u]
+                    t -= f * c[i0 + u]
+                    for p in range(p0, p1):
+                        Yj[p] -= f * Yu[p]
+            c[i0 + j] = t
+        for j in range(n - 1, -1, -1):
+            Yj = Jm[i0 + j]
+            d = 1.0 / G[j, j]
+            t = c[i0 + j] * d
+            for p in range(p0, p1):
+                Yj[p] *= d
+            for u in range(j + 1, n):
+                f = G[u, j]
+                if f != 0.0:
+                    Yu = Jm[i0 + u]
+                    t -= f * c[i0 + u]
+                    for p in range(p0, p1):
+                        Yj[p] -= f * Yu[p]
+            c[i0 + j] = t
+        i0 = i1
+    g = col[:nr]
+    copy = nwarm > 0  # H' is kept for the release test, or rebuilt for a second pass
+    _reduced_build(J, e, soft, hard, own, b0, b1, nr, p0, pw, Jm, c, H, g)
+    for _ in range(ACTIVE_SET_PASSES):
+        if copy:
+            for a in range(nr):
+                for u in range(a + 1):
+                    S[a, u] = H[a, u]
+        for a in range(nr):
+            dq[a] = g[a]
+        for k in range(dof):  # a held joint: dq_p = hold[k], its column moved to the right side
+            h = hold[k]
+            if h == h:
+                p = own[k]
+                for a in range(p):
+                    dq[a] -= H[p, a] * h
+                    H[p, a] = 0.0
+                for a in range(p + 1, nr):
+                    dq[a] -= H[a, p] * h
+                    H[a, p] = 0.0
+                H[p, p] = 1.0
+                dq[p] = h
+        if not _udu_factor(H, nr):
+            return False
+        for p in range(nr - 1, 0, -1):  # dq = U^-T D^-1 U^-1 g'
+            x = dq[p]
+            if x != 0.0:
+                for j in range(p):
+                    dq[j] -= H[p, j] * x
+        _udu_finish(H, nr, dq, dq)
+        new = 0
+        for k in range(dof):
+            p = own[k]
+            if p >= 0 and hold[k] != hold[k]:
+                v = q[k] + dq[p]
+                if v < lo[k]:
+                    hold[k] = lo[k] - q[k]
+                    new += 1
+                elif v > hi[k]:
+                    hold[k] = hi[k] - q[k]
+                    new += 1
+        if new == 0 and nwarm > 0:
+            nwarm = 0  # the multipliers are checked once (_release)
+            for k in range(dof):
+                if hold[k] != hold[k]:
+                    continue
+                low = q[k] <= lo[k] + AT_BOUND
+                if not (low or q[k] >= hi[k] - AT_BOUND):
+                    continue
+                p = own[k]
+                nu = -g[p]  # (H' dq - g')_p
+                for a in range(p + 1):
+                    nu += S[p, a] * dq[a]
+                for a in range(p + 1, nr):
+                    nu += S[a, p] * dq[a]
+                hkk = pw[p]  # H_kk
+                for i in range(ms):
+                    hkk += Jm[mh + i, p] * Jm[mh + i, p]
+                if ((nu < 0.0) if low else (nu > 0.0)) and abs(nu) > RELEASE_STEP * hkk:
+                    hold[k] = np.nan
+                    new += 1
+        if new == 0:
+            break
+        if copy:
+            for a in range(nr):
+                for u in range(a + 1):
+                    H[a, u] = S[a, u]
+        else:
+            _reduced_build(J, e, soft, hard, own, b0, b1, nr, p0, pw, Jm, c, H, g)
+    for k in range(dof - 1, -1, -1):  # R's steps to their joints (p <= k: in place, last first)
+        p = own[k]
+        dq[k] = dq[p] if p >= 0 else 0.0
+    i0 = 0
+    while i0 < mh:  # the private joints: dq_L = (mu W_L)^-1 A_L^T G^-1 (b - A_B dq_B)
+        n = lrow[i0]
+        G = S[L + i0:]
+        z = col[:n]
+        for j in range(n):
+            Aj = J[hard[i0 + j]]
+            t = e[hard[i0 + j]]
+            for k in range(b0, b1):
+                if own[k] >= 0:
+                    t -= Aj[k] * dq[k]
+            z[j] = t
+        ldl_apply(G, n, z, z)
+        b = -3 - blk[i0]
+        for k in range(dof):
+            if own[k] == b:
+                t = 0.0
+                for j in range(n):
+                    t += J[hard[i0 + j], k] * z[j]
+                t /= mu * jw[k]
+                v = q[k] + t
+                if v < lo[k] or v > hi[k]:
+                    return False
+                dq[k] = t
+        i0 += n
+    return True
+
+
+@njit(cache=True, **NO_RC)
 def _hard_key(errs, tol_p, tol_r):
     return max(errs[2] / tol_p, errs[3] / tol_r)
 
@@ -628,6 +1002,9 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     warm = hard.shape[0] > 0
     none = soft[:0]
     m0 = 3 * gvec.shape[0]
+    # the hard blocks and private limbs _reduced_step eliminates (rowsx, ballx: settle's scratch, free here)
+    nelim, part = limb_partition(ni, gnode, gkind, gref, hard, soft, rowsx, ballx)
+    blk = rowsx[:nelim]
     rw = rowq  # row errors at q, then at the trial point (swapped with e, e2)
     swapped = False
     core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf,
@@ -645,8 +1022,12 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
         it += 1
         mu = lam * 0.5 * (cs + ch) + EPS_DAMP
         mu_h = (lam * 0.5 * ch + EPS_HARD) / mu
-        if not _ineq_step(J, e, soft, hard, hardx, m0, int(errs[E_ROWS]), lims, lo, hi, q, mu, mu_h, zero, hold, H,
-                          Jm, Z, S, r, lam_h, col, dq, warm):
+        nrows = int(errs[E_ROWS])
+        if not (nelim > 0 and nrows == 0
+                and _reduced_step(J, e, soft, hard, blk, ballx, part, hardx, lims[L_JW], lo, hi, q, mu, mu_h, hold, H,
+                                  Jm, S, lam_h, col, dq)) \
+                and not _ineq_step(J, e, soft, hard, hardx, m0, nrows, lims, lo, hi, q, mu, mu_h, zero, hold, H, Jm, Z,
+                                   S, r, lam_h, col, dq, warm):
             lam *= 10.0
             if lam > LAMBDA_MAX:
                 code = STALLED
