@@ -748,12 +748,13 @@ def test_lean_solves_from_several_threads_give_the_answers_of_one_thread(hum):
 @pytest.mark.parametrize("shape", sorted(_LEAN_ZOO))
 def test_the_packed_routes_carved_scratch_has_the_workspaces_shapes_within_its_stated_size(hum, shape):
     """core_attempts_packed carves core_workspace's arrays out of per-thread buffers of
-    core_scratch_size() entries (a formula of its own, and kernels without bounds checks): with
+    core_scratch_size() entries (sizes and shapes from workspace_shapes; kernels without bounds checks): with
     buffers of exactly that size less what the kernel keeps before the workspace (the state, q,
     the rows' errors, q0 clamped, the goal columns, q_rest), every carved array has the shape of
     core_workspace's."""
     from invkin.solve import core_args
     from invkin.solvers._common import compile_problem
+    from invkin._tiers import interpreted
     from invkin.solvers.lm_core import CORE_STATE, _carve_workspace, core_scratch_size, core_workspace
 
     goals = _LEAN_ZOO[shape](hum, _stance(hum))
@@ -762,9 +763,9 @@ def test_the_packed_routes_carved_scratch_has_the_workspaces_shapes_within_its_s
     n, dof, G, nhard = model[0].shape[0], hum.dof, table[0].shape[0], table[9].shape[0]
     floats, ints = core_scratch_size(n, dof, G, nhard)
     kept = CORE_STATE + 3 * dof + 17 * G
-    # (its Python function: a kernel without reference counting cannot hand its views back boxed)
-    carved = _carve_workspace.py_func(np.empty(floats - kept), np.empty(ints, dtype=np.int64), n, dof, table[4],
-                                      table[5], nhard)
+    # (on the interpreter: a kernel without reference counting cannot hand its views back boxed)
+    carved = interpreted(_carve_workspace)(np.empty(floats - kept), np.empty(ints, dtype=np.int64), n, dof, table[4],
+                                           table[5], nhard)
     made = core_workspace(n, dof, table[4], table[5], nhard, 0)
     assert len(carved) == len(made)
     for i, (a, b) in enumerate(zip(carved, made)):

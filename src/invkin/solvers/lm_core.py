@@ -5,6 +5,7 @@ the chain kernels; see the comment below and docs/architecture.md, "The general 
 """
 from __future__ import annotations
 
+import math
 import types as pytypes
 
 import numpy as np
@@ -548,24 +549,39 @@ def _step_into(q, dq, lims, lo, hi, out):
 step_into = _step_into  # public name for kernels outside solvers/ (solvers.shared)
 
 
-@njit(cache=True)
-def core_workspace(n, dof, gvec, gR, nhard, nrows):
-    """Scratch of the general core, in this order: Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2,
-    wvec, wR, H, Jm, Z, S, r, lam, col, dq, qn, hold, bias, zero, dqc, qc, hardx (int64: the hard
-    rows and the collision rows a step adds), rw2 (G: row errors at a trial point), rowsx, ballx
-    (int64: settle's goal rows and ball joints; the core allocates nothing past this); room for every
-    row as a constraint (settle), and for nrows collision rows after the 3G goal rows (errs: 4 goal
-    errors, then the collision slots of collision/rows.py)."""
-    G = gvec.shape[0]
+@njit(cache=True, **NO_RC)
+def workspace_shapes(n, dof, G, nhard, nrows):
+    """The shape of every array of the general core's scratch, in core_workspace's order (Tall, Jf,
+    Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam, col, dq, qn, hold, bias, zero,
+    dqc, qc, hardx, rw2, rowsx, ballx; the WS_INT ones int64) for n nodes, dof, G goal rows, nhard
+    hard rows and nrows collision rows: the one table that core_workspace allocates,
+    core_scratch_size sizes and _carve_workspace views."""
     m = 3 * G + nrows
     mh = max(m, nhard, 1)
-    return (np.empty((n, 4, 4)), np.empty((6, dof)), np.empty((6, dof)), np.empty((n, 4)), np.zeros(m),
-            np.zeros((m, dof)), np.zeros(m), np.zeros((m, dof)), np.zeros(7), np.zeros(7), gvec.copy(), gR.copy(),
-            np.empty((dof, dof)), np.empty((m, dof)), np.empty((dof, mh + 1 + dof)),
-            np.empty((2 * (mh + 1 + dof), mh + 1 + dof)), np.empty(m), np.empty(mh), np.empty(mh + dof),
-            np.empty(dof), np.empty(dof), np.empty(dof),
-            np.empty(dof), np.zeros(dof), np.empty(dof), np.empty(dof), np.empty(max(m, nhard + nrows, 1), np.int64),
-            np.empty(G), np.empty(m, np.int64), np.empty(dof, np.int64))
+    L = mh + 1 + dof  # core_step_scratch's Z and S
+    return ((n, 4, 4), (6, dof), (6, dof), (n, 4), (m,), (m, dof), (m,), (m, dof), (7,), (7,), (G, 3), (G, 3, 3),
+            (dof, dof), (m, dof), (dof, L), (2 * L, L), (m,), (mh,), (mh + dof,), (dof,), (dof,), (dof,), (dof,),
+            (dof,), (dof,), (dof,), (max(m, nhard + nrows, 1),), (G,), (m,), (dof,))
+
+
+WS_INT = (26, 28, 29)  # workspace_shapes' int64 arrays: hardx, rowsx, ballx
+
+
+@njit(cache=True)
+def core_workspace(n, dof, gvec, gR, nhard, nrows):
+    """Scratch of the general core (its arrays: workspace_shapes): hardx holds the hard rows and the
+    collision rows a step adds, rw2 the row errors at a trial point, rowsx and ballx settle's goal
+    rows and ball joints (the core allocates nothing past this); room for every row as a
+    constraint (settle), and for nrows collision rows after the 3G goal rows (errs: 4 goal errors,
+    then the collision slots of collision/rows.py). e, J, e2, J2, errs, errs2 and zero start zeroed,
+    wvec and wR as copies of gvec and gR."""
+    s = workspace_shapes(n, dof, gvec.shape[0], nhard, nrows)
+    return (np.empty(s[0]), np.empty(s[1]), np.empty(s[2]), np.empty(s[3]), np.zeros(s[4]), np.zeros(s[5]),
+            np.zeros(s[6]), np.zeros(s[7]), np.zeros(s[8]), np.zeros(s[9]), gvec.copy(), gR.copy(), np.empty(s[12]),
+            np.empty(s[13]), np.empty(s[14]), np.empty(s[15]), np.empty(s[16]), np.empty(s[17]), np.empty(s[18]),
+            np.empty(s[19]), np.empty(s[20]), np.empty(s[21]), np.empty(s[22]), np.zeros(s[23]), np.empty(s[24]),
+            np.empty(s[25]), np.empty(s[26], np.int64), np.empty(s[27]), np.empty(s[28], np.int64),
+            np.empty(s[29], np.int64))
 
 
 @njit(cache=True, **NO_RC)
@@ -1246,75 +1262,76 @@ def packed_state(buf, dof, G):
 
 def core_scratch_size(n, dof, G, nhard):
     """(float64 entries, int64 entries) that core_attempts_packed carves its scratch from, for n
-    nodes, dof, G goal rows and nhard hard residual rows (no collision rows)."""
-    m = 3 * G
-    mh = max(m, nhard, 1)
-    floats = (CORE_STATE + dof + G                       # the state, q, the rows' errors
-              + 16 * G + 2 * dof                         # q0 clamped, gvec, gR, gaxis, gw, q_rest
-              + 16 * n + 12 * dof + 4 * n                # Tall, Jf, Jr, sub
-              + 2 * (m + m * dof) + 14 + 12 * G          # e, J, e2, J2, errs, errs2, wvec, wR
-              + dof * dof + m * dof + dof * (mh + 1 + dof) + 2 * (mh + 1 + dof) ** 2  # H, Jm, Z, S
-              + m + mh + (mh + dof) + 7 * dof + G)       # r, lam, col, dq .. qc, rw2
-    return floats, max(m, nhard, 1) + m + dof
+    nodes, dof, G goal rows and nhard hard residual rows (no collision rows): the state, q, the
+    rows' errors, q0 clamped, the goal columns (gvec, gR, gaxis, gw) and q_rest, then the
+    workspace's arrays (workspace_shapes)."""
+    sizes = [math.prod(shape) for shape in workspace_shapes.py_func(n, dof, G, nhard, 0)]
+    ints = sum(sizes[i] for i in WS_INT)
+    return CORE_STATE + dof + G + 16 * G + 2 * dof + sum(sizes) - ints, ints
+
+
+@njit(cache=True, **NO_RC)
+def _size(shape):
+    """The number of entries of an array of ``shape``."""
+    k = 1
+    for d in shape:
+        k *= d
+    return k
 
 
 @njit(cache=True, **NO_RC)
 def _carve_workspace(buf, ibuf, n, dof, gvec, gR, nhard):
-    """core_workspace(n, dof, gvec, gR, nhard, 0) as views of buf and ibuf (core_scratch_size),
-    filled as core_workspace's arrays are where a value is read before it is written (errs, errs2,
-    zero, wvec, wR)."""
-    G = gvec.shape[0]
-    m = 3 * G
-    mh = max(m, nhard, 1)
-    o = 0
-    Tall = buf[o:o + 16 * n].reshape((n, 4, 4))
-    o += 16 * n
-    Jf = buf[o:o + 6 * dof].reshape((6, dof))
-    o += 6 * dof
-    Jr = buf[o:o + 6 * dof].reshape((6, dof))
-    o += 6 * dof
-    sub = buf[o:o + 4 * n].reshape((n, 4))
-    o += 4 * n
-    e = buf[o:o + m]
-    o += m
-    J = buf[o:o + m * dof].reshape((m, dof))
-    o += m * dof
-    e2 = buf[o:o + m]
-    o += m
-    J2 = buf[o:o + m * dof].reshape((m, dof))
-    o += m * dof
-    errs = buf[o:o + 7]
-    o += 7
-    errs2 = buf[o:o + 7]
-    o += 7
-    for i in range(7):  # the collision slots stay 0 (no collision rows); every evaluation writes all of
-        errs[i] = 0.0  # its goal rows of e and J (and the four goal errors) before they are read
+    """core_workspace(n, dof, gvec, gR, nhard, 0) as views of buf and ibuf (core_scratch_size), in
+    workspace_shapes' order and shapes, filled as core_workspace's arrays are where a value is read
+    before it is written (errs, errs2, zero, wvec, wR)."""
+    s = workspace_shapes(n, dof, gvec.shape[0], nhard, 0)
+    Tall = buf[:_size(s[0])].reshape(s[0])
+    o = Tall.size
+    Jf = buf[o:o + _size(s[1])].reshape(s[1])
+    o += Jf.size
+    Jr = buf[o:o + _size(s[2])].reshape(s[2])
+    o += Jr.size
+    sub = buf[o:o + _size(s[3])].reshape(s[3])
+    o += sub.size
+    e = buf[o:o + s[4][0]]
+    o += e.size
+    J = buf[o:o + _size(s[5])].reshape(s[5])
+    o += J.size
+    e2 = buf[o:o + s[6][0]]
+    o += e2.size
+    J2 = buf[o:o + _size(s[7])].reshape(s[7])
+    o += J2.size
+    errs = buf[o:o + s[8][0]]
+    o += errs.size
+    errs2 = buf[o:o + s[9][0]]
+    o += errs2.size
+    for i in range(errs.shape[0]):  # the collision slots stay 0 (no collision rows); every evaluation writes
+        errs[i] = 0.0  # all of its goal rows of e and J (and the four goal errors) before they are read
         errs2[i] = 0.0
-    wvec = buf[o:o + 3 * G].reshape((G, 3))
-    o += 3 * G
-    wR = buf[o:o + 9 * G].reshape((G, 3, 3))
-    o += 9 * G
-    for g in range(G):
+    wvec = buf[o:o + _size(s[10])].reshape(s[10])
+    o += wvec.size
+    wR = buf[o:o + _size(s[11])].reshape(s[11])
+    o += wR.size
+    for g in range(gvec.shape[0]):
         for k in range(3):
             wvec[g, k] = gvec[g, k]
             for c in range(3):
                 wR[g, k, c] = gR[g, k, c]
-    H = buf[o:o + dof * dof].reshape((dof, dof))
-    o += dof * dof
-    Jm = buf[o:o + m * dof].reshape((m, dof))
-    o += m * dof
-    L = mh + 1 + dof  # core_step_scratch's Z and S
-    Z = buf[o:o + dof * L].reshape((dof, L))
-    o += dof * L
-    S = buf[o:o + 2 * L * L].reshape((2 * L, L))
-    o += 2 * L * L
-    r = buf[o:o + m]
-    o += m
-    lam = buf[o:o + mh]
-    o += mh
-    col = buf[o:o + mh + dof]
-    o += mh + dof
-    dq = buf[o:o + dof]
+    H = buf[o:o + _size(s[12])].reshape(s[12])
+    o += H.size
+    Jm = buf[o:o + _size(s[13])].reshape(s[13])
+    o += Jm.size
+    Z = buf[o:o + _size(s[14])].reshape(s[14])
+    o += Z.size
+    S = buf[o:o + _size(s[15])].reshape(s[15])
+    o += S.size
+    r = buf[o:o + s[16][0]]
+    o += r.size
+    lam = buf[o:o + s[17][0]]
+    o += lam.size
+    col = buf[o:o + s[18][0]]
+    o += col.size
+    dq = buf[o:o + dof]  # s[19] .. s[25]: (dof,) each
     qn = buf[o + dof:o + 2 * dof]
     hold = buf[o + 2 * dof:o + 3 * dof]
     bias = buf[o + 3 * dof:o + 4 * dof]
@@ -1324,11 +1341,10 @@ def _carve_workspace(buf, ibuf, n, dof, gvec, gR, nhard):
     o += 7 * dof
     for i in range(dof):
         zero[i] = 0.0
-    rw2 = buf[o:o + G]
-    nh = max(m, nhard, 1)
-    hardx = ibuf[:nh]
-    rowsx = ibuf[nh:nh + m]
-    ballx = ibuf[nh + m:nh + m + dof]
+    rw2 = buf[o:o + s[27][0]]
+    hardx = ibuf[:s[26][0]]
+    rowsx = ibuf[hardx.size:hardx.size + s[28][0]]
+    ballx = ibuf[hardx.size + rowsx.size:hardx.size + rowsx.size + s[29][0]]
     return (Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam, col, dq, qn, hold, bias,
             zero, dqc, qc, hardx, rw2, rowsx, ballx)
 
