@@ -1280,71 +1280,58 @@ def _size(shape):
 
 
 @njit(cache=True, **NO_RC)
+def _take(buf, o, shape):
+    """(the view of buf from o on with ``shape``, the offset after it): _carve_workspace's cut."""
+    k = _size(shape)
+    return buf[o:o + k].reshape(shape), o + k
+
+
+@njit(cache=True, **NO_RC)
 def _carve_workspace(buf, ibuf, n, dof, gvec, gR, nhard):
     """core_workspace(n, dof, gvec, gR, nhard, 0) as views of buf and ibuf (core_scratch_size), in
     workspace_shapes' order and shapes, filled as core_workspace's arrays are where a value is read
     before it is written (errs, errs2, zero, wvec, wR)."""
     s = workspace_shapes(n, dof, gvec.shape[0], nhard, 0)
-    Tall = buf[:_size(s[0])].reshape(s[0])
-    o = Tall.size
-    Jf = buf[o:o + _size(s[1])].reshape(s[1])
-    o += Jf.size
-    Jr = buf[o:o + _size(s[2])].reshape(s[2])
-    o += Jr.size
-    sub = buf[o:o + _size(s[3])].reshape(s[3])
-    o += sub.size
-    e = buf[o:o + s[4][0]]
-    o += e.size
-    J = buf[o:o + _size(s[5])].reshape(s[5])
-    o += J.size
-    e2 = buf[o:o + s[6][0]]
-    o += e2.size
-    J2 = buf[o:o + _size(s[7])].reshape(s[7])
-    o += J2.size
-    errs = buf[o:o + s[8][0]]
-    o += errs.size
-    errs2 = buf[o:o + s[9][0]]
-    o += errs2.size
+    Tall, o = _take(buf, 0, s[0])
+    Jf, o = _take(buf, o, s[1])
+    Jr, o = _take(buf, o, s[2])
+    sub, o = _take(buf, o, s[3])
+    e, o = _take(buf, o, s[4])
+    J, o = _take(buf, o, s[5])
+    e2, o = _take(buf, o, s[6])
+    J2, o = _take(buf, o, s[7])
+    errs, o = _take(buf, o, s[8])
+    errs2, o = _take(buf, o, s[9])
     for i in range(errs.shape[0]):  # the collision slots stay 0 (no collision rows); every evaluation writes
         errs[i] = 0.0  # all of its goal rows of e and J (and the four goal errors) before they are read
         errs2[i] = 0.0
-    wvec = buf[o:o + _size(s[10])].reshape(s[10])
-    o += wvec.size
-    wR = buf[o:o + _size(s[11])].reshape(s[11])
-    o += wR.size
+    wvec, o = _take(buf, o, s[10])
+    wR, o = _take(buf, o, s[11])
     for g in range(gvec.shape[0]):
         for k in range(3):
             wvec[g, k] = gvec[g, k]
             for c in range(3):
                 wR[g, k, c] = gR[g, k, c]
-    H = buf[o:o + _size(s[12])].reshape(s[12])
-    o += H.size
-    Jm = buf[o:o + _size(s[13])].reshape(s[13])
-    o += Jm.size
-    Z = buf[o:o + _size(s[14])].reshape(s[14])
-    o += Z.size
-    S = buf[o:o + _size(s[15])].reshape(s[15])
-    o += S.size
-    r = buf[o:o + s[16][0]]
-    o += r.size
-    lam = buf[o:o + s[17][0]]
-    o += lam.size
-    col = buf[o:o + s[18][0]]
-    o += col.size
-    dq = buf[o:o + dof]  # s[19] .. s[25]: (dof,) each
-    qn = buf[o + dof:o + 2 * dof]
-    hold = buf[o + 2 * dof:o + 3 * dof]
-    bias = buf[o + 3 * dof:o + 4 * dof]
-    zero = buf[o + 4 * dof:o + 5 * dof]
-    dqc = buf[o + 5 * dof:o + 6 * dof]
-    qc = buf[o + 6 * dof:o + 7 * dof]
-    o += 7 * dof
+    H, o = _take(buf, o, s[12])
+    Jm, o = _take(buf, o, s[13])
+    Z, o = _take(buf, o, s[14])
+    S, o = _take(buf, o, s[15])
+    r, o = _take(buf, o, s[16])
+    lam, o = _take(buf, o, s[17])
+    col, o = _take(buf, o, s[18])
+    dq, o = _take(buf, o, s[19])
+    qn, o = _take(buf, o, s[20])
+    hold, o = _take(buf, o, s[21])
+    bias, o = _take(buf, o, s[22])
+    zero, o = _take(buf, o, s[23])
+    dqc, o = _take(buf, o, s[24])
+    qc, o = _take(buf, o, s[25])
     for i in range(dof):
         zero[i] = 0.0
-    rw2 = buf[o:o + s[27][0]]
-    hardx = ibuf[:s[26][0]]
-    rowsx = ibuf[hardx.size:hardx.size + s[28][0]]
-    ballx = ibuf[hardx.size + rowsx.size:hardx.size + rowsx.size + s[29][0]]
+    rw2, o = _take(buf, o, s[27])
+    hardx, oi = _take(ibuf, 0, s[26])
+    rowsx, oi = _take(ibuf, oi, s[28])
+    ballx, oi = _take(ibuf, oi, s[29])
     return (Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam, col, dq, qn, hold, bias,
             zero, dqc, qc, hardx, rw2, rowsx, ballx)
 
