@@ -755,14 +755,14 @@ def test_the_packed_routes_carved_scratch_has_the_workspaces_shapes_within_its_s
     from invkin.solve import core_args
     from invkin.solvers._common import compile_problem
     from invkin._tiers import interpreted
-    from invkin.solvers.lm_core import CORE_STATE, _carve_workspace, core_scratch_size, core_workspace
+    from invkin.solvers.lm_core import _carve_workspace, core_scratch_size, core_workspace, packed_head_size
 
     goals = _LEAN_ZOO[shape](hum, _stance(hum))
     p = compile_problem(hum, goals, 1e-6, 1e-6)
     model, table, *_ = core_args(p)
     n, dof, G, nhard = model[0].shape[0], hum.dof, table[0].shape[0], table[9].shape[0]
     floats, ints = core_scratch_size(n, dof, G, nhard)
-    kept = CORE_STATE + 3 * dof + 17 * G
+    kept = packed_head_size(dof, G)
     # (on the interpreter: a kernel without reference counting cannot hand its views back boxed)
     carved = interpreted(_carve_workspace)(np.empty(floats - kept), np.empty(ints, dtype=np.int64), n, dof, table[4],
                                            table[5], nhard)

@@ -567,6 +567,31 @@ def workspace_shapes(n, dof, G, nhard, nrows):
 WS_INT = (26, 28, 29)  # workspace_shapes' int64 arrays: hardx, rowsx, ballx
 
 
+@njit(cache=True, **NO_RC)
+def head_shapes(dof, G):
+    """The shapes of what core_attempts_packed keeps at the start of its scratch, before the
+    workspace, in its order: the state, q, the rows' errors, q0 clamped, the goal columns (gvec,
+    gR, gaxis, gw) and q_rest; packed_state reads the first three back."""
+    return ((CORE_STATE,), (dof,), (G,), (dof,), (G, 3), (G, 3, 3), (G, 3), (G,), (dof,))
+
+
+@njit(cache=True, **NO_RC)
+def _size(shape):
+    """The number of entries of an array of ``shape``."""
+    k = 1
+    for d in shape:
+        k *= d
+    return k
+
+
+@njit(cache=True, **NO_RC)
+def _take(buf, o, shape):
+    """(the view of buf from o on with ``shape``, the offset after it): how core_attempts_packed and
+    _carve_workspace cut their scratch."""
+    k = _size(shape)
+    return buf[o:o + k].reshape(shape), o + k
+
+
 @njit(cache=True)
 def core_workspace(n, dof, gvec, gR, nhard, nrows):
     """Scratch of the general core (its arrays: workspace_shapes): hardx holds the hard rows and the
@@ -1201,30 +1226,22 @@ def core_attempts_packed(prepared, gtab, q_rest, w_post, tol_p, tol_r, q0, best_
     for i in range(dof):  # q0 as given: NaN, inf or an entry beyond MAX_LENGTH goes back to the caller
         if not (-MAX_LENGTH <= q0[i] <= MAX_LENGTH):
             return -1, False, 0.0, 0.0, 0, 0
-    state = buf[:CORE_STATE]
+    h = head_shapes(dof, G)
+    state, o = _take(buf, 0, h[0])
     for i in range(CORE_STATE):
         state[i] = state0[i]
-    o = CORE_STATE
-    q = buf[o:o + dof]
-    o += dof
-    rowerr = buf[o:o + G]
-    o += G
-    qs = buf[o:o + dof]  # q0 clamped into lo, hi: the attempts' start and restart centre
-    o += dof
+    q, o = _take(buf, o, h[1])
+    rowerr, o = _take(buf, o, h[2])
+    qs, o = _take(buf, o, h[3])  # q0 clamped into lo, hi: the attempts' start and restart centre
     for i in range(dof):
         qs[i] = min(max(q0[i], lo[i]), hi[i])
         q[i] = qs[i]
         best_q[i] = qs[i]
-    gvec = buf[o:o + 3 * G].reshape((G, 3))
-    o += 3 * G
-    gR = buf[o:o + 9 * G].reshape((G, 3, 3))
-    o += 9 * G
-    gaxis = buf[o:o + 3 * G].reshape((G, 3))
-    o += 3 * G
-    gw = buf[o:o + G]
-    o += G
-    qr = buf[o:o + dof]
-    o += dof
+    gvec, o = _take(buf, o, h[4])
+    gR, o = _take(buf, o, h[5])
+    gaxis, o = _take(buf, o, h[6])
+    gw, o = _take(buf, o, h[7])
+    qr, o = _take(buf, o, h[8])
     for g in range(G):
         b = g * PACKED
         for k in range(3):
@@ -1267,23 +1284,12 @@ def core_scratch_size(n, dof, G, nhard):
     workspace's arrays (workspace_shapes)."""
     sizes = [math.prod(shape) for shape in workspace_shapes.py_func(n, dof, G, nhard, 0)]
     ints = sum(sizes[i] for i in WS_INT)
-    return CORE_STATE + dof + G + 16 * G + 2 * dof + sum(sizes) - ints, ints
+    return packed_head_size(dof, G) + sum(sizes) - ints, ints
 
 
-@njit(cache=True, **NO_RC)
-def _size(shape):
-    """The number of entries of an array of ``shape``."""
-    k = 1
-    for d in shape:
-        k *= d
-    return k
-
-
-@njit(cache=True, **NO_RC)
-def _take(buf, o, shape):
-    """(the view of buf from o on with ``shape``, the offset after it): _carve_workspace's cut."""
-    k = _size(shape)
-    return buf[o:o + k].reshape(shape), o + k
+def packed_head_size(dof, G):
+    """The float64 entries that core_attempts_packed keeps before the workspace (head_shapes)."""
+    return sum(math.prod(shape) for shape in head_shapes.py_func(dof, G))
 
 
 @njit(cache=True, **NO_RC)
