@@ -1272,9 +1272,10 @@ def packed_problem(model, layout, lims, lo, hi, state0, budget, attempt_iters, m
 
 def packed_state(buf, dof, G):
     """Copies of the state, q and the rows' errors that core_attempts_packed left at the start of
-    its scratch ``buf`` (dof, G: the problem's), for a driver that goes on from them."""
-    o = CORE_STATE
-    return buf[:o].copy(), buf[o:o + dof].copy(), buf[o + dof:o + dof + G].copy()
+    its scratch ``buf`` (dof, G: the problem's), for a driver that goes on from them: the first
+    three arrays of head_shapes."""
+    a, b, c = (math.prod(shape) for shape in head_shapes.py_func(dof, G)[:3])
+    return buf[:a].copy(), buf[a:a + b].copy(), buf[a + b:a + b + c].copy()
 
 
 def core_scratch_size(n, dof, G, nhard):
