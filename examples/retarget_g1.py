@@ -48,17 +48,7 @@ src_bones = [(node[i], node[p]) for i, p in enumerate(clip.parents) if p >= 0]
 Ts = skeleton.fk_all_array(clip.frames)  # (F, n, 4, 4)
 rob_nodes = [i for i, nm in enumerate(robot.node_names) if robot.is_frame[i] and nm != "world"]
 Tr = robot.fk_all_array(motion.q)
-parent = robot.node_table[:, 0]
-
-
-def robot_parent(i):
-    p = parent[i]
-    while p >= 0 and not robot.is_frame[p]:
-        p = parent[p]
-    return p
-
-
-rob_bones = [(i, robot_parent(i)) for i in rob_nodes if robot_parent(i) > 0]
+rob_bones = [(i, robot.frame_parent[i]) for i in rob_nodes if robot.frame_parent[i] > 0]
 frames = np.linspace(40, clip.n_frames - 40, 5).astype(int)
 fig, axes = plt.subplots(1, len(frames), figsize=(3.0 * len(frames), 4.2), sharey=True)
 root_src = Ts[:, node[0], :3, 3]

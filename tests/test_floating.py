@@ -275,6 +275,20 @@ def test_bundled_g1_and_go2_float_and_keep_their_meshes(g1):
     assert {g.link for g in arm.visuals} <= set(arm.frame_names) and arm.visuals
 
 
+def test_frame_parent_skips_the_inner_nodes_of_composite_joints(g1):
+    fp = g1.frame_parent
+    assert fp.shape == (g1.n_nodes,) and not fp.flags.writeable
+    names = g1.node_names
+    assert names[fp[names.index("pelvis")]] == "world"  # over the free joint's inner nodes
+    assert names[fp[names.index("left_knee_link")]] == "left_hip_yaw_link"
+    for i in range(g1.n_nodes):  # the nearest frame up the tree, every node between not a frame
+        p = int(g1.parent[i])
+        while p >= 0 and not g1.is_frame[p]:
+            p = int(g1.parent[p])
+        assert fp[i] == p
+    assert sum(not g1.is_frame[i] for i in range(g1.n_nodes)) == 3  # the free joint's x, y, z
+
+
 @pytest.mark.parametrize("method", ["dls", "pinv", "lm"])
 def test_floating_g1_holds_both_feet_and_crouches_to_reach_low_and_forward(g1, method):
     """Feet held by Pose goals; a hand target 20 cm forward and 40 cm down from its standing

@@ -110,8 +110,9 @@ def test_geoms_and_inertials_are_kept_per_link():
     assert robot.subchain("world", "hand").geoms.keys() == {"base", "upper", "hand"}
 
 
-def _random_mjcf(rng, n_bodies):
-    """A random tree: random body poses, 0-2 joints per body of random type, anchors, axes and refs."""
+def _random_mjcf(rng, n_bodies, masses=False):
+    """A random tree: random body poses, 0-2 joints per body of random type, anchors, axes and refs;
+    ``masses``: each body's sphere of a random size off its origin (distinct masses and centres)."""
     lines, parents = [], [-1]
     bodies = []
 
@@ -129,7 +130,8 @@ def _random_mjcf(rng, n_bodies):
         quat /= np.linalg.norm(quat)
         pad = "  " * depth
         lines.append(f'{pad}<body name="b{b}" pos="{vec(3)}" quat="{" ".join(f"{x:.9f}" for x in quat)}">')
-        lines.append(f'{pad}  <geom type="sphere" size="0.05"/>')
+        geom = f' size="{rng.uniform(0.02, 0.1):.6f}" pos="{vec(3, 0.2)}"' if masses else ' size="0.05"'
+        lines.append(f'{pad}  <geom type="sphere"{geom}/>')
         kinds = list(rng.choice(["hinge", "slide", "hinge", "ball", "none"], size=int(rng.integers(0, 3))))
         if depth == 2 and rng.random() < 0.5:  # a top-level body: a free joint, alone in its body
             kinds = []
@@ -164,6 +166,42 @@ def test_fk_equals_mujoco_on_generated_trees(tmp_path, seed):
     assert robot.n_nodes >= m.nbody + m.nsite
     assert sum(t == "free" for t in robot.joint_types_per_dof) == 6 * int(np.sum(m.jnt_type == 0))
     assert _fk_error(robot, m, rng) <= 1e-12
+
+
+def _com_error(robot, m, rng, n=10):
+    """Largest |invkin - MuJoCo| of the centre of mass (subtree_com of the world body after
+    mj_comPos) and of its Jacobian (mj_jacSubtreeCom: the same columns, local ball and free
+    rotations included) at n random q."""
+    d = mujoco.MjData(m)
+    jac = np.zeros((3, m.nv))
+    err = 0.0
+    for _ in range(n):
+        q = robot.sample(rng=rng)
+        d.qpos[:] = qpos_from_q(robot, q)
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_comPos(m, d)
+        mujoco.mj_jacSubtreeCom(m, d, jac, 0)
+        err = max(err, np.abs(robot.center_of_mass(q) - d.subtree_com[0]).max(),
+                  np.abs(robot.com_jacobian(q) - jac).max())
+    return err
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_centre_of_mass_and_its_jacobian_equal_mujoco_on_generated_trees(tmp_path, seed):
+    rng = np.random.default_rng(100 + seed)
+    p = tmp_path / "random.xml"
+    p.write_text(_random_mjcf(rng, 12, masses=True))
+    robot = load_mjcf(p)
+    m = mujoco.MjModel.from_xml_path(str(p))
+    assert robot.dof == m.nv and np.ptp(m.body_mass[1:]) > 0
+    assert _com_error(robot, m, rng) <= 1e-12
+
+
+@pytest.mark.parametrize("name", ["arm", "floater"])
+def test_centre_of_mass_and_its_jacobian_equal_mujoco_on_the_test_models(name):
+    robot = ik.load_robot(DATA / f"{name}.xml")
+    m = mujoco.MjModel.from_xml_path(str(DATA / f"{name}.xml"))
+    assert _com_error(robot, m, np.random.default_rng(1)) <= 1e-12
 
 
 def test_a_compile_error_names_the_file_and_mujocos_message(tmp_path):

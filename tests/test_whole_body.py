@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import invkin as ik
-from invkin import ConfigurationError, GoalError, SolverError, Status
+from invkin import ConfigurationError, GoalError, ModelError, SolverError, Status
 from invkin.spatial import make_transform, so3_exp
 
 
@@ -113,6 +113,23 @@ def test_center_of_mass_matches_the_mass_weighted_link_centres(hum):
         T = hum.fk(q, nm)
         c += hum.link_mass[i] * (T[:3, :3] @ hum.link_com[i] + T[:3, 3])
     assert np.allclose(-e, c / hum.link_mass.sum(), atol=1e-12)
+    assert np.allclose(hum.center_of_mass(q), c / hum.link_mass.sum(), atol=1e-12)
+
+
+def test_com_jacobian_equals_finite_differences_for_every_joint_type_and_batches_equal_singles(hum):
+    rng = np.random.default_rng(4)
+    Q = _stance(hum) + rng.uniform(-0.3, 0.3, (3, hum.dof))
+    J = hum.com_jacobian(Q[0])
+    assert J.shape == (3, hum.dof) and np.abs(J).max() > 0.01
+    for k in range(hum.dof):  # ball and free columns: local increments through Robot.integrate
+        d = np.zeros(hum.dof)
+        d[k] = 1e-6
+        dc = (hum.center_of_mass(hum.integrate(Q[0], d)) - hum.center_of_mass(hum.integrate(Q[0], -d))) / 2e-6
+        assert np.allclose(dc, J[:, k], atol=1e-8), (hum.joint_names[k], dc, J[:, k])
+    C, JB = hum.center_of_mass(Q), hum.com_jacobian(Q)
+    assert C.shape == (3, 3) and JB.shape == (3, 3, hum.dof)
+    for b in range(3):
+        assert np.array_equal(C[b], hum.center_of_mass(Q[b])) and np.array_equal(JB[b], hum.com_jacobian(Q[b]))
 
 
 def _feet(robot, q):
@@ -205,8 +222,12 @@ def test_other_methods_refuse_the_kinds_only_lm_knows(hum):
 
 
 def test_center_of_mass_needs_link_masses():
+    planar = ik.load_robot("planar2")
     with pytest.raises(GoalError, match="masses"):
-        ik.solve(ik.load_robot("planar2"), [ik.CenterOfMass([0, 0, 0])])
+        ik.solve(planar, [ik.CenterOfMass([0, 0, 0])])
+    for what in ("center_of_mass", "com_jacobian"):
+        with pytest.raises(ModelError, match=f"{what}: robot 'planar2' has no link masses"):
+            getattr(planar, what)(planar.neutral())
 
 
 def test_restarts_reseed_near_q0_and_never_throw_the_floating_base_far(hum):
@@ -370,7 +391,7 @@ _WHOLE_BODY_ZOO = {
     "hard-feet+hand-pose": lambda r, q0: _feet(r, q0) + [ik.Pose("l_hand", _moved(r, q0, "l_hand", [0.1, 0.0, -0.1]))],
     "soft-feet+hand-position": lambda r, q0: [ik.Pose(f, r.fk(q0, f)) for f in ("l_foot", "r_foot")]
     + [ik.Position("r_hand", r.fk(q0, "r_hand")[:3, 3] + [0.05, -0.05, 0.1])],
-    "hard-feet+com": lambda r, q0: _feet(r, q0) + [ik.CenterOfMass(_com(r, q0) + [0.03, 0.02, 0.0], axes="xy")],
+    "hard-feet+com": lambda r, q0: _feet(r, q0) + [ik.CenterOfMass(r.center_of_mass(q0) + [0.03, 0.02, 0.0], axes="xy")],
     "hard-feet+relative": lambda r, q0: _feet(r, q0) + [
         ik.Relative("l_hand", "r_hand", np.linalg.inv(r.fk(q0, "r_hand")) @ _moved(r, q0, "l_hand", [0.0, -0.05, 0.05]))],
     "hard-feet+aim+orientation": lambda r, q0: _feet(r, q0) + [
@@ -384,13 +405,6 @@ def _moved(robot, q0, frame, dp):
     T = robot.fk(q0, frame).copy()
     T[:3, 3] += dp
     return T
-
-
-def _com(robot, q0):
-    from invkin.solvers.lm_core import core_tables  # noqa: F401  (the core's model arrays)
-
-    e, _ = _eval(robot, [ik.CenterOfMass([0.0, 0.0, 0.0], axes="xyz")], q0)
-    return -e  # e = p* - c with p* = 0
 
 
 @pytest.mark.parametrize("shape", sorted(_WHOLE_BODY_ZOO))

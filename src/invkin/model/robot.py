@@ -251,7 +251,8 @@ class Robot:
     #: Per-instance caches (derived from the arrays, rebuilt on demand): left out of pickles, so a
     #: pickled Robot does not depend on which calls were made before. Code outside the Robot keeps
     #: its derived tables in :attr:`cache` / :meth:`memo`, never in attributes of its own.
-    _CACHES = ("_inertial_cache", "_velocity_limit", "_base_spread_cache", "_chains", "_node_chains", "_memo")
+    _CACHES = ("_inertial_cache", "_frame_parent", "_velocity_limit", "_base_spread_cache", "_chains", "_node_chains",
+               "_memo")
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -386,6 +387,21 @@ class Robot:
     def frame_names(self) -> tuple:
         """Names of every frame (every link, including links attached by fixed joints)."""
         return tuple(nm for nm, f in zip(self.node_names, self.is_frame) if f)
+
+    @property
+    def frame_parent(self) -> np.ndarray:
+        """(n,) int64, read-only: each node's nearest ancestor that is a frame (-1: none; the inner
+        nodes of a joint are not frames). A stick figure's bones are ``(i, frame_parent[i])`` over
+        the frames i that have one."""
+        fp = self.__dict__.get("_frame_parent")
+        if fp is None:
+            fp = np.full(self.n_nodes, -1, dtype=np.int64)
+            for i in range(self.n_nodes):  # parents precede children: a parent's answer is known
+                p = int(self.parent[i])
+                fp[i] = p if p < 0 or self.is_frame[p] else fp[p]
+            fp = _readonly(fp)
+            object.__setattr__(self, "_frame_parent", fp)
+        return fp
 
     @property
     def root(self) -> str:
@@ -864,6 +880,43 @@ class Robot:
         if not _entry(_JAC_ENTRY, K.chain_jacobian_checked, ch, q, J, T)(ch, q, J, T):
             K.chain_fk_jacobian_into(ch, q, T, J)  # a chain with mimic joints (shared q entries)
         return T, J
+
+    def center_of_mass(self, q) -> np.ndarray:
+        """The robot's centre of mass [m] in the base frame: (3,), or (B, 3) for a batch of q.
+
+        ``c = Σ m_i (p_i + R_i c_i) / M`` over the nodes' inertials (:attr:`link_mass`,
+        :attr:`link_com`: URDF/MJCF ``<inertial>``), the point an :class:`invkin.CenterOfMass`
+        goal places. A model without masses is a ModelError.
+        """
+        return self._com(q, "center_of_mass", False)[0]
+
+    def com_jacobian(self, q) -> np.ndarray:
+        """(3, dof): the derivative of :meth:`center_of_mass` [m per rad or m], (B, 3, dof) for a
+        batch; the columns are :meth:`jacobian`'s (ball and free joints: local increments,
+        :meth:`integrate`)."""
+        return self._com(q, "com_jacobian", True)[1]
+
+    def _com(self, q, what, want_jac):
+        """(c, J) through the CenterOfMass goal's own kernel (solvers/_common.com_row: its residual
+        ``p* - c`` at p* = 0 and its rows, one backward pass over the subtrees' masses)."""
+        from ..solvers._common import com_row
+
+        m = self.link_mass
+        if not m.sum() > 0:
+            raise ModelError(f"{what}: robot {self.name!r} has no link masses (its model has no <inertial> "
+                             f"mass); expected a model with inertials")
+        q = self.check_q(q)
+        qs = q.reshape(-1, self.dof)
+        n = self.n_nodes
+        c = np.empty((qs.shape[0], 3))
+        J = np.zeros((qs.shape[0], 3, self.dof if want_jac else 0))
+        Tall, sub = np.empty((n, 4, 4)), np.empty((n, 4))
+        target, axes, w = np.zeros((1, 3)), np.ones((1, 3)), np.ones(1)
+        for b in range(qs.shape[0]):
+            K.fk_all_into(self._ni, self._nf, self.origin, qs[b], Tall)
+            com_row(self._ni, self._nf, Tall, m, self.link_com, sub, 0, target, axes, w, c[b], J[b], want_jac)
+        c *= -1.0
+        return (c[0], J[0]) if q.ndim == 1 else (c, J)
 
     # ------------------------------------------------------------------ derived models
     def add_frame(self, name: str, parent, T=None) -> "Robot":

@@ -164,13 +164,8 @@ class _Skeleton:
         self.robot = robot
         self.nodes = np.flatnonzero(robot.is_frame)
         index = {int(i): k for k, i in enumerate(self.nodes)}
-        segs = []
-        for k, i in enumerate(self.nodes):
-            p = int(robot.parent[i])
-            while p >= 0 and not robot.is_frame[p]:
-                p = int(robot.parent[p])
-            if p >= 0:
-                segs.append((index[p], k))
+        fp = robot.frame_parent
+        segs = [(index[int(fp[i])], k) for k, i in enumerate(self.nodes) if fp[i] >= 0]
         self.bones = _Bones(scene, name, len(self.nodes), segs, size, link_color, joint_color, axes, opacity)
 
     def update(self, q) -> np.ndarray:
