@@ -62,6 +62,19 @@ def test_info_prints_the_tree_and_json_lists_joints_and_frames():
     assert d["dof"] == 7 and len(d["joint_names"]) == 7 and "panda_hand" in d["frames"]
 
 
+def test_info_gives_the_mass_and_the_centre_of_mass_or_says_there_is_none():
+    g1 = ik.load_robot("g1")
+    d = json.loads(run("info", "g1", "--json").stdout)
+    assert d["mass"] == pytest.approx(g1.link_mass.sum()) and d["mass"] > 30
+    assert np.allclose(d["center_of_mass_at_neutral"], g1.center_of_mass(g1.neutral()), atol=1e-12)
+    c = d["center_of_mass_at_neutral"]
+    assert f"mass: {d['mass']:.4g} kg over 35 links; centre of mass at the neutral q: ({c[0]:.4f}," in run("info", "g1").stdout
+    p = run("info", "planar2")
+    assert p.returncode == 0 and "mass: none (no <inertial> masses" in p.stdout
+    d = json.loads(run("info", "planar2", "--json").stdout)
+    assert d["mass"] == 0.0 and d["center_of_mass_at_neutral"] is None
+
+
 def test_fk_json_gives_the_frame_pose():
     p = run("fk", "planar2", "--q", 0, 0, "--frame", "hand", "--json")
     assert p.returncode == 0

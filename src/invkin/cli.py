@@ -69,6 +69,8 @@ def _q_arg(robot, values) -> np.ndarray:
 
 def cmd_info(args) -> int:
     robot = _load(args)
+    mass = float(robot.link_mass.sum())
+    com = robot.center_of_mass(robot.neutral()) if mass > 0 else None
     if args.json:
         print(json.dumps({
             "name": robot.name, "dof": robot.dof, "joint_names": list(robot.joint_names),
@@ -78,6 +80,7 @@ def cmd_info(args) -> int:
             "frames": list(robot.frame_names),
             "named_configurations": {nm: robot.named_configuration(nm).tolist() for nm in robot.named_configurations},
             "disabled_collision_pairs": [list(pr) for pr in robot.disabled_collision_pairs],
+            "mass": mass, "center_of_mass_at_neutral": None if com is None else com.tolist(),
         }, indent=2))
         return EXIT_OK
     print(f"{robot!r}")
@@ -86,6 +89,11 @@ def cmd_info(args) -> int:
     for nm, t, lo, hi in zip(robot.joint_names, robot.joint_types_per_dof, robot.lower, robot.upper):
         print(f"{nm:<28} {t:<11} {lo:>10.4g} {hi:>10.4g}")
     print(f"\nframes ({len(robot.frame_names)}): {', '.join(robot.frame_names)}")
+    if com is None:
+        print("mass: none (no <inertial> masses: CenterOfMass goals and center_of_mass need them)")
+    else:
+        print(f"mass: {mass:.4g} kg over {sum(m > 0 for m in robot.link_mass.tolist())} links; centre of mass at the "
+              f"neutral q: ({com[0]:.4f}, {com[1]:.4f}, {com[2]:.4f}) m")
     if robot.named_configurations:
         print(f"named configurations (SRDF): {', '.join(robot.named_configurations)}")
     if robot.disabled_collision_pairs:
