@@ -55,6 +55,15 @@ def test_console_script_and_module_are_the_same_command():
     assert p.returncode == 0 and p.stdout == run("methods").stdout
 
 
+def test_python_m_invkin_is_the_same_command():
+    p = subprocess.run([sys.executable, "-m", "invkin", "methods"], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT, env=ENV)
+    assert p.returncode == 0 and p.stdout == run("methods").stdout and "lm" in p.stdout.split()
+    bad = subprocess.run([sys.executable, "-m", "invkin", "fk", "panda", "--frame", "panda_hnd"], capture_output=True,
+                         text=True, timeout=120, cwd=ROOT, env=ENV)
+    assert "panda_hand" in assert_one_line_error(bad)  # the exit code of main() reaches the shell
+
+
 def test_info_prints_the_tree_and_json_lists_joints_and_frames():
     p = run("info", "panda")
     assert p.returncode == 0 and "panda_joint1" in p.stdout and "panda_hand" in p.stdout

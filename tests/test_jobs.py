@@ -350,6 +350,27 @@ def test_dask_urdf_robot_travels_as_text(cluster, tmp_path, panda):
     same(read_results(tmp_path / "a"), read_results(tmp_path / "b"))
 
 
+def test_an_mjcf_robot_travels_pickled_and_solves_as_loaded(tmp_path):
+    """An MJCF .xml is MuJoCo's, not a URDF (its includes and meshes may be out of a worker's
+    reach): it travels as the loaded model, and the job solves what load_robot reads."""
+    pytest.importorskip("mujoco")
+    from invkin.jobs.chunks import robot_from_spec, robot_spec
+
+    xml = Path(__file__).parent / "data" / "mjcf" / "arm.xml"
+    model, spec = robot_spec(str(xml))
+    assert spec[0] == "pickle"
+    direct = ik.load_robot(str(xml))
+    q = direct.sample(5, rng=3)
+    frame = direct.node_names[-1]
+    for r in (model, robot_from_spec(spec)):
+        assert r.joint_names == direct.joint_names
+        np.testing.assert_array_equal(r.fk(q, frame), direct.fk(q, frame))
+    T = direct.fk(direct.sample(12, rng=4), frame)
+    s = solve_dataset(str(xml), T, tmp_path / "job", frame=frame, chunk_size=6, max_restarts=5, progress=False)
+    res = read_results(tmp_path / "job")
+    assert s.complete and len(res["success"]) == 12 and np.mean(res["success"]) >= 0.9
+
+
 def _kill_plugin(chunk: int, marker: str):
     from distributed import WorkerPlugin
 

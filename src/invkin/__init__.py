@@ -1,4 +1,4 @@
-"""invkin: inverse kinematics for robots (URDF) and characters (BVH).
+"""invkin: inverse kinematics for robots (URDF, MJCF) and characters (BVH, glTF).
 
 >>> import invkin as ik
 >>> robot = ik.load_robot("panda")

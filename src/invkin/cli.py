@@ -262,8 +262,8 @@ def register(sub) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog="invkin", description="Inverse kinematics for robots (URDF) and "
-                                     "characters (BVH).")
+    parser = argparse.ArgumentParser(prog="invkin", description="Inverse kinematics for robots (URDF, MJCF) and "
+                                     "characters (BVH, glTF).")
     parser.add_argument("--version", action="version", version=f"invkin {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -23,10 +23,11 @@ _KERNEL_LOCK = threading.Lock()  # one solve_many at a time per process: each on
 def robot_spec(robot):
     """(Robot, spec): spec is a small picklable description a worker loads the robot from.
 
-    A bundled name travels as the name, a URDF file as its text, anything else (a BVH file, a
-    built or cut :class:`Robot`) as the pickled model (a few kB).
+    A bundled name travels as the name, a URDF file as its text, anything else (a BVH file, an
+    MJCF file, whose includes and assets a worker may not see, a built or cut :class:`Robot`) as
+    the pickled model (a few kB).
     """
-    from ..model import Robot, load_robot
+    from ..model import Robot, _is_mjcf, load_robot
 
     if isinstance(robot, Robot):
         payload = pickle.dumps(robot, protocol=4)
@@ -34,9 +35,9 @@ def robot_spec(robot):
     if isinstance(robot, os.PathLike):
         robot = os.fspath(robot)
     if not isinstance(robot, str):
-        raise JobError(f"robot: expected a Robot, a bundled name or a .urdf/.bvh path, got {robot!r:.200}")
+        raise JobError(f"robot: expected a Robot, a bundled name or a .urdf/.xml/.bvh path, got {robot!r:.200}")
     suffix = Path(robot).suffix.lower()
-    if suffix in (".urdf", ".xml"):
+    if suffix == ".urdf" or (suffix == ".xml" and not _is_mjcf(robot)):
         from ..model.urdf import load_urdf
 
         model = load_urdf(robot)  # validates the file (size cap, errors with line numbers)
@@ -44,7 +45,7 @@ def robot_spec(robot):
             text = f.read()
         return model, ("urdf", text, hashlib.sha256(text).hexdigest(), robot)
     model = load_robot(robot)
-    if suffix == ".bvh" or "/" in robot or os.sep in robot:
+    if suffix in (".bvh", ".xml") or "/" in robot or os.sep in robot:
         payload = pickle.dumps(model, protocol=4)
         return model, ("pickle", payload, hashlib.sha256(payload).hexdigest())
     return model, ("bundled", robot, "bundled:" + robot)

@@ -100,7 +100,7 @@ def register(sub) -> None:
                     "(columns T00..T33, or x y z [+ qw qx qy qz], optional list column q0) file. Results go "
                     "to DIR as part-NNNNNN.parquet files plus manifest.json; rerunning the same command "
                     "resumes. Exit code 0: every target converged; 1: some did not; 2: bad input.")
-    p.add_argument("robot", help="bundled name (panda, ur5, ...) or a .urdf/.bvh file")
+    p.add_argument("robot", help="bundled name (panda, ur5, ...) or a .urdf, MJCF .xml or .bvh file")
     p.add_argument("--targets", required=True, metavar="FILE", help=".npz or .parquet targets")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created; resumed when rerun)")
     p.add_argument("--frame", help="goal frame (default: the last frame)")
@@ -117,7 +117,7 @@ def register(sub) -> None:
                     "report the fraction solved and the mean manipulability. Prints summary numbers; writes "
                     "the grid (--out .npz or .parquet) and XY/XZ/YZ slice plots (--plot PNG; default next to "
                     "--out).")
-    p.add_argument("robot", help="bundled name (panda, ur5, ...) or a .urdf/.bvh file")
+    p.add_argument("robot", help="bundled name (panda, ur5, ...) or a .urdf, MJCF .xml or .bvh file")
     p.add_argument("--frame", help="frame (default: the last frame)")
     p.add_argument("--resolution", type=float, required=True, metavar="R", help="voxel edge [m]")
     p.add_argument("--orientations", type=int, default=8, metavar="K",

@@ -134,4 +134,4 @@ def load_bundled(name: str, **kwargs) -> Robot:
             robot = load_urdf(p)
         return robot.with_floating_base()
     raise ModelError(f"unknown robot {name!r}; bundled models: {', '.join(bundled_names())} "
-                     f"(closest: {closest_names(name, bundled_names())}), or give a .urdf/.bvh path")
+                     f"(closest: {closest_names(name, bundled_names())}), or give a .urdf, MJCF .xml or .bvh path")
