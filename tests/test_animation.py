@@ -214,6 +214,22 @@ def test_a_tight_step_bound_binds_and_is_reported(walk):
     assert rep.status[f] == "clipped" and raw > bound
     corr = _wrap(new.frames - short.frames)
     assert np.abs(np.diff(np.vstack([np.zeros(short.dof), corr]), axis=0)).max() <= bound * (1 + 1e-9)
+    # the clipped frames are a delay: a frame with the pin met ends their run
+    run_end = rep.status.index("ok", f)
+    assert set(rep.status[f:run_end]) == {"clipped"} and run_end < 40
+
+
+def test_a_bound_too_tight_to_reach_the_pin_before_the_contact_ends_is_missed(walk):
+    """'clipped' promises the goal a few frames later; a bound that never gets there is 'missed'
+    (and the CLI's exit code 1), not 'clipped' with the foot off its pin for the whole contact."""
+    robot, clip = walk
+    short = dataclasses.replace(clip, frames=clip.frames[:100])
+    new, rep = ik.correct_clip(robot, short, [ik.FootPlant("LeftFoot", contacts=[(10, 40)], pin="mean", blend=0)],
+                               up="y", max_step=math.radians(0.005))
+    assert rep.status[10:40] == ("missed",) * 30
+    assert np.all(rep.error[10:40] > rep.tolerance) and rep.pin_error["LeftFoot"] > 0.1
+    assert rep.discontinuities  # the bound did bind
+    assert set(rep.status[40:]) <= {"clipped", "free"}  # the release: no goal left to miss
 
 
 def test_z_up_clip_feet(wave):
@@ -438,6 +454,22 @@ def run_main(capsys, *args):
     code = main([str(a) for a in args])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+@pytest.mark.slow  # the CLI
+def test_cli_fix_feet_exits_1_when_the_bound_keeps_the_feet_off_their_pins(short_walk, tmp_path, capsys):
+    out = tmp_path / "fixed.bvh"
+    code, text, err = run_main(capsys, "clip", "fix-feet", short_walk, out, "--no-progress", "--max-step", "0.05")
+    assert code == 1, err
+    missed = int(text.split(" missed")[0].rsplit(" ", 1)[1])
+    assert missed > 100 and out.exists()
+
+
+@pytest.mark.slow  # the CLI
+def test_cli_fix_feet_writes_bvh_only(short_walk, tmp_path, capsys):
+    for name in ("fixed.glb", "fixed.txt", "fixed"):
+        code, _, err = run_main(capsys, "clip", "fix-feet", short_walk, tmp_path / name, "--no-progress")
+        assert code == 2 and "expected a .bvh path" in err and not (tmp_path / name).exists()
 
 
 @pytest.mark.slow  # subprocess

@@ -5,8 +5,9 @@
   [--pin start|mean] [--floor H] [--height-threshold H] [--speed-threshold V] [--no-toe]
   [--no-progress] [--json]``: whole-foot planting
   (:func:`invkin.correct_clip` with one :class:`invkin.FootPlant` per foot), a progress bar on
-  stderr, then one summary line (foot sliding before → after). IN is only read; OUT is written
-  atomically (a temporary file, then a rename) and may not be IN.
+  stderr, then one summary line (foot sliding before → after). IN is only read; OUT (a .bvh path)
+  is written atomically (a temporary file, then a rename), replaces a file of that name, and may
+  not be IN.
 
 Exit codes: 0 done; 1 (fix-feet) the clip was written but some frames missed a goal (a pin out of
 the leg's reach or not converged); 2 bad input (unreadable or malformed BVH, unknown foot, OUT
@@ -75,6 +76,8 @@ def cmd_fix_feet(args) -> int:
     if os.path.abspath(src) == os.path.abspath(dst) or (
             os.path.exists(dst) and os.path.exists(src) and os.path.samefile(src, dst)):
         raise _usage_error(f"OUT {dst!r} is the input file; the input is never modified: choose another path")
+    if not dst.lower().endswith(".bvh"):
+        raise _usage_error(f"OUT {dst!r}: expected a .bvh path (the corrected clip is written as BVH)")
     if args.max_step is not None and not (math.isfinite(args.max_step) and args.max_step > 0):
         raise _usage_error(f"--max-step: expected degrees per frame > 0, got {args.max_step}")
     for opt in ("height_threshold", "speed_threshold"):
@@ -140,9 +143,12 @@ def register(sub) -> None:
 
     q = csub.add_parser("fix-feet", help="plant the feet (remove foot sliding) with IK",
                         description="Detect foot contacts, pin each foot while it is in contact (moving the "
-                                    "hip and knee only; the root and the rest of the pose are unchanged), "
-                                    "and write the corrected clip. The input file is never modified. Exit "
-                                    "code 1 if some frames missed a pin.")
+                                    "leg only: hip and knee, and the ankle where the toe is planted too; the "
+                                    "root and the rest of the pose are unchanged), "
+                                    "and write the corrected clip to OUT.bvh (a file of that name is replaced). The input file is "
+                                    "never modified. Exit "
+                                    "code 1 if some frames missed a pin (out of reach, or held back by "
+                                    "--max-step until the contact ended).")
     q.add_argument("input", metavar="IN.bvh")
     q.add_argument("output", metavar="OUT.bvh")
     q.add_argument("--feet", nargs="+", metavar="FOOT",

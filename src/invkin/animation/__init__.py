@@ -50,7 +50,9 @@ and stays on the same branch; no random restarts).
 Continuity guarantees. Write ``c[i] = q_corrected[i] − q_original[i]`` (the correction, rotation
 channels wrapped into (−π, π]). Its change per frame is bounded: ``max |c[i] − c[i−1]| ≤ max_step``
 over every channel (with ``c[−1] = 0``); a larger step is scaled down uniformly (direction kept)
-and the frame is flagged ``clipped`` (the bound binds; the goal is then met a few frames later).
+and the frame is flagged ``clipped`` (the bound binds; the goal is then met a few frames later —
+a run of such frames that the goal's end reaches first is flagged ``missed``: the bound was too
+small for the motion).
 The bound applies to the correction, not to the clip's own motion (mocap may hold jumps — a
 reference pose in frame 0, angle wrap-arounds — that must pass unchanged). Frames where the
 unbounded solution would have jumped are reported in :attr:`ClipReport.discontinuities` with

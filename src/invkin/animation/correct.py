@@ -36,7 +36,9 @@ class ClipReport:
 
     Per frame (arrays of length n_frames):
         status: "free" (no goal active), "ok" (every active goal within tolerance), "clipped"
-            (the max_step bound bound), "missed" (a goal not met: out of reach or not converged).
+            (the max_step bound bound; a goal it held back is met on the frame that ends the run
+            of such frames), "missed" (a goal not met: out of reach, not converged, or held back
+            by the bound until the goal ended or the clip did).
         error: largest distance of an active goal frame from its target [units] (NaN if none).
         step: largest change of the correction over the channels [rad] (≤ max_step).
         raw_step: the same before the bound was applied [rad].
@@ -207,6 +209,24 @@ def _foot_targets(robot, clip, g, toe, det, tops, up, B):
 
 def _limb_top(clip, heel, g):
     return clip.names[_chain_joints(clip, heel, g.chain, f"FootPlant({heel!r})")[-1]]
+
+
+def _unmet_clipped_runs_missed(status: list, err: np.ndarray, tol: float) -> None:
+    """A run of "clipped" frames whose goals are off target is only a delay when a frame with the
+    goals met ends it; a run that the goal's end (or the clip's) ends instead never met them:
+    its frames are "missed" (a max_step too small for the motion)."""
+    off = [s == "clipped" and err[i] > tol * (1 + 1e-9) for i, s in enumerate(status)]
+    i, F = 0, len(status)
+    while i < F:
+        if not off[i]:
+            i += 1
+            continue
+        k = i
+        while k < F and off[k]:
+            k += 1
+        if k == F or status[k] not in ("ok", "clipped") or np.isnan(err[k]):
+            status[i:k] = ["missed"] * (k - i)
+        i = k
 
 
 def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None, position_tolerance=None,
@@ -426,6 +446,7 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
     finally:
         close()
 
+    _unmet_clipped_runs_missed(status, err, tol)
     new_clip = replace(clip, frames=out)
     jump = np.zeros(F)
     jump_orig = np.zeros(F)
