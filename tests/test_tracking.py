@@ -131,6 +131,33 @@ def test_tracker_target_beyond_the_reach_radius_settles_as_unreachable():
     assert s.position_error == pytest.approx(1.0, abs=1e-3)  # stretched toward it
 
 
+def test_tracker_holds_hard_goals_while_a_soft_one_follows_g1():
+    """Hard feet stay where they are (within the tolerance) while the hand follows its targets,
+    even out of reach; a method that cannot hold hard goals is refused by name."""
+    g1 = ik.load_robot("g1")
+    q0 = g1.neutral()
+    feet = ("left_ankle_roll_link", "right_ankle_roll_link")
+    hand = "left_rubber_hand"
+    T_feet = [g1.fk(q0, f) for f in feet]
+    p_hand = g1.fk(q0, hand)[:3, 3]
+    goals = [ik.Pose(f, T, hard=True) for f, T in zip(feet, T_feet)] + [ik.Position(hand, p_hand)]
+    tol = 1e-6
+    tr = ik.Tracker(g1, goals, method="lm", max_joint_step=0.1, position_tolerance=tol, rotation_tolerance=tol)
+    path = [p_hand + np.array([0.3, 0.0, -0.1]) * min(1.0, k / 4) for k in range(1, 8)] + [p_hand + [1.0, 0, 0]] * 3
+    for k, target in enumerate(path):
+        s = tr.update([*T_feet, target])
+        for f, T in zip(feet, T_feet):
+            Tq = g1.fk(s.q, f)
+            assert np.linalg.norm(Tq[:3, 3] - T[:3, 3]) <= tol
+            assert np.linalg.norm(so3_log(T[:3, :3].T @ Tq[:3, :3])) <= tol
+        assert s.jump <= 0.1 + 1e-12
+        if k in (4, 6):  # reachable and a few updates old: the hand is there
+            assert s.status == Status.CONVERGED and np.linalg.norm(g1.fk(s.q, hand)[:3, 3] - target) <= tol
+    assert s.status == Status.UNREACHABLE and s.position_error > 0.3  # a metre ahead: stretched, feet kept
+    with pytest.raises(SolverError, match=r"hard goals \(Pose\('left_ankle_roll_link'\).*method='lm'"):
+        ik.Tracker(g1, goals[:1] + goals[2:], method="dls")
+
+
 def test_tracker_several_goals_by_sequence_or_dict():
     p4 = PANDA.fk(PANDA_Q, "panda_link4")[:3, 3]
     g = [ik.Position("panda_link4", p4), ik.Position("panda_hand", T0[:3, 3])]

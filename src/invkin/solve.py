@@ -1314,7 +1314,7 @@ def _goals_met(problem, err) -> tuple:
 
 
 def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, mode, max_joint_step,
-              t_start, coll=None, resume=None) -> Result:
+              t_start, coll=None, resume=None, hold_always=False) -> Result:
     """The one LM driver loop. The attempts run inside a kernel (solvers/lm.py:
     lm_chain_attempts when every goal row is on one frame's chain, no posture, no hard/soft mix
     and no new goal kind; else core_attempts) that the driver calls with an iteration budget
@@ -1322,7 +1322,9 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     (code, q, best_q, state, rowerr, t0, moved) of a first kernel call already made with the first
     budget from q_start (_solve_core_fast), which the loop takes as its first call's outcome, the
     clock when that call's solve began (for the time per iteration) and
-    _compile_clock.moved_seconds() at t_start (the deadline moves by the compile and setup since)."""
+    _compile_clock.moved_seconds() at t_start (the deadline moves by the compile and setup since).
+    ``hold_always`` (general core): every step holds the hard goals, the first ones of an attempt
+    too (lm_core.S_HOLD_ALWAYS; a Tracker's few bounded iterations per update)."""
     seed_i = (seed & 0x7FFFFFFF) if type(seed) is int and 0 <= seed < SEED_LIMIT else _seed_int(seed)
     step = max_joint_step
     node = _one_frame(problem)
@@ -1348,6 +1350,8 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         if resume is None:
             q = q_start.copy() if step is None else np.minimum(np.maximum(q_start, lo), hi)  # (q_start is in the limits)
             st = _CORE_STATE0[1 if mode == "distance" else 0].copy()
+            if hold_always:
+                st[_core.S_HOLD_ALWAYS] = 1.0  # every step holds the hard goals (no relaxed first steps)
             rowerr = np.empty(problem.gnode.shape[0])
         else:
             q, best_q, st, rowerr = resume[1:5]

@@ -29,11 +29,15 @@ further than the bound lets the robot follow in one update, i.e. not converged w
 was active) and ``near_singular`` (σ_min of the task Jacobian below ``singular_threshold``,
 default 0.01 [m/rad for position rows], see :mod:`invkin.diagnostics`).
 
-With ``world=`` / ``self_collision=True`` (``margin``, as :func:`invkin.solve`) an update runs
-the general LM core instead, with the collision distances as inequality rows (docs/architecture.md,
-"Collision"): the same warm start, update bound (q0 ± max_joint_step as joint bounds) and
-iteration budget, no restarts; ``near_singular`` is then not computed (False). An update whose
-goals are met only closer than the margin is ``Status.IN_COLLISION``.
+With ``world=`` / ``self_collision=True`` (``margin``, as :func:`invkin.solve`), or with hard
+goals (``hard=True``; method "lm"), an update runs the general LM core instead, with the collision
+distances as inequality rows (docs/architecture.md, "Collision") and the hard goals met first and
+kept while the soft ones move (feet held while a hand follows a target): the same warm start,
+update bound (q0 ± max_joint_step as joint bounds; a ball joint's or floating base's rotation
+vector entries ± max_joint_step/√3, which keeps the angle of its change within the bound) and
+iteration budget, no restarts;
+``near_singular`` is then not computed (False). An update whose goals are met only closer than the
+margin is ``Status.IN_COLLISION``.
 """
 from __future__ import annotations
 
@@ -419,6 +423,9 @@ class Tracker:
         self._is_ball = np.zeros(robot.dof, dtype=np.bool_)
         for s in robot.ball_starts:
             self._is_ball[s:s + 3] = True
+        # the general core bounds entries (a box); a rotation vector's entries within bound/√3 keep
+        # the angle of its change within the bound (exp is 1-Lipschitz on so(3))
+        self._box = np.where(self._is_ball, self._bound / math.sqrt(3.0), self._bound)
         # one writer per non-Posture goal: (kind, position row, rotation row, axis index)
         self._slots = []
         self._by_frame = {}
@@ -458,9 +465,6 @@ class Tracker:
                     self._reach.append((g, robot.fk(robot.neutral(), anchor)[:3, 3].copy(), radius))
         self._status = {CONVERGED: Status.CONVERGED, RUNNING: Status.ITERATION_LIMIT, STALLED: Status.STALLED}
         self._collision = _collision_options(world, self_collision, margin)
-        if self._collision is not None:
-            from .collision.rows import solve_rows
-            self._coll = solve_rows(robot, *self._collision)
         self._geo = None
         self._geo_eps = None
         self._cones = cone_coverage(robot)
@@ -476,6 +480,15 @@ class Tracker:
         if self._collision is not None and self._geo is not None:
             raise SolverError(f"Tracker: method {method!r} cannot keep collision distances (world / "
                               f"self_collision); use method='lm' or 'dls'")
+        if problem.has_hard and method != "lm":
+            hard = [f"{type(g).__name__}({g.frame!r})" for g in goals if not isinstance(g, Posture) and g.level == 0]
+            raise SolverError(f"Tracker: hard goals ({', '.join(hard)}) need method='lm' (the general LM core "
+                              f"holds them while the soft goals move); got method={method!r}")
+        self._core = self._collision is not None or problem.has_hard  # updates run the general LM core
+        self._coll = None
+        if self._collision is not None:
+            from .collision.rows import solve_rows
+            self._coll = solve_rows(robot, *self._collision)
 
 
     # ------------------------------------------------------------------ construction helpers
@@ -595,8 +608,8 @@ class Tracker:
             self._gvec[:] = self._gvec_ok  # a half-written update must not linger
             self._gR[:] = self._gR_ok
             raise
-        if self._collision is not None:
-            return self._update_collision(targets)
+        if self._core:
+            return self._update_core(targets)
         out = self._out
         q_before = self._q.copy()
         if self._geo is not None:
@@ -638,9 +651,9 @@ class Tracker:
                          bool(code != CONVERGED and bound_active), bool(out[O_SIGMA] < self.singular_threshold),
                          int(out[O_ITERS]))
 
-    def _update_collision(self, targets) -> TrackStep:
-        """update() with the collision rows: the general LM core from the current q, bounded by
-        max_joint_step, no restarts (solve._solve_lm)."""
+    def _update_core(self, targets) -> TrackStep:
+        """update() on the general LM core (collision rows, hard goals): from the current q,
+        bounded by max_joint_step, no restarts (solve._solve_lm)."""
         import copy
         import time
 
@@ -658,18 +671,18 @@ class Tracker:
         problem = copy.copy(p)
         problem.gvec, problem.gR = self._gvec_ok, self._gR_ok
         q_before = self._q.copy()
-        res = _solve_lm(self.robot, problem, q_before, None, self.iterations, 0, False, "speed", self._bound,
-                        time.perf_counter(), self._coll)
+        res = _solve_lm(self.robot, problem, q_before, None, self.iterations, 0, False, "speed", self._box,
+                        time.perf_counter(), self._coll, hold_always=True)
         q = res.q if np.all(np.isfinite(res.q)) else q_before
         self._q[:] = q
         status = res.status
-        if res.position_error <= p.tol_p and res.rotation_error <= p.tol_r and not rows_clear(self.robot, q,
-                                                                                                 self._coll):
+        if self._coll is not None and res.position_error <= p.tol_p and res.rotation_error <= p.tol_r \
+                and not rows_clear(self.robot, q, self._coll):
             status = Status.IN_COLLISION
         elif status == Status.TIME_LIMIT:
             status = Status.ITERATION_LIMIT
-        jump = float(np.max(np.abs(self.robot.difference(q_before, q)))) if self.robot.dof else 0.0
-        bound_active = bool(np.any(np.abs(q - q_before) >= self._bound - 1e-12))
+        jump = float(_jump(q_before, q, p.balls, self._is_ball))  # the kernels' measure, the bound's
+        bound_active = bool(np.any(np.abs(q - q_before) >= self._box - 1e-12))
         return TrackStep(self._q.copy(), status, float(res.position_error), float(res.rotation_error), jump,
                          bool(status != Status.CONVERGED and bound_active), False, int(res.iterations))
 
