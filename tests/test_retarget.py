@@ -232,6 +232,21 @@ def test_bad_arguments_are_refused(g1):
         ik.read_motion(MOCAP / "cmu_02_01_walk.bvh")
 
 
+def test_clip_without_a_frame_time_or_frames_or_of_another_skeleton_is_refused(g1):
+    """No rate is assumed: the velocity bounds and the contacts need the clip's own frame time."""
+    import dataclasses
+
+    sk, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    with pytest.raises(ik.ModelError, match="retarget: the clip's frame time is 0; speeds are undefined"):
+        ik.retarget(sk, dataclasses.replace(clip, frame_time=0.0), g1)
+    with pytest.raises(ik.ModelError, match="retarget: the clip has no frames"):
+        ik.retarget(sk, dataclasses.replace(clip, frames=clip.frames[:0]), g1)
+    other = ik.read_bvh(MOCAP / "fair1_wave_hello.bvh")[0]
+    with pytest.raises(ik.ModelError, match=r"its 84 joints and the clip's 96 channels first differ at index 3: "
+                                            r"'Hips.Xrotation' in the robot, 'Hips.Zrotation' in the clip"):
+        ik.retarget(other, clip, g1)
+
+
 # --------------------------------------------------------------------------- command line and datasets
 
 def _cli(*args, cwd=None):

@@ -170,6 +170,29 @@ class Clip:
                 f"joints={len(self.joint_names)}, end_sites={sum(self.end_site)})")
 
 
+def need_frames(clip: Clip, what: str) -> None:
+    """ModelError ``"<what>: the clip has no frames"`` for a clip of zero frames (a BVH with
+    ``Frames: 0`` reads; most uses of a clip need at least one frame)."""
+    if clip.n_frames < 1:
+        raise ModelError(f"{what}: the clip has no frames")
+
+
+def check_skeleton(robot, clip: Clip, what: str, hint: str = "") -> None:
+    """ModelError when ``robot`` is not the clip's skeleton (its ``joint_names`` are not
+    ``clip.channel_names``), naming both counts and the first entry that differs."""
+    a, b = tuple(robot.joint_names), clip.channel_names
+    if a == b:
+        return
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+    def at(names):
+        return repr(names[i]) if i < len(names) else "nothing (it ends before)"
+
+    raise ModelError(f"{what}robot {robot.name!r} does not match the clip's skeleton: its {len(a)} joints and the clip's "
+                     f"{len(b)} channels first differ at index {i}: {at(a)} in the robot, {at(b)} in the clip"
+                     f"{hint}")
+
+
 # ---------------------------------------------------------------------------------------- reading
 class _Tokens:
     """The header as a stream of (token, line number) pairs."""
@@ -613,10 +636,8 @@ def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=N
     """
     if not isinstance(clip, Clip):
         raise ModelError(f"write_bvh: expected a Clip, got {type(clip).__name__}")
-    if robot is not None and tuple(robot.joint_names) != clip.channel_names:
-        raise ModelError(f"write_bvh: robot {robot.name!r} does not match the clip: its joints "
-                         f"{list(robot.joint_names)[:4]}... differ from the clip's channels "
-                         f"{list(clip.channel_names)[:4]}...")
+    if robot is not None:
+        check_skeleton(robot, clip, "write_bvh: ")
     if scale != 1.0 or up is not None:
         from .axes import convert_clip
         clip = convert_clip(clip, scale=scale, up_from=file_up if up is None else up, up_to=file_up)
