@@ -247,6 +247,22 @@ def test_clip_without_a_frame_time_or_frames_or_of_another_skeleton_is_refused(g
         ik.retarget(other, clip, g1)
 
 
+def test_read_motion_of_the_csv_export_says_it_reads_npz_files(tmp_path):
+    from invkin.retarget.motion import RobotMotion
+
+    names = ("root_joint.x", "root_joint.y", "root_joint.z", "root_joint.rx", "root_joint.ry", "root_joint.rz", "knee")
+    motion = RobotMotion(np.zeros((3, 7)), 30.0, names, robot_name="r")
+    motion.save(tmp_path / "m.csv")
+    with pytest.raises(ik.FileError) as e:
+        ik.read_motion(tmp_path / "m.csv")
+    msg = str(e.value)
+    assert msg.startswith(f"{tmp_path / 'm.csv'}: read_motion reads the .npz files") and "export only" in msg
+    assert "pickled" not in msg
+    (tmp_path / "renamed.txt").write_bytes((tmp_path / "m.csv").read_bytes())  # known by its header too
+    with pytest.raises(ik.FileError, match="renamed.txt: read_motion reads the .npz files"):
+        ik.read_motion(tmp_path / "renamed.txt")
+
+
 # --------------------------------------------------------------------------- command line and datasets
 
 def _cli(*args, cwd=None):
