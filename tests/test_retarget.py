@@ -148,6 +148,24 @@ def test_npz_round_trip_keeps_every_link_pose(wave, g1, tmp_path):
     np.testing.assert_allclose(Ta, Tb, atol=1e-9)
 
 
+def test_python_motion_records_robot_and_clip_as_the_readme_says(wave, tmp_path):
+    """retarget cannot know the bundled name nor the clip's file; the README's recipe records them."""
+    import dataclasses
+
+    motion = wave[2]
+    motion.save(tmp_path / "bare.npz")
+    bare = ik.read_motion(tmp_path / "bare.npz")
+    assert (bare.robot_spec, bare.clip_path) == ("", "")
+    clip = str(MOCAP / "fair1_wave_hello.bvh")
+    dataclasses.replace(motion, robot_spec="g1", clip_path=clip).save(tmp_path / "m.npz")
+    back = ik.read_motion(tmp_path / "m.npz")
+    assert (back.robot_spec, back.clip_path) == ("g1", clip)
+    assert ik.load_robot(back.robot_spec).joint_names == motion.joint_names
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert 'dataclasses.replace(motion, robot_spec="g1", clip_path="walk.bvh")' in readme
+    assert "invkin view walk_g1.npz --robot g1 --clip walk.bvh" in readme
+
+
 def test_csv_has_a_row_per_frame_and_the_joint_names(wave, tmp_path):
     motion = wave[2]
     path = tmp_path / "m.csv"

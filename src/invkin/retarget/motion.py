@@ -52,6 +52,9 @@ class RobotMotion:
         robot_spec: what :func:`invkin.load_robot` loads the robot from (a bundled name or a URDF
             path; ``""`` when unknown): the viewer loads the robot of a motion file by it.
         clip_path: the source clip's file (``""`` when unknown): the viewer plays it beside the robot.
+            ``invkin retarget`` fills both; :func:`invkin.retarget` cannot (a Robot does not keep the
+            name it was loaded by, nor a Clip its file), so set them with
+            ``dataclasses.replace(motion, robot_spec="g1", clip_path=path)`` before :meth:`save`.
     """
 
     q: np.ndarray
