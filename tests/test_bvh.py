@@ -243,8 +243,11 @@ MALFORMED = {
     "missing_open_brace": (_lines_replaced("JOINT Spine\n  {\n", "JOINT Spine\n"), 7, "'{'"),
     "unknown_channel": (_lines_replaced("Zrotation Xrotation Yrotation\n    End",
                                         "Zrotation Wrotation Yrotation\n    End"), 9, "Wrotation"),
-    "channel_count_above_names": (_lines_replaced("CHANNELS 3 Zrotation", "CHANNELS 4 Zrotation"), 10,
-                                  "channel"),
+    "channel_count_above_names": (_lines_replaced("CHANNELS 3 Zrotation", "CHANNELS 4 Zrotation"), 9,
+                                  "CHANNELS 4 in 'Spine' but the line lists 3 channel names (Zrotation Xrotation "
+                                  "Yrotation); the count and the names disagree"),
+    "channel_count_below_names": (_lines_replaced("CHANNELS 3 Zrotation", "CHANNELS 2 Zrotation"), 9,
+                                  "CHANNELS 2 in 'Spine' but the line lists 3 channel names"),
     "bad_channel_count": (_lines_replaced("CHANNELS 3 Zrotation", "CHANNELS three Zrotation"), 9, "count"),
     "short_motion_line": (_lines_replaced("1 2 3 10 20 30 40 50 60", "1 2 3 10 20 30 40 50"), 20,
                           "8 numbers"),
@@ -281,6 +284,25 @@ def test_malformed_file_raises_model_error_with_file_and_line(tmp_path, case):
     assert f"{case}.bvh" in msg
     assert f"line {line}:" in msg, msg
     assert fragment.lower() in msg.lower(), msg
+
+
+@pytest.mark.parametrize("kw, fragment", [
+    ({"scale": "abc"}, "read_bvh: scale: expected a finite number > 0, got 'abc'"),
+    ({"scale": 0}, "read_bvh: scale: expected a finite number > 0, got 0"),
+    ({"scale": None}, "read_bvh: scale: expected a finite number > 0, got None"),
+    ({"up": "abc"}, "read_bvh: up: up axis must be one of x, y, z, -x, -y, -z, got 'abc'"),
+    ({"file_up": 3}, "read_bvh: file_up: up axis must be one of"),
+])
+def test_bad_scale_or_up_names_the_argument(tmp_path, kw, fragment):
+    path = _write(tmp_path / "s.bvh", SMALL)
+    with pytest.raises(ik.ModelError) as e:
+        read_bvh(path, **kw)
+    assert fragment in str(e.value)
+    robot, clip = read_bvh(path)
+    with pytest.raises(ik.ModelError) as e:
+        write_bvh(tmp_path / "o.bvh", robot, clip, **kw)
+    assert fragment.replace("read_bvh", "write_bvh") in str(e.value)
+    assert not (tmp_path / "o.bvh").exists()
 
 
 def test_frames_count_one_above_the_lines_reads_the_lines_with_a_warning(tmp_path):

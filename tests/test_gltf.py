@@ -5,6 +5,7 @@ buffer, node matrices composed as T·R·S, sampler keys taken as they are (no in
 """
 import base64
 import dataclasses
+import types
 from pathlib import Path
 
 import numpy as np
@@ -168,6 +169,42 @@ def test_bvh_clip_becomes_a_new_skeleton_gltf(tmp_path):
     Ts = r2.fk_all(c2.frames[100])
     for k, n in enumerate(c2.gltf_nodes):
         np.testing.assert_allclose(Ts[c2.names[k]], world[n], atol=2e-6)
+
+
+def test_clip_without_frames_or_frame_time_is_refused_and_nothing_written(tmp_path):
+    rb, cb = ik.read_bvh(ik.model.bvh.__file__.replace("model/bvh.py", "data/mocap/cmu_02_01_walk.bvh"))
+    with pytest.raises(ik.ModelError, match="write_gltf: the clip has no frames"):
+        ik.write_gltf(tmp_path / "empty.glb", rb, dataclasses.replace(cb, frames=cb.frames[:0]))
+    with pytest.raises(ik.ModelError, match=r"frame time is 0; it must be > 0 to write key times"):
+        ik.write_gltf(tmp_path / "still.glb", rb, dataclasses.replace(cb, frame_time=0.0))
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    # one frame needs no frame time: one key time
+    ik.write_gltf(tmp_path / "one.glb", rb, dataclasses.replace(cb, frames=cb.frames[5:6], frame_time=0.0))
+    r1, c1 = ik.read_gltf(tmp_path / "one.glb")
+    assert c1.n_frames == 1
+    np.testing.assert_allclose(r1.fk(c1.frames[0], "LeftFoot")[:3, 3], rb.fk(cb.frames[5], "LeftFoot")[:3, 3],
+                               atol=1e-4)
+
+
+def test_robot_of_another_skeleton_is_named_with_the_first_differing_channel(tmp_path):
+    rb, cb = ik.read_bvh(ik.model.bvh.__file__.replace("model/bvh.py", "data/mocap/cmu_02_01_walk.bvh"))
+    other, _ = ik.read_bvh(ik.model.bvh.__file__.replace("model/bvh.py", "data/mocap/fair1_wave_hello.bvh"))
+    a, b = other.joint_names, cb.channel_names
+    i = next(k for k, (x, y) in enumerate(zip(a, b)) if x != y)
+    want = (f"its {len(a)} joints and the clip's {len(b)} channels first differ at index {i}: "
+            f"{a[i]!r} in the robot, {b[i]!r} in the clip")
+    with pytest.raises(ik.ModelError) as e:
+        ik.write_gltf(tmp_path / "x.glb", other, cb)
+    assert want in str(e.value) and str(e.value).startswith("write_gltf: ")
+    with pytest.raises(ik.ModelError) as e:
+        ik.write_bvh(tmp_path / "x.bvh", other, cb)
+    assert want in str(e.value) and str(e.value).startswith("write_bvh: ")
+    # joints that stop short: the clip's next channel against nothing
+    short = types.SimpleNamespace(name="short", joint_names=cb.channel_names[:6])
+    with pytest.raises(ik.ModelError, match=r"its 6 joints and the clip's \d+ channels first differ at index 6: "
+                                            r"nothing \(it ends before\) in the robot, 'LHipJoint.Zrotation' in"):
+        ik.write_bvh(tmp_path / "x.bvh", short, cb)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_bad_files_raise_model_errors_naming_the_problem(tmp_path):

@@ -80,6 +80,21 @@ def test_retargeted_clip_keeps_feet_planted_out_of_the_floor_and_inside_the_limi
     assert np.all(v <= g1.velocity_limit[6:] * (1 + 1e-6))
 
 
+def test_readme_states_the_walks_missed_frames_and_foot_slide_as_measured(walk):
+    """The feet are hard goals, not a promise of no sliding: the README's figures are the report's."""
+    import re
+
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    assert "no sliding" not in readme
+    m = re.search(r"CMU walk \((\d+) frames, read in its own units\) onto the G1 has (\d+) such frames and feet "
+                  r"that slide at most ([\d.]+) mm", readme)
+    assert m, "the README's retargeting paragraph lost its measured figures"
+    rep = walk[2].report
+    assert int(m.group(1)) == walk[1].n_frames
+    assert abs(int(m.group(2)) - len(rep.missed_frames)) <= 2  # 27 measured; a CPU's rounding may move a frame
+    assert float(m.group(3)) == pytest.approx(rep.max_foot_slide * 1000, abs=0.1)
+
+
 def test_retargeted_wave_has_no_mesh_self_collision_and_no_joint_jump_over_0_2_rad(wave, g1):
     sk, clip, motion = wave
     q = motion.q
@@ -146,6 +161,24 @@ def test_npz_round_trip_keeps_every_link_pose(wave, g1, tmp_path):
     assert back.joint_names == motion.joint_names and back.fps == motion.fps and back.n_frames == motion.n_frames
     Ta, Tb = g1.fk_all_array(motion.q), g1.fk_all_array(back.q)
     np.testing.assert_allclose(Ta, Tb, atol=1e-9)
+
+
+def test_python_motion_records_robot_and_clip_as_the_readme_says(wave, tmp_path):
+    """retarget cannot know the bundled name nor the clip's file; the README's recipe records them."""
+    import dataclasses
+
+    motion = wave[2]
+    motion.save(tmp_path / "bare.npz")
+    bare = ik.read_motion(tmp_path / "bare.npz")
+    assert (bare.robot_spec, bare.clip_path) == ("", "")
+    clip = str(MOCAP / "fair1_wave_hello.bvh")
+    dataclasses.replace(motion, robot_spec="g1", clip_path=clip).save(tmp_path / "m.npz")
+    back = ik.read_motion(tmp_path / "m.npz")
+    assert (back.robot_spec, back.clip_path) == ("g1", clip)
+    assert ik.load_robot(back.robot_spec).joint_names == motion.joint_names
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert 'dataclasses.replace(motion, robot_spec="g1", clip_path="walk.bvh")' in readme
+    assert "invkin view walk_g1.npz --robot g1 --clip walk.bvh" in readme
 
 
 def test_csv_has_a_row_per_frame_and_the_joint_names(wave, tmp_path):
@@ -230,6 +263,37 @@ def test_bad_arguments_are_refused(g1):
         ik.retarget(sk, "clip.bvh", g1)
     with pytest.raises(ik.FileError, match="motion"):
         ik.read_motion(MOCAP / "cmu_02_01_walk.bvh")
+
+
+def test_clip_without_a_frame_time_or_frames_or_of_another_skeleton_is_refused(g1):
+    """No rate is assumed: the velocity bounds and the contacts need the clip's own frame time."""
+    import dataclasses
+
+    sk, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    with pytest.raises(ik.ModelError, match="retarget: the clip's frame time is 0; speeds are undefined"):
+        ik.retarget(sk, dataclasses.replace(clip, frame_time=0.0), g1)
+    with pytest.raises(ik.ModelError, match="retarget: the clip has no frames"):
+        ik.retarget(sk, dataclasses.replace(clip, frames=clip.frames[:0]), g1)
+    other = ik.read_bvh(MOCAP / "fair1_wave_hello.bvh")[0]
+    with pytest.raises(ik.ModelError, match=r"its 84 joints and the clip's 96 channels first differ at index 3: "
+                                            r"'Hips.Xrotation' in the robot, 'Hips.Zrotation' in the clip"):
+        ik.retarget(other, clip, g1)
+
+
+def test_read_motion_of_the_csv_export_says_it_reads_npz_files(tmp_path):
+    from invkin.retarget.motion import RobotMotion
+
+    names = ("root_joint.x", "root_joint.y", "root_joint.z", "root_joint.rx", "root_joint.ry", "root_joint.rz", "knee")
+    motion = RobotMotion(np.zeros((3, 7)), 30.0, names, robot_name="r")
+    motion.save(tmp_path / "m.csv")
+    with pytest.raises(ik.FileError) as e:
+        ik.read_motion(tmp_path / "m.csv")
+    msg = str(e.value)
+    assert msg.startswith(f"{tmp_path / 'm.csv'}: read_motion reads the .npz files") and "export only" in msg
+    assert "pickled" not in msg
+    (tmp_path / "renamed.txt").write_bytes((tmp_path / "m.csv").read_bytes())  # known by its header too
+    with pytest.raises(ik.FileError, match="renamed.txt: read_motion reads the .npz files"):
+        ik.read_motion(tmp_path / "renamed.txt")
 
 
 # --------------------------------------------------------------------------- command line and datasets

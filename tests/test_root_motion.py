@@ -64,3 +64,20 @@ def test_root_without_position_channels_is_refused(walk):
     bad = dataclasses.replace(clip, channels=tuple(ch), frames=clip.frames[:, 3:])
     with pytest.raises(ik.ModelError, match="position channel"):
         ik.make_in_place(None, bad, up="y")
+
+
+def test_clip_without_frames_is_a_model_error_without_warnings(walk):
+    import dataclasses
+    import warnings
+
+    robot, clip = walk
+    empty = dataclasses.replace(clip, frames=clip.frames[:0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "Mean of empty slice" on the way
+        with pytest.raises(ik.ModelError, match="^extract_root_motion: the clip has no frames$"):
+            ik.extract_root_motion(robot, empty, up="y")
+        with pytest.raises(ik.ModelError, match="^make_in_place: the clip has no frames$"):
+            ik.make_in_place(robot, empty, up="y")
+    # one frame is a trajectory of one point
+    rm = ik.extract_root_motion(robot, dataclasses.replace(clip, frames=clip.frames[:1]), up="y")
+    assert rm.positions.shape == (1, 3) and rm.positions[0, 1] == 0.0

@@ -113,3 +113,62 @@ def test_analytic_method_solves_a_bvh_leg(walk):
 
 def test_tentacle_is_exported():
     assert ik.tentacle(5, "ball").dof == 15 and "tentacle" in ik.__all__
+
+
+def _target_with(robot, q, entry, deg, tip="LeftFoot"):
+    """The tip's position after turning q's ``entry`` by ``deg`` (a target the free limb reaches)."""
+    q2 = np.array(q)
+    q2[robot.joint_names.index(entry)] += np.radians(deg)
+    return _pos(robot, q2, tip)
+
+
+def test_zero_length_bone_is_named_with_its_limb_and_no_runtime_warning(walk):
+    robot, clip = walk  # CMU: LHipJoint sits on Hips (zero OFFSET)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ik.SolverError, match=r"limb \('Hips', 'LHipJoint', 'LeftUpLeg'\): the bone 'Hips' -> "
+                                                 r"'LHipJoint' has zero length"):
+            ik.two_bone_3d(robot, clip.frames[100], "LeftUpLeg", _pos(robot, clip.frames[100], "LeftUpLeg") + 0.5)
+
+
+def test_cone_and_twist_limits_bind_the_limb_and_it_says_so(walk):
+    from invkin.model.limits import limit_violation
+
+    robot, clip = walk
+    q = clip.frames[100]
+    limited = robot.with_limits({"LeftLeg": {"swing": 30, "twist": [-10, 10]}, "LeftUpLeg.Xrotation": [-20, 20]})
+    target = _target_with(robot, q, "LeftLeg.Xrotation", 70)
+    free = ik.two_bone_3d(robot, q, "LeftFoot", target)
+    assert free.reached and not free.limited and limit_violation(limited, free.q) > 1.0  # 1.8 rad outside
+    s = ik.two_bone_3d(limited, q, "LeftFoot", target)
+    assert limit_violation(limited, s.q) <= 1e-9
+    i = robot.joint_names.index("LeftUpLeg.Xrotation")
+    assert -np.radians(20) <= s.q[i] <= np.radians(20)
+    assert s.limited and not s.reached and s.stretch == 1.0
+    tip = _pos(robot, s.q, "LeftFoot")
+    assert s.error == pytest.approx(np.linalg.norm(tip - target), abs=1e-12) and s.error > 1.0  # 11.5 units
+    np.testing.assert_allclose(s.positions, [_pos(robot, s.q, n) for n in ("LeftUpLeg", "LeftLeg", "LeftFoot")],
+                               atol=1e-12)
+    np.testing.assert_allclose(s.rotations["LeftLeg"], robot.fk(s.q, "LeftLeg")[:3, :3], atol=1e-12)
+    moved = np.flatnonzero(s.q != q)
+    assert {robot.joint_names[k].split(".")[0] for k in moved} <= {"LeftUpLeg", "LeftLeg"}
+
+
+def test_box_limit_binds_the_hip_and_idle_limits_change_nothing(walk):
+    robot, clip = walk
+    q = clip.frames[100]
+    i = robot.joint_names.index("LeftUpLeg.Xrotation")
+    box = robot.with_limits({"LeftUpLeg.Xrotation": [-20, 20]})  # no cone: the box alone
+    target = _target_with(robot, q, "LeftUpLeg.Xrotation", -60)
+    assert abs(ik.two_bone_3d(robot, q, "LeftFoot", target).q[i]) > np.radians(40)
+    s = ik.two_bone_3d(box, q, "LeftFoot", target)
+    assert s.q[i] == pytest.approx(-np.radians(20), abs=1e-12) and s.limited and not s.reached
+    # limits that do not bind: the same bits as without them
+    wide = robot.with_limits({"LeftLeg": {"swing": 180, "twist": [-180, 180]}, "LeftUpLeg.Xrotation": [-90, 90]})
+    near = _pos(robot, q, "LeftFoot") + np.array([0.5, 0.3, -0.2])
+    a, b = ik.two_bone_3d(robot, q, "LeftFoot", near), ik.two_bone_3d(wide, q, "LeftFoot", near)
+    assert a.reached and b.reached and not b.limited
+    np.testing.assert_array_equal(a.q, b.q)
+    assert a.error == b.error

@@ -65,7 +65,8 @@ def _smooth(P, half: int):
 
 def _need_fps(clip, what):
     if not clip.frame_time > 0:
-        raise ModelError(f"{what}: the clip's frame time is 0; speeds are undefined")
+        raise ModelError(f"{what}: the clip's frame time is 0; speeds are undefined (give the clip its rate: the "
+                         f"file's Frame Time, or dataclasses.replace(clip, frame_time=1 / fps))")
 
 
 def _detect(P, clip, up, floor, h_on, v_on, hysteresis, min_duration, foot):

@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .._checks import count
-from ..errors import GoalError, ModelError
+from ..errors import GoalError
 from ..goals import Orientation, Position
 from ..spatial import so3_exp, so3_log
-from ..model.bvh import Clip
+from ..model.bvh import Clip, need_frames
 from .contacts import (NoContactWarning, _detect, _need_fps, _plant_params, _up_arg, detect_up_axis,
                        foot_sliding, foot_toe)
 from .goals import Contact, FootPlant, Reach, _opt_finite, _opt_positive
@@ -271,8 +271,7 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
         if not isinstance(g, (FootPlant, Reach)):
             raise GoalError(f"goals: expected FootPlant or Reach objects, got {g!r:.120}")
     F = clip.n_frames
-    if F == 0:
-        raise ModelError("correct_clip: the clip has no frames")
+    need_frames(clip, "correct_clip")
     floor = _opt_finite(floor, "floor")
     if max_step is None:
         max_step = min(DEFAULT_MAX_SPEED * clip.frame_time, MAX_STEP_CAP) if clip.frame_time > 0 else MAX_STEP_CAP

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
-from ..model.bvh import Clip
+from ..model.bvh import Clip, need_frames
 from .contacts import _UP, _up_arg, detect_up_axis
 from .skeleton import _columns, _robot_for
 
@@ -87,6 +87,7 @@ def _root(clip):
 def extract_root_motion(robot, clip: Clip, *, up=None) -> RootMotion:
     """The root's ground trajectory and heading (see the module docstring). ``up``: default detected."""
     robot = _robot_for(robot, clip)
+    need_frames(clip, "extract_root_motion")
     up = _up_arg(up) or detect_up_axis(robot, clip)
     r = _root(clip)
     T = robot.fk(np.ascontiguousarray(clip.frames), clip.names[r])
@@ -116,6 +117,7 @@ def make_in_place(robot, clip: Clip, *, up=None, remove_heading: bool = False):
     from ..model.gltf import _channels_rotation, euler_from_matrix
 
     robot = _robot_for(robot, clip)
+    need_frames(clip, "make_in_place")
     rm = extract_root_motion(robot, clip, up=up)
     r = _root(clip)
     cols = dict(_columns(clip)[r])

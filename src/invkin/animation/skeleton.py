@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import FrameError, ModelError, closest_names
-from ..model.bvh import Clip, skeleton_robot
+from ..model.bvh import Clip, check_skeleton, skeleton_robot
 
 
 def _robot_for(robot, clip):
@@ -13,10 +13,7 @@ def _robot_for(robot, clip):
         raise ModelError(f"expected a Clip (from read_bvh), got {type(clip).__name__}")
     if robot is None:
         return skeleton_robot(clip)
-    if tuple(robot.joint_names) != clip.channel_names:
-        raise ModelError(f"robot {robot.name!r} is not the clip's skeleton: its joints "
-                         f"{list(robot.joint_names)[:3]}... differ from the clip's channels "
-                         f"{list(clip.channel_names)[:3]}... (use the robot read_bvh returned with the clip)")
+    check_skeleton(robot, clip, "", " (use the robot read_bvh returned with the clip)")
     return robot
 
 

@@ -37,6 +37,25 @@ def _axis_vector(up, what: str) -> np.ndarray:
     return v
 
 
+def _scale_value(scale, what: str) -> float:
+    try:
+        v = float(scale)
+    except (TypeError, ValueError):
+        v = math.nan
+    if isinstance(scale, bool) or not (math.isfinite(v) and v > 0.0):
+        raise ModelError(f"{what}: expected a finite number > 0, got {scale!r}")
+    return v
+
+
+def check_conversion(what: str, scale, **axes) -> float:
+    """``scale`` as a float (a finite number > 0) with every up-axis argument of ``axes``
+    ({argument name: value or None}) checked; ModelError naming ``what`` and the argument."""
+    for name, v in axes.items():
+        if v is not None:
+            _axis_vector(v, f"{what}: {name}")
+    return _scale_value(scale, f"{what}: scale")
+
+
 def up_rotation(up_from, up_to) -> np.ndarray:
     """(3, 3) signed permutation with det +1 taking the ``up_from`` axis onto ``up_to``.
 
@@ -62,9 +81,7 @@ def convert_clip(clip, *, scale: float = 1.0, up_from="y", up_to="y"):
     Returns a new clip of the same class (other fields kept, through ``dataclasses.replace``); the
     input clip is unchanged. Exact: channels are relabelled and columns negated or multiplied.
     """
-    scale = float(scale)
-    if not (math.isfinite(scale) and scale > 0.0):
-        raise ModelError(f"convert_clip: scale must be a finite number > 0, got {scale!r}")
+    scale = _scale_value(scale, "convert_clip: scale")
     P = up_rotation(up_from, up_to)
     if scale == 1.0 and np.array_equal(P, np.eye(3)):
         return clip

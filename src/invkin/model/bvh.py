@@ -170,6 +170,29 @@ class Clip:
                 f"joints={len(self.joint_names)}, end_sites={sum(self.end_site)})")
 
 
+def need_frames(clip: Clip, what: str) -> None:
+    """ModelError ``"<what>: the clip has no frames"`` for a clip of zero frames (a BVH with
+    ``Frames: 0`` reads; most uses of a clip need at least one frame)."""
+    if clip.n_frames < 1:
+        raise ModelError(f"{what}: the clip has no frames")
+
+
+def check_skeleton(robot, clip: Clip, what: str, hint: str = "") -> None:
+    """ModelError when ``robot`` is not the clip's skeleton (its ``joint_names`` are not
+    ``clip.channel_names``), naming both counts and the first entry that differs."""
+    a, b = tuple(robot.joint_names), clip.channel_names
+    if a == b:
+        return
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+    def at(names):
+        return repr(names[i]) if i < len(names) else "nothing (it ends before)"
+
+    raise ModelError(f"{what}robot {robot.name!r} does not match the clip's skeleton: its {len(a)} joints and the clip's "
+                     f"{len(b)} channels first differ at index {i}: {at(a)} in the robot, {at(b)} in the clip"
+                     f"{hint}")
+
+
 # ---------------------------------------------------------------------------------------- reading
 class _Tokens:
     """The header as a stream of (token, line number) pairs."""
@@ -278,12 +301,20 @@ def _parse_hierarchy(tk: _Tokens):
                 for _ in range(int(c)):
                     ch, l4 = tk.next(f"{c} channel names")
                     canon = _CHANNEL_CANON.get(ch.lower())
+                    if canon is None and l4 != l2:  # the line ended before the count did
+                        raise tk.err(f"CHANNELS {c} in {name!r} but the line lists {len(chs)} channel names "
+                                     f"({' '.join(chs) or 'none'}); the count and the names disagree", l2)
                     if canon is None:
                         raise tk.err(f"unknown channel name {ch!r} in {name!r}; expected one of "
                                      f"{', '.join(CHANNEL_NAMES)}", l4)
                     if canon in chs:
                         raise tk.err(f"channel {canon} repeated in {name!r}", l4)
                     chs.append(canon)
+                extra = tk.rest_of_line(l2)
+                if extra and all(x.lower() in _CHANNEL_CANON for x in extra):
+                    raise tk.err(f"CHANNELS {c} in {name!r} but the line lists {len(chs) + len(extra)} channel "
+                                 f"names ({' '.join(chs + extra)}); the count and the names disagree", l2)
+                tk.i -= len(extra)  # anything else is reported where it stands
                 channels[idx] = tuple(chs)
             elif u == "JOINT" or (u == "END" and tk.peek() is not None and tk.peek().upper() == "SITE"):
                 if is_end:
@@ -490,6 +521,8 @@ def read_bvh(path, *, scale: float = 1.0, up=None, file_up="y") -> tuple[Robot, 
     file's up axis ``file_up`` (BVH is Y-up by convention) onto ``up`` ("z" for a Z-up world). Both
     are exact (:func:`invkin.model.axes.convert_clip`: channels relabelled, columns scaled).
     """
+    from .axes import check_conversion
+    scale = check_conversion("read_bvh", scale, up=up, file_up=file_up)
     robot, clip = _read_bvh(path)
     if scale == 1.0 and up is None:
         return robot, clip
@@ -613,10 +646,10 @@ def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=N
     """
     if not isinstance(clip, Clip):
         raise ModelError(f"write_bvh: expected a Clip, got {type(clip).__name__}")
-    if robot is not None and tuple(robot.joint_names) != clip.channel_names:
-        raise ModelError(f"write_bvh: robot {robot.name!r} does not match the clip: its joints "
-                         f"{list(robot.joint_names)[:4]}... differ from the clip's channels "
-                         f"{list(clip.channel_names)[:4]}...")
+    if robot is not None:
+        check_skeleton(robot, clip, "write_bvh: ")
+    from .axes import check_conversion
+    scale = check_conversion("write_bvh", scale, up=up, file_up=file_up)
     if scale != 1.0 or up is not None:
         from .axes import convert_clip
         clip = convert_clip(clip, scale=scale, up_from=file_up if up is None else up, up_to=file_up)

@@ -37,7 +37,7 @@ from ..errors import ModelError, ModelWarning
 from .._io import atomic_path
 from .axes import convert_clip
 from .euler import ORDERS, axis_rot as _axis_rot, euler_from_matrix
-from .bvh import Clip, skeleton_robot
+from .bvh import Clip, check_skeleton, need_frames, skeleton_robot
 from .robot import Robot
 
 __all__ = ["GltfClip", "read_gltf", "write_gltf", "ORDERS"]
@@ -508,15 +508,15 @@ def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: flo
     Any other clip (e.g. from :func:`~invkin.read_bvh`) becomes a new skeleton-only file: one node per
     clip node, one skin over them (inverse bind matrices of the zero pose) and one animation.
     ``scale`` multiplies lengths (e.g. 0.01 for a centimetre BVH) and ``up`` names the clip's up axis
-    (turned onto glTF's +Y).
+    (turned onto glTF's +Y); its key times are ``i × frame_time``, so a clip of two or more frames
+    needs ``frame_time > 0``. A clip of no frames is a ModelError (nothing is written).
     """
     pg = _pygltflib()
     if not isinstance(clip, Clip):
         raise ModelError(f"write_gltf: expected a Clip, got {type(clip).__name__}")
-    if robot is not None and tuple(robot.joint_names) != clip.channel_names:
-        raise ModelError(f"write_gltf: robot {robot.name!r} does not match the clip: its joints "
-                         f"{list(robot.joint_names)[:4]}... differ from the clip's channels "
-                         f"{list(clip.channel_names)[:4]}...")
+    if robot is not None:
+        check_skeleton(robot, clip, "write_gltf: ")
+    need_frames(clip, "write_gltf")
     dst = os.fspath(path)
     src = source if source is not None else getattr(clip, "source", None)
     if src is not None and isinstance(clip, GltfClip):
@@ -580,6 +580,9 @@ def _write_into(pg, dst: str, clip: GltfClip, src: str):
 
 
 def _write_new(pg, dst: str, clip: Clip, scale: float, up):
+    if clip.n_frames > 1 and not clip.frame_time > 0:  # glTF key times must increase
+        raise ModelError(f"write_gltf: the clip's frame time is {clip.frame_time:g}; it must be > 0 to write "
+                         f"key times for its {clip.n_frames} frames")
     c = convert_clip(clip, scale=scale, up_from=up, up_to="y")
     doc = pg.GLTF2(asset=pg.Asset(version="2.0", generator="invkin"))
     store = _Blob(pg, doc, b"")

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._checks import count, positive
 from ..errors import ModelError
+from ..model.bvh import need_frames
 from .mapping import Mapping, MappingError, bundled_mapping, load_mapping
 from .motion import RobotMotion
 
@@ -74,7 +75,7 @@ def retarget(skeleton, clip, robot, mapping=None, *, up=None, iterations: int = 
         self_collision: keep the robot's collision pairs apart by ``margin`` [m] (as inequality
             rows); the floor (z = 0) is always kept.
         velocity_scale: the per-frame joint step bound is velocity_scale × the URDF velocity
-            limits × the frame time (hard).
+            limits × the frame time (hard; a clip whose frame time is 0 is a ModelError).
         contact_options: keyword arguments of :func:`invkin.detect_contacts` for the feet.
         progress: a callable ``progress(done, total)`` called with the frame count (a progress bar).
 
@@ -85,6 +86,7 @@ def retarget(skeleton, clip, robot, mapping=None, *, up=None, iterations: int = 
     from ..solve import core_args
     from ..solvers.shared import compile_problem
     from ..collision.distance import collision_tables, max_rows
+    from ..animation.contacts import _need_fps
     from ..animation.skeleton import _robot_for
     from .kernel import retarget_frames
     from .report import measure
@@ -104,15 +106,15 @@ def retarget(skeleton, clip, robot, mapping=None, *, up=None, iterations: int = 
     elif not isinstance(mapping, Mapping):
         mapping = load_mapping(mapping)
     mapping.check(clip, robot)
-    if clip.n_frames < 1:
-        raise ModelError("retarget: the clip has no frames")
+    need_frames(clip, "retarget")
+    _need_fps(clip, "retarget")  # the velocity bounds and the contacts need the clip's rate
     bodies = mapping.bodies
     targets = make_targets(skeleton, clip, robot, mapping, up=up, contact_options=contact_options)
     goals, row_body, row_rot = _goals(robot, bodies, targets)
     problem = compile_problem(robot, goals, TOL_P, TOL_R)
     model, table, lims, lo, hi = core_args(problem)
     gnode, gkind, gref, glevel, gvec, gR, gaxis, gw = table[:8]
-    dt = clip.frame_time if clip.frame_time > 0 else 1.0 / 30.0
+    dt = clip.frame_time
     vl = robot.velocity_limit
     step = np.where(np.isfinite(vl), vl * dt * velocity_scale, np.inf)
     step[:6] = np.inf  # the floating base follows the source's root

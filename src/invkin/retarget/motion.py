@@ -52,6 +52,9 @@ class RobotMotion:
         robot_spec: what :func:`invkin.load_robot` loads the robot from (a bundled name or a URDF
             path; ``""`` when unknown): the viewer loads the robot of a motion file by it.
         clip_path: the source clip's file (``""`` when unknown): the viewer plays it beside the robot.
+            ``invkin retarget`` fills both; :func:`invkin.retarget` cannot (a Robot does not keep the
+            name it was loaded by, nor a Clip its file), so set them with
+            ``dataclasses.replace(motion, robot_spec="g1", clip_path=path)`` before :meth:`save`.
     """
 
     q: np.ndarray
@@ -146,15 +149,20 @@ class RobotMotion:
 
 
 def read_motion(path) -> RobotMotion:
-    """Read a motion written by :meth:`RobotMotion.save` (``.npz``)."""
+    """Read a motion written by :meth:`RobotMotion.save` (``.npz``; the ``.csv`` is an export that is
+    not read back: a FileError says so)."""
     from ..spatial import quat_wxyz_to_matrix, so3_log
 
     p = str(path)
     with open_regular(p, "motion file") as f:
-        try:
-            z = np.load(io.BytesIO(f.read()), allow_pickle=False)
-        except (ValueError, OSError) as e:
-            raise FileError(f"{p}: not a .npz motion file: {e}") from None
+        data = f.read()
+    try:
+        z = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError) as e:
+        if p.lower().endswith(".csv") or data.startswith(b"frame,time,"):
+            raise FileError(f"{p}: read_motion reads the .npz files RobotMotion.save writes; its .csv is an "
+                            f"export only (save the motion as .npz to read it back)") from None
+        raise FileError(f"{p}: not a .npz motion file: {e}") from None
     missing = [k for k in NPZ_KEYS if k not in z.files]
     if missing:
         raise FileError(f"{p}: not a motion file: missing keys {missing} (has {list(z.files)})")

@@ -23,6 +23,10 @@ turns the bend plane about the hip→target axis. Without a pole the current ben
 Stretch: beyond reach the bones may lengthen up to ``max_stretch`` × (``stretch=True``); the rotations
 are those of the stretched triangle and :attr:`LimbSolution.stretch` says by how much to scale the
 bones (a rig applies it as a scale; a Robot's bones are rigid, so ``q`` alone reaches ``l1 + l2``).
+Limits: the two joints' new entries are projected into the robot's limits (``robot.with_limits``:
+swing cone and twist by :func:`invkin.model.limits.project_limits`, then the ``[lower, upper]`` box of
+each entry); when that moves them, :attr:`LimbSolution.limited` is True and ``reached`` False. A bone of
+zero length (CMU's Hips → LHipJoint) is a SolverError naming it: it has no direction to turn.
 """
 from __future__ import annotations
 
@@ -51,8 +55,13 @@ class LimbSolution:
         positions: (3, 3) world positions of upper joint, middle joint and tip after the solve [m]
             (with stretch: those of the stretched limb).
         stretch: the bone scale used (1.0 unless ``stretch=True`` and the target is out of reach).
-        reached: True when the tip lands on the target within ``1e-9 × limb length``.
+        reached: True when the tip lands on the target within ``1e-9 × limb length`` (False when
+            ``limited``).
         error: distance from the tip to the target [m].
+        limited: True when the robot's joint limits (:meth:`~invkin.Robot.with_limits`: swing cone,
+            twist, per-entry boxes) bound: the limb's joints were projected into them, and
+            ``rotations``, ``positions`` (rigid bones, ``stretch`` 1.0) and ``error`` are those of the
+            projected pose.
     """
 
     q: np.ndarray
@@ -61,6 +70,7 @@ class LimbSolution:
     stretch: float
     reached: bool
     error: float
+    limited: bool = False
 
 
 def _frame_node(robot, name) -> int:
@@ -182,6 +192,11 @@ def two_bone_limb(robot, q, tip, target, *, pole=None, pole_angle: float = 0.0, 
     P1, P2, P3 = Ts[n1][:3, 3], Ts[n2][:3, 3], Ts[n3][:3, 3]
     b1, b2 = P2 - P1, P3 - P2
     l1, l2 = float(np.linalg.norm(b1)), float(np.linalg.norm(b2))
+    for a, b, ell in ((names[0], names[1], l1), (names[1], names[2], l2)):
+        if not ell > 1e-12 * (l1 + l2):  # a bone of no length has no direction to turn
+            raise SolverError(f"two_bone_3d: limb {names}: the bone {a!r} -> {b!r} has zero length (the two "
+                              f"frames coincide), so the limb has no two bones to bend; choose another tip, "
+                              f"or name the limb with limb=(upper, middle, tip)")
     u = t - P1
     # bend direction n: toward the pole point, or the current knee's side of the hip→tip line
     if pole is not None:
@@ -219,15 +234,37 @@ def two_bone_limb(robot, q, tip, target, *, pole=None, pole_angle: float = 0.0, 
     _set_joint(robot, q, g1, Ts, R1)
     Ts2 = robot.fk_all_array(q)
     _set_joint(robot, q, g2, Ts2, R2)
+    limited = _project_limb(robot, q, g1 + g2)
     Tf = robot.fk_all_array(q)
     tipp = Tf[n3][:3, 3]
     err = float(np.linalg.norm(tipp - t))
-    positions = np.stack([P1, E, H]) if k != 1.0 else np.stack([Tf[n1][:3, 3], Tf[n2][:3, 3], tipp])
     q.setflags(write=False)
+    if limited:  # the pose the limits allow, as forward kinematics gives it (rigid bones)
+        return LimbSolution(q=q, rotations={names[0]: Tf[n1][:3, :3], names[1]: Tf[n2][:3, :3]},
+                            positions=np.stack([Tf[n1][:3, 3], Tf[n2][:3, 3], tipp]), stretch=1.0, reached=False,
+                            error=err, limited=True)
+    positions = np.stack([P1, E, H]) if k != 1.0 else np.stack([Tf[n1][:3, 3], Tf[n2][:3, 3], tipp])
     return LimbSolution(q=q, rotations={names[0]: R1, names[1]: R2}, positions=positions, stretch=k,
                         reached=err <= 1e-9 * max(l1 + l2, 1e-300) or (k != 1.0 and
                                                                        np.linalg.norm(H - t) <= 1e-9 * b),
                         error=err if k == 1.0 else float(np.linalg.norm(H - t)))
+
+
+def _project_limb(robot, q, nodes) -> bool:
+    """The limb joints' entries of ``q`` (in place) projected into the robot's limits: swing cone and
+    twist (:func:`invkin.model.limits.project_limits`), then the box ``[lower, upper]`` per entry;
+    every other entry as given. True when that moved any entry."""
+    from ..model.limits import project_limits
+
+    cols = np.array([c for i in nodes for c in range(int(robot.qidx[i]),
+                                                     int(robot.qidx[i]) + (3 if robot.joint_type[i] == K.BALL else 1))],
+                    dtype=np.int64)
+    qp = project_limits(robot, q)
+    new = np.clip(qp[cols], robot.lower[cols], robot.upper[cols])
+    if np.array_equal(new, q[cols]):
+        return False
+    q[cols] = new
+    return True
 
 
 def two_bone_3d(shoulder, l1, l2, target, pole=None, soft=None, **limb):

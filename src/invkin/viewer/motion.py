@@ -63,8 +63,8 @@ def _robot_of(motion, robot):
         spec = motion.robot_spec
         if not spec:
             raise ViewerError(f"{what} does not record how to load its robot ({motion.robot_name!r}, a model name, "
-                              f"not a bundled name or a file; written before robot_spec was stored); give the "
-                              f"robot: `invkin view MOTION.npz --robot g1` (or a .urdf)")
+                              f"not a bundled name or a file: saved from Python without robot_spec, or before it was "
+                              f"stored); give the robot: `invkin view MOTION.npz --robot g1` (or a .urdf)")
         try:
             robot = load_robot(spec)
         except InvkinError as exc:
