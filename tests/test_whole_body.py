@@ -231,6 +231,22 @@ def test_max_joint_step_bounds_every_joint_and_dt_uses_the_velocity_limits(hum):
         ik.solve(hum, [ik.Position("l_hand", target)], max_joint_step=0.1, method="pinv")
 
 
+@pytest.mark.parametrize("kw", [dict(dt=0.01), dict(max_joint_step=0.5)])
+def test_a_target_out_of_the_step_box_is_unreachable_after_a_few_restarts(kw):
+    """Restarts inside a small box stall at the same closest answer: the solve says unreachable
+    after a few of them, no worse than one attempt, instead of ~2,000 restarts to the timeout
+    (time_limit at 50 ms before)."""
+    panda = ik.load_robot("panda")
+    q0 = panda.neutral()
+    goal = ik.Pose("panda_hand", panda.fk(panda.sample(rng=5), "panda_hand"))
+    res = ik.solve(panda, goal, q0=q0, timeout=1.0, **kw)
+    one = ik.solve(panda, goal, q0=q0, restarts=False, **kw)
+    assert res.status == Status.UNREACHABLE and res.restarts <= 20
+    assert res.position_error <= one.position_error + 1e-9 and res.position_error > 0.5
+    step = kw.get("max_joint_step", 0.01 * panda.velocity_limit)
+    assert np.all(np.abs(res.q - q0) <= step + 1e-12)
+
+
 def test_other_methods_refuse_the_kinds_only_lm_knows(hum):
     with pytest.raises(SolverError, match="com"):
         ik.solve(hum, [ik.CenterOfMass([0, 0, 0])], method="pinv")

@@ -276,6 +276,9 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             with the springs (status and success describe the returned q).
         max_joint_step: [rad or m] a number or (dof,): no joint moves farther than this from q0
             (lm; the joint limits tightened to q0 ± max_joint_step, an active set like them).
+            Restarts start inside that box; when they stall at the same closest answer again the
+            solve ends ``unreachable`` (out of reach within the bound) instead of restarting to
+            the timeout.
         dt [s]: with max_joint_step None, the bound is the model's joint velocity limits × dt
             (URDF ``<limit velocity>``).
         world: an :class:`invkin.World` of obstacles (or a list of them) that every link with
@@ -1352,6 +1355,8 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
             st = _CORE_STATE0[1 if mode == "distance" else 0].copy()
             if hold_always:
                 st[_core.S_HOLD_ALWAYS] = 1.0  # every step holds the hard goals (no relaxed first steps)
+            if step is not None:
+                st[_core.S_BOXED] = 1.0  # agreeing stalled attempts end the solve: unreachable in the box
             rowerr = np.empty(problem.gnode.shape[0])
         else:
             q, best_q, st, rowerr = resume[1:5]
