@@ -211,6 +211,19 @@ def test_posture_with_met_goals_is_converged_and_nearer_the_rest_posture(hum):
     assert _drift(hum, q0, rest.q) <= 1e-6
 
 
+@pytest.mark.parametrize("seed", [7, 8, 9])
+def test_posture_reaches_a_rest_pose_that_itself_meets_the_goal(seed):
+    """q_rest solves the Position goal, the solve starts elsewhere: the goal's null space leads
+    there, at the default tolerance too (settle projects each step back onto the goals; it
+    accepted only steps of ~sqrt(tolerance) before and stayed 2.6-4.6 rad away)."""
+    panda = ik.load_robot("panda")
+    q_rest = panda.sample(rng=seed)
+    target = panda.fk(q_rest, "panda_hand")[:3, 3]
+    res = ik.solve(panda, [ik.Position("panda_hand", target), ik.Posture(q_rest, weight=1.0)], q0=panda.neutral())
+    assert res.status == Status.CONVERGED and res.position_error <= 1e-6
+    assert np.linalg.norm(res.q - q_rest) <= 1e-3
+
+
 def test_posture_on_a_panda_pose_is_converged_not_stalled():
     panda = ik.load_robot("panda")
     T = panda.fk(panda.sample(rng=9), "panda_hand")

@@ -426,7 +426,8 @@ class Relative(Goal):
 class Posture(Goal):
     """The rest configuration ``q_rest`` (dof,) as a regulariser: the lowest priority (LM moves
     toward it inside the null space of the goals once they are met); never decides success.
-    ``weight`` > 0 turns it on (other methods: the weight of the soft bias ``w² I``)."""
+    ``weight`` > 0 turns it on (lm: its size does not matter, the goals come first; other methods:
+    the weight of the soft bias ``w² I``)."""
 
     q_rest: np.ndarray
     weight: float = 1e-3
