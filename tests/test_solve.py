@@ -76,6 +76,38 @@ def test_unreachable_panda_target_points_the_stretched_arm_at_it(panda):
     assert np.linalg.norm(p - shoulder) > 0.8
 
 
+ROUTES = [{}, {"restarts": False}, {"timeout": None}, {"method": "dls"}, {"method": "dls", "restarts": False},
+          {"method": "pinv", "max_iterations": 50}]
+
+
+@pytest.mark.parametrize("kw", ROUTES)
+def test_goals_met_of_a_missed_single_goal_is_false_on_every_route(panda, kw):
+    q = panda.neutral()
+    far = panda.fk(q, "panda_hand")
+    far[0, 3] += 3.0  # 3 m beyond the hand: out of reach
+    for goals in ([ik.Pose("panda_hand", far)], ik.Pose("panda_hand", far), [ik.Position("panda_hand", far[:3, 3])]):
+        res = ik.solve(panda, goals, q0=q, **kw)
+        assert not res.success
+        assert res.goals_met == (False,), (kw, res)
+
+
+@pytest.mark.parametrize("kw", ROUTES)
+def test_goals_met_of_a_converged_single_goal_is_true_on_every_route(panda, kw):
+    q = panda.neutral()
+    T = panda.fk(q, "panda_hand")
+    T[0, 3] += 0.05
+    res = ik.solve(panda, [ik.Pose("panda_hand", T)], q0=q, **kw)
+    assert res.success and res.goals_met == (True,), (kw, res)
+
+
+def test_a_batch_item_says_whether_its_goal_is_met(panda):
+    T = panda.fk(panda.neutral(), "panda_hand")
+    far = T.copy()
+    far[0, 3] += 3.0
+    batch = ik.solve_many(panda, "panda_hand", np.array([T, far]))
+    assert [batch[i].goals_met for i in range(2)] == [(True,), (False,)]
+
+
 def test_same_seed_same_answer(panda):
     T = panda.fk(panda.sample(rng=3), "panda_hand")
     a = ik.solve(panda, [ik.Pose("panda_hand", T)], q0=panda.sample(rng=4), seed=7, timeout=None,

@@ -39,7 +39,7 @@ class Result:
     q (dof,): the best configuration found (always inside the joint limits).
     position_error [m], rotation_error [rad]: the largest error over the goals.
     time [s]: wall time of the call. iterations: total over restarts.
-    goals_met: which goals are met (lm), e.g. hard feet met and a hand out of reach not.
+    goals_met: which goals are met, e.g. hard feet met and a hand out of reach not.
     info["collision"] (with ``world=`` / ``self_collision=True``): ``pairs`` checked, ``min_distance``
     [m] and the ``closest`` pair at q, ``collision_free`` (every pair at least ``margin`` apart),
     ``static`` (pairs closer than the margin that no joint moves).
@@ -55,8 +55,10 @@ class Result:
     time: float
     method: str = "lm"
     info: dict = field(default_factory=dict, repr=False)
-    #: one bool per goal in the order given (Posture left out): that goal within tolerance.
-    #: Filled by lm (empty for a single goal that converged on the fast path: then it is met).
+    #: one bool per goal in the order given (Posture left out): that goal within tolerance. Every
+    #: method and route of :func:`invkin.solve` fills it (all True when the solve converged), so
+    #: ``all(res.goals_met)`` is False for a result that missed a goal; empty only for a Result
+    #: built by hand.
     goals_met: tuple = field(default=(), repr=False)
 
     @classmethod
@@ -98,9 +100,12 @@ class BatchResult:
         return int(self.q.shape[0])
 
     def __getitem__(self, i) -> Result:
-        return Result(self.q[i].copy(), bool(self.success[i]), STATUS_CODES[int(self.status_code[i])],
-                      float(self.position_error[i]), float(self.rotation_error[i]), int(self.iterations[i]),
-                      int(self.restarts[i]), self.time / max(len(self), 1), self.method)
+        status = STATUS_CODES[int(self.status_code[i])]
+        # the batch's one goal: met when the solve converged, or met closer than the margin (in_collision)
+        return Result(self.q[i].copy(), bool(self.success[i]), status, float(self.position_error[i]),
+                      float(self.rotation_error[i]), int(self.iterations[i]), int(self.restarts[i]),
+                      self.time / max(len(self), 1), self.method,
+                      goals_met=(status == Status.CONVERGED or status == Status.IN_COLLISION,))
 
     def __repr__(self) -> str:
         return (f"BatchResult(B={len(self)}, success={self.success.mean() * 100:.1f}%, "

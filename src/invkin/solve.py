@@ -547,7 +547,8 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
         info["rest"]["goal_reached"] = bool(ok)
     status = Status.CONVERGED if ok else (res.status if not res.success else Status.STALLED)
     return dataclasses.replace(res, q=q, success=bool(ok), status=status, position_error=float(perr),
-                               rotation_error=float(rerr), time=time.perf_counter() - t_start, info=info)
+                               rotation_error=float(rerr), time=time.perf_counter() - t_start, info=info,
+                               goals_met=goals_met_at(problem, q))
 
 
 def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations, seed,
@@ -656,7 +657,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         if converged:
             if mode == "speed":
                 return Result(q, True, Status.CONVERGED, float(perr), float(rerr), int(total_it), n_restarts,
-                              time.perf_counter() - t_start, m.name)
+                              time.perf_counter() - t_start, m.name, goals_met=(True,) * len(problem.goal_rows))
             d = float(np.sum(problem.joint_weights * robot.difference(q_start, q) ** 2))
             if d < best_conv_dist:
                 best_conv_q, best_conv_dist = q.copy(), d
@@ -723,11 +724,13 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
                 status = Status.STALLED if stalled_errs else stop_reason
             else:
                 status = stop_reason or Status.STALLED
+    met = (True,) * len(problem.goal_rows) if status == Status.CONVERGED else goals_met_at(problem, best_q)
     return Result(best_q, status == Status.CONVERGED, status, float(perr), float(rerr), int(total_it),
-                  n_restarts, time.perf_counter() - t_start, m.name)
+                  n_restarts, time.perf_counter() - t_start, m.name, goals_met=met)
 
 
 _FAST_GOALS = (Pose, Position)
+_MET_ONE = (True,)  # Result.goals_met of a converged single-goal solve
 INTERPRETED_BATCH = 32  # targets per solve_many piece while its kernel runs interpreted (invkin._tiers)
 _LM_ENTRY = [None]
 
@@ -832,7 +835,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             if not (math.isfinite(s[8]) and math.isfinite(s[9])):  # math: a fraction of numpy's call cost
                 return None  # never call non-finite numbers converged: the general path judges it
             res = Result._new(best_q, True, _CONVERGED, s[8], s[9], int(s[1]), int(s[5]), time.perf_counter() - t_start,
-                              "lm")
+                              "lm", _MET_ONE)
             return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
         if code < 0:
             return None  # a non-finite q0: the general path names the bad entry
@@ -852,8 +855,9 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             break
         per_iter = (now - t0) / max(st[1] - it0, 1)
         budget = 10_000 if deadline is None else int(min(max(16, 0.5 * (deadline - now) / per_iter), 10_000))
-    res = Result(best_q, False, status, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
-                 time.perf_counter() - t_start, "lm")
+    perr, rerr = float(st[8]), float(st[9])  # (the one goal's largest row errors: met when both are within)
+    res = Result._new(best_q, False, status, perr, rerr, int(st[1]), int(st[5]), time.perf_counter() - t_start, "lm",
+                      (perr <= tol_p and rerr <= tol_r,))
     return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
 
 
@@ -1230,7 +1234,7 @@ def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterati
     met = first.success and np.all(np.isfinite(first.q))
     if not met and provably_unreachable(problem):  # no answer at all: the rows minimise the distance
         return Result._new(first.q, False, first.status, first.position_error, first.rotation_error,
-                           first.iterations, first.restarts, time.perf_counter() - t_start, "lm")
+                           first.iterations, first.restarts, time.perf_counter() - t_start, "lm", first.goals_met)
     q, n, tries = limbs.find_clear(problem, first.q if met else None, q_start, clock, iters, seed_i, solve_plain)
     n += first.iterations
     if q is not None:
@@ -1242,7 +1246,7 @@ def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterati
             res.__dict__["goals_met"] = (True,) * len(problem.goal_rows)
             return res
     return Result._new(first.q, False, first.status, first.position_error, first.rotation_error, n,
-                       first.restarts + tries, time.perf_counter() - t_start, "lm")
+                       first.restarts + tries, time.perf_counter() - t_start, "lm", first.goals_met)
 
 
 def _goal_dofs(robot, gnode, gref):
@@ -1297,6 +1301,12 @@ def _collision_retries(robot, problem, first, check, deadline, seed, mode):
                       time.perf_counter())
         if r.success and check.clear(r.q):
             return r
+
+
+def goals_met_at(problem, q) -> tuple:
+    """Result.goals_met at q (dof,): one bool per goal of the compiled problem (Posture left out),
+    from its rows' errors (lm_core.row_errors)."""
+    return _goals_met(problem, _core.row_errors(*core_args(problem, prune=True)[:2], q))
 
 
 def _goals_met(problem, err) -> tuple:
@@ -1421,9 +1431,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
         st[S_BEST_PERR], st[S_BEST_RERR] = pe, re_
     if chain:
-        met = ()
-        if len(problem.goals if isinstance(problem.goals, (list, tuple)) else [1]) > 1 or status != Status.CONVERGED:
-            met = _goals_met(problem, _core.row_errors(*core_args(problem, prune=True)[:2], best_q))
+        met = ((True,) * len(problem.goal_rows) if status == Status.CONVERGED else goals_met_at(problem, best_q))
     elif status == Status.CONVERGED and mode == "speed":
         # converged: every row with a weight within its tolerance (the kernel's test), so every goal is met
         met = (True,) * len(problem.goal_rows)
