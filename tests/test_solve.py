@@ -108,6 +108,22 @@ def test_a_batch_item_says_whether_its_goal_is_met(panda):
     assert [batch[i].goals_met for i in range(2)] == [(True,), (False,)]
 
 
+@pytest.mark.parametrize("kw", [{}, {"timeout": None}, {"method": "dls"}, {"method": "pinv"}])
+def test_restarts_false_runs_and_counts_no_restart(panda, kw):
+    far = panda.fk(panda.neutral(), "panda_hand")
+    far[0, 3] += 3.0
+    res = ik.solve(panda, ik.Pose("panda_hand", far), restarts=False, **kw)
+    assert not res.success and res.restarts == 0, res
+
+
+@pytest.mark.parametrize("max_restarts", [0, 1, 5])
+def test_solve_many_counts_at_most_max_restarts(panda, max_restarts):
+    far = panda.fk(panda.neutral(), "panda_hand")
+    far[0, 3] += 3.0
+    batch = ik.solve_many(panda, "panda_hand", far[None], max_restarts=max_restarts)
+    assert not batch.success[0] and int(batch.restarts[0]) == max_restarts
+
+
 def test_same_seed_same_answer(panda):
     T = panda.fk(panda.sample(rng=3), "panda_hand")
     a = ik.solve(panda, [ik.Pose("panda_hand", T)], q0=panda.sample(rng=4), seed=7, timeout=None,

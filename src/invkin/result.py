@@ -38,7 +38,8 @@ class Result:
 
     q (dof,): the best configuration found (always inside the joint limits).
     position_error [m], rotation_error [rad]: the largest error over the goals.
-    time [s]: wall time of the call. iterations: total over restarts.
+    time [s]: wall time of the call. iterations: total over restarts. restarts: the attempts after
+    the first that ran (0 with ``restarts=False``).
     goals_met: which goals are met, e.g. hard feet met and a hand out of reach not.
     info["collision"] (with ``world=`` / ``self_collision=True``): ``pairs`` checked, ``min_distance``
     [m] and the ``closest`` pair at q, ``collision_free`` (every pair at least ``margin`` apart),

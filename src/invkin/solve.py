@@ -35,6 +35,7 @@ from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
 _CHAIN_STATE0 = (_lm.new_chain_state(0.0), _lm.new_chain_state(1.0))  # clamped / free attempts
 _CORE_STATE0 = (_core.new_core_state(0.0), _core.new_core_state(1.0))  # mode "speed" / "distance"
 ATTEMPT_ITERATIONS, S_ATTEMPT, S_ITERS, S_MINIMIZE = _lm.ATTEMPT_ITERATIONS, _lm.S_ATTEMPT, _lm.S_ITERS, _lm.S_MINIMIZE
+S_ATTEMPT_ITERS = _lm.S_ATTEMPT_ITERS
 S_BEST_PERR, S_BEST_RERR, S_BEST_DIST, UNREACHABLE = _lm.S_BEST_PERR, _lm.S_BEST_RERR, _core.S_BEST_DIST, _core.UNREACHABLE
 
 
@@ -856,8 +857,8 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         per_iter = (now - t0) / max(st[1] - it0, 1)
         budget = 10_000 if deadline is None else int(min(max(16, 0.5 * (deadline - now) / per_iter), 10_000))
     perr, rerr = float(st[8]), float(st[9])  # (the one goal's largest row errors: met when both are within)
-    res = Result._new(best_q, False, status, perr, rerr, int(st[1]), int(st[5]), time.perf_counter() - t_start, "lm",
-                      (perr <= tol_p and rerr <= tol_r,))
+    res = Result._new(best_q, False, status, perr, rerr, int(st[1]), restarts_run(st, False),
+                      time.perf_counter() - t_start, "lm", (perr <= tol_p and rerr <= tol_r,))
     return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
 
 
@@ -1303,6 +1304,17 @@ def _collision_retries(robot, problem, first, check, deadline, seed, mode):
             return r
 
 
+def restarts_run(st, in_attempt: bool) -> int:
+    """Result.restarts from an LM kernel's state ``st`` (lm_chain_attempts, core_attempts): the
+    attempts after the first that ran. An attempt that ends unconverged counts itself in
+    st[S_ATTEMPT] and draws the next start at once; when the solve stops there (restarts=False,
+    the attempts or the budget spent) that start never ran an iteration (st[S_ATTEMPT_ITERS] is
+    0) and is not a restart. ``in_attempt``: the solve converged in its current attempt (mode
+    "speed"), which ran, however few iterations it took."""
+    n = int(st[S_ATTEMPT])
+    return n - 1 if n > 0 and not in_attempt and st[S_ATTEMPT_ITERS] == 0.0 else n
+
+
 def goals_met_at(problem, q) -> tuple:
     """Result.goals_met at q (dof,): one bool per goal of the compiled problem (Posture left out),
     from its rows' errors (lm_core.row_errors)."""
@@ -1439,7 +1451,8 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         met = _goals_met(problem, rowerr)
     s = st.tolist()
     res = Result._new(best_q, status == Status.CONVERGED, status, s[S_BEST_PERR], s[S_BEST_RERR], int(s[S_ITERS]),
-                      int(s[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
+                      restarts_run(st, status == Status.CONVERGED and mode == "speed"),
+                      time.perf_counter() - t_start, "lm")
     res.__dict__["goals_met"] = met
     return res
 
@@ -1576,6 +1589,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
                            rest[sl], conv[sl])
             b0 += n
     _wrap_near(robot, q_out, q0s)
+    # an item that did not converge ran all its max_restarts + 1 attempts; the kernel also counts the
+    # start it drew after the last one, which never ran (restarts_run)
+    np.minimum(rest, max_restarts, out=rest)
     codes = np.where(conv, 0, 4).astype(np.int64)  # converged, else stalled
     if position_only and not conv.all():
         # beyond the reach radius: unreachable (a status, not an error)
