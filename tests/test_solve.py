@@ -1,5 +1,6 @@
 """The solve driver and the default Levenberg–Marquardt method."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -122,6 +123,19 @@ def test_solve_many_counts_at_most_max_restarts(panda, max_restarts):
     far[0, 3] += 3.0
     batch = ik.solve_many(panda, "panda_hand", far[None], max_restarts=max_restarts)
     assert not batch.success[0] and int(batch.restarts[0]) == max_restarts
+
+
+@pytest.mark.parametrize("call", [
+    lambda r: ik.solve(r, ik.Position("panda_hand", [0.3, 0.0, 0.5])),
+    lambda r: ik.solve(r, [ik.Position("panda_hand", [0.3, 0.0, 0.5])], method="dls"),
+    lambda r: ik.solve_many(r, "panda_hand", np.zeros((1, 3))),
+    lambda r: ik.Tracker(r, ["panda_hand"]),
+], ids=["solve", "solve-dls", "solve_many", "Tracker"])
+@pytest.mark.parametrize("robot", ["panda", None, 3])
+def test_a_robot_name_instead_of_a_robot_is_a_model_error_saying_how_to_load_one(call, robot):
+    with pytest.raises(ik.ModelError, match=rf"robot: expected an invkin Robot \(e.g. ik.load_robot\('panda'\)\), "
+                                            rf"got {re.escape(repr(robot))}$"):
+        call(robot)
 
 
 def test_same_seed_same_answer(panda):

@@ -18,6 +18,7 @@ from ._compile_clock import Budget, interpreted_seconds, moved_seconds, one_solv
 from ._tiers import call_interpreted, entry_point
 from ._tiers import ready as _tier_ready
 from ._checks import MAX_LENGTH, SEED_LIMIT
+from ._checks import robot_arg
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
 from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
@@ -292,6 +293,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
 
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
     """
+    robot_arg(robot)
     common = (method == "lm" and mode == "speed" and nullspace is None and rest is None and nullspace_gain is None
               and joint_weights is None and restarts is True and max_iterations is None and not options
               and max_joint_step is None and dt is None)  # (read once: a collision solve asks it twice)
@@ -1483,7 +1485,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     from .solvers.lm import ATTEMPT_ITERATIONS, batch_pose_rows, lm_chain_batch
 
     t0 = time.perf_counter()
-    node = robot.frame_index(frame)
+    node = robot_arg(robot).frame_index(frame)
     if isinstance(Ts, (str, bytes)) or Ts is None or (isinstance(Ts, np.ndarray) and Ts.dtype.kind == "c"):
         raise GoalError(f"Ts: expected a real array (B, 4, 4) or (B, 3), got {Ts!r:.200}")
     try:
