@@ -316,6 +316,14 @@ def test_malformed_goals_are_rejected(make, err, match):
         make()
 
 
+@pytest.mark.parametrize("kw, given", [({"hard": True}, "hard=True"), ({"priority": 0}, "priority=0"),
+                                       ({"priority": 1}, "priority=1"), ({"hard": "yes"}, "hard='yes'")])
+def test_a_posture_cannot_be_hard_and_says_it_is_a_regulariser(kw, given):
+    with pytest.raises(GoalError, match=rf"Posture: got {given}; a Posture is a regulariser.*cannot be hard"):
+        ik.Posture(np.zeros(7), **kw)
+    assert ik.Posture(np.zeros(7), hard=False).level == 1  # the default, spelt out, is accepted
+
+
 def test_goal_on_unknown_frame_names_the_closest(panda):
     with pytest.raises(FrameError, match="panda_hand"):
         ik.solve(panda, [ik.Position("panda_hnd", [0.4, 0, 0.4])])
