@@ -1,6 +1,7 @@
 """The solve driver and the default Levenberg–Marquardt method."""
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -365,6 +366,17 @@ def test_solve_many_position_targets_and_unreachable_rows(seed8):
     assert res.success.tolist() == [True, False]
     assert res.status[1] is Status.UNREACHABLE
     assert np.allclose(seed8.fk(res.q[1], "effector")[:3, 3], [0, 0, 3], atol=1e-3)
+
+
+@pytest.mark.parametrize("Ts, method", [(np.zeros((0, 4, 4)), "lm"), (np.zeros((0, 3)), "lm"),
+                                        (np.zeros((0, 4, 4)), "dls")])
+def test_an_empty_batch_says_so_without_warnings(panda, Ts, method):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        batch = ik.solve_many(panda, "panda_hand", Ts, method=method)
+        text = repr(batch)
+    assert len(batch) == 0 and batch.q.shape == (0, panda.dof) and batch.status == []
+    assert re.fullmatch(rf"BatchResult\(B=0, time=\d+\.\d{{3}} s, method={method}\)", text), text
 
 
 def test_solve_many_bad_shapes_are_goal_errors(panda):

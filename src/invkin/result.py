@@ -109,5 +109,7 @@ class BatchResult:
                       goals_met=(status == Status.CONVERGED or status == Status.IN_COLLISION,))
 
     def __repr__(self) -> str:
+        if not len(self):  # no success rate of nothing (NumPy's mean of it warns and gives nan)
+            return f"BatchResult(B=0, time={self.time:.3f} s, method={self.method})"
         return (f"BatchResult(B={len(self)}, success={self.success.mean() * 100:.1f}%, "
                 f"time={self.time:.3f} s, method={self.method})")
