@@ -153,6 +153,26 @@ def test_restart_bounds_never_span_the_infinite_base_range():
     assert np.all(np.isfinite(lims[2:4]))
 
 
+@pytest.mark.parametrize("base, tip", [("panda_link2", "panda_hand"), ("panda_link0", "panda_hand"),
+                                       ("panda_link2", None)])
+def test_floating_base_with_a_base_floats_the_chain_from_that_base(base, tip):
+    fixed = ik.load_robot("panda", base=base, tip=tip)
+    r = ik.load_robot("panda", base=base, tip=tip, floating_base=True)
+    assert r.floating and r.dof == fixed.dof + 6
+    assert r.joint_names == tuple(f"root_joint.{c}" for c in ("x", "y", "z", "rx", "ry", "rz")) + fixed.joint_names
+    assert r.node_names[r.frame_parent[r.frame_index(base)]] == "world"  # the free joint is at the chain's base
+    frame = tip or fixed.node_names[-1]
+    q = fixed.sample(rng=0)
+    move = np.array([0.3, -0.2, 0.5, 0.1, 0.2, -0.3])  # the base's pose in the world
+    T = r.fk(np.concatenate([move, q]), frame)
+    assert np.allclose(T, make_transform(so3_exp(move[3:]), move[:3]) @ fixed.fk(q, frame), atol=1e-12)
+
+
+def test_floating_base_with_tip_only_keeps_the_root_and_its_free_joint():
+    r = ik.load_robot("panda", tip="panda_link4", floating_base=True)
+    assert r.floating and r.node_names[r.frame_parent[r.frame_index("panda_link0")]] == "world" and r.dof == 6 + 4
+
+
 def test_floating_base_twice_is_an_error_naming_the_joint():
     r = ik.load_robot("panda", floating_base=True)
     with pytest.raises(ModelError, match="root_joint"):
