@@ -110,14 +110,11 @@ def _bounded_limits(name, joint_names, jtype, qidx, lower, upper, origin):
     lo_big = np.isfinite(lower) & (lower < -lim)
     hi_big = np.isfinite(upper) & (upper > lim)
     if lo_big.any() or hi_big.any():
-        import warnings
-
-        from ..errors import InvkinWarning
+        from ..errors import InvkinWarning, warn_caller
 
         bad = [joint_names[i] for i in np.nonzero(lo_big | hi_big)[0]]
-        warnings.warn(f"Robot {name!r}: limits of {', '.join(map(repr, bad[:5]))}{' ...' if len(bad) > 5 else ''} "
-                      f"exceed ±{MAX_ANGLE:g} rad / ±{MAX_LENGTH:g} m and are read as unlimited",
-                      InvkinWarning, stacklevel=4)
+        warn_caller(f"Robot {name!r}: limits of {', '.join(map(repr, bad[:5]))}{' ...' if len(bad) > 5 else ''} "
+                    f"exceed ±{MAX_ANGLE:g} rad / ±{MAX_LENGTH:g} m and are read as unlimited", InvkinWarning)
         lower = np.where(lo_big, -math.inf, lower)
         upper = np.where(hi_big, math.inf, upper)
     return lower, upper
@@ -1131,9 +1128,7 @@ class Robot:
 
     def _fixed_follower(self, i: int, reference) -> np.ndarray:
         """origin @ M(theta) of mimic follower node ``i`` at its leader's value in ``reference``."""
-        import warnings
-
-        from ..errors import ModelWarning
+        from ..errors import ModelWarning, warn_caller
         from ..spatial import so3_exp
 
         q = self.neutral() if reference is None else self.check_q(reference, "reference")
@@ -1143,8 +1138,8 @@ class Robot:
             M[:3, 3] = self.axis[i] * theta
         else:
             M[:3, :3] = so3_exp(self.axis[i] * theta)
-        warnings.warn(f"robot {self.name!r}: mimic joint {self.node_joint_names[i]!r} follows "
-                      f"{self.mimic_leader[i]!r}, which is not on the chain; it is kept fixed at "
-                      f"{theta:g} (its mimic value at {self.mimic_leader[i]} = "
-                      f"{q[int(self.qidx[i])]:g})", ModelWarning, stacklevel=4)
+        warn_caller(f"robot {self.name!r}: mimic joint {self.node_joint_names[i]!r} follows "
+                    f"{self.mimic_leader[i]!r}, which is not on the chain; it is kept fixed at "
+                    f"{theta:g} (its mimic value at {self.mimic_leader[i]} = "
+                    f"{q[int(self.qidx[i])]:g})", ModelWarning)
         return self.origin[i] @ M
