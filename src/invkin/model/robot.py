@@ -841,9 +841,14 @@ class Robot:
     def jacobian(self, q, frame=None) -> np.ndarray:
         """Geometric Jacobian (6, dof) of ``frame``'s origin; (B, 6, dof) for a batch of q.
 
-        Rows vx vy vz wx wy wz in the base frame. Ball-joint columns are the derivatives with
-        respect to a local increment (what :meth:`integrate` applies); mimic followers fold into
-        their leader's column.
+        Rows vx vy vz wx wy wz in the base frame. Every column is the derivative along what
+        :meth:`integrate` applies, so ``J @ dq`` is the first-order change of
+        ``fk(integrate(q, dq))``, not of ``fk(q + dq)``: the two agree on revolute and prismatic
+        entries (and a free joint's translation entries), but the columns of a ball joint and the
+        three rotation columns of a free joint (``j.rx j.ry j.rz``, a floating base's too) are
+        derivatives with respect to a local increment ``R exp(d)``, not to adding ``d`` to the
+        rotation vector stored in q (away from the identity, finite differences of ``fk(q + dq)``
+        do not match them). Mimic followers fold into their leader's column.
         """
         ch = self._chains.get(frame) if type(frame) is str or frame is None else None
         if ch is not None and type(q) is np.ndarray and q.ndim == 1 and q.dtype is _F64:
