@@ -86,6 +86,22 @@ def test_jacobian_matches_finite_differences_through_integrate(kind, frame):
         np.testing.assert_allclose(T, r.fk(q, frame), atol=1e-14)
 
 
+def test_free_rotation_columns_are_local_increments_as_the_jacobian_docstring_says():
+    r = floating_arm("free")
+    q = r.sample(rng=3, around=np.zeros(r.dof))
+    q[3:6] = (0.4, -0.3, 0.8)  # a base rotation away from the identity
+    J = r.jacobian(q, "tip")
+    h = 1e-7
+    for k in (3, 4, 5):  # root.rx, .ry, .rz: matched through integrate (above), not through q + dq
+        d = np.zeros(r.dof)
+        d[k] = h
+        T0, T1 = r.fk(q, "tip"), r.fk(q + d, "tip")
+        plus = np.concatenate([(T1[:3, 3] - T0[:3, 3]) / h, so3_log(T1[:3, :3] @ T0[:3, :3].T) / h])
+        assert np.abs(plus - J[:, k]).max() > 0.01
+    doc = " ".join(ik.Robot.jacobian.__doc__.split())
+    assert "rotation columns of a free joint" in doc and "not of ``fk(q + dq)``" in doc
+
+
 @pytest.mark.parametrize("kind", ["free", "planar"])
 def test_batch_fk_and_jacobian_equal_single_calls(kind):
     r = floating_arm(kind)
