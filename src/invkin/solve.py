@@ -278,8 +278,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             with the springs (status and success describe the returned q).
         max_joint_step: [rad or m] a number or (dof,): no joint moves farther than this from q0
             (lm; the joint limits tightened to q0 ± max_joint_step, an active set like them).
-        dt [s]: with max_joint_step None, the bound is the model's joint velocity limits × dt
-            (URDF ``<limit velocity>``).
+        dt [s]: instead of max_joint_step, the bound is the model's joint velocity limits × dt
+            (URDF ``<limit velocity>``); giving both is a GoalError.
         world: an :class:`invkin.World` of obstacles (or a list of them) that every link with
             collision shapes (``robot.collision``) keeps at least ``margin`` away from (lm only).
         self_collision: also keep every checked pair of the robot's own links
@@ -1111,6 +1111,9 @@ def _joint_step(robot, max_joint_step, dt):
     """max_joint_step (dof,) [rad or m] from the argument, or velocity_limit x dt; None for none."""
     if max_joint_step is None and dt is None:
         return None
+    if max_joint_step is not None and dt is not None:
+        raise GoalError(f"max_joint_step={max_joint_step!r:.100} and dt={dt!r}: give one of them (dt sets the "
+                        f"bound to the joint velocity limits x dt, max_joint_step sets it directly)")
     if max_joint_step is None:
         dt = _check_positive("dt", dt)
         if not np.any(np.isfinite(robot.velocity_limit)):
