@@ -42,8 +42,11 @@ class Result:
     the first that ran (0 with ``restarts=False``).
     goals_met: which goals are met, e.g. hard feet met and a hand out of reach not.
     info["collision"] (with ``world=`` / ``self_collision=True``): ``pairs`` checked, ``min_distance``
-    [m] and the ``closest`` pair at q, ``collision_free`` (every pair at least ``margin`` apart),
-    ``static`` (pairs closer than the margin that no joint moves).
+    [m] and the ``closest`` pair at q among the pairs that some joint moves and that lie within
+    ``margin + 0.05`` m (the check's broad phase, :data:`invkin.collision.rows.CUTOFF`): ``inf``
+    and None when none is that close, however near the nearest one is beyond it
+    (:func:`invkin.distances` measures every pair); ``collision_free`` (every pair at least
+    ``margin`` apart), ``static`` (pairs closer than the margin that no joint moves).
     """
 
     q: np.ndarray

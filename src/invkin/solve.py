@@ -288,7 +288,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             core (docs/architecture.md, "Collision"); a successful result is checked again with the
             distance kernels: a q that meets the goals only closer than ``margin`` is
             ``Status.IN_COLLISION``, never success. ``Result.info["collision"]`` reports the pairs
-            checked and the closest one (:func:`invkin.collision.rows.final_check`).
+            checked and the closest one within ``margin`` + 0.05 m (``min_distance`` inf beyond
+            that; :class:`Result`, :func:`invkin.collision.rows.final_check`).
         **options: method-specific settings (see each method's docstring).
 
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
