@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .errors import GoalError, ModelError
+from .errors import GoalError
 
 
 def positive(name, v, unit=""):
@@ -91,21 +91,6 @@ def unit_vector(name, v, error=GoalError) -> np.ndarray:
         raise error(f"{name}: expected a non-zero vector, got {a.tolist()}")
     a = a / m
     return a / float(np.linalg.norm(a))
-
-
-_ROBOT_CLASS = []  # invkin.model.robot.Robot, looked up on the first robot_arg call (the model imports this module)
-
-
-def robot_arg(v):
-    """``v`` unchanged if it is an invkin Robot; a model name or anything else is a ModelError
-    saying how to load one (the entry points taking a robot: solve, solve_many, Tracker)."""
-    if not _ROBOT_CLASS:
-        from .model.robot import Robot
-
-        _ROBOT_CLASS.append(Robot)
-    if not isinstance(v, _ROBOT_CLASS[0]):
-        raise ModelError(f"robot: expected an invkin Robot (e.g. ik.load_robot('panda')), got {v!r:.200}")
-    return v
 
 
 def seed(name, v, allow_generator: bool = True, allow_none: bool = True):

@@ -18,7 +18,7 @@ from ._compile_clock import Budget, interpreted_seconds, moved_seconds, one_solv
 from ._tiers import call_interpreted, entry_point
 from ._tiers import ready as _tier_ready
 from ._checks import MAX_LENGTH, SEED_LIMIT
-from ._checks import robot_arg
+from .model.robot import robot_arg
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
 from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
@@ -469,7 +469,11 @@ def _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance):
     configuration), the swing/twist limits respected (respect_cone_limits)."""
     if robot.wrap_dofs.size:
         _wrap_near(robot, res.q, robot.q_neutral if q0 is None else robot.check_q(q0, "q0"))
-    return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
+    out = respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
+    if out is not res:  # q projected onto the limits: which goals it meets, measured again
+        problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance)
+        object.__setattr__(out, "goals_met", goals_met_at(problem, out.q))
+    return out
 
 
 def _wrap_near(robot, q, q0) -> None:

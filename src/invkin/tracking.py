@@ -43,7 +43,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ._checks import MAX_LENGTH, count, positive, real_array, robot_arg
+from ._checks import MAX_LENGTH, count, positive, real_array
+from .model.robot import robot_arg
 from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import GoalError, SolverError
 from .goals import KIND_AXIS, Aim, Goal, Orientation, Pose, Position, Posture

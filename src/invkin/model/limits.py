@@ -316,7 +316,6 @@ def respect_cone_limits(robot, goals, res, position_tolerance: float, rotation_t
     from dataclasses import replace
 
     from ..result import Status
-    from ..solve import goals_met_at
     from ..solvers.shared import compile_problem, goal_errors
     q = project_limits(robot, res.q)
     if np.array_equal(q, res.q):
@@ -328,4 +327,4 @@ def respect_cone_limits(robot, goals, res, position_tolerance: float, rotation_t
     info = dict(res.info)
     info["cone_limits_projected"] = True
     return replace(res, q=q, success=bool(ok), status=status, position_error=float(pe), rotation_error=float(re_),
-                   info=info, goals_met=goals_met_at(p, q))
+                   info=info)

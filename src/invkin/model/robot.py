@@ -1148,3 +1148,11 @@ class Robot:
                     f"{theta:g} (its mimic value at {self.mimic_leader[i]} = "
                     f"{q[int(self.qidx[i])]:g})", ModelWarning)
         return self.origin[i] @ M
+
+
+def robot_arg(v) -> Robot:
+    """``v`` unchanged if it is a :class:`Robot`; a model name or anything else is a ModelError
+    saying how to load one (the entry points that take a robot: solve, solve_many, Tracker)."""
+    if not isinstance(v, Robot):
+        raise ModelError(f"robot: expected an invkin Robot (e.g. ik.load_robot('panda')), got {v!r:.200}")
+    return v
