@@ -87,6 +87,20 @@ def test_a_non_unit_quaternion_is_one_error_line_naming_the_norm():
     assert "quat_xyzw: expected a unit quaternion" in line and "norm 2" in line
 
 
+def test_a_rounded_quaternion_is_read_as_the_api_reads_it(capsys):
+    from invkin.cli import target_goal
+
+    argv = ["solve", "panda", "--frame", "panda_link8", "--xyz", "0.4", "0.1", "0.5"]
+    goal = target_goal(build_parser().parse_args(argv + ["--quat-xyzw", "0", "0", "0.7071", "0.7071"]))
+    api = ik.Pose.from_position_quaternion("panda_link8", (0.4, 0.1, 0.5), quat_xyzw=(0, 0, 0.7071, 0.7071))
+    assert np.array_equal(goal.T, api.T)
+    assert np.allclose(goal.T[:3, :3], [[0, -1, 0], [1, 0, 0], [0, 0, 1]], atol=1e-15)
+    with pytest.raises(ik.GoalError, match=r"quat_wxyz: expected a unit quaternion.*norm 0\.98994949"):
+        target_goal(build_parser().parse_args(argv + ["--quat-wxyz", "0.7", "0", "0", "0.7"]))
+    assert main(argv + ["--quat-xyzw", "0", "0", "0.7071", "0.7071"]) in (0, 1)  # solved or not, not a usage error
+    assert "error" not in capsys.readouterr().err
+
+
 def test_two_orientations_are_refused(capsys):
     assert main(["solve", "panda", "--frame", "panda_link8", "--xyz", "0.4", "0", "0.5", "--rpy", "0", "0", "0",
                  "--quat-wxyz", "1", "0", "0", "0"]) == 2

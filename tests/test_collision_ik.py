@@ -193,6 +193,29 @@ def test_a_solve_with_nothing_to_check_says_so(panda):
     assert "collision" not in plain.info
 
 
+def test_min_distance_is_the_closest_pair_within_the_cutoff_and_inf_beyond_as_documented(panda):
+    from invkin.collision.rows import CUTOFF
+
+    q = panda.neutral()
+    p_hand = panda.fk(q, "panda_hand")[:3, 3]
+    for gap, within in ((CUTOFF + MARGIN + 0.02, False), (CUTOFF + MARGIN - 0.02, True)):
+        # a ball beside the hand, roughly ``gap`` from its nearest link, and the hand held where it is
+        for r in np.linspace(0.0, 0.5, 501):  # the nearest placement at least ``gap`` away (1 mm steps)
+            ball = ik.Sphere(p_hand + (0.0, r + 0.1, 0.0), 0.1)
+            d = ik.distances(panda, q, [ball], self_collision=False).min_distance
+            if d >= gap:
+                break
+        res = ik.solve(panda, ik.Position("panda_hand", p_hand), q0=q, world=[ball], self_collision=False)
+        report = res.info["collision"]
+        assert res.success and np.array_equal(res.q, q)
+        if within:
+            assert report["min_distance"] == pytest.approx(d, abs=1e-9) and report["closest"] is not None
+        else:
+            assert report["min_distance"] == np.inf and report["closest"] is None and gap <= d < gap + 0.002
+    doc = " ".join(ik.Result.__doc__.split())
+    assert f"within ``margin + {CUTOFF:g}`` m" in doc and "``inf`` and None when none is that close" in doc
+
+
 def test_a_target_inside_an_obstacle_is_in_collision_never_success(panda):
     p = np.array([0.5, 0.1, 0.4])
     res = ik.solve(panda, ik.Position("panda_hand", p), world=[ik.Sphere(p, 0.05)], timeout=0.05)

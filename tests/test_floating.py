@@ -86,6 +86,22 @@ def test_jacobian_matches_finite_differences_through_integrate(kind, frame):
         np.testing.assert_allclose(T, r.fk(q, frame), atol=1e-14)
 
 
+def test_free_rotation_columns_are_local_increments_as_the_jacobian_docstring_says():
+    r = floating_arm("free")
+    q = r.sample(rng=3, around=np.zeros(r.dof))
+    q[3:6] = (0.4, -0.3, 0.8)  # a base rotation away from the identity
+    J = r.jacobian(q, "tip")
+    h = 1e-7
+    for k in (3, 4, 5):  # root.rx, .ry, .rz: matched through integrate (above), not through q + dq
+        d = np.zeros(r.dof)
+        d[k] = h
+        T0, T1 = r.fk(q, "tip"), r.fk(q + d, "tip")
+        plus = np.concatenate([(T1[:3, 3] - T0[:3, 3]) / h, so3_log(T1[:3, :3] @ T0[:3, :3].T) / h])
+        assert np.abs(plus - J[:, k]).max() > 0.01
+    doc = " ".join(ik.Robot.jacobian.__doc__.split())
+    assert "rotation columns of a free joint" in doc and "not of ``fk(q + dq)``" in doc
+
+
 @pytest.mark.parametrize("kind", ["free", "planar"])
 def test_batch_fk_and_jacobian_equal_single_calls(kind):
     r = floating_arm(kind)
@@ -151,6 +167,26 @@ def test_restart_bounds_never_span_the_infinite_base_range():
     assert np.all(span[:6] <= 0.6 + 1e-12)
     lims = _lm_tables(r, None, q0)[0]
     assert np.all(np.isfinite(lims[2:4]))
+
+
+@pytest.mark.parametrize("base, tip", [("panda_link2", "panda_hand"), ("panda_link0", "panda_hand"),
+                                       ("panda_link2", None)])
+def test_floating_base_with_a_base_floats_the_chain_from_that_base(base, tip):
+    fixed = ik.load_robot("panda", base=base, tip=tip)
+    r = ik.load_robot("panda", base=base, tip=tip, floating_base=True)
+    assert r.floating and r.dof == fixed.dof + 6
+    assert r.joint_names == tuple(f"root_joint.{c}" for c in ("x", "y", "z", "rx", "ry", "rz")) + fixed.joint_names
+    assert r.node_names[r.frame_parent[r.frame_index(base)]] == "world"  # the free joint is at the chain's base
+    frame = tip or fixed.node_names[-1]
+    q = fixed.sample(rng=0)
+    move = np.array([0.3, -0.2, 0.5, 0.1, 0.2, -0.3])  # the base's pose in the world
+    T = r.fk(np.concatenate([move, q]), frame)
+    assert np.allclose(T, make_transform(so3_exp(move[3:]), move[:3]) @ fixed.fk(q, frame), atol=1e-12)
+
+
+def test_floating_base_with_tip_only_keeps_the_root_and_its_free_joint():
+    r = ik.load_robot("panda", tip="panda_link4", floating_base=True)
+    assert r.floating and r.node_names[r.frame_parent[r.frame_index("panda_link0")]] == "world" and r.dof == 6 + 4
 
 
 def test_floating_base_twice_is_an_error_naming_the_joint():

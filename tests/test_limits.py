@@ -97,6 +97,9 @@ def test_no_method_returns_a_pose_outside_random_cone_and_twist_limits(spec, tar
     res = ik.solve(robot, [ik.Position("tip", target)], method=method, seed=0, timeout=0.05)
     assert limit_violation(robot, res.q) <= 1e-9
     assert np.all(np.isfinite(res.q))
+    # goals_met describes the returned (projected) q
+    assert res.position_error == pytest.approx(np.linalg.norm(robot.fk(res.q, "tip")[:3, 3] - target), abs=1e-12)
+    assert res.goals_met == (res.position_error <= 1e-6,) == (res.success,)
 
 
 @settings(max_examples=20, deadline=None)

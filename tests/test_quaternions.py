@@ -58,7 +58,8 @@ def test_batches_of_quaternions_give_batches_of_matrices():
     assert np.allclose(Rs[2, 1], spatial.quat_wxyz_to_matrix(qs[2, 1]), atol=1e-15)
 
 
-@pytest.mark.parametrize("q, norm", [((0, 0, 0, 2), "2"), ((1, 0, 0, 2e-3), "1.000002"), ((0, 0, 0, 0), "0")])
+@pytest.mark.parametrize("q, norm", [((0, 0, 0, 2), "2"), ((1, 0, 0, 0.05), "1.00124922"), ((0, 0, 0, 0), "0"),
+                                     ((0, 0, 0.7, 0.7), "0.989949494")])
 def test_a_non_unit_quaternion_is_an_error_naming_its_norm(q, norm):
     with pytest.raises(GoalError, match=rf"quat_xyzw: expected a unit quaternion.*norm {norm}"):
         spatial.quat_to_matrix(quat_xyzw=q)
@@ -67,6 +68,30 @@ def test_a_non_unit_quaternion_is_an_error_naming_its_norm(q, norm):
 def test_a_quaternion_within_the_tolerance_is_normalised():
     R = spatial.quat_to_matrix(quat_wxyz=(1 + 5e-7, 0, 0, 0))
     assert np.allclose(R, np.eye(3), atol=1e-15)
+
+
+def test_quaternions_and_matrices_share_one_repair_tolerance():
+    assert spatial.QUAT_NORM_TOL == spatial.ORTHONORMAL_REPAIR_TOL == 1e-3
+    # four rounded decimals are repaired in either form: a quarter turn about z as a quaternion
+    # (norm 0.99999041), an eighth of a turn as a matrix (drift 1.9e-5)
+    Rz = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    assert np.allclose(spatial.quat_to_matrix(quat_xyzw=(0, 0, 0.7071, 0.7071)), Rz, atol=1e-15)
+    h = math.sqrt(0.5)
+    assert np.allclose(spatial.as_rotation([[0.7071, -0.7071, 0], [0.7071, 0.7071, 0], [0, 0, 1]]),
+                       [[h, -h, 0], [h, h, 0], [0, 0, 1]], atol=1e-12)
+    for off in (0.999e-3, -0.999e-3):  # just inside the bound either way
+        q = np.array([0.0, 0.0, 1.0, 1.0]) / math.sqrt(2.0) * (1.0 + off)
+        assert np.allclose(spatial.quat_to_matrix(quat_xyzw=q), Rz, atol=1e-15)
+    with pytest.raises(GoalError, match=r"norm 1\.0011"):  # just outside
+        spatial.quat_to_matrix(quat_xyzw=np.array([0.0, 0.0, 1.0, 1.0]) / math.sqrt(2.0) * 1.0011)
+
+
+def test_a_pose_from_a_rounded_ros_quaternion_is_accepted():
+    goal = ik.Pose.from_position_quaternion("tool0", (0.4, 0.1, 0.5), quat_xyzw=(0, 0, 0.7071, 0.7071))
+    assert np.allclose(goal.T[:3, :3], [[0, -1, 0], [1, 0, 0], [0, 0, 1]], atol=1e-15)
+    assert np.array_equal(goal.T[:3, 3], [0.4, 0.1, 0.5])
+    with pytest.raises(GoalError, match=r"quat_xyzw: expected a unit quaternion.*norm 0\.98994949"):
+        ik.Pose.from_position_quaternion("tool0", (0.4, 0.1, 0.5), quat_xyzw=(0, 0, 0.7, 0.7))
 
 
 @pytest.mark.parametrize("kw", [{}, {"quat_wxyz": (1, 0, 0, 0), "quat_xyzw": (0, 0, 0, 1)}])

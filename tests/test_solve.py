@@ -1,5 +1,7 @@
 """The solve driver and the default Levenberg–Marquardt method."""
 import math
+import re
+import warnings
 
 import numpy as np
 import pytest
@@ -74,6 +76,67 @@ def test_unreachable_panda_target_points_the_stretched_arm_at_it(panda):
     d = (target - shoulder) / np.linalg.norm(target - shoulder)
     assert np.linalg.norm(np.cross(p - shoulder, d)) < 0.05
     assert np.linalg.norm(p - shoulder) > 0.8
+
+
+ROUTES = [{}, {"restarts": False}, {"timeout": None}, {"method": "dls"}, {"method": "dls", "restarts": False},
+          {"method": "pinv", "max_iterations": 50}]
+
+
+@pytest.mark.parametrize("kw", ROUTES)
+def test_goals_met_of_a_missed_single_goal_is_false_on_every_route(panda, kw):
+    q = panda.neutral()
+    far = panda.fk(q, "panda_hand")
+    far[0, 3] += 3.0  # 3 m beyond the hand: out of reach
+    for goals in ([ik.Pose("panda_hand", far)], ik.Pose("panda_hand", far), [ik.Position("panda_hand", far[:3, 3])]):
+        res = ik.solve(panda, goals, q0=q, **kw)
+        assert not res.success
+        assert res.goals_met == (False,), (kw, res)
+
+
+@pytest.mark.parametrize("kw", ROUTES)
+def test_goals_met_of_a_converged_single_goal_is_true_on_every_route(panda, kw):
+    q = panda.neutral()
+    T = panda.fk(q, "panda_hand")
+    T[0, 3] += 0.05
+    res = ik.solve(panda, [ik.Pose("panda_hand", T)], q0=q, **kw)
+    assert res.success and res.goals_met == (True,), (kw, res)
+
+
+def test_a_batch_item_says_whether_its_goal_is_met(panda):
+    T = panda.fk(panda.neutral(), "panda_hand")
+    far = T.copy()
+    far[0, 3] += 3.0
+    batch = ik.solve_many(panda, "panda_hand", np.array([T, far]))
+    assert [batch[i].goals_met for i in range(2)] == [(True,), (False,)]
+
+
+@pytest.mark.parametrize("kw", [{}, {"timeout": None}, {"method": "dls"}, {"method": "pinv"}])
+def test_restarts_false_runs_and_counts_no_restart(panda, kw):
+    far = panda.fk(panda.neutral(), "panda_hand")
+    far[0, 3] += 3.0
+    res = ik.solve(panda, ik.Pose("panda_hand", far), restarts=False, **kw)
+    assert not res.success and res.restarts == 0, res
+
+
+@pytest.mark.parametrize("max_restarts", [0, 1, 5])
+def test_solve_many_counts_at_most_max_restarts(panda, max_restarts):
+    far = panda.fk(panda.neutral(), "panda_hand")
+    far[0, 3] += 3.0
+    batch = ik.solve_many(panda, "panda_hand", far[None], max_restarts=max_restarts)
+    assert not batch.success[0] and int(batch.restarts[0]) == max_restarts
+
+
+@pytest.mark.parametrize("call", [
+    lambda r: ik.solve(r, ik.Position("panda_hand", [0.3, 0.0, 0.5])),
+    lambda r: ik.solve(r, [ik.Position("panda_hand", [0.3, 0.0, 0.5])], method="dls"),
+    lambda r: ik.solve_many(r, "panda_hand", np.zeros((1, 3))),
+    lambda r: ik.Tracker(r, ["panda_hand"]),
+], ids=["solve", "solve-dls", "solve_many", "Tracker"])
+@pytest.mark.parametrize("robot", ["panda", None, 3])
+def test_a_robot_name_instead_of_a_robot_is_a_model_error_saying_how_to_load_one(call, robot):
+    with pytest.raises(ik.ModelError, match=rf"robot: expected an invkin Robot \(e.g. ik.load_robot\('panda'\)\), "
+                                            rf"got {re.escape(repr(robot))}$"):
+        call(robot)
 
 
 def test_same_seed_same_answer(panda):
@@ -254,6 +317,14 @@ def test_malformed_goals_are_rejected(make, err, match):
         make()
 
 
+@pytest.mark.parametrize("kw, given", [({"hard": True}, "hard=True"), ({"priority": 0}, "priority=0"),
+                                       ({"priority": 1}, "priority=1"), ({"hard": "yes"}, "hard='yes'")])
+def test_a_posture_cannot_be_hard_and_says_it_is_a_regulariser(kw, given):
+    with pytest.raises(GoalError, match=rf"Posture: got {given}; a Posture is a regulariser.*cannot be hard"):
+        ik.Posture(np.zeros(7), **kw)
+    assert ik.Posture(np.zeros(7), hard=False).level == 1  # the default, spelt out, is accepted
+
+
 def test_goal_on_unknown_frame_names_the_closest(panda):
     with pytest.raises(FrameError, match="panda_hand"):
         ik.solve(panda, [ik.Position("panda_hnd", [0.4, 0, 0.4])])
@@ -295,6 +366,17 @@ def test_solve_many_position_targets_and_unreachable_rows(seed8):
     assert res.success.tolist() == [True, False]
     assert res.status[1] is Status.UNREACHABLE
     assert np.allclose(seed8.fk(res.q[1], "effector")[:3, 3], [0, 0, 3], atol=1e-3)
+
+
+@pytest.mark.parametrize("Ts, method", [(np.zeros((0, 4, 4)), "lm"), (np.zeros((0, 3)), "lm"),
+                                        (np.zeros((0, 4, 4)), "dls")])
+def test_an_empty_batch_says_so_without_warnings(panda, Ts, method):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        batch = ik.solve_many(panda, "panda_hand", Ts, method=method)
+        text = repr(batch)
+    assert len(batch) == 0 and batch.q.shape == (0, panda.dof) and batch.status == []
+    assert re.fullmatch(rf"BatchResult\(B=0, time=\d+\.\d{{3}} s, method={method}\)", text), text
 
 
 def test_solve_many_bad_shapes_are_goal_errors(panda):

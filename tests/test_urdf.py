@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -529,6 +530,30 @@ def test_mimic_on_a_fixed_joint_is_ignored_with_a_warning():
         r = parse_urdf(text)
     assert r.dof == 1 and r.joint_type[r.frame_index("c")] == 0
     assert np.allclose(r.fk(np.array([0.4]), "c")[:3, 3], _rot_x(0.4) @ [0, 0.1, 0])  # j1 turns about x
+
+
+def _warnings_of(load) -> list:
+    """(category, file, line) of every warning that calling ``load`` emits."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load()
+    return [(w.category, w.filename, w.lineno) for w in caught]
+
+
+def test_model_warnings_point_at_the_callers_load_line(tmp_path):
+    text = _robot(_rev("j1", "a", "b", '<limit lower="-1" upper="1"/>') + "\n"
+                  + _rev("grip", "b", "c", '<mimic joint="j1"/>', jtype="fixed") + "\n"
+                  + _rev("j3", "c", "d", '<limit lower="-1" upper="1"/><mimic joint="nope"/>'),
+                  links=("a", "b", "c", "d"))
+    path = tmp_path / "m.urdf"
+    path.write_text(text)
+    for load in (lambda: load_robot(path), lambda: load_urdf(path), lambda: parse_urdf(text),
+                 lambda: load_robot(path, floating_base=True), lambda: load_robot(path, tip="d")):
+        # both repairs (the ignored mimic, the independent follower), each at the line of the call
+        assert _warnings_of(load) == [(ModelWarning, __file__, load.__code__.co_firstlineno)] * 2
+    # a cut chain that keeps a mimic follower fixed (Robot.subchain, deeper in the package)
+    for load in (lambda: load_robot(DATA / "erd" / "panda_fingers.urdf", tip="panda_rightfinger"),):
+        assert _warnings_of(load) == [(ModelWarning, __file__, load.__code__.co_firstlineno)]
 
 
 def test_mimic_of_a_mimic_resolves_to_the_first_leader():

@@ -260,6 +260,16 @@ def test_a_target_out_of_the_step_box_is_unreachable_after_a_few_restarts(kw):
     assert np.all(np.abs(res.q - q0) <= step + 1e-12)
 
 
+@pytest.mark.parametrize("step", [0.05, [0.05] * 7])
+def test_max_joint_step_and_dt_together_are_a_goal_error_asking_for_one(step):
+    panda = ik.load_robot("panda")  # (velocity limits: dt alone would be accepted)
+    goal = ik.Position("panda_hand", panda.fk(panda.neutral(), "panda_hand")[:3, 3] + [0.05, 0.0, 0.0])
+    alone = ik.solve(panda, goal, dt=0.01)  # either alone is a bound
+    assert np.all(np.abs(alone.q - panda.neutral()) <= panda.velocity_limit * 0.01 + 1e-12)
+    with pytest.raises(GoalError, match=r"max_joint_step=.* and dt=0\.01: give one of them"):
+        ik.solve(panda, goal, dt=0.01, max_joint_step=step)
+
+
 def test_other_methods_refuse_the_kinds_only_lm_knows(hum):
     with pytest.raises(SolverError, match="com"):
         ik.solve(hum, [ik.CenterOfMass([0, 0, 0])], method="pinv")

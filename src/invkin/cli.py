@@ -120,25 +120,31 @@ def cmd_fk(args) -> int:
     return EXIT_OK
 
 
-def cmd_solve(args) -> int:
+def target_goal(args):
+    """The goal of ``invkin solve``'s arguments: a Pose with --rpy / --quat-wxyz / --quat-xyzw
+    (at most one; a quaternion as Pose.from_position_quaternion reads it), else a Position."""
     import numpy as np
 
     from . import goals as G
-    from .solve import solve
     from .spatial import make_transform, rpy_to_matrix
 
-    robot = _load(args)
     xyz = np.array(args.xyz, dtype=float)
     given = [f for f, v in (("--rpy", args.rpy), ("--quat-wxyz", args.quat_wxyz), ("--quat-xyzw", args.quat_xyzw))
              if v is not None]
     if len(given) > 1:
         raise UsageError(f"give one orientation, not {' and '.join(given)}")
     if args.rpy is not None:
-        goal = G.Pose(args.frame, make_transform(rpy_to_matrix(args.rpy), xyz))
-    elif args.quat_wxyz is not None or args.quat_xyzw is not None:
-        goal = G.Pose.from_position_quaternion(args.frame, xyz, quat_wxyz=args.quat_wxyz, quat_xyzw=args.quat_xyzw)
-    else:
-        goal = G.Position(args.frame, xyz)
+        return G.Pose(args.frame, make_transform(rpy_to_matrix(args.rpy), xyz))
+    if args.quat_wxyz is not None or args.quat_xyzw is not None:
+        return G.Pose.from_position_quaternion(args.frame, xyz, quat_wxyz=args.quat_wxyz, quat_xyzw=args.quat_xyzw)
+    return G.Position(args.frame, xyz)
+
+
+def cmd_solve(args) -> int:
+    from .solve import solve
+
+    robot = _load(args)
+    goal = target_goal(args)
     q0 = _q_arg(robot, args.q0) if args.q0 is not None else None
     res = solve(robot, [goal], q0=q0, method=args.method, position_tolerance=args.position_tolerance,
                 rotation_tolerance=args.rotation_tolerance, timeout=args.timeout, seed=args.seed)

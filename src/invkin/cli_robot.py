@@ -14,7 +14,7 @@ def add_robot_options(p) -> None:
     g.add_argument("--base", metavar="LINK", help="cut the chain from this link (becomes the world frame)")
     g.add_argument("--tip", metavar="LINK", help="cut the chain up to this link")
     g.add_argument("--floating-base", action="store_true",
-                   help="put a free joint (x y z + rotation vector) at the root")
+                   help="put a free joint (x y z + rotation vector) at the root (with --base: at that link)")
     g.add_argument("--srdf", metavar="FILE", help="SRDF file: named configurations, disabled collision pairs")
 
 

@@ -6,6 +6,9 @@ what was expected. Not converging is never an error: solvers return a result wit
 from __future__ import annotations
 
 import difflib
+import os
+import sys
+import warnings
 
 __all__ = [
     "InvkinError",
@@ -70,3 +73,17 @@ def closest_names(name: str, candidates, n: int = 3) -> str:
     if not close:
         close = cands[:n]
     return ", ".join(repr(c) for c in close)
+
+
+# the package's folder as its modules' code objects name it (relative when sys.path is), and absolute
+_PACKAGE_DIRS = tuple({os.path.dirname(__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep})
+
+
+def warn_caller(message: str, category=InvkinWarning) -> None:
+    """``warnings.warn(message, category)`` attributed to the first frame outside invkin: the
+    caller's ``load_robot`` / ``load_urdf`` / ... line, however deep in the package the repair was
+    found (what ``skip_file_prefixes`` does from Python 3.12; invkin supports 3.10)."""
+    frame, level = sys._getframe(1), 2  # (stacklevel 1 is this function, 2 its caller: frame)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRS):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

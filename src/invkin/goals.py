@@ -427,13 +427,22 @@ class Posture(Goal):
     """The rest configuration ``q_rest`` (dof,) as a regulariser: the lowest priority (LM moves
     toward it inside the null space of the goals once they are met); never decides success.
     ``weight`` > 0 turns it on (lm: its size does not matter, the goals come first; other methods:
-    the weight of the soft bias ``w² I``)."""
+    the weight of the soft bias ``w² I``). Being a regulariser, it cannot be hard: ``hard=True``
+    or any ``priority`` is a GoalError."""
 
     q_rest: np.ndarray
     weight: float = 1e-3
     frame: str = field(default="", repr=False)
+    hard: bool = field(default=False, repr=False, compare=False)  # accepted only as False (see above)
+    priority: int | None = field(default=None, repr=False, compare=False)  # accepted only as None
 
     def __post_init__(self):
+        if self.hard is not False or self.priority is not None:
+            given = "hard=True" if self.hard is True else (f"hard={self.hard!r}" if self.hard is not False
+                                                            else f"priority={self.priority!r}")
+            raise GoalError(f"Posture: got {given}; a Posture is a regulariser, below every goal (it never "
+                            f"decides success) and cannot be hard or take a priority: leave both out (joints "
+                            f"that must stay at their values: lock them, load_robot(..., locked={{...}}))")
         a = np.array(real_array("Posture.q_rest", self.q_rest, bound=MAX_LENGTH))
         if a.ndim != 1:
             raise GoalError(f"Posture.q_rest: expected a finite vector (dof,), got {self.q_rest!r}")

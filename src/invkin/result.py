@@ -38,11 +38,15 @@ class Result:
 
     q (dof,): the best configuration found (always inside the joint limits).
     position_error [m], rotation_error [rad]: the largest error over the goals.
-    time [s]: wall time of the call. iterations: total over restarts.
-    goals_met: which goals are met (lm), e.g. hard feet met and a hand out of reach not.
+    time [s]: wall time of the call. iterations: total over restarts. restarts: the attempts after
+    the first that ran (0 with ``restarts=False``).
+    goals_met: which goals are met, e.g. hard feet met and a hand out of reach not.
     info["collision"] (with ``world=`` / ``self_collision=True``): ``pairs`` checked, ``min_distance``
-    [m] and the ``closest`` pair at q, ``collision_free`` (every pair at least ``margin`` apart),
-    ``static`` (pairs closer than the margin that no joint moves).
+    [m] and the ``closest`` pair at q among the pairs that some joint moves and that lie within
+    ``margin + 0.05`` m (the check's broad phase, :data:`invkin.collision.rows.CUTOFF`): ``inf``
+    and None when none is that close, however near the nearest one is beyond it
+    (:func:`invkin.distances` measures every pair); ``collision_free`` (every pair at least
+    ``margin`` apart), ``static`` (pairs closer than the margin that no joint moves).
     """
 
     q: np.ndarray
@@ -55,8 +59,10 @@ class Result:
     time: float
     method: str = "lm"
     info: dict = field(default_factory=dict, repr=False)
-    #: one bool per goal in the order given (Posture left out): that goal within tolerance.
-    #: Filled by lm (empty for a single goal that converged on the fast path: then it is met).
+    #: one bool per goal in the order given (Posture left out): that goal within tolerance. Every
+    #: method and route of :func:`invkin.solve` fills it (all True when the solve converged), so
+    #: ``all(res.goals_met)`` is False for a result that missed a goal; empty only for a Result
+    #: built by hand.
     goals_met: tuple = field(default=(), repr=False)
 
     @classmethod
@@ -98,10 +104,15 @@ class BatchResult:
         return int(self.q.shape[0])
 
     def __getitem__(self, i) -> Result:
-        return Result(self.q[i].copy(), bool(self.success[i]), STATUS_CODES[int(self.status_code[i])],
-                      float(self.position_error[i]), float(self.rotation_error[i]), int(self.iterations[i]),
-                      int(self.restarts[i]), self.time / max(len(self), 1), self.method)
+        status = STATUS_CODES[int(self.status_code[i])]
+        # the batch's one goal: met when the solve converged, or met closer than the margin (in_collision)
+        return Result(self.q[i].copy(), bool(self.success[i]), status, float(self.position_error[i]),
+                      float(self.rotation_error[i]), int(self.iterations[i]), int(self.restarts[i]),
+                      self.time / max(len(self), 1), self.method,
+                      goals_met=(status == Status.CONVERGED or status == Status.IN_COLLISION,))
 
     def __repr__(self) -> str:
+        if not len(self):  # no success rate of nothing (NumPy's mean of it warns and gives nan)
+            return f"BatchResult(B=0, time={self.time:.3f} s, method={self.method})"
         return (f"BatchResult(B={len(self)}, success={self.success.mean() * 100:.1f}%, "
                 f"time={self.time:.3f} s, method={self.method})")

@@ -18,6 +18,7 @@ from ._compile_clock import Budget, interpreted_seconds, moved_seconds, one_solv
 from ._tiers import call_interpreted, entry_point
 from ._tiers import ready as _tier_ready
 from ._checks import MAX_LENGTH, SEED_LIMIT
+from .model.robot import robot_arg
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
 from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
@@ -35,6 +36,7 @@ from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
 _CHAIN_STATE0 = (_lm.new_chain_state(0.0), _lm.new_chain_state(1.0))  # clamped / free attempts
 _CORE_STATE0 = (_core.new_core_state(0.0), _core.new_core_state(1.0))  # mode "speed" / "distance"
 ATTEMPT_ITERATIONS, S_ATTEMPT, S_ITERS, S_MINIMIZE = _lm.ATTEMPT_ITERATIONS, _lm.S_ATTEMPT, _lm.S_ITERS, _lm.S_MINIMIZE
+S_ATTEMPT_ITERS = _lm.S_ATTEMPT_ITERS
 S_BEST_PERR, S_BEST_RERR, S_BEST_DIST, UNREACHABLE = _lm.S_BEST_PERR, _lm.S_BEST_RERR, _core.S_BEST_DIST, _core.UNREACHABLE
 
 
@@ -279,8 +281,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             Restarts start inside that box; when they stall at the same closest answer again the
             solve ends ``unreachable`` (out of reach within the bound) instead of restarting to
             the timeout.
-        dt [s]: with max_joint_step None, the bound is the model's joint velocity limits × dt
-            (URDF ``<limit velocity>``).
+        dt [s]: instead of max_joint_step, the bound is the model's joint velocity limits × dt
+            (URDF ``<limit velocity>``); giving both is a GoalError.
         world: an :class:`invkin.World` of obstacles (or a list of them) that every link with
             collision shapes (``robot.collision``) keeps at least ``margin`` away from (lm only).
         self_collision: also keep every checked pair of the robot's own links
@@ -289,11 +291,13 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             core (docs/architecture.md, "Collision"); a successful result is checked again with the
             distance kernels: a q that meets the goals only closer than ``margin`` is
             ``Status.IN_COLLISION``, never success. ``Result.info["collision"]`` reports the pairs
-            checked and the closest one (:func:`invkin.collision.rows.final_check`).
+            checked and the closest one within ``margin`` + 0.05 m (``min_distance`` inf beyond
+            that; :class:`Result`, :func:`invkin.collision.rows.final_check`).
         **options: method-specific settings (see each method's docstring).
 
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
     """
+    robot_arg(robot)
     common = (method == "lm" and mode == "speed" and nullspace is None and rest is None and nullspace_gain is None
               and joint_weights is None and restarts is True and max_iterations is None and not options
               and max_joint_step is None and dt is None)  # (read once: a collision solve asks it twice)
@@ -468,7 +472,11 @@ def _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance):
     configuration), the swing/twist limits respected (respect_cone_limits)."""
     if robot.wrap_dofs.size:
         _wrap_near(robot, res.q, robot.q_neutral if q0 is None else robot.check_q(q0, "q0"))
-    return respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
+    out = respect_cone_limits(robot, goals, res, position_tolerance, rotation_tolerance)
+    if out is not res:  # q projected onto the limits: which goals it meets, measured again
+        problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance)
+        object.__setattr__(out, "goals_met", goals_met_at(problem, out.q))
+    return out
 
 
 def _wrap_near(robot, q, q0) -> None:
@@ -550,7 +558,8 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
         info["rest"]["goal_reached"] = bool(ok)
     status = Status.CONVERGED if ok else (res.status if not res.success else Status.STALLED)
     return dataclasses.replace(res, q=q, success=bool(ok), status=status, position_error=float(perr),
-                               rotation_error=float(rerr), time=time.perf_counter() - t_start, info=info)
+                               rotation_error=float(rerr), time=time.perf_counter() - t_start, info=info,
+                               goals_met=goals_met_at(problem, q))
 
 
 def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations, seed,
@@ -659,7 +668,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         if converged:
             if mode == "speed":
                 return Result(q, True, Status.CONVERGED, float(perr), float(rerr), int(total_it), n_restarts,
-                              time.perf_counter() - t_start, m.name)
+                              time.perf_counter() - t_start, m.name, goals_met=(True,) * len(problem.goal_rows))
             d = float(np.sum(problem.joint_weights * robot.difference(q_start, q) ** 2))
             if d < best_conv_dist:
                 best_conv_q, best_conv_dist = q.copy(), d
@@ -726,11 +735,13 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
                 status = Status.STALLED if stalled_errs else stop_reason
             else:
                 status = stop_reason or Status.STALLED
+    met = (True,) * len(problem.goal_rows) if status == Status.CONVERGED else goals_met_at(problem, best_q)
     return Result(best_q, status == Status.CONVERGED, status, float(perr), float(rerr), int(total_it),
-                  n_restarts, time.perf_counter() - t_start, m.name)
+                  n_restarts, time.perf_counter() - t_start, m.name, goals_met=met)
 
 
 _FAST_GOALS = (Pose, Position)
+_MET_ONE = (True,)  # Result.goals_met of a converged single-goal solve
 INTERPRETED_BATCH = 32  # targets per solve_many piece while its kernel runs interpreted (invkin._tiers)
 _LM_ENTRY = [None]
 
@@ -835,7 +846,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             if not (math.isfinite(s[8]) and math.isfinite(s[9])):  # math: a fraction of numpy's call cost
                 return None  # never call non-finite numbers converged: the general path judges it
             res = Result._new(best_q, True, _CONVERGED, s[8], s[9], int(s[1]), int(s[5]), time.perf_counter() - t_start,
-                              "lm")
+                              "lm", _MET_ONE)
             return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
         if code < 0:
             return None  # a non-finite q0: the general path names the bad entry
@@ -855,8 +866,9 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             break
         per_iter = (now - t0) / max(st[1] - it0, 1)
         budget = 10_000 if deadline is None else int(min(max(16, 0.5 * (deadline - now) / per_iter), 10_000))
-    res = Result(best_q, False, status, float(st[8]), float(st[9]), int(st[1]), int(st[5]),
-                 time.perf_counter() - t_start, "lm")
+    perr, rerr = float(st[8]), float(st[9])  # (the one goal's largest row errors: met when both are within)
+    res = Result._new(best_q, False, status, perr, rerr, int(st[1]), restarts_run(st, False),
+                      time.perf_counter() - t_start, "lm", (perr <= tol_p and rerr <= tol_r,))
     return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
 
 
@@ -1107,6 +1119,9 @@ def _joint_step(robot, max_joint_step, dt):
     """max_joint_step (dof,) [rad or m] from the argument, or velocity_limit x dt; None for none."""
     if max_joint_step is None and dt is None:
         return None
+    if max_joint_step is not None and dt is not None:
+        raise GoalError(f"max_joint_step={max_joint_step!r:.100} and dt={dt!r}: give one of them (dt sets the "
+                        f"bound to the joint velocity limits x dt, max_joint_step sets it directly)")
     if max_joint_step is None:
         dt = _check_positive("dt", dt)
         if not np.any(np.isfinite(robot.velocity_limit)):
@@ -1233,7 +1248,7 @@ def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterati
     met = first.success and np.all(np.isfinite(first.q))
     if not met and provably_unreachable(problem):  # no answer at all: the rows minimise the distance
         return Result._new(first.q, False, first.status, first.position_error, first.rotation_error,
-                           first.iterations, first.restarts, time.perf_counter() - t_start, "lm")
+                           first.iterations, first.restarts, time.perf_counter() - t_start, "lm", first.goals_met)
     q, n, tries = limbs.find_clear(problem, first.q if met else None, q_start, clock, iters, seed_i, solve_plain)
     n += first.iterations
     if q is not None:
@@ -1245,7 +1260,7 @@ def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterati
             res.__dict__["goals_met"] = (True,) * len(problem.goal_rows)
             return res
     return Result._new(first.q, False, first.status, first.position_error, first.rotation_error, n,
-                       first.restarts + tries, time.perf_counter() - t_start, "lm")
+                       first.restarts + tries, time.perf_counter() - t_start, "lm", first.goals_met)
 
 
 def _goal_dofs(robot, gnode, gref):
@@ -1300,6 +1315,23 @@ def _collision_retries(robot, problem, first, check, deadline, seed, mode):
                       time.perf_counter())
         if r.success and check.clear(r.q):
             return r
+
+
+def restarts_run(st, in_attempt: bool) -> int:
+    """Result.restarts from an LM kernel's state ``st`` (lm_chain_attempts, core_attempts): the
+    attempts after the first that ran. An attempt that ends unconverged counts itself in
+    st[S_ATTEMPT] and draws the next start at once; when the solve stops there (restarts=False,
+    the attempts or the budget spent) that start never ran an iteration (st[S_ATTEMPT_ITERS] is
+    0) and is not a restart. ``in_attempt``: the solve converged in its current attempt (mode
+    "speed"), which ran, however few iterations it took."""
+    n = int(st[S_ATTEMPT])
+    return n - 1 if n > 0 and not in_attempt and st[S_ATTEMPT_ITERS] == 0.0 else n
+
+
+def goals_met_at(problem, q) -> tuple:
+    """Result.goals_met at q (dof,): one bool per goal of the compiled problem (Posture left out),
+    from its rows' errors (lm_core.row_errors)."""
+    return _goals_met(problem, _core.row_errors(*core_args(problem, prune=True)[:2], q))
 
 
 def _goals_met(problem, err) -> tuple:
@@ -1430,9 +1462,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
         st[S_BEST_PERR], st[S_BEST_RERR] = pe, re_
     if chain:
-        met = ()
-        if len(problem.goals if isinstance(problem.goals, (list, tuple)) else [1]) > 1 or status != Status.CONVERGED:
-            met = _goals_met(problem, _core.row_errors(*core_args(problem, prune=True)[:2], best_q))
+        met = ((True,) * len(problem.goal_rows) if status == Status.CONVERGED else goals_met_at(problem, best_q))
     elif status == Status.CONVERGED and mode == "speed":
         # converged: every row with a weight within its tolerance (the kernel's test), so every goal is met
         met = (True,) * len(problem.goal_rows)
@@ -1440,7 +1470,8 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         met = _goals_met(problem, rowerr)
     s = st.tolist()
     res = Result._new(best_q, status == Status.CONVERGED, status, s[S_BEST_PERR], s[S_BEST_RERR], int(s[S_ITERS]),
-                      int(s[S_ATTEMPT]), time.perf_counter() - t_start, "lm")
+                      restarts_run(st, status == Status.CONVERGED and mode == "speed"),
+                      time.perf_counter() - t_start, "lm")
     res.__dict__["goals_met"] = met
     return res
 
@@ -1471,7 +1502,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     from .solvers.lm import ATTEMPT_ITERATIONS, batch_pose_rows, lm_chain_batch
 
     t0 = time.perf_counter()
-    node = robot.frame_index(frame)
+    node = robot_arg(robot).frame_index(frame)
     if isinstance(Ts, (str, bytes)) or Ts is None or (isinstance(Ts, np.ndarray) and Ts.dtype.kind == "c"):
         raise GoalError(f"Ts: expected a real array (B, 4, 4) or (B, 3), got {Ts!r:.200}")
     try:
@@ -1577,6 +1608,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
                            rest[sl], conv[sl])
             b0 += n
     _wrap_near(robot, q_out, q0s)
+    # an item that did not converge ran all its max_restarts + 1 attempts; the kernel also counts the
+    # start it drew after the last one, which never ran (restarts_run)
+    np.minimum(rest, max_restarts, out=rest)
     codes = np.where(conv, 0, 4).astype(np.int64)  # converged, else stalled
     if position_only and not conv.all():
         # beyond the reach radius: unreachable (a status, not an error)

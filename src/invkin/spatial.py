@@ -6,9 +6,10 @@ Conventions
 * Roll-pitch-yaw follows URDF: ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)`` (fixed axes X, Y, Z).
 * Quaternions say their order in their names: ``quat_wxyz`` (scalar first: Eigen's coefficients
   constructor, MuJoCo, Blender) or ``quat_xyzw`` (scalar last: ROS messages, SciPy, Pinocchio's
-  SE3 vectors). :func:`quat_to_matrix` takes exactly one of them by keyword and refuses a
-  quaternion whose norm is off 1 by more than :data:`QUAT_NORM_TOL`, naming the norm (a swapped
-  order cannot be detected from the numbers, so nothing is guessed).
+  SE3 vectors). :func:`quat_to_matrix` takes exactly one of them by keyword, normalises a
+  quaternion whose norm is off 1 by at most :data:`QUAT_NORM_TOL` (the bound within which a
+  rotation matrix is repaired, :data:`ORTHONORMAL_REPAIR_TOL`) and refuses one further off,
+  naming the norm (a swapped order cannot be detected from the numbers, so nothing is guessed).
 * ``so3_exp(r)`` is Rodrigues' formula for the rotation vector ``r`` (axis * angle, |r| in [0, pi]
   for ``so3_log``'s output).
 
@@ -277,8 +278,13 @@ def matrix_to_quat_wxyz(R) -> np.ndarray:
     return -q if q[0] < 0 else q
 
 
-#: Largest accepted | |q| - 1 | of a quaternion given to :func:`quat_to_matrix`.
-QUAT_NORM_TOL = 1e-6
+# Rotations whose columns drift from orthonormal by more than this are rejected, not repaired.
+ORTHONORMAL_REPAIR_TOL = 1e-3
+#: Largest accepted | |q| - 1 | of a quaternion given to :func:`quat_to_matrix`; within it the
+#: quaternion is normalised. The same bound as a rotation matrix's repair (as_rotation), so that
+#: four rounded decimals pass in either form: (0, 0, 0.7071, 0.7071) has norm 0.99999 and
+#: [[0.7071, -0.7071, 0], [0.7071, 0.7071, 0], [0, 0, 1]] a drift of 2e-5.
+QUAT_NORM_TOL = ORTHONORMAL_REPAIR_TOL
 
 _QUAT_ORDERS = ("wxyz", "xyzw")
 
@@ -397,10 +403,6 @@ def rotation_drift_nb(R):
     det = (R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1]) - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0])
            + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0]))
     return drift, det, fin
-
-
-# Rotations whose columns drift from orthonormal by more than this are rejected, not repaired.
-ORTHONORMAL_REPAIR_TOL = 1e-3
 
 
 def _real(x):

@@ -48,6 +48,7 @@ import numpy as np
 from numba import njit
 
 from ._checks import MAX_LENGTH, count, positive, real_array
+from .model.robot import robot_arg
 from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import GoalError, SolverError
 from .goals import KIND_AXIS, Aim, Goal, Orientation, Pose, Position, Posture
@@ -395,6 +396,7 @@ class Tracker:
                  iterations: int = 20, position_tolerance: float = 1e-5, rotation_tolerance: float = 1e-5,
                  damping: float = 0.01, joint_weights=None, singular_threshold: float = NEAR_SINGULAR_THRESHOLD,
                  options: dict | None = None, world=None, self_collision: bool = False, margin: float = 0.005):
+        robot_arg(robot)
         from .solve import _collision_options
 
         from .solvers.shared import compile_problem

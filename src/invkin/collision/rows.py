@@ -326,7 +326,8 @@ def final_check(robot, q, world, self_collision: bool, margin: float) -> dict:
     measured again with the distance kernels (broad phase at margin + CUTOFF). Keys: ``margin`` [m],
     ``pairs`` (pairs checked: self pairs plus links × obstacles), ``min_distance`` [m] and
     ``closest`` (a, b) over the pairs some joint can move (inf and None when no pair lies within
-    margin + CUTOFF), ``collision_free`` (every such pair at least ``margin`` apart, up to
+    margin + CUTOFF, however near beyond it: pairs farther than that are never measured;
+    :func:`~invkin.collision.distance.distances` measures them all), ``collision_free`` (every such pair at least ``margin`` apart, up to
     1e-9 m), ``static`` (pairs no joint moves that are closer than ``margin``: the solve cannot
     change them; warned about once per robot, world and margin)."""
     if world is not None and not isinstance(world, World):

@@ -23,7 +23,11 @@ def load_robot(name_or_path, base: str | None = None, tip: str | None = None, sr
     floating_base: hang the root from a new ``world`` frame by a free joint ``root_joint``
     (:meth:`Robot.with_floating_base`; a model that already floats is a ModelError).
     locked: {joint: value} joints fixed at a value and removed from q (:meth:`Robot.lock`).
-    base/tip cut the chain from ``base`` to ``tip`` out of the tree (after the two above).
+    base/tip cut the chain from ``base`` to ``tip`` out of the tree (after the two above). With
+    ``floating_base`` the free joint is always at the chain's base: ``tip`` alone keeps the root
+    and its free joint; a ``base`` of the model (``base="torso_2_link"``), which would cut that
+    joint off, is cut first and hung from the free joint itself (q: ``root_joint``'s 6 entries,
+    the pose of ``base`` in the world, then the chain's joints).
     ``srdf``: an SRDF file whose
     named configurations and disabled collision pairs the robot keeps (:func:`load_srdf`; checked
     against the whole model, before base/tip; ``srdf_strict=False`` drops names the model lacks
@@ -78,14 +82,16 @@ def _load_robot(name_or_path, base: str | None = None, tip: str | None = None, f
                              f"(URDF or MJCF) or .bvh")
         else:
             robot = load_bundled(s, **kwargs)
-    if floating_base:
+    # a base of the fixed model: the chain floats from it (the free joint above the root would be cut off)
+    float_last = floating_base and base is not None and robot.has_frame(base)
+    if floating_base and not float_last:
         robot = robot.with_floating_base()
     if locked is not None:
         robot = robot.lock(locked)
     if base is not None or tip is not None:
         robot = robot.subchain(base if base is not None else robot.root,
                                tip if tip is not None else robot.node_names[-1])
-    return robot
+    return robot.with_floating_base() if float_last else robot
 
 
 def _is_mjcf(path: str) -> bool:

@@ -491,12 +491,10 @@ def _parse_motion(src, it, dof: int, size: int, rot: np.ndarray):
         if filled != n_frames - 1:
             raise ModelError(f"{src}: line {kf}: Frames: {n_frames}, but the file has {filled} motion lines "
                              f"(line {last_line}); truncated file?")
-        import warnings
+        from ..errors import InvkinWarning, warn_caller
 
-        from ..errors import InvkinWarning
-
-        warnings.warn(f"{src}: line {kf}: Frames: {n_frames}, but the file has {filled} motion lines; "
-                      f"read as {filled} frames (as Blender does)", InvkinWarning, stacklevel=3)
+        warn_caller(f"{src}: line {kf}: Frames: {n_frames}, but the file has {filled} motion lines; "
+                    f"read as {filled} frames (as Blender does)", InvkinWarning)
     if filled != out.shape[0]:
         out.resize((filled, dof), refcheck=False)  # in place: no second copy of the frames
     return out.view(_Fresh), frame_time

@@ -28,12 +28,11 @@ import base64
 import dataclasses
 import math
 import os
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError, ModelWarning
+from ..errors import ModelError, ModelWarning, warn_caller
 from .._io import atomic_path
 from .axes import convert_clip
 from .euler import ORDERS, axis_rot as _axis_rot, euler_from_matrix
@@ -412,8 +411,8 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
         cols.append(np.concatenate(vals, axis=1) if vals else np.zeros((F, 0)))
         rest_cols += rest
     if scaled:
-        warnings.warn(ModelWarning(f"{src}: nodes {scaled[:4]} have a non-unit scale, which FK ignores "
-                      f"(positions below them are unscaled)"), stacklevel=2)
+        warn_caller(f"{src}: nodes {scaled[:4]} have a non-unit scale, which FK ignores (positions below them "
+                    f"are unscaled)", ModelWarning)
     frames = np.concatenate(cols, axis=1)
     ibm = (_accessor(doc, bufs, sk.inverseBindMatrices, src).reshape(-1, 4, 4).transpose(0, 2, 1)
            if sk.inverseBindMatrices is not None else np.broadcast_to(np.eye(4), (len(sk.joints), 4, 4)))

@@ -110,14 +110,11 @@ def _bounded_limits(name, joint_names, jtype, qidx, lower, upper, origin):
     lo_big = np.isfinite(lower) & (lower < -lim)
     hi_big = np.isfinite(upper) & (upper > lim)
     if lo_big.any() or hi_big.any():
-        import warnings
-
-        from ..errors import InvkinWarning
+        from ..errors import InvkinWarning, warn_caller
 
         bad = [joint_names[i] for i in np.nonzero(lo_big | hi_big)[0]]
-        warnings.warn(f"Robot {name!r}: limits of {', '.join(map(repr, bad[:5]))}{' ...' if len(bad) > 5 else ''} "
-                      f"exceed ±{MAX_ANGLE:g} rad / ±{MAX_LENGTH:g} m and are read as unlimited",
-                      InvkinWarning, stacklevel=4)
+        warn_caller(f"Robot {name!r}: limits of {', '.join(map(repr, bad[:5]))}{' ...' if len(bad) > 5 else ''} "
+                    f"exceed ±{MAX_ANGLE:g} rad / ±{MAX_LENGTH:g} m and are read as unlimited", InvkinWarning)
         lower = np.where(lo_big, -math.inf, lower)
         upper = np.where(hi_big, math.inf, upper)
     return lower, upper
@@ -844,9 +841,14 @@ class Robot:
     def jacobian(self, q, frame=None) -> np.ndarray:
         """Geometric Jacobian (6, dof) of ``frame``'s origin; (B, 6, dof) for a batch of q.
 
-        Rows vx vy vz wx wy wz in the base frame. Ball-joint columns are the derivatives with
-        respect to a local increment (what :meth:`integrate` applies); mimic followers fold into
-        their leader's column.
+        Rows vx vy vz wx wy wz in the base frame. Every column is the derivative along what
+        :meth:`integrate` applies, so ``J @ dq`` is the first-order change of
+        ``fk(integrate(q, dq))``, not of ``fk(q + dq)``: the two agree on revolute and prismatic
+        entries (and a free joint's translation entries), but the columns of a ball joint and the
+        three rotation columns of a free joint (``j.rx j.ry j.rz``, a floating base's too) are
+        derivatives with respect to a local increment ``R exp(d)``, not to adding ``d`` to the
+        rotation vector stored in q (away from the identity, finite differences of ``fk(q + dq)``
+        do not match them). Mimic followers fold into their leader's column.
         """
         ch = self._chains.get(frame) if type(frame) is str or frame is None else None
         if ch is not None and type(q) is np.ndarray and q.ndim == 1 and q.dtype is _F64:
@@ -1131,9 +1133,7 @@ class Robot:
 
     def _fixed_follower(self, i: int, reference) -> np.ndarray:
         """origin @ M(theta) of mimic follower node ``i`` at its leader's value in ``reference``."""
-        import warnings
-
-        from ..errors import ModelWarning
+        from ..errors import ModelWarning, warn_caller
         from ..spatial import so3_exp
 
         q = self.neutral() if reference is None else self.check_q(reference, "reference")
@@ -1143,8 +1143,16 @@ class Robot:
             M[:3, 3] = self.axis[i] * theta
         else:
             M[:3, :3] = so3_exp(self.axis[i] * theta)
-        warnings.warn(f"robot {self.name!r}: mimic joint {self.node_joint_names[i]!r} follows "
-                      f"{self.mimic_leader[i]!r}, which is not on the chain; it is kept fixed at "
-                      f"{theta:g} (its mimic value at {self.mimic_leader[i]} = "
-                      f"{q[int(self.qidx[i])]:g})", ModelWarning, stacklevel=4)
+        warn_caller(f"robot {self.name!r}: mimic joint {self.node_joint_names[i]!r} follows "
+                    f"{self.mimic_leader[i]!r}, which is not on the chain; it is kept fixed at "
+                    f"{theta:g} (its mimic value at {self.mimic_leader[i]} = "
+                    f"{q[int(self.qidx[i])]:g})", ModelWarning)
         return self.origin[i] @ M
+
+
+def robot_arg(v) -> Robot:
+    """``v`` unchanged if it is a :class:`Robot`; a model name or anything else is a ModelError
+    saying how to load one (the entry points that take a robot: solve, solve_many, Tracker)."""
+    if not isinstance(v, Robot):
+        raise ModelError(f"robot: expected an invkin Robot (e.g. ik.load_robot('panda')), got {v!r:.200}")
+    return v

@@ -32,12 +32,11 @@ valid names (an SRDF of another variant of the robot); with ``strict=False`` it 
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ModelError, ModelWarning, closest_names
+from ..errors import ModelError, ModelWarning, closest_names, warn_caller
 from .robot import Robot
 from .urdf import (
     DEFAULT_MAX_BYTES,
@@ -167,7 +166,7 @@ def _check_names(srdf: Srdf, robot: Robot, source, strict: bool) -> Srdf:
     def unknown(e, msg):
         if strict:
             raise _err(source, e, msg + "; pass strict=False to drop unknown names")
-        warnings.warn(f"{source}: {_desc(e)} line {e.line}: {msg}; dropped", ModelWarning, stacklevel=4)
+        warn_caller(f"{source}: {_desc(e)} line {e.line}: {msg}; dropped", ModelWarning)
 
     pairs = []
     for a, b, reason, e in srdf.disabled_collisions:

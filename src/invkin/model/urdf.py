@@ -52,7 +52,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
@@ -60,7 +59,7 @@ from xml.parsers import expat
 import numpy as np
 
 from .._io import open_regular, path_str
-from ..errors import FrameError, ModelError, ModelWarning, closest_names
+from ..errors import FrameError, ModelError, ModelWarning, closest_names, warn_caller
 from ..spatial import rpy_to_matrix
 from .build import RobotBuilder
 from .geometry import Geometry, resolve_mesh_path
@@ -510,8 +509,8 @@ def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
         leader = _name(rd, m, "joint", owner=e)
         mimic = (leader, _scalar(rd, e, m, "multiplier", 1.0), _scalar(rd, e, m, "offset", 0.0))
         if jtype not in _MOVING:  # Talos' grippers: Pinocchio and urdfdom ignore it too
-            _warn(f"{rd.source}: {w}: <mimic joint={_q(leader)}> (line {m.line}) on a {jtype} joint is "
-                  f"ignored: only revolute, continuous and prismatic joints move")
+            warn_caller(f"{rd.source}: {w}: <mimic joint={_q(leader)}> (line {m.line}) on a {jtype} joint is "
+                        f"ignored: only revolute, continuous and prismatic joints move", ModelWarning)
             mimic = None
     return dict(name=name, parent=ends["parent"], child=ends["child"], type="free" if jtype == "floating" else jtype,
                 origin=T,
@@ -565,10 +564,6 @@ def _build(rd: _Reader, defer_unsupported: bool = False):
     return b.build(), unsupported
 
 
-def _warn(msg: str) -> None:
-    warnings.warn(msg, ModelWarning, stacklevel=4)
-
-
 def _check_mimic_leaders(rd: _Reader, joints: dict) -> None:
     """A follower whose leader is missing or does not move becomes an independent joint, with a
     warning naming the closest joints (what Pinocchio and urdfdom load); chains of mimics resolve
@@ -593,8 +588,8 @@ def _check_mimic_leaders(rd: _Reader, joints: dict) -> None:
             why = f"the mimic joints {sorted(seen)} follow each other in a cycle"
         else:
             why = f"joint {leader!r} is {lf['type']!r}, not a moving joint"
-        _warn(f"{rd.source}: {f['where']}: joint {jn!r} mimics {f['mimic'][0]!r}: {why}; {jn!r} "
-              f"is loaded as an independent joint")
+        warn_caller(f"{rd.source}: {f['where']}: joint {jn!r} mimics {f['mimic'][0]!r}: {why}; {jn!r} "
+                    f"is loaded as an independent joint", ModelWarning)
         f["mimic"] = None
 
 
