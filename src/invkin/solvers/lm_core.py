@@ -530,6 +530,21 @@ def _costs(e, soft, hard):
 
 
 @njit(cache=True, **NO_RC)
+def _correct_trial(J, e, rows, lims, lo, hi, qn, zero, hold, H, Jm, Z, S, r, lam, col, dqc, qc):
+    """One second-order correction of the trial point qn (in place): the least-norm step of
+    ``rows`` alone (J, e evaluated at qn) within the joint box; qc keeps the trial before it.
+    False when that step cannot be solved (qn unchanged). core_iterate's hard rows after a long
+    soft step, settle's goal rows after a posture step."""
+    if not core_active_step(J, e, rows[:0], rows, lims, lo, hi, qn, 1.0, 1e-12, zero, hold, H, Jm, Z, S, r, lam, col,
+                            dqc):
+        return False
+    for i in range(qn.shape[0]):
+        qc[i] = qn[i]
+    _step_into(qc, dqc, lims, lo, hi, qn)
+    return True
+
+
+@njit(cache=True, **NO_RC)
 def _step_into(q, dq, lims, lo, hi, out):
     """out = clamp(q ⊕ dq) into lo, hi (ball joints composed on SO(3))."""
     n = q.shape[0]
@@ -952,7 +967,6 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     # the active set starts from the joints at a bound with hard rows only: a soft problem takes
     # the chain kernel's iterates (its cold active set; warm, Panda took 12 iterations for 9)
     warm = hard.shape[0] > 0
-    none = soft[:0]
     m0 = 3 * gvec.shape[0]
     # the hard blocks and private limbs _reduced_step eliminates (rowsx, ballx: settle's scratch, free here)
     nelim, part = limb_partition(ni, gnode, gkind, gref, hard, soft, rowsx, ballx)
@@ -998,12 +1012,8 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
             # project the trial back onto them (hard rows only, least norm) before judging it
             if hk > held or _hard_key(errs2, tol_p, tol_r) <= held:
                 break
-            if not core_active_step(J2, e2, none, hard, lims, lo, hi, qn, 1.0, 1e-12, zero, hold, H, Jm, Z, S, r,
-                                    lam_h, col, dqc):
+            if not _correct_trial(J2, e2, hard, lims, lo, hi, qn, zero, hold, H, Jm, Z, S, r, lam_h, col, dqc, qc):
                 break
-            for i in range(dof):
-                qc[i] = qn[i]
-            _step_into(qc, dqc, lims, lo, hi, qn)
             core_eval_rows(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR,
                            Tall, Jf, Jr, sub, e2, J2, errs2, bool(1), rw2)
             ineq_eval(coll, ni, nf, Tall, m0, e2, J2, errs2)
@@ -1104,12 +1114,9 @@ def settle(model, table, lims, lo, hi, q_rest, tol_p, tol_r, q, max_iter, ws):
             # only steps of ~sqrt(tolerance) pass and the posture barely moves (Panda: none at 1e-6)
             if errs2[0] <= tol_p and errs2[1] <= tol_r:
                 break
-            if not core_active_step(J2, e2, none, allrows, lims, lo, hi, qn, 1.0, 1e-12, zero, hold, H, Jm, Z, S, r,
-                                    lam_h, col, dqc):
+            if not _correct_trial(J2, e2, allrows, lims, lo, hi, qn, zero, hold, H, Jm, Z, S, r, lam_h, col, dqc,
+                                  qc):
                 break
-            for i in range(dof):
-                qc[i] = qn[i]
-            _step_into(qc, dqc, lims, lo, hi, qn)
             core_eval(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
                       Jf, Jr, sub, e2, J2, errs2, bool(1))
             ineq_eval(coll, ni, nf, Tall, m0, e2, J2, errs2)
