@@ -504,6 +504,61 @@ def test_a_goal_row_of_a_kind_the_kernels_do_not_know_is_refused_before_any_kern
         ik.solve(panda, Forged("panda_hand", np.zeros(3)))
 
 
+def test_a_subclass_row_runs_as_its_own_kind_and_leaves_the_real_kinds_layout_alone():
+    """A Position subclass that makes an aim row: its table and structure come from its rows, so
+    the aim row runs as an aim (its table used to be Position's, KIND_POSITION), and a real Aim of
+    the same structure solved after it is not read as a Position through the cached layout."""
+    import dataclasses
+
+    from invkin.goals import KIND_AIM
+    from invkin.solvers._common import compile_problem
+
+    panda = ik.load_robot("panda")
+    q = panda.neutral()
+    pt = panda.fk(q, "panda_hand")[:3, 3] + [0.3, 0.2, -0.4]
+
+    @dataclasses.dataclass(frozen=True)
+    class AimViaPosition(ik.Position):
+        def _make_rows(self):
+            return [(KIND_AIM, self.frame, self.p, np.eye(3), np.array([0.0, 0.0, 1.0]), self.weight)]
+
+    sub = AimViaPosition("panda_hand", pt)
+    assert sub.table()[0].tolist() == [KIND_AIM] and sub.structure()[1][0][0] == KIND_AIM
+    link2 = ik.Position("panda_link2", panda.fk(q, "panda_link2")[:3, 3])
+    assert compile_problem(panda, [sub, link2], 1e-6, 1e-6).gkind.tolist() == [KIND_AIM, 0]
+    real = ik.Aim("panda_hand", [0, 0, 1], pt)
+    assert compile_problem(panda, [real, link2], 1e-6, 1e-6).gkind.tolist() == [KIND_AIM, 0]
+    res = ik.solve(panda, [real, link2], seed=0)
+    T = panda.fk(res.q, "panda_hand")
+    d = pt - T[:3, 3]
+    assert res.success and T[:3, 2] @ d / np.linalg.norm(d) > 1 - 1e-9
+
+
+@pytest.mark.parametrize("kind", [True, 1.0, np.float64(0.0), 7.5, "0", None, -1, 99])
+def test_a_hand_made_goal_with_a_bad_kind_code_is_refused(kind):
+    """Only the int codes of goals.KINDS reach the kernels: True and 1.0 compare equal to a code
+    but are not one (they used to run as a rotation row)."""
+    panda = ik.load_robot("panda")
+
+    class HandMade(ik.Goal):
+        weight = 1.0
+
+        def _make_rows(self):
+            return [(kind, "panda_hand", np.zeros(3), np.eye(3), np.zeros(3), 1.0)]
+
+    for goals in (HandMade(), [HandMade(), ik.Position("panda_link4", np.zeros(3))]):
+        with pytest.raises(GoalError, match="HandMade: goal row kind"):
+            ik.solve(panda, goals)
+
+
+def test_a_problem_built_by_hand_with_an_unknown_kind_is_refused():
+    from invkin.solvers._common import Layout
+
+    one = np.zeros(1, dtype=np.int64)
+    with pytest.raises(GoalError, match=r"kinds \[42\] are not among"):
+        Layout(one, np.array([42]), one, one - 1, (1,))
+
+
 def test_goals_of_one_structure_share_a_layout_and_keep_their_own_targets(hum):
     """compile_problem caches the table's layout per robot and goal structure: a second problem
     with the same structures shares it and gathers only its own targets, and each solves to its

@@ -232,10 +232,12 @@ class Position(Goal):
         object.__setattr__(self, "frame", _frame(self.frame, "Position"))
         object.__setattr__(self, "p", _point(self.p, f"Position({self.frame!r}).p"))
         object.__setattr__(self, "weight", _weight(self.weight, "Position"))
-        # the goal-table row and its structure, built once here (goals are immutable): a solve only reads them
-        object.__setattr__(self, "_table", (_KIND_P.copy(), self.p.reshape(1, 3).copy(), _EYE1.copy(),
-                                            np.zeros((1, 3)), np.array([self.weight])))
-        if type(self) is Position:  # (a subclass may make other rows)
+        # the goal-table row and its structure, built once here (goals are immutable): a solve only
+        # reads them. Not for a subclass: it may make other rows, and its table and structure must
+        # come from them (Goal.table, Goal.structure), or its rows would run as a Position's
+        if type(self) is Position:
+            object.__setattr__(self, "_table", (_KIND_P.copy(), self.p.reshape(1, 3).copy(), _EYE1.copy(),
+                                                np.zeros((1, 3)), np.array([self.weight])))
             object.__setattr__(self, "_structure", (level, ((KIND_POSITION, self.frame, None),)))
 
     def _make_rows(self):
@@ -302,7 +304,7 @@ class Pose(Goal):
         object.__setattr__(self, "axes", _axes(self.axes, "Pose"))
         rw = self.weight if self.rotation_weight is None else _weight(self.rotation_weight, "Pose")
         object.__setattr__(self, "rotation_weight", rw)
-        if self.axes == "xyz":  # the goal-table rows, built once here: a solve only reads them
+        if self.axes == "xyz" and type(self) is Pose:  # the goal-table rows, built once here (as Position's)
             vec = np.zeros((2, 3))
             vec[0] = T[:3, 3]
             R = np.empty((2, 3, 3))
@@ -310,9 +312,8 @@ class Pose(Goal):
             R[1] = T[:3, :3]
             object.__setattr__(self, "_table", (_KIND_PR.copy(), vec, R, np.zeros((2, 3)),
                                                 np.array([self.weight, rw])))
-            if type(self) is Pose:
-                object.__setattr__(self, "_structure", (level, ((KIND_POSITION, self.frame, None),
-                                                                (KIND_ROTATION, self.frame, None))))
+            object.__setattr__(self, "_structure", (level, ((KIND_POSITION, self.frame, None),
+                                                            (KIND_ROTATION, self.frame, None))))
 
     @classmethod
     def from_position_quaternion(cls, frame, p, *, quat_wxyz=None, quat_xyzw=None, **kwargs) -> "Pose":

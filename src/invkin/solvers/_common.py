@@ -99,6 +99,9 @@ class Layout:
                  "metres", "metres_list", "mixed", "restart_lims")
 
     def __init__(self, gnode, gkind, glevel, gref, goal_rows):
+        if not _KIND_CODES.issuperset(gkind.tolist()):  # (a problem built by hand; compile_problem checked its own)
+            raise GoalError(f"goal row kinds {sorted(set(gkind.tolist()) - _KIND_CODES)} are not among "
+                            f"{sorted(KINDS)} (goals.KINDS: the kinds the kernels know)")
         self.gnode, self.gkind, self.glevel, self.gref, self.goal_rows = gnode, gkind, glevel, gref, goal_rows
         rows = np.repeat(glevel, 3)
         idx = np.arange(rows.shape[0], dtype=np.int64)
@@ -113,6 +116,7 @@ class Layout:
         self.restart_lims = None  # solve._restart_lims' cache: (base per-DOF table, the table restarts use)
 
 
+_KIND_CODES = frozenset(KINDS)
 LAYOUTS_KEPT = 64  # layouts cached per robot (a new goal structure beyond them clears the cache)
 
 
@@ -182,6 +186,7 @@ def _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights
         except TypeError:
             raise GoalError(f"goals: expected a goal or a list of goals, got {goals!r}") from None
     tables = []   # each goal's cached row arrays (Goal.table), concatenated below
+    kinds = []    # each row's kind, from Goal.rows (checked above): never from a table that could disagree
     nodes = []
     refs = []
     levels = []
@@ -204,8 +209,13 @@ def _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights
                             f"<inertial> mass); expected a model with inertials")
         level = g.level
         for r in rows:
-            if r[0] not in KINDS:  # goals.py makes rows of KINDS only; a subclass might not
-                raise GoalError(f"goal row kind {r[0]!r} is not one of {sorted(KINDS)}")
+            k = r[0]
+            # goals.py makes rows of KINDS only; a subclass or a hand-made Goal might not (an int
+            # code of KINDS, not True or 1.0, which compare equal to one)
+            if type(k) is bool or not isinstance(k, (int, np.integer)) or k not in KINDS:
+                raise GoalError(f"{type(g).__name__}: goal row kind {k!r} is not one of {sorted(KINDS)} "
+                                f"(goals.KINDS: the kinds the kernels know)")
+            kinds.append(int(k))
             nodes.append(0 if r[1] is None else _node(robot, r[1]))
             refs.append(-1 if len(r) < 7 or r[6] is None else _node(robot, r[6]))
             levels.append(level)
@@ -217,13 +227,16 @@ def _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights
     gnode = np.array(nodes, dtype=np.int64)
     gref = np.array(refs, dtype=np.int64)
     glevel = np.array(levels, dtype=np.int64)
+    gkind = np.array(kinds, dtype=np.int64)  # (the rows' kinds: a table's kind column is not read here)
     if len(tables) == 1:  # copies: the goal's cached table stays its own (a copy costs a quarter of a concatenate)
-        gkind, gvec, gR, gaxis, gw = (a.copy() for a in tables[0])
+        gvec, gR, gaxis, gw = (a.copy() for a in tables[0][1:])
     elif tables:
-        gkind, gvec, gR, gaxis, gw = (np.concatenate([t[i] for t in tables]) for i in range(5))
+        gvec, gR, gaxis, gw = (np.concatenate([t[i] for t in tables]) for i in range(1, 5))
     else:
-        gkind, gvec, gR, gaxis, gw = (np.empty(G, dtype=np.int64), np.empty((G, 3)), np.empty((G, 3, 3)),
-                                      np.empty((G, 3)), np.empty(G))
+        gvec, gR, gaxis, gw = np.empty((G, 3)), np.empty((G, 3, 3)), np.empty((G, 3)), np.empty(G)
+    if gvec.shape[0] != G:
+        raise GoalError(f"goals: their tables (Goal.table) hold {gvec.shape[0]} rows where their rows "
+                        f"(Goal.rows) are {G}")
     for nm, v in (("position_tolerance", position_tolerance), ("rotation_tolerance", rotation_tolerance)):
         if not isinstance(v, (int, float, np.floating, np.integer)) or not v > 0 or not math.isfinite(v):
             raise GoalError(f"{nm}: expected a finite number > 0, got {v!r}")
