@@ -92,7 +92,9 @@ def _eval(robot, goals, q):
     lambda r: [ik.Relative("l_hand", "head", [0.2, 0.1, -0.4], weight=0.5)],
     lambda r: [ik.Pose("l_foot", make_transform(so3_exp([0.1, 0.2, 0.3]), [0.0, 0.1, 0.0]), hard=True),
                ik.Aim("head", [1, 0, 0], [2.0, 0.5, 1.0])],
-], ids=["com-xyz", "com-xy", "relative-pose", "relative-position", "hard-pose+aim"])
+    lambda r: [ik.Plane("l_hand", [0.1, 0.2, 0.3], [1.0, 2.0, -0.5], weight=1.5),
+               ik.Plane("r_foot", [0.0, 0.0, 0.05], [0, 0, 1], hard=True)],
+], ids=["com-xyz", "com-xy", "relative-pose", "relative-position", "hard-pose+aim", "plane"])
 def test_goal_jacobians_equal_finite_differences_for_every_joint_type(hum, make):
     goals = make(hum)
     q = _stance(hum) + np.random.default_rng(3).uniform(-0.3, 0.3, hum.dof)
@@ -502,6 +504,69 @@ def test_a_goal_row_of_a_kind_the_kernels_do_not_know_is_refused_before_any_kern
         ik.solve(panda, [Forged("panda_hand", np.zeros(3)), ik.Position("panda_link4", np.zeros(3))])
     with pytest.raises(GoalError, match="99"):
         ik.solve(panda, Forged("panda_hand", np.zeros(3)))
+
+
+def test_a_plane_goal_puts_the_frame_on_the_plane_and_leaves_it_free_in_it(hum):
+    """Plane: one residual entry n·(point - p); the hand lands on the plane (distance within the
+    position tolerance), slides in it and keeps its orientation free: a hand 10 cm in front of a
+    wall moves only across it, through every route (a bare goal, a list of one, with hard feet)."""
+    q0 = _stance(hum)
+    p0 = hum.fk(q0, "l_hand")[:3, 3]
+    n = np.array([1.0, 0.0, 0.0])
+    wall = ik.Plane("l_hand", p0 + [0.1, 0.0, 0.0], [2.0, 0.0, 0.0])  # (a normal of any length)
+    assert np.array_equal(wall.normal, n) and wall.rows()[0][0] == 7
+    for goals in (wall, [wall], _feet(hum, q0) + [wall]):
+        res = ik.solve(hum, goals, q0=q0, seed=0)
+        assert res.success and all(res.goals_met), res
+        p = hum.fk(res.q, "l_hand")[:3, 3]
+        assert abs(n @ (p0 + [0.1, 0.0, 0.0] - p)) <= 1e-6
+    assert _drift(hum, q0, res.q) <= 1e-6  # (the last: the hard feet held)
+    # its error is a distance: goals_met holds it to position_tolerance, not rotation_tolerance
+    far = ik.solve(hum, [ik.Plane("l_hand", p0 + [5.0, 0, 0], n)] + _feet(hum, q0), q0=q0, seed=0,
+                   rotation_tolerance=10.0)
+    assert not far.success and far.goals_met == (False, True, True)
+
+
+def test_a_hard_plane_holds_while_a_soft_goal_pulls_across_it(hum):
+    """Plane(hard=True): a foot kept on the floor plane z = z0 while the other foot and a hand ask
+    for more than it allows: the hard row is met within the tolerance, the foot slides in it."""
+    q0 = _stance(hum)
+    z0 = hum.fk(q0, "l_foot")[2, 3]
+    floor = ik.Plane("l_foot", [0.0, 0.0, z0], [0, 0, 1], hard=True)
+    goals = [floor, ik.Pose("r_foot", hum.fk(q0, "r_foot"), hard=True),
+             ik.Position("l_foot", hum.fk(q0, "l_foot")[:3, 3] + [0.05, 0.02, 0.3])]
+    res = ik.solve(hum, goals, q0=q0, seed=0)
+    assert res.goals_met[:2] == (True, True) and not res.goals_met[2]
+    T = hum.fk(res.q, "l_foot")
+    assert abs(T[2, 3] - z0) <= 1e-6
+    assert np.linalg.norm(T[:2, 3] - (hum.fk(q0, "l_foot")[:2, 3] + [0.05, 0.02])) < 0.02  # slid toward it
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(normal=[0, 0, 0]), "normal: expected a non-zero vector"),
+    (dict(normal=[0, 0]), "normal: expected a vector of shape"),
+    (dict(normal=[0, np.nan, 1]), "normal"),
+    (dict(point=[0, 0]), "point: expected a point of shape"),
+    (dict(point=[0, 0, np.inf]), "point"),
+    (dict(weight=0.0), "weight must be finite and > 0"),
+    (dict(hard="yes"), "hard must be True or False"),
+    (dict(frame=None), "frame must be a frame name"),
+])
+def test_a_bad_plane_is_a_goal_error(kw, match):
+    args = dict(frame="l_hand", point=[0, 0, 0], normal=[0, 0, 1]) | kw
+    with pytest.raises(GoalError, match=match) as info:
+        ik.Plane(**args)
+    assert isinstance(info.value, ik.InvkinError) and "Plane" in str(info.value)
+
+
+def test_a_plane_is_lm_only_and_not_a_tracker_goal(hum):
+    wall = ik.Plane("l_hand", [0.3, 0.0, 0.0], [1, 0, 0])
+    with pytest.raises(SolverError, match="got plane"):
+        ik.solve(hum, wall, method="dls")
+    with pytest.raises(ik.FrameError, match="goal on frame 'nowhere'"):
+        ik.solve(hum, ik.Plane("nowhere", [0, 0, 0], [0, 0, 1]))
+    with pytest.raises(GoalError, match="Tracker: unsupported goal"):
+        ik.Tracker(hum, [wall])
 
 
 def test_a_subclass_row_runs_as_its_own_kind_and_leaves_the_real_kinds_layout_alone():

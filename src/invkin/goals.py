@@ -23,6 +23,9 @@ rows ``J`` (from the world-aligned geometric Jacobian ``[Jv; Jw]`` of the goal's
   target ``T_ref T`` moves with q. Position ``e = p_ref + R_ref t - p``, ``J = Jv - Jv_ref +
   [R_ref t]x Jw_ref``; rotation ``e = log(R* R^T)`` with ``R* = R_ref R_t``, ``J = Jr^-1(phi) (Jw -
   R R*^T Jw_ref)``.
+* ``Plane(frame, point, normal)``: the origin of ``frame`` on the world plane through ``point``
+  with unit normal ``n``: one entry ``e = n·(point - p)``, ``J = nᵀ Jv`` (the row's other two
+  entries are 0); the frame slides in the plane and turns freely.
 * ``Posture(q_rest)``: the lowest priority, a regulariser: once the goals are met, q moves toward
   ``q_rest`` inside their null space (``e = q_rest ⊖ q``); it never decides success.
 
@@ -32,7 +35,8 @@ disturbing them (solvers/lm.py).
 
 A goal compiles to rows of 3 residual entries; the kinds are listed once in :data:`KINDS`
 (code → name); solvers/_common.py holds each kind's residual and Jacobian (``goal_row``,
-``com_row``, ``relative_frame``).
+``com_row``, ``relative_frame``, ``plane_row``), solvers/lm_core.py's ``core_eval_rows`` calls
+them (docs/architecture.md, "Adding a goal kind or an inequality row").
 """
 from __future__ import annotations
 
@@ -46,9 +50,9 @@ from ._checks import MAX_LENGTH, real_array, unit_vector
 from .errors import GoalError
 from .spatial import as_rotation, as_transform, quat_to_matrix
 
-__all__ = ["Goal", "Position", "Orientation", "Pose", "Aim", "Posture", "CenterOfMass", "Relative", "KINDS",
+__all__ = ["Goal", "Position", "Orientation", "Pose", "Aim", "Posture", "CenterOfMass", "Relative", "Plane", "KINDS",
            "KIND_POSITION", "KIND_ROTATION", "KIND_AXIS", "KIND_AIM", "KIND_COM", "KIND_REL_POSITION",
-           "KIND_REL_ROTATION"]
+           "KIND_REL_ROTATION", "KIND_PLANE"]
 
 KIND_POSITION = 0      # frame origin at a world point
 KIND_ROTATION = 1      # frame orientation equal to a world rotation
@@ -57,12 +61,20 @@ KIND_AIM = 3           # one tool axis pointing at a world point
 KIND_COM = 4           # centre of mass at a world point (selected axes)
 KIND_REL_POSITION = 5  # frame origin at a point of a reference frame
 KIND_REL_ROTATION = 6  # frame orientation relative to a reference frame
-#: Every goal-row kind (code -> name). Kernels dispatch on these codes only; compile_problem
-#: refuses any other code, so a kind the kernels do not know cannot reach them.
+KIND_PLANE = 7         # frame origin on a world plane (one residual entry of the row's three)
+#: Every goal-row kind (code -> name). Kernels dispatch on these codes only, each by its own
+#: equality test (lm_core.core_eval_rows); compile_problem refuses any other code, so a kind the
+#: kernels do not know cannot reach them. A new kind takes the next free code.
 KINDS = {KIND_POSITION: "position", KIND_ROTATION: "rotation", KIND_AXIS: "axis", KIND_AIM: "aim",
-         KIND_COM: "com", KIND_REL_POSITION: "relative position", KIND_REL_ROTATION: "relative rotation"}
-#: Kinds the older methods' task_eval knows; LM's core knows every kind of KINDS.
+         KIND_COM: "com", KIND_REL_POSITION: "relative position", KIND_REL_ROTATION: "relative rotation",
+         KIND_PLANE: "plane"}
+#: Kinds the older methods' task_eval knows (codes 0-3, a range the chain kernels rely on: their
+#: rows run only where every code is below KIND_COM); LM's core knows every kind of KINDS.
 BASIC_KINDS = (KIND_POSITION, KIND_ROTATION, KIND_AXIS, KIND_AIM)
+#: Kinds whose error is a distance [m], held to position_tolerance (the others: rotation_tolerance
+#: [rad]); Result.goals_met reads it (solvers/_common.Layout.metres) and the kind's kernel function
+#: returns the same class.
+METRE_KINDS = (KIND_POSITION, KIND_COM, KIND_REL_POSITION, KIND_PLANE)
 #: Numbers per goal row in a goal's target bytes (Goal.lean): vec (3), R (9, row-major), axis (3), weight.
 PACKED = 16
 
@@ -421,6 +433,34 @@ class Relative(Goal):
             return [(KIND_REL_POSITION, self.frame, self.T, np.eye(3), np.zeros(3), self.weight, ref)]
         return [(KIND_REL_POSITION, self.frame, self.T[:3, 3], np.eye(3), np.zeros(3), self.weight, ref),
                 (KIND_REL_ROTATION, self.frame, np.zeros(3), self.T[:3, :3], np.zeros(3), self.rotation_weight, ref)]
+
+
+@dataclass(frozen=True)
+class Plane(Goal):
+    """The origin of ``frame`` on the world plane through ``point`` (3,) [m] with normal
+    ``normal`` (3,) (any length > 0; normalised): one residual entry, the signed distance
+    ``n·(point - p_frame)``, so the frame may slide in the plane and turn freely — a foot sole on
+    the floor, a pen tip on a table, a tool on a wall. Its error is a distance, held to
+    ``position_tolerance``. lm only (the general core); not a Tracker goal."""
+
+    frame: str
+    point: np.ndarray
+    normal: np.ndarray
+    weight: float = 1.0
+    hard: bool = False
+    priority: int | None = None
+
+    def __post_init__(self):
+        _level(self.hard, self.priority, "Plane")
+        object.__setattr__(self, "frame", _frame(self.frame, "Plane"))
+        object.__setattr__(self, "point", _point(self.point, f"Plane({self.frame!r}).point"))
+        n = unit_vector(f"Plane({self.frame!r}).normal", self.normal)  # scaled first: no overflow to 0
+        n.setflags(write=False)
+        object.__setattr__(self, "normal", n)
+        object.__setattr__(self, "weight", _weight(self.weight, "Plane"))
+
+    def _make_rows(self):  # the normal rides in the row's axis slot
+        return [(KIND_PLANE, self.frame, self.point, np.eye(3), self.normal, self.weight)]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from numba import njit
 
 from ..errors import FrameError, GoalError
 from ..goals import KIND_AIM, KIND_AXIS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KIND_ROTATION, \
-    KINDS, Goal, Posture
+    BASIC_KINDS, KINDS, METRE_KINDS, Goal, Posture
 from ..kinematics.kernels import BALL, NO_RC, fk_all_into, integrate_into, jacobian_from_all
 from ..spatial import so3_log_s
 from ..kinematics.kernels import difference_into as posture_residual  # noqa: F401 - re-exported: q_rest ⊖ q
@@ -110,8 +110,8 @@ class Layout:
         self.one_node = int(gnode[0]) if G and bool(np.all(gnode == gnode[0])) else -1
         self.has_hard = bool(np.any(glevel == 0))
         self.mixed = self.has_hard and not bool(np.all(glevel == 0))  # hard and soft rows
-        self.basic = bool(np.all(gkind < KIND_COM))
-        self.metres = (gkind == KIND_POSITION) | (gkind == KIND_COM) | (gkind == KIND_REL_POSITION)
+        self.basic = bool(np.all(np.isin(gkind, BASIC_KINDS)))
+        self.metres = np.isin(gkind, METRE_KINDS)
         self.metres_list = self.metres.tolist()
         self.restart_lims = None  # solve._restart_lims' cache: (base per-DOF table, the table restarts use)
 
@@ -195,7 +195,7 @@ def _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights
     w_post = 0.0
     for g in goals:
         if not isinstance(g, Goal):
-            raise GoalError(f"goals: expected Position/Orientation/Pose/Aim/CenterOfMass/Relative/Posture "
+            raise GoalError(f"goals: expected Position/Orientation/Pose/Aim/CenterOfMass/Relative/Plane/Posture "
                             f"objects, got {g!r}")
         if isinstance(g, Posture):
             if g.q_rest.shape != (robot.dof,):
@@ -522,6 +522,29 @@ def com_row(ni, nf, Tall, mass, com, sub, g, gvec, gaxis, gw, e, J, want_jac):
                 J[r0 + 1, c + k] += f * sy * vy
                 J[r0 + 2, c + k] += f * sz * vz
     return math.sqrt(ex * ex + ey * ey + ez * ez)
+
+
+@njit(cache=True, **NO_RC)
+def plane_row(T, Jf, g, gvec, gaxis, gw, e, J, want_jac):
+    """The plane row (KIND_PLANE) g for the frame transform ``T``: with the unit normal n
+    (gaxis[g]) and a point p0 of the plane (gvec[g]), ``e[3g] = w n·(p0 - p)`` and, with want_jac,
+    ``J[3g] = w nᵀ Jv`` from the frame Jacobian ``Jf`` (6, dof); the row's other two entries and
+    their Jacobian rows are 0. Returns the distance to the plane [m]."""
+    w = gw[g]
+    r0 = 3 * g
+    n0 = gaxis[g, 0]
+    n1 = gaxis[g, 1]
+    n2 = gaxis[g, 2]
+    d = n0 * (gvec[g, 0] - T[0, 3]) + n1 * (gvec[g, 1] - T[1, 3]) + n2 * (gvec[g, 2] - T[2, 3])
+    e[r0] = w * d
+    e[r0 + 1] = 0.0
+    e[r0 + 2] = 0.0
+    if want_jac:
+        for c in range(J.shape[1]):
+            J[r0, c] = w * (n0 * Jf[0, c] + n1 * Jf[1, c] + n2 * Jf[2, c])
+            J[r0 + 1, c] = 0.0
+            J[r0 + 2, c] = 0.0
+    return abs(d)
 
 
 @njit(cache=True, **NO_RC)

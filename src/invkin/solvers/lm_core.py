@@ -13,11 +13,11 @@ from numba import njit, types
 from numba.extending import overload
 
 from .._checks import MAX_LENGTH
-from ..goals import KIND_COM, KIND_REL_POSITION, KINDS, PACKED
+from ..goals import KIND_AIM, KIND_COM, KIND_PLANE, KIND_REL_POSITION, KIND_REL_ROTATION, KINDS, PACKED
 from ..kinematics.kernels import BALL, FAST, FIXED, NO_RC, fk_all_into, jacobian_from_all
 from ..spatial import rotvec_product
 from ..collision.rows import E_ROWS, E_VIOL, active_rows, ineq_eval, ineq_size, no_rows
-from ._common import com_row, goal_row_call, ldl_apply, ldl_factor, posture_residual, relative_frame
+from ._common import com_row, goal_row_call, ldl_apply, ldl_factor, plane_row, posture_residual, relative_frame
 from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BALL, L_JW, L_LOWER,
                  L_SAMPLE_LO, L_SAMPLE_SPAN, L_UPPER, LAMBDA_MAX, NEAR, PROGRESS_FACTOR,
                  RUNNING, S_ATTEMPT, S_ATTEMPT_ITERS, S_BEST, S_BEST_PERR, S_BEST_RERR, S_ITERS, S_LAMBDA, S_MINIMIZE,
@@ -111,8 +111,10 @@ def core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR
 def core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall, Jf,
                    Jr, sub, e, J, errs, want_jac, rowerr):
     """Stacked weighted residual e (3G,) and, with want_jac, Jacobian J (3G, dof) of every goal
-    row at q (each kind through its own function: goal_row, com_row, relative_frame); each row's
-    unweighted error goes to rowerr (G,) when it is not empty.
+    row at q (each kind through its own function: goal_row, com_row, relative_frame, plane_row;
+    each dispatched by equality with its code, so a code that none of them knows is never read as
+    another kind: its rows are 0 and its error inf, never met); each row's unweighted error goes
+    to rowerr (G,) when it is not empty.
     errs (4,): largest position [m] and rotation [rad] error over all rows with weight > 0, then
     the same over the hard rows. wvec, wR: the world targets (copies of gvec, gR; relative rows
     are rewritten here)."""
@@ -128,17 +130,29 @@ def core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gve
         if kind == KIND_COM:
             err = com_row(ni, nf, Tall, mass, com, sub, g, gvec, gaxis, gw, e, J, want_jac)
             cls = 0
-        else:
+        elif 0 <= kind <= KIND_AIM or kind == KIND_REL_POSITION or kind == KIND_REL_ROTATION or kind == KIND_PLANE:
             if want_jac and node != last:
                 jacobian_from_all(ni, nf, Tall, node, Jf)
                 last = node
-            if kind >= KIND_REL_POSITION:
-                ref = gref[g]
+            if kind == KIND_PLANE:
+                err = plane_row(Tall[node], Jf, g, gvec, gaxis, gw, e, J, want_jac)
+                cls = 0
+            else:
+                if kind == KIND_REL_POSITION or kind == KIND_REL_ROTATION:
+                    ref = gref[g]
+                    if want_jac:
+                        jacobian_from_all(ni, nf, Tall, ref, Jr)
+                        last = -1  # Jf is changed in place below
+                    kind = relative_frame(kind, g, Tall[ref], Tall[node], gvec, gR, wvec, wR, Jf, Jr, want_jac)
+                cls, err = goal_row_call(Tall[node], Jf, g, kind, wvec, wR, gaxis, gw, e, J, want_jac)
+        else:  # not a code of goals.KINDS (compile_problem and Layout refuse one before it gets here)
+            for k in range(3 * g, 3 * g + 3):
+                e[k] = 0.0
                 if want_jac:
-                    jacobian_from_all(ni, nf, Tall, ref, Jr)
-                    last = -1  # Jf is changed in place below
-                kind = relative_frame(kind, g, Tall[ref], Tall[node], gvec, gR, wvec, wR, Jf, Jr, want_jac)
-            cls, err = goal_row_call(Tall[node], Jf, g, kind, wvec, wR, gaxis, gw, e, J, want_jac)
+                    for c in range(J.shape[1]):
+                        J[k, c] = 0.0
+            err = math.inf
+            cls = 0
         if rowerr.shape[0] > 0:
             rowerr[g] = err
         if gw[g] > 0.0:
@@ -686,7 +700,7 @@ def limb_partition(ni, gnode, gkind, gref, hard, soft, blk, own):
         own[k] = -1
     for i in range(mh):
         g = hard[i] // 3
-        if gkind[g] >= KIND_COM:
+        if gkind[g] > KIND_AIM or gkind[g] < 0:  # (CenterOfMass, Relative, Plane: not eliminated)
             return 0, none
         blk[i] = gnode[g]
         if i == 0 or blk[i] != blk[i - 1]:
@@ -704,7 +718,7 @@ def limb_partition(ni, gnode, gkind, gref, hard, soft, blk, own):
             for k in range(own.shape[0]):
                 if own[k] >= 0:
                     return 0, none
-        elif _limb_walk(ni, gnode[g], -1, own) or (gkind[g] >= KIND_REL_POSITION and _limb_walk(ni, gref[g], -1, own)):
+        elif _limb_walk(ni, gnode[g], -1, own) or (gref[g] >= 0 and _limb_walk(ni, gref[g], -1, own)):
             return 0, none
     ok, part = _limb_positions(own, blk[:mh])
     return (mh if ok else 0), part
