@@ -569,6 +569,28 @@ def test_a_plane_is_lm_only_and_not_a_tracker_goal(hum):
         ik.Tracker(hum, [wall])
 
 
+@pytest.mark.parametrize("extra", ["com", "plane"])
+def test_null_space_refinement_and_rest_springs_measure_every_goal_kind_as_itself(hum, extra):
+    """The refinement after an lm solve (nullspace=) and the rest springs' re-measure (rest=) used
+    task_eval, which knows the basic kinds only: a met CenterOfMass row was read as an aim row
+    (rotation error 1.49 rad), the refinement never ran and the result said stalled."""
+    from invkin.solvers.shared import compile_problem, problem_errors
+
+    q0 = _stance(hum)
+    goal = (ik.CenterOfMass(hum.center_of_mass(q0) + [0.03, 0.02, 0.0], axes="xy") if extra == "com"
+            else ik.Plane("l_hand", hum.fk(q0, "l_hand")[:3, 3] + [0.1, 0.0, 0.0], [1, 0, 0]))
+    goals = _feet(hum, q0) + [goal]
+    plain = ik.solve(hum, goals, q0=q0, seed=0)
+    refined = ik.solve(hum, goals, q0=q0, seed=0, nullspace="joint_limits")
+    assert plain.success and refined.success and refined.info["nullspace"] == "joint_limits"
+    p = compile_problem(hum, goals, 1e-6, 1e-6)
+    pe, re_ = problem_errors(p, refined.q)
+    assert pe <= 1e-6 and re_ <= 1e-6 and (refined.position_error, refined.rotation_error) == (pe, re_)
+    springs = ik.solve(hum, goals, q0=q0, seed=0, rest=dict(theta_orig=q0, p_orig=1.0, p_ik=1000.0))
+    assert (springs.position_error, springs.rotation_error) == problem_errors(p, springs.q)
+    assert springs.rotation_error <= 1e-6  # (no rotation row but the feet's: met)
+
+
 def test_a_subclass_row_runs_as_its_own_kind_and_leaves_the_real_kinds_layout_alone():
     """A Position subclass that makes an aim row: its table and structure come from its rows, so
     the aim row runs as an aim (its table used to be Position's, KIND_POSITION), and a real Aim of

@@ -28,7 +28,7 @@ from .diagnostics import NEAR_SINGULAR_THRESHOLD
 from .errors import ConfigurationError, GoalError, SolverError
 from .rest import REST_MODES, RestPoseWarning, check_springs, rest_blend, rest_in_loop
 from .result import Result, Status
-from .solvers.shared import compile_problem, goal_errors
+from .solvers.shared import compile_problem, problem_errors
 from .spatial import as_transform, so3_exp, so3_log
 
 __all__ = ["reach", "ReachResult", "rest_blend", "solve_with_rest", "RestResult", "RestPoseWarning",
@@ -441,12 +441,10 @@ def solve_with_rest(robot, goals, theta_orig, p_orig, p_ik, d_orig=0.0, d_ik=0.0
         res = solve(robot, goals, q0=q_start, **tols, **solve_options)
         theta, p, d = rest_blend(theta_orig, res.q, p_orig, p_ik, d_orig, d_ik, robot=robot)
         theta = np.clip(theta, robot.lower, robot.upper)
-        pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, theta, problem.gnode, problem.gkind,
-                              problem.gvec, problem.gR, problem.gaxis, problem.gw)
+        pe, re_ = problem_errors(problem, theta)
         reached = bool(pe <= problem.tol_p and re_ <= problem.tol_r)
         lost = res.success and not reached
-    pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, theta, problem.gnode, problem.gkind, problem.gvec,
-                          problem.gR, problem.gaxis, problem.gw)
+    pe, re_ = problem_errors(problem, theta)
     if warn and lost:
         warnings.warn(f"rest-posture springs ({mode}): the goals are no longer reached (position error {pe:.3g} m, "
                       f"rotation error {re_:.3g} rad), though they are without the springs; p_orig dominates p_ik",

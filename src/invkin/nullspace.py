@@ -37,7 +37,7 @@ import numpy as np
 
 from ._checks import count, positive
 from .errors import GoalError
-from .solvers.shared import compile_problem, task_eval
+from .solvers.shared import compile_problem, problem_rows, task_eval
 
 __all__ = ["Objective", "make_objective", "refine_in_nullspace", "OBJECTIVES"]
 
@@ -83,8 +83,9 @@ def _ball_mask(robot) -> np.ndarray:
 def _joint_limits(robot) -> Objective:
     lo, hi = robot.lower, robot.upper
     ok = np.isfinite(lo) & np.isfinite(hi) & (hi > lo) & ~_ball_mask(robot)
-    mid = np.where(ok, 0.5 * (lo + hi), 0.0)
-    rng2 = np.where(ok, (hi - lo) ** 2, 1.0)
+    lo_ok, hi_ok = np.where(ok, lo, 0.0), np.where(ok, hi, 0.0)  # (no inf - inf for a floating base)
+    mid = 0.5 * (lo_ok + hi_ok)
+    rng2 = np.where(ok, (hi_ok - lo_ok) ** 2, 1.0)
     scale = float(np.mean(rng2[ok])) if ok.any() else 1.0
 
     def cost(q):
@@ -221,6 +222,9 @@ class _TaskEval:
     def __call__(self, q):
         p = self.p
         r = p.robot
+        if not p.basic_kinds_only():  # (task_eval knows the basic kinds only: the general core's rows)
+            e, J, pe, re_ = problem_rows(p, q)
+            return e.copy(), J.copy(), pe, re_
         e = np.empty(self.m)
         J = np.empty((self.m, r.dof))
         task_eval(r.node_table, r.node_params, r.origin, q, p.gnode, p.gkind, p.gvec, p.gR, p.gaxis, p.gw, self.Tall, self.Jf,

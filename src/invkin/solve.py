@@ -24,7 +24,8 @@ from .errors import ConfigurationError, GoalError, SolverError
 from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
 from .result import Result, Status
 from .solvers import get_method, methods
-from .solvers.shared import CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, project_cones_in_place
+from .solvers.shared import (CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, problem_errors,
+                              project_cones_in_place)
 from .solvers._common import LAYOUTS_KEPT
 from .model.limits import respect_cone_limits
 from .solvers import lm as _lm
@@ -459,8 +460,7 @@ def _project_cones(robot, problem, q, state, code):
     unless the method had STALLED)."""
     if not project_cones_in_place(robot, q):
         return code
-    perr, rerr = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
-                             problem.gR, problem.gaxis, problem.gw)
+    perr, rerr = problem_errors(problem, q)
     state[2], state[3] = perr, rerr
     if perr <= problem.tol_p and rerr <= problem.tol_r:
         return CONVERGED
@@ -551,8 +551,7 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
     if q is res.q and "rest" not in info:
         return res
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
-    perr, rerr = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind, problem.gvec,
-                             problem.gR, problem.gaxis, problem.gw)
+    perr, rerr = problem_errors(problem, q)
     ok = perr <= position_tolerance and rerr <= rotation_tolerance
     if "rest" in info:
         info["rest"]["goal_reached"] = bool(ok)
@@ -1252,8 +1251,7 @@ def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterati
     q, n, tries = limbs.find_clear(problem, first.q if met else None, q_start, clock, iters, seed_i, solve_plain)
     n += first.iterations
     if q is not None:
-        pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind,
-                              problem.gvec, problem.gR, problem.gaxis, problem.gw)
+        pe, re_ = problem_errors(problem, q)
         if pe <= problem.tol_p and re_ <= problem.tol_r:
             res = Result._new(q, True, Status.CONVERGED, pe, re_, n, first.restarts + tries,
                               time.perf_counter() - t_start, "lm")
@@ -1453,8 +1451,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     if not chain and mode == "distance" and st[S_BEST_DIST] < np.inf:
         status = Status.CONVERGED
     if not math.isfinite(st[S_BEST_PERR]) and not chain:
-        pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, best_q, problem.gnode, problem.gkind,
-                              problem.gvec, problem.gR, problem.gaxis, problem.gw)
+        pe, re_ = problem_errors(problem, best_q)
         st[S_BEST_PERR], st[S_BEST_RERR] = pe, re_
     elif not math.isfinite(st[S_BEST_PERR]):  # chain: no attempt finished inside the budget
         best_q = np.minimum(np.maximum(best_q, robot.lower), robot.upper)

@@ -316,12 +316,12 @@ def respect_cone_limits(robot, goals, res, position_tolerance: float, rotation_t
     from dataclasses import replace
 
     from ..result import Status
-    from ..solvers.shared import compile_problem, goal_errors
+    from ..solvers.shared import compile_problem, problem_errors
     q = project_limits(robot, res.q)
     if np.array_equal(q, res.q):
         return res
     p = compile_problem(robot, goals, position_tolerance, rotation_tolerance)
-    pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, p.gnode, p.gkind, p.gvec, p.gR, p.gaxis, p.gw)
+    pe, re_ = problem_errors(p, q)  # (every goal kind: lm's CenterOfMass, Relative, Plane too)
     ok = pe <= position_tolerance and re_ <= rotation_tolerance
     status = Status.CONVERGED if ok else (res.status if res.status != Status.CONVERGED else Status.STALLED)
     info = dict(res.info)

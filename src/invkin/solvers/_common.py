@@ -587,7 +587,9 @@ def relative_frame(kind, g, Tref, T, gvec, gR, wvec, wR, Jf, Jr, want_jac):
 @njit(cache=True)
 def task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs):
     """Stacked weighted residual ``e`` (3G,) and Jacobian ``J`` (3G, dof) at q; a ``J`` with no
-    rows, (0, dof), asks for the residual and the errors only.
+    rows, (0, dof), asks for the residual and the errors only. The basic kinds only (goals.BASIC_KINDS:
+    the methods other than lm refuse the others, solve._solve): goal_row reads any other code as an
+    axis or aim row, so LM problems are measured by lm_core.problem_rows / problem_errors.
 
     errs[0] = largest position error [m], errs[1] = largest rotation error [rad] (unweighted,
     over goals with weight > 0). ``Tall`` (n, 4, 4) and ``Jf`` (6, dof) are scratch; ``errs``
@@ -714,7 +716,9 @@ def step_and_clamp(q, dq, lower, upper, balls, out):
 
 @njit(cache=True)
 def goal_errors(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw):
-    """(largest position error [m], largest rotation error [rad]) at q."""
+    """(largest position error [m], largest rotation error [rad]) at q, for rows of the basic kinds
+    (task_eval's: position, rotation, axis, aim); a problem that may hold other kinds goes through
+    lm_core.problem_errors."""
     G = gnode.shape[0]
     dof = q.shape[0]
     Tall = np.empty((ni.shape[0], 4, 4))

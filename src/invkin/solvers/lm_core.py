@@ -17,7 +17,8 @@ from ..goals import KIND_AIM, KIND_COM, KIND_PLANE, KIND_REL_POSITION, KIND_REL_
 from ..kinematics.kernels import BALL, FAST, FIXED, NO_RC, fk_all_into, jacobian_from_all
 from ..spatial import rotvec_product
 from ..collision.rows import E_ROWS, E_VIOL, active_rows, ineq_eval, ineq_size, no_rows
-from ._common import com_row, goal_row_call, ldl_apply, ldl_factor, plane_row, posture_residual, relative_frame
+from ._common import (com_row, goal_errors, goal_row_call, ldl_apply, ldl_factor, plane_row, posture_residual,
+                      relative_frame)
 from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BALL, L_JW, L_LOWER,
                  L_SAMPLE_LO, L_SAMPLE_SPAN, L_UPPER, LAMBDA_MAX, NEAR, PROGRESS_FACTOR,
                  RUNNING, S_ATTEMPT, S_ATTEMPT_ITERS, S_BEST, S_BEST_PERR, S_BEST_RERR, S_ITERS, S_LAMBDA, S_MINIMIZE,
@@ -1515,6 +1516,33 @@ def _attempts_for_rows_ov(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol
         return _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0, q, best_q, state, budget,
                               attempt_iters, max_attempts, seed, ws, rowerr)
     return with_rows
+
+
+def problem_rows(problem, q, want_jac=True):
+    """(e (3G,), J (3G, dof) or None, largest position error [m], largest rotation error [rad]) of
+    a compiled problem at q (dof,), for a caller outside the solve's kernels (the null-space
+    refinement, the rest springs, the cone projection's re-measure). Every kind of goals.KINDS
+    through core_eval_rows; task_eval (goal_errors) knows the basic kinds only and would read a
+    CenterOfMass, Relative or Plane row as an axis or aim row."""
+    model, table = core_tables(problem)
+    ni, nf, origin, mass, com, coll = model
+    gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
+    ws = core_workspace(ni.shape[0], q.shape[0], gvec, gR, hard.shape[0], 0)
+    e, J, errs = ws[4], ws[5], ws[8]
+    core_eval_rows(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
+                   ws[0], ws[1], ws[2], ws[3], e, J, errs, want_jac, errs[:0])
+    return e, (J if want_jac else None), float(errs[0]), float(errs[1])
+
+
+def problem_errors(problem, q):
+    """(largest position error [m], largest rotation error [rad]) of a compiled problem at q over
+    its rows with weight > 0, whatever their kinds: goal_errors (task_eval, the same numbers as
+    before) where every kind is basic, else problem_rows."""
+    if problem.basic_kinds_only():
+        r = problem.robot
+        return goal_errors(r.node_table, r.node_params, r.origin, q, problem.gnode, problem.gkind, problem.gvec,
+                           problem.gR, problem.gaxis, problem.gw)
+    return problem_rows(problem, q, False)[2:]
 
 
 def row_errors(model, table, q):

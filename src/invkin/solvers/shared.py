@@ -14,9 +14,11 @@ from ._iterate import take_trial
 from ._linalg import damped_normal_equations, residual_sqnorm, smallest_singular_value, sym_eigvals
 from .lm import L_BALL
 from .lm_core import _costs as row_costs
-from .lm_core import core_active_step, core_eval_rows, core_step_scratch, core_workspace, step_into
+from .lm_core import (core_active_step, core_eval_rows, core_step_scratch, core_workspace, problem_errors,
+                      problem_rows, step_into)
 
-__all__ = ["CONVERGED", "RUNNING", "STALLED", "chol_solve", "compile_problem", "goal_errors",
+__all__ = ["CONVERGED", "RUNNING", "STALLED", "chol_solve", "compile_problem", "goal_errors", "problem_errors",
+           "problem_rows",
            "posture_residual", "step_and_clamp", "task_eval", "take_trial", "damped_normal_equations",
            "residual_sqnorm", "smallest_singular_value", "sym_eigvals", "GEOMETRIC", "geometric_kernel",
            "project_cones_in_place", "cone_coverage",
