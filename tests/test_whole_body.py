@@ -454,6 +454,8 @@ _WHOLE_BODY_ZOO = {
         ik.Relative("l_hand", "r_hand", np.linalg.inv(r.fk(q0, "r_hand")) @ _moved(r, q0, "l_hand", [0.0, -0.05, 0.05]))],
     "hard-feet+aim+orientation": lambda r, q0: _feet(r, q0) + [
         ik.Aim("head", [1, 0, 0], [2.0, 0.3, 1.2]), ik.Orientation("r_hand", r.fk(q0, "r_hand")[:3, :3])],
+    "hard-feet+hand-plane": lambda r, q0: _feet(r, q0) + [
+        ik.Plane("l_hand", r.fk(q0, "l_hand")[:3, 3] + [0.08, 0.0, -0.04], [1.0, 0.0, -0.5])],
     "hard-feet+hand+posture": lambda r, q0: _feet(r, q0) + [
         ik.Position("l_hand", r.fk(q0, "l_hand")[:3, 3] + [0.05, 0.0, -0.05]), ik.Posture(q0, weight=0.1)],
 }
