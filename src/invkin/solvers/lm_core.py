@@ -1,5 +1,5 @@
 """The general core of Levenberg–Marquardt: every problem that is not one frame's goals on its
-chain program (solvers/lm.py) — goals on several frames, CenterOfMass, Relative, hard goals,
+chain program (solvers/lm.py) — goals on several frames, CenterOfMass, Relative, Plane, hard goals,
 Posture, per-solve joint step bounds, mode="distance". Same damping schedule and active set as
 the chain kernels; see the comment below and docs/architecture.md, "The general core in one page".
 """
@@ -25,7 +25,7 @@ from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BA
                  NAME, JOINT_TYPES, ATTEMPT_ITERATIONS, S_PERR, S_RERR, STALLED, _mix64, limits_table, lm_accept)
 
 # Every problem that is not one frame's goals on its chain program runs here: goals on several
-# frames, CenterOfMass, Relative, hard goals, Posture, per-solve joint step bounds. One
+# frames, CenterOfMass, Relative, Plane, hard goals, Posture, per-solve joint step bounds. One
 # iteration (core_iterate), one attempts kernel (core_attempts), the same damping schedule
 # (CHAIN_LAMBDA_INIT / LAMBDA_SHRINK / CHAIN_LAMBDA_GROW, mu = lambda E + eps) and the same
 # active set on the joint limits as the chain kernel.
@@ -70,9 +70,10 @@ from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BA
 # counting (NO_RC): with it every call counted its ~20 array arguments in and out, ~0.5 µs of a
 # 2.3 µs G1 evaluation and ~0.3 µs of a step (benchmarks/RESULTS.md, session 5). A kernel
 # compiled without it also compiles its callees so on first use: they must not allocate either
-# (relative_frame writes scalars for that reason; so must collision/rows.active_rows, which
-# _ineq_step calls; a cold compile of tests/test_collision_ik.py shows it). core_iterate
-# allocates (and calls the collision rows' evaluation, which does) and keeps it.
+# (relative_frame and plane_row write scalars for that reason; so must collision/rows.active_rows,
+# which _ineq_step calls; a cold compile of tests/test_collision_ik.py shows it). core_iterate and
+# settle keep counting where the collision rows' evaluation (which allocates) is compiled into
+# them; without collision rows they are compiled from _core_attempts_nrc without it (below).
 
 HARD_HOLD = 0.1       # hard goals met stay within HARD_HOLD x tolerance through the soft steps
 RELAX_ITERATIONS = 2  # ... after the first RELAX_ITERATIONS iterations of an attempt with soft and hard rows
