@@ -640,6 +640,30 @@ def test_a_hand_made_goal_with_a_bad_kind_code_is_refused(kind):
             ik.solve(panda, goals)
 
 
+def test_the_core_evaluation_never_reads_an_unknown_code_as_another_kind(hum):
+    """Past the Python checks, core_eval_rows dispatches each kind by equality: a row whose code no
+    branch knows gives zero rows and an infinite error (never met), not a relative or aim row."""
+    from invkin.solve import core_args
+    from invkin.solvers._common import compile_problem
+    from invkin.solvers.lm_core import core_eval_rows, core_workspace
+
+    q = _stance(hum)
+    p = compile_problem(hum, [ik.Position("l_hand", [0.3, 0.2, 0.1]), ik.Position("r_hand", [0.3, -0.2, 0.1])],
+                        1e-6, 1e-6)
+    model, table, *_ = core_args(p)
+    for code in (8, 42, -1):
+        gkind = np.array([0, code])
+        ws = core_workspace(hum.n_nodes, hum.dof, table[4], table[5], 0, 0)
+        e = np.full(6, 7.0)
+        J = np.full((6, hum.dof), 7.0)
+        errs, rowerr = np.zeros(4), np.zeros(2)
+        core_eval_rows(*model[:5], q, table[0], gkind, *table[2:8], ws[10], ws[11], ws[0], ws[1], ws[2], ws[3], e, J,
+                       errs, True, rowerr)
+        assert np.all(e[3:] == 0.0) and np.all(J[3:] == 0.0), code
+        assert rowerr[1] == np.inf and errs[0] == np.inf and errs[1] == 0.0, code
+        assert np.isclose(rowerr[0], np.linalg.norm(hum.fk(q, "l_hand")[:3, 3] - [0.3, 0.2, 0.1]))
+
+
 def test_a_problem_built_by_hand_with_an_unknown_kind_is_refused():
     from invkin.solvers._common import Layout
 
