@@ -109,9 +109,22 @@ def test_every_flag_of_the_readme_commands_is_an_option_of_that_command(capsys):
         helptext = capsys.readouterr().out
         for flag in (w for w in words if w.startswith("--")):
             assert re.search(rf"(^|[\s\[,]){re.escape(flag)}\b", helptext), f"invkin {' '.join(cmd)} has no {flag}"
-    # the robot options the README says every robot command takes
-    for cmd in (["info"], ["fk"], ["solve"], ["view"], ["retarget"], ["batch"], ["reachability"]):
-        cli.main([*cmd, "--help"])
+
+
+def _parsers(parser, prefix=()):
+    """(argv prefix, parser) of every command and subcommand."""
+    for action in parser._actions:
+        if isinstance(getattr(action, "choices", None), dict):
+            for name, sub in action.choices.items():
+                yield (*prefix, name), sub
+                yield from _parsers(sub, (*prefix, name))
+
+
+def test_every_command_has_help_as_the_readme_says_and_it_reads_as_written(capsys):
+    cmds = dict(_parsers(cli.build_parser()))
+    assert {("clip", "fix-feet"), ("bench", "accuracy"), ("warmup",), ("retarget",)} <= set(cmds)
+    for cmd in cmds:
+        assert cli.main([*cmd, "--help"]) == 0, cmd
         helptext = capsys.readouterr().out
-        for flag in ("--base", "--tip", "--floating-base", "--srdf"):
-            assert flag in helptext, (cmd, flag)
+        assert helptext.startswith("usage: invkin " + " ".join(cmd)), cmd
+        assert "%%" not in helptext and "%(" not in helptext, (cmd, helptext)  # a description is not %-formatted

@@ -252,7 +252,7 @@ def register(sub) -> None:
     q = bsub.add_parser("accuracy", help="time and iterations against the requested accuracy, per method",
                         description="Welman's comparison (figures 4.4/4.5): time and iterations to reach the goal "
                                     "against the requested accuracy for every method, on a 7-DOF chain without "
-                                    "limits (goals well inside the reach and at 98-99 %% of it) and on seed8dof; "
+                                    "limits (goals well inside the reach and at 98-99 % of it) and on seed8dof; "
                                     "and how the joint motion is spread along the chain.")
     common(q, 0)
     q.add_argument("--sets", default="all", help="goal sets: inside, boundary, seed8dof (default: all)")
