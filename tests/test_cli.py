@@ -123,6 +123,15 @@ def test_demo_tour_prints_the_panda_tour():
     assert "Franka Panda" in p.stdout and "Jacobian" in p.stdout and "converged" in p.stdout
 
 
+def test_a_reader_that_closes_the_pipe_is_not_an_error():
+    """`invkin info g1 | head -1`: exit 141 (as SIGPIPE), nothing on stderr, never 'invkin: error: Broken pipe'."""
+    p = subprocess.Popen(INVKIN + ["info", "g1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=ENV)
+    p.stdout.close()  # before the command writes a byte: its every write meets a closed pipe
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 141, (p.returncode, err)
+    assert err.decode().strip() == ""
+
+
 @pytest.mark.parametrize("command", ["info", "fk", "solve", "methods", "demo", "view"])
 def test_every_command_has_help(command):
     p = run(command, "--help")

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import json
 import math
+import os
 import sys
 import warnings
 from typing import TYPE_CHECKING
@@ -35,6 +37,7 @@ _COMMAND_MODULES = (
 EXIT_OK = 0
 EXIT_NOT_CONVERGED = 1
 EXIT_BAD_INPUT = 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a C program killed by it: the reader closed the pipe
 
 
 class UsageError(InvkinError):
@@ -304,15 +307,29 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("default")  # each distinct warning once per command
             warnings.showwarning = _show_warning
-            return int(args.func(args))
+            code = int(args.func(args))
+            sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+            return code
     except KeyboardInterrupt:
         print("invkin: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `invkin info g1 | head`: the reader has what it wanted, not an error
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001 - the CLI's contract: one line and exit 2, never a traceback
         if args.debug:
             raise
         print(f"invkin: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush of a closed pipe is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # stdout is not a file
+        pass
 
 
 def _one_line(exc: BaseException) -> str:
