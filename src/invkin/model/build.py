@@ -2,6 +2,9 @@
 
 Example::
 
+    from invkin.model.build import RobotBuilder
+    from invkin.spatial import make_transform
+
     b = RobotBuilder("arm")
     b.add_root("base")
     b.add_joint("shoulder", parent="base", child="upper", type="revolute", axis=(0, 0, 1),
