@@ -258,3 +258,12 @@ def test_bad_input(args, needle):
     err = p.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("invkin: error:") and needle in err[0], err
     assert p.stdout == ""
+
+
+def test_summary_wall_times_keep_two_digits_below_ten_seconds():
+    # a --quick run used to read "in 0 s"
+    from invkin.bench import seconds
+
+    assert seconds(0.42) == "0.42 s"
+    assert seconds(3.14159) == "3.1 s"
+    assert seconds(12.4) == "12 s"

@@ -14,3 +14,9 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "run_accuracy": ".accuracy", "welman_chain": ".accuracy", "run_suite": ".suite", "run_peers": ".suite"})
 
 __all__ = ["run_accuracy", "welman_chain", "run_suite", "run_peers"]
+
+
+def seconds(s):
+    """A wall time for a summary line: two significant digits below 10 s ("0.42 s", "3.1 s"),
+    whole seconds above (a quick run read "in 0 s")."""
+    return f"{s:.2g} s" if s < 10 else f"{s:.0f} s"

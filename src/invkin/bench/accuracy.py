@@ -37,6 +37,7 @@ from ..errors import InvkinError
 from ..goals import Position
 from ..solve import solve
 from ..solvers import methods as all_methods
+from . import seconds
 
 __all__ = ["welman_chain", "GOAL_SETS", "DEFAULT_ACCURACIES", "QUICK_ACCURACIES", "make_goal_sets",
            "run_accuracy", "motion_spread", "format_accuracy", "accuracy_summary_line"]
@@ -339,4 +340,4 @@ def accuracy_summary_line(res) -> str:
     never = [m for m in st["methods"] if all(m in s["unsupported"] for s in res["sets"].values())]
     skip = f" ({', '.join(never)} unsupported on every set)" if never else ""
     return (f"accuracy: {len(st['methods'])} methods{skip} × {len(st['sets'])} goal sets × {len(st['accuracies'])} "
-            f"accuracies × {st['goals_per_set']} goals in {res['wall_s']:.0f} s{fastest}")
+            f"accuracies × {st['goals_per_set']} goals in {seconds(res['wall_s'])}{fastest}")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 import os
 
+from . import seconds
+
 __all__ = ["render_page", "trim", "PAGE_METHOD_ORDER"]
 
 #: Row order of the method tables (methods of a run not listed here follow, sorted).
@@ -508,7 +510,7 @@ def _run_line(meta, res, what):
     return (f"- `{res.get('command') or 'invkin bench ' + what}`: {meta.get('date_utc', '?')} UTC, invkin "
             f"`{meta.get('git_commit') or '?'}`, Python {meta.get('python', '?')}, NumPy {v.get('numpy', '?')}, "
             f"Numba {v.get('numba', '?')}, {meta.get('cpu_count', '?')} CPUs{ltxt}, "
-            f"{res.get('total_wall_s', res.get('wall_s', 0)):.0f} s.")
+            f"{seconds(res.get('total_wall_s', res.get('wall_s', 0)))}.")
 
 
 def render_page(acc: dict, suite: dict | None = None) -> str:

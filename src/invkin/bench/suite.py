@@ -33,6 +33,7 @@ from ..errors import InvkinError
 from ..goals import Pose, Position
 from ..solve import solve
 from ..solvers import methods as all_methods
+from . import seconds
 
 __all__ = ["SUITE_ROBOTS", "suite_tip", "robot_seed", "make_targets", "run_suite", "run_peers", "format_suite",
            "suite_summary_line", "STRICT", "LOOSE"]
@@ -349,4 +350,4 @@ def suite_summary_line(res) -> str:
     btxt = f"; most robust: {best[0]} (≥ {100 * best[1]:.1f}% on every robot)" if best else ""
     wall = res.get("total_wall_s", res["wall_s"])
     return (f"suite: {len(st['methods'])} methods × {len(st['robots'])} robots × N = {st['n']} in "
-            f"{wall:.0f} s{btxt}; {ptxt}")
+            f"{seconds(wall)}{btxt}; {ptxt}")
