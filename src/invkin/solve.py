@@ -102,25 +102,44 @@ def _check_positive(name, v, allow_none=False):
 def provably_unreachable(problem) -> bool:
     """True when a position goal lies beyond the reach radius of its frame, or two position goals
     lie farther apart than the tree path between their frames can stretch (Robot.pair_reach: a
-    hand 2 m from the feet that hard goals hold, whatever the floating base does)."""
-    return _beyond_reach(problem.robot, problem.gnode, problem.gkind, problem.gvec, problem.gw, problem.tol_p)
+    hand 2 m from the feet that hard goals hold, whatever the floating base does), or a goal on a
+    frame that no joint moves (the root, a link fixed to it) is not met where that frame is."""
+    return _beyond_reach(problem.robot, problem.gnode, problem.gkind, problem.gvec, problem.gw, problem.tol_p,
+                         problem.gR, problem.gaxis, problem.tol_r)
 
 
-def _beyond_reach(robot, gnode, gkind, gvec, gw, tol_p) -> bool:
-    """provably_unreachable on the goal rows' arrays (gnode: a node per row, or one int for all)."""
-    reach = robot.cache.setdefault("reach_points", {})  # node -> (anchor's point [m] or None, radius [m])
+def reach_point(robot, node):
+    """(point [m], radius [m]): the origin of frame ``node`` lies within radius of the point at
+    every q: Robot.reach_bound's anchor, or the frame's own origin, radius 0, for a frame that no
+    joint moves (the root, a link fixed to it). Cached per robot and node."""
+    reach = robot.cache.setdefault("reach_points", {})
+    bound = reach.get(node)
+    if bound is None:
+        anchor, radius = robot.reach_bound(node)
+        # the anchor does not move: its position at any q (the frame itself when nothing moves it)
+        bound = reach[node] = (robot.fk(robot.neutral(), node if anchor is None else anchor)[:3, 3].copy(),
+                               radius)
+    return bound
+
+
+def _beyond_reach(robot, gnode, gkind, gvec, gw, tol_p, gR=None, gaxis=None, tol_r=None) -> bool:
+    """provably_unreachable on the goal rows' arrays (gnode: a node per row, or one int for all);
+    with gR, gaxis and tol_r, also the rotation, axis and aim rows on frames that no joint moves
+    (their error is the same at every q)."""
     for g in range(gkind.shape[0]):
-        if gkind[g] != KIND_POSITION or gw[g] <= 0:
+        if gw[g] <= 0:
             continue
         node = int(gnode if isinstance(gnode, int) else gnode[g])
-        bound = reach.get(node)
-        if bound is None:
-            anchor, radius = robot.reach_bound(node)
-            # the anchor does not move: its position at any q
-            bound = reach[node] = (None if anchor is None else robot.fk(robot.neutral(), anchor)[:3, 3], radius)
-        p_anchor, radius = bound
-        if p_anchor is not None and np.linalg.norm(gvec[g] - p_anchor) > radius + tol_p:
-            return True
+        if gkind[g] == KIND_POSITION:
+            p_anchor, radius = reach_point(robot, node)
+            if np.linalg.norm(gvec[g] - p_anchor) > radius + tol_p:
+                return True
+        elif gR is not None and gkind[g] in BASIC_KINDS and robot.reach_bound(node)[0] is None:
+            _, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, robot.neutral(),
+                                 np.array([node], dtype=np.int64), gkind[g:g + 1], gvec[g:g + 1], gR[g:g + 1],
+                                 gaxis[g:g + 1], gw[g:g + 1])
+            if re_ > tol_r:
+                return True
     if isinstance(gnode, int):
         return False
     rows = [g for g in range(gkind.shape[0]) if gkind[g] == KIND_POSITION and gw[g] > 0]
@@ -853,7 +872,8 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         now = time.perf_counter()
         if not checked_reach:
             checked_reach = True
-            unreachable = _beyond_reach(robot, robot.frame_index(goal.frame), gkind, gvec, gw, tol_p)
+            unreachable = _beyond_reach(robot, robot.frame_index(goal.frame), gkind, gvec, gw, tol_p, gR, gaxis,
+                                           tol_r)
             if unreachable:  # minimise to the end in a few long attempts (see _solve_lm)
                 max_attempts = min(max_attempts, int(st[5]) + 3)
                 attempt_iters = 10 * _LM_ATTEMPT_ITERATIONS
@@ -1614,9 +1634,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     codes = np.where(conv, 0, 4).astype(np.int64)  # converged, else stalled
     if position_only and not conv.all():
         # beyond the reach radius: unreachable (a status, not an error)
-        anchor, radius = robot.reach_bound(node)
-        if anchor is not None:
-            p_anchor = robot.fk(robot.q_neutral, anchor)[:3, 3]
-            far = np.linalg.norm(Ts - p_anchor, axis=1) > radius + position_tolerance
-            codes[far & ~conv] = 1
+        p_anchor, radius = reach_point(robot, node)
+        far = np.linalg.norm(Ts - p_anchor, axis=1) > radius + position_tolerance
+        codes[far & ~conv] = 1
     return BatchResult(q_out, conv, codes, errs[:, 0], errs[:, 1], iters, rest, time.perf_counter() - t0, "lm")

@@ -1,0 +1,42 @@
+"""A demanding new user's trial of the whole-body solver (session 14): goals on frames that no
+joint moves, Relative goals of a frame to itself, and what the results say about them."""
+import numpy as np
+import pytest
+
+import invkin as ik
+from invkin import Status
+from invkin.spatial import so3_exp
+from test_whole_body import _humanoid, _stance
+
+
+@pytest.fixture(scope="module")
+def hum():
+    return _humanoid()
+
+
+@pytest.mark.parametrize("make", [
+    lambda q: [ik.Position("world", [1.0, 2.0, 3.0])],
+    lambda q: [ik.Position("world", [1.0, 2.0, 3.0], hard=True)],
+    lambda q: [ik.Position("world", [1.0, 2.0, 3.0]), ik.Position("l_hand", [0.2, 0.2, 0.5])],
+    lambda q: [ik.Orientation("world", so3_exp([0.3, 0.0, 0.0]))],
+    lambda q: [ik.Aim("world", [1, 0, 0], [0.0, 1.0, 0.0])],
+], ids=["position", "hard position", "position+hand", "orientation", "aim"])
+def test_a_goal_on_a_frame_no_joint_moves_is_unreachable_at_once(hum, make):
+    # the root frame never moves: a target elsewhere is provably out of reach. It used to restart
+    # until the timeout (G1: 30,000 restarts in 50 ms) and say time_limit
+    res = ik.solve(hum, make(hum), q0=_stance(hum), timeout=2.0)
+    assert res.status == Status.UNREACHABLE and not res.success
+    assert res.goals_met[0] is False
+    assert res.time < 0.5 and res.restarts < 100
+
+
+def test_a_goal_on_a_frame_no_joint_moves_met_where_it_is_converges(hum):
+    res = ik.solve(hum, [ik.Position("world", [0.0, 0.0, 0.0]), ik.Orientation("world", np.eye(3))], q0=_stance(hum))
+    assert res.success and res.goals_met == (True, True)
+
+
+def test_solve_many_and_the_tracker_call_a_target_for_a_fixed_frame_unreachable(hum):
+    batch = ik.solve_many(hum, "world", np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]]))
+    assert batch.status == [Status.UNREACHABLE, Status.CONVERGED]
+    tr = ik.Tracker(hum, [ik.Position("world", [0.0, 0.0, 0.0])], q0=_stance(hum))
+    assert tr.update([1.0, 2.0, 3.0]).status == Status.UNREACHABLE
