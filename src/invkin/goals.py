@@ -386,11 +386,16 @@ class CenterOfMass(Goal):
         return [(KIND_COM, None, self.p, np.eye(3), np.array(_AXES_MASK[self.axes], dtype=float), self.weight)]
 
 
+def _same_frame(frame) -> str:
+    return (f"Relative: frame and reference_frame are both {frame!r}; a frame relative to itself is "
+            f"always at the identity (met or never met whatever q): expected two different frames")
+
+
 @dataclass(frozen=True)
 class Relative(Goal):
     """``frame`` at the pose ``T`` (4, 4) expressed in ``reference_frame`` (a hand relative to the
     other hand or to the head); ``T`` of shape (3,) is a position only [m]. ``rotation_weight``
-    defaults to ``weight``."""
+    defaults to ``weight``. The two frames must differ (GoalError)."""
 
     frame: str
     reference_frame: str
@@ -404,6 +409,8 @@ class Relative(Goal):
         _level(self.hard, self.priority, "Relative")
         object.__setattr__(self, "frame", _frame(self.frame, "Relative"))
         object.__setattr__(self, "reference_frame", _frame(self.reference_frame, "Relative"))
+        if self.frame == self.reference_frame:
+            raise GoalError(_same_frame(self.frame))
         if np.shape(self.T) == (3,):
             T = _point(self.T, f"Relative({self.frame!r}).T")
         else:

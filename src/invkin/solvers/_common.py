@@ -208,6 +208,9 @@ def _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights
                 raise GoalError(f"goal row kind {r[0]!r} is not one of {sorted(KINDS)}")
             nodes.append(0 if r[1] is None else _node(robot, r[1]))
             refs.append(-1 if len(r) < 7 or r[6] is None else _node(robot, r[6]))
+            if refs[-1] == nodes[-1]:  # (Relative refuses equal names; a name and an index may still meet)
+                from ..goals import _same_frame
+                raise GoalError(_same_frame(robot.node_names[nodes[-1]]))
             levels.append(level)
         counts.append(len(rows))
         tables.append(g.table())
