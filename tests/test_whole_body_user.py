@@ -50,3 +50,15 @@ def test_a_relative_goal_of_a_frame_to_itself_is_a_goal_error(hum, T):
     node = hum.frame_index("l_hand")  # a name and its index: the same frame, caught when compiled
     with pytest.raises(ik.GoalError, match="both 'l_hand'"):
         ik.solve(hum, [ik.Position("r_hand", [0.2, -0.2, 0.5]), ik.Relative("l_hand", node, T)], q0=_stance(hum))
+
+
+def test_the_cli_names_the_q0_flag_it_refuses(capsys):
+    from invkin.cli import main
+
+    # it said "--q: expected 7 values", naming a flag that `invkin solve` does not have
+    assert main(["solve", "panda", "--frame", "panda_hand", "--xyz", "0.3", "-0.2", "0.1", "--q0", "1", "2", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--q0: expected 7 values for 'panda'" in err and "--q:" not in err
+    assert main(["solve", "panda", "--frame", "panda_hand", "--xyz", "0.3", "-0.2", "0.1", "--q0", "0", "0", "0", "nan",
+                 "0", "0", "0"]) == 2
+    assert "--q0: expected finite values" in capsys.readouterr().err
