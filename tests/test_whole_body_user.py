@@ -62,3 +62,12 @@ def test_the_cli_names_the_q0_flag_it_refuses(capsys):
     assert main(["solve", "panda", "--frame", "panda_hand", "--xyz", "0.3", "-0.2", "0.1", "--q0", "0", "0", "0", "nan",
                  "0", "0", "0"]) == 2
     assert "--q0: expected finite values" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [5, 0, "no", None, 1.0])
+def test_restarts_takes_true_or_false_only(hum, bad):
+    # restarts=5 (or "no") was taken as True: restarts without end while the budget lasted
+    goals = [ik.Position("l_hand", [0.2, 0.2, 0.5])]
+    with pytest.raises(ik.GoalError, match=f"restarts: expected True .* or False .*got {bad!r}"):
+        ik.solve(hum, goals, q0=_stance(hum), restarts=bad)
+    assert ik.solve(hum, goals, q0=_stance(hum), restarts=np.bool_(False)).restarts == 0

@@ -279,7 +279,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             attempts that each do nothing (``mode="distance"`` on a goal met everywhere) ends.
         seed: RNG seed for restarts: an int in [0, 2**63), a numpy Generator, or None (fresh entropy).
         joint_weights: (dof,) > 0, stiffness of each joint (weighted least norm).
-        restarts: restart from random configurations when an attempt stalls.
+        restarts: True: restart from random configurations when an attempt stalls, while the
+            budget lasts; False: one attempt (anything else is a GoalError).
         mode: "speed" returns the first solution; "distance" keeps solving until the budget is
             spent and returns the converged solution closest to q0 (TRAC-IK's Distance mode).
         nullspace: a redundancy objective (SEEDS.md §1's η): "joint_limits", "manipulability",
@@ -603,6 +604,10 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
     check_seed("seed", seed)
     if mode not in ("speed", "distance"):
         raise SolverError(f"mode: expected 'speed' or 'distance', got {mode!r}")
+    if not isinstance(restarts, (bool, np.bool_)):  # (5 or "no" were taken as True: unlimited restarts)
+        raise GoalError(f"restarts: expected True (restart from random configurations while the budget lasts) "
+                        f"or False (one attempt), got {restarts!r:.100}; the number of attempts is bounded by "
+                        f"timeout and max_iterations")
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
     if m.check is not None:
         m.check(problem)
