@@ -71,3 +71,17 @@ def test_restarts_takes_true_or_false_only(hum, bad):
     with pytest.raises(ik.GoalError, match=f"restarts: expected True .* or False .*got {bad!r}"):
         ik.solve(hum, goals, q0=_stance(hum), restarts=bad)
     assert ik.solve(hum, goals, q0=_stance(hum), restarts=np.bool_(False)).restarts == 0
+
+
+@pytest.mark.parametrize("hand", [False, True], ids=["hard only", "with a soft hand"])
+def test_hard_goals_that_cannot_be_met_together_end_unreachable(hum, hand):
+    # a hard centre of mass 1 m in front of hard feet: every attempt ends at the same least miss.
+    # It restarted to the timeout (G1: 2,600 restarts in 1 s) and said time_limit
+    q0 = _stance(hum)
+    goals = [ik.Pose(f, hum.fk(q0, f), hard=True) for f in ("l_foot", "r_foot")]
+    goals.append(ik.CenterOfMass(hum.center_of_mass(q0) + [1.0, 0.0, 0.0], hard=True))
+    if hand:
+        goals.append(ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3] + [0.1, 0.0, 0.0]))
+    res = ik.solve(hum, goals, q0=q0, timeout=5.0)
+    assert res.status == Status.UNREACHABLE and not res.success
+    assert res.restarts < 100 and not all(res.goals_met[:3])
