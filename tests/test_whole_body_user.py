@@ -85,3 +85,13 @@ def test_hard_goals_that_cannot_be_met_together_end_unreachable(hum, hand):
     res = ik.solve(hum, goals, q0=q0, timeout=5.0)
     assert res.status == Status.UNREACHABLE and not res.success
     assert res.restarts < 100 and not all(res.goals_met[:3])
+
+
+def test_two_posture_goals_are_a_goal_error(hum):
+    # the last Posture was used and the first dropped without a word
+    q0 = _stance(hum)
+    goals = [ik.Posture(q0, weight=1.0), ik.Posture(hum.neutral(), weight=0.5), ik.Position("l_hand", [0.2, 0.2, 0.5])]
+    with pytest.raises(ik.GoalError, match="at most one Posture, got two"):
+        ik.solve(hum, goals, q0=q0)
+    with pytest.raises(ik.GoalError, match="at most one Posture, got two"):
+        ik.solve(hum, goals, q0=q0, max_joint_step=0.5)

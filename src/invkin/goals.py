@@ -435,7 +435,7 @@ class Posture(Goal):
     toward it inside the null space of the goals once they are met); never decides success.
     ``weight`` > 0 turns it on (lm: its size does not matter, the goals come first; other methods:
     the weight of the soft bias ``w² I``). Being a regulariser, it cannot be hard: ``hard=True``
-    or any ``priority`` is a GoalError."""
+    or any ``priority`` is a GoalError, and so is a second Posture in one solve."""
 
     q_rest: np.ndarray
     weight: float = 1e-3

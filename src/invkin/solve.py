@@ -264,7 +264,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     Args:
         robot: a :class:`Robot`.
         goals: a goal or a list of goals (Position, Orientation, Pose, Aim, CenterOfMass, Relative,
-            Posture); ``hard=True`` goals are met first and kept (lm; ``Result.goals_met`` says which
+            at most one Posture); ``hard=True`` goals are met first and kept (lm; ``Result.goals_met`` says which
             goals are met).
         q0: (dof,) start configuration (clamped into the limits); default ``robot.neutral()``.
         method: a registered name (:func:`methods`); default Levenberg–Marquardt.

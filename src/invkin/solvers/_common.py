@@ -188,6 +188,7 @@ def _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights
     counts = []   # rows per goal (Posture left out): Result.goals_met
     q_rest = robot.q_neutral
     w_post = 0.0
+    posture = None
     for g in goals:
         if not isinstance(g, Goal):
             raise GoalError(f"goals: expected Position/Orientation/Pose/Aim/CenterOfMass/Relative/Posture "
@@ -195,6 +196,10 @@ def _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights
         if isinstance(g, Posture):
             if g.q_rest.shape != (robot.dof,):
                 raise GoalError(f"Posture.q_rest: expected shape ({robot.dof},), got {g.q_rest.shape}")
+            if posture is not None:  # (the last one was used and the others dropped without a word)
+                raise GoalError(f"goals: expected at most one Posture, got two ({posture!r:.80}, {g!r:.80}); "
+                                f"one rest configuration is the regulariser (Posture.q_rest, (dof,))")
+            posture = g
             q_rest = g.q_rest
             w_post = g.weight
             continue
