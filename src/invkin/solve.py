@@ -302,7 +302,9 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             solve ends ``unreachable`` (out of reach within the bound) instead of restarting to
             the timeout.
         dt [s]: instead of max_joint_step, the bound is the model's joint velocity limits × dt
-            (URDF ``<limit velocity>``); giving both is a GoalError.
+            (URDF ``<limit velocity>``); giving both is a GoalError. Entries without a velocity
+            limit (``robot.velocity_limit`` inf: a floating base, a joint whose URDF gives none) are
+            not bounded; to bound them, pass ``max_joint_step`` per entry instead.
         world: an :class:`invkin.World` of obstacles (or a list of them) that every link with
             collision shapes (``robot.collision``) keeps at least ``margin`` away from (lm only).
         self_collision: also keep every checked pair of the robot's own links
