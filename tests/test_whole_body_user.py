@@ -95,3 +95,18 @@ def test_two_posture_goals_are_a_goal_error(hum):
         ik.solve(hum, goals, q0=q0)
     with pytest.raises(ik.GoalError, match="at most one Posture, got two"):
         ik.solve(hum, goals, q0=q0, max_joint_step=0.5)
+
+
+def test_the_joint_limits_nullspace_on_a_floating_base_warns_nothing_and_keeps_hard_feet(hum):
+    # the objective's mid-range computed inf + -inf for the base: a RuntimeWarning on every solve
+    import warnings
+
+    q0 = _stance(hum)
+    feet = [ik.Pose(f, hum.fk(q0, f), hard=True) for f in ("l_foot", "r_foot")]
+    target = hum.fk(q0, "l_hand")[:3, 3] + [0.05, 0.0, 0.05]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = ik.solve(hum, feet + [ik.Position("l_hand", target)], q0=q0, nullspace="joint_limits")
+    assert res.success and all(res.goals_met)
+    for f, g in zip(("l_foot", "r_foot"), feet):
+        assert np.abs(hum.fk(res.q, f)[:3, 3] - g.T[:3, 3]).max() <= 1e-6

@@ -83,7 +83,7 @@ def _ball_mask(robot) -> np.ndarray:
 def _joint_limits(robot) -> Objective:
     lo, hi = robot.lower, robot.upper
     ok = np.isfinite(lo) & np.isfinite(hi) & (hi > lo) & ~_ball_mask(robot)
-    mid = np.where(ok, 0.5 * (lo + hi), 0.0)
+    mid = 0.5 * (np.where(ok, lo, 0.0) + np.where(ok, hi, 0.0))  # (inf + -inf, a floating base's, warned)
     rng2 = np.where(ok, (hi - lo) ** 2, 1.0)
     scale = float(np.mean(rng2[ok])) if ok.any() else 1.0
 
