@@ -5,7 +5,7 @@ import pytest
 
 import invkin as ik
 from invkin import Status
-from invkin.spatial import so3_exp
+from invkin.spatial import make_transform, so3_exp
 from test_whole_body import _humanoid, _stance
 
 
@@ -110,3 +110,16 @@ def test_the_joint_limits_nullspace_on_a_floating_base_warns_nothing_and_keeps_h
     assert res.success and all(res.goals_met)
     for f, g in zip(("l_foot", "r_foot"), feet):
         assert np.abs(hum.fk(res.q, f)[:3, 3] - g.T[:3, 3]).max() <= 1e-6
+
+
+@pytest.mark.parametrize("make", [
+    lambda: [ik.Relative("l_hand", "r_hand", [0.0, 3.0, 0.0])],
+    lambda: [ik.Relative("l_hand", "r_hand", make_transform(np.eye(3), [0.0, 3.0, 0.0]))],
+    lambda: [ik.Relative("l_hand", "pelvis", [3.0, 0.0, 0.0], hard=True), ik.Position("r_hand", [0.2, -0.2, 0.5])],
+], ids=["position", "pose", "hard, to an ancestor"])
+def test_a_relative_position_beyond_the_tree_path_is_unreachable_at_once(hum, make):
+    # 3 m between two hands (or a hand and the pelvis) that arms of 0.55 m join: it restarted to
+    # the timeout (G1: 23,500 restarts in 1 s) and said time_limit
+    res = ik.solve(hum, make(), q0=_stance(hum), timeout=2.0)
+    assert res.status == Status.UNREACHABLE and not res.success and res.goals_met[0] is False
+    assert res.restarts < 100

@@ -21,7 +21,7 @@ from ._checks import MAX_LENGTH, SEED_LIMIT
 from .model.robot import robot_arg
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
-from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
+from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
 from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers.shared import CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, project_cones_in_place
@@ -102,10 +102,11 @@ def _check_positive(name, v, allow_none=False):
 def provably_unreachable(problem) -> bool:
     """True when a position goal lies beyond the reach radius of its frame, or two position goals
     lie farther apart than the tree path between their frames can stretch (Robot.pair_reach: a
-    hand 2 m from the feet that hard goals hold, whatever the floating base does), or a goal on a
-    frame that no joint moves (the root, a link fixed to it) is not met where that frame is."""
+    hand 2 m from the feet that hard goals hold, whatever the floating base does), or a Relative
+    position farther from its reference frame than that path can stretch, or a goal on a frame
+    that no joint moves (the root, a link fixed to it) is not met where that frame is."""
     return _beyond_reach(problem.robot, problem.gnode, problem.gkind, problem.gvec, problem.gw, problem.tol_p,
-                         problem.gR, problem.gaxis, problem.tol_r)
+                         problem.gR, problem.gaxis, problem.tol_r, problem.gref)
 
 
 def reach_point(robot, node):
@@ -122,15 +123,19 @@ def reach_point(robot, node):
     return bound
 
 
-def _beyond_reach(robot, gnode, gkind, gvec, gw, tol_p, gR=None, gaxis=None, tol_r=None) -> bool:
+def _beyond_reach(robot, gnode, gkind, gvec, gw, tol_p, gR=None, gaxis=None, tol_r=None, gref=None) -> bool:
     """provably_unreachable on the goal rows' arrays (gnode: a node per row, or one int for all);
     with gR, gaxis and tol_r, also the rotation, axis and aim rows on frames that no joint moves
-    (their error is the same at every q)."""
+    (their error is the same at every q); with gref, the relative position rows (the frame lies
+    |t| from its reference frame's origin, the rotation keeps lengths)."""
     for g in range(gkind.shape[0]):
         if gw[g] <= 0:
             continue
         node = int(gnode if isinstance(gnode, int) else gnode[g])
-        if gkind[g] == KIND_POSITION:
+        if gkind[g] == KIND_REL_POSITION and gref is not None and gref[g] >= 0:
+            if np.linalg.norm(gvec[g]) > robot.pair_reach(node, int(gref[g])) + tol_p:
+                return True
+        elif gkind[g] == KIND_POSITION:
             p_anchor, radius = reach_point(robot, node)
             if np.linalg.norm(gvec[g] - p_anchor) > radius + tol_p:
                 return True
