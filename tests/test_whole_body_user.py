@@ -123,3 +123,20 @@ def test_a_relative_position_beyond_the_tree_path_is_unreachable_at_once(hum, ma
     res = ik.solve(hum, make(), q0=_stance(hum), timeout=2.0)
     assert res.status == Status.UNREACHABLE and not res.success and res.goals_met[0] is False
     assert res.restarts < 100
+
+
+def test_a_centre_of_mass_beyond_the_links_reach_is_unreachable_at_once():
+    # a fixed-base Panda cannot put its centre of mass 5 m away: it restarted to the timeout
+    # (28,800 restarts in 0.2 s) and said time_limit
+    from invkin.solve import com_reach
+
+    panda = ik.load_robot("panda")
+    point, radius = com_reach(panda)
+    c = panda.center_of_mass(panda.sample(500, rng=1))
+    assert np.linalg.norm(c - point, axis=1).max() <= radius  # a true bound
+    for goals in ([ik.CenterOfMass([5.0, 0.0, 0.0])],
+                  [ik.CenterOfMass([5.0, 0.0, 0.0], hard=True), ik.Position("panda_hand", [0.4, 0.0, 0.5])]):
+        res = ik.solve(panda, goals, timeout=2.0)
+        assert res.status == Status.UNREACHABLE and res.restarts < 100 and res.goals_met[0] is False
+    res = ik.solve(panda, [ik.CenterOfMass(c[0], axes="xyz")])
+    assert res.success

@@ -103,7 +103,8 @@ def provably_unreachable(problem) -> bool:
     """True when a position goal lies beyond the reach radius of its frame, or two position goals
     lie farther apart than the tree path between their frames can stretch (Robot.pair_reach: a
     hand 2 m from the feet that hard goals hold, whatever the floating base does), or a Relative
-    position farther from its reference frame than that path can stretch, or a goal on a frame
+    position farther from its reference frame than that path can stretch, or a CenterOfMass
+    beyond where the links' reach bounds let the centre of mass go (com_reach), or a goal on a frame
     that no joint moves (the root, a link fixed to it) is not met where that frame is."""
     return _beyond_reach(problem.robot, problem.gnode, problem.gkind, problem.gvec, problem.gw, problem.tol_p,
                          problem.gR, problem.gaxis, problem.tol_r, problem.gref)
@@ -123,6 +124,24 @@ def reach_point(robot, node):
     return bound
 
 
+def com_reach(robot):
+    """(point [m], radius [m]): the centre of mass lies within radius of the point at every q (the
+    mass-weighted mean of each link's reach_point, the radius the mass-weighted mean of each link's
+    radius plus its centre's offset; inf with a floating base). Cached per robot."""
+    bound = robot.cache.get("com_reach")
+    if bound is None:
+        mass = np.asarray(robot.link_mass, dtype=np.float64)
+        total = float(mass.sum())
+        point, radius = np.zeros(3), 0.0
+        for i in range(robot.n_nodes):
+            if mass[i] > 0:
+                a, r = reach_point(robot, i)
+                point += (mass[i] / total) * a
+                radius += (mass[i] / total) * (r + float(np.linalg.norm(robot.link_com[i])))
+        bound = robot.cache["com_reach"] = (point, radius)
+    return bound
+
+
 def _beyond_reach(robot, gnode, gkind, gvec, gw, tol_p, gR=None, gaxis=None, tol_r=None, gref=None) -> bool:
     """provably_unreachable on the goal rows' arrays (gnode: a node per row, or one int for all);
     with gR, gaxis and tol_r, also the rotation, axis and aim rows on frames that no joint moves
@@ -132,7 +151,11 @@ def _beyond_reach(robot, gnode, gkind, gvec, gw, tol_p, gR=None, gaxis=None, tol
         if gw[g] <= 0:
             continue
         node = int(gnode if isinstance(gnode, int) else gnode[g])
-        if gkind[g] == KIND_REL_POSITION and gref is not None and gref[g] >= 0:
+        if gkind[g] == KIND_COM and gaxis is not None:  # (the axes mask rides in the axis slot)
+            point, radius = com_reach(robot)
+            if np.linalg.norm(gaxis[g] * (gvec[g] - point)) > radius + tol_p:
+                return True
+        elif gkind[g] == KIND_REL_POSITION and gref is not None and gref[g] >= 0:
             if np.linalg.norm(gvec[g]) > robot.pair_reach(node, int(gref[g])) + tol_p:
                 return True
         elif gkind[g] == KIND_POSITION:
