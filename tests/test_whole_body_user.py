@@ -140,3 +140,20 @@ def test_a_centre_of_mass_beyond_the_links_reach_is_unreachable_at_once():
         assert res.status == Status.UNREACHABLE and res.restarts < 100 and res.goals_met[0] is False
     res = ik.solve(panda, [ik.CenterOfMass(c[0], axes="xyz")])
     assert res.success
+
+
+def test_max_joint_step_bounds_the_angle_a_floating_base_turns(hum):
+    # the bound held each rotation-vector entry, so the pelvis turned by up to √3 x max_joint_step
+    # (G1: 0.087 rad under 0.05); now by at most max_joint_step, as the Tracker's bound
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(8):
+        q0 = _stance(hum)
+        q0[3:6] = rng.normal(size=3)
+        goals = [ik.Orientation("pelvis", so3_exp(rng.normal(size=3))),
+                 ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3] + rng.normal(size=3) * 0.3)]
+        res = ik.solve(hum, goals, q0=q0, max_joint_step=0.05)
+        R = so3_exp(q0[3:6]).T @ so3_exp(res.q[3:6])
+        worst = max(worst, float(np.arccos(np.clip((np.trace(R) - 1) / 2, -1, 1))))
+        assert np.all(np.abs(res.q - q0) <= 0.05 + 1e-12)
+    assert 0.045 < worst <= 0.05 + 1e-9
