@@ -157,3 +157,17 @@ def test_max_joint_step_bounds_the_angle_a_floating_base_turns(hum):
         worst = max(worst, float(np.arccos(np.clip((np.trace(R) - 1) / 2, -1, 1))))
         assert np.all(np.abs(res.q - q0) <= 0.05 + 1e-12)
     assert 0.045 < worst <= 0.05 + 1e-9
+
+
+@pytest.mark.parametrize("w", [1e-6, 1e6])
+def test_a_hard_goals_weight_does_not_change_the_solve(hum, w):
+    # hard rows were scaled by the weight: 1e-6 left a reachable hard hand ~0.1 m off (time_limit),
+    # 1e6 broke the hard feet beside it (G1); a hard goal's rows now weigh 1 whatever was given
+    q0 = _stance(hum)
+    feet = [ik.Pose(f, hum.fk(q0, f), hard=True) for f in ("l_foot", "r_foot")]
+    target = hum.fk(q0, "l_hand")[:3, 3] + [0.1, 0.0, -0.1]
+    one = ik.solve(hum, feet + [ik.Position("l_hand", target, hard=True)], q0=q0)
+    res = ik.solve(hum, feet + [ik.Position("l_hand", target, hard=True, weight=w)], q0=q0)
+    assert one.success and res.success and np.array_equal(res.q, one.q)
+    pose = ik.Pose("l_hand", hum.fk(q0, "l_hand"), hard=True, weight=w, rotation_weight=2 * w)
+    assert pose.weight == w and [r[5] for r in pose.rows()] == [1.0, 1.0] and np.all(pose.table()[4] == 1.0)

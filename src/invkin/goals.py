@@ -28,7 +28,8 @@ rows ``J`` (from the world-aligned geometric Jacobian ``[Jv; Jw]`` of the goal's
 
 Every goal but Posture takes ``hard=True`` (or ``priority=0``; the default is 1): hard goals are
 met first and kept (a constraint of every LM step); the other goals are then minimised without
-disturbing them (solvers/lm.py).
+disturbing them (solvers/lm.py). A hard goal's ``weight`` and ``rotation_weight`` do not enter the
+solve (its rows weigh :data:`HARD_ROW_WEIGHT`): constraints are met, not traded.
 
 A goal compiles to rows of 3 residual entries; the kinds are listed once in :data:`KINDS`
 (code → name); solvers/_common.py holds each kind's residual and Jacobian (``goal_row``,
@@ -66,6 +67,10 @@ BASIC_KINDS = (KIND_POSITION, KIND_ROTATION, KIND_AXIS, KIND_AIM)
 #: Numbers per goal row in a goal's target bytes (Goal.lean): vec (3), R (9, row-major), axis (3), weight.
 PACKED = 16
 
+#: The weight of every row of a hard goal (its ``weight`` and ``rotation_weight`` do not enter the
+#: solve): the core holds hard rows as constraints, and a scaled one was not held (weight 1e-6 left a
+#: reachable hard hand 0.1 m off, 1e6 broke the hard feet beside it).
+HARD_ROW_WEIGHT = 1.0
 _AXES = {"xyz": None, "x": 0, "y": 1, "z": 2}
 _STRUCTURE_IDS: dict = {}  # Goal.structure() -> a small int, the same for equal structures (Goal.lean)
 _IDS_LOCK = threading.Lock()
@@ -142,6 +147,8 @@ class Goal:
         r = self.__dict__.get("_rows")
         if r is None:
             r = self._make_rows()
+            if self.level == 0:  # a hard goal's rows are constraints: weight 1 whatever was given
+                r = [row[:5] + (HARD_ROW_WEIGHT,) + row[6:] for row in r]
             object.__setattr__(self, "_rows", r)
         return r
 
@@ -234,7 +241,8 @@ class Position(Goal):
         object.__setattr__(self, "weight", _weight(self.weight, "Position"))
         # the goal-table row and its structure, built once here (goals are immutable): a solve only reads them
         object.__setattr__(self, "_table", (_KIND_P.copy(), self.p.reshape(1, 3).copy(), _EYE1.copy(),
-                                            np.zeros((1, 3)), np.array([self.weight])))
+                                            np.zeros((1, 3)),
+                                            np.array([HARD_ROW_WEIGHT if level == 0 else self.weight])))
         if type(self) is Position:  # (a subclass may make other rows)
             object.__setattr__(self, "_structure", (level, ((KIND_POSITION, self.frame, None),)))
 
@@ -309,7 +317,8 @@ class Pose(Goal):
             R[0] = _EYE
             R[1] = T[:3, :3]
             object.__setattr__(self, "_table", (_KIND_PR.copy(), vec, R, np.zeros((2, 3)),
-                                                np.array([self.weight, rw])))
+                                                np.array([HARD_ROW_WEIGHT, HARD_ROW_WEIGHT] if level == 0
+                                                         else [self.weight, rw])))
             if type(self) is Pose:
                 object.__setattr__(self, "_structure", (level, ((KIND_POSITION, self.frame, None),
                                                                 (KIND_ROTATION, self.frame, None))))
