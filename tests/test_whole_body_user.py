@@ -171,3 +171,21 @@ def test_a_hard_goals_weight_does_not_change_the_solve(hum, w):
     assert one.success and res.success and np.array_equal(res.q, one.q)
     pose = ik.Pose("l_hand", hum.fk(q0, "l_hand"), hard=True, weight=w, rotation_weight=2 * w)
     assert pose.weight == w and [r[5] for r in pose.rows()] == [1.0, 1.0] and np.all(pose.table()[4] == 1.0)
+
+
+def test_the_cli_stops_quietly_when_the_reader_closes_the_pipe(monkeypatch, capsys):
+    # `invkin info g1 | head` printed "invkin: error: [Errno 32] Broken pipe" and exited 2 (bad input)
+    import sys
+
+    from invkin import cli
+
+    class ClosedPipe:
+        def write(self, s):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert cli.main(["info", "panda"]) == cli.EXIT_BROKEN_PIPE == 141
+    assert capsys.readouterr().err == ""

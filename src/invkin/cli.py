@@ -308,11 +308,31 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("invkin: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader closed the pipe (`invkin info g1 | head`): stop quietly, as SIGPIPE
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001 - the CLI's contract: one line and exit 2, never a traceback
         if args.debug:
             raise
         print(f"invkin: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a command killed by the closed pipe exits with
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of the closed pipe does not
+    print 'Exception ignored ... BrokenPipeError' after we have stopped."""
+    import os
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # (not a real file: nothing will be flushed to the pipe)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _one_line(exc: BaseException) -> str:
