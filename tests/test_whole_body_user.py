@@ -189,3 +189,22 @@ def test_the_cli_stops_quietly_when_the_reader_closes_the_pipe(monkeypatch, caps
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
     assert cli.main(["info", "panda"]) == cli.EXIT_BROKEN_PIPE == 141
     assert capsys.readouterr().err == ""
+
+
+def test_nullspace_and_rest_refuse_what_their_after_step_would_break(hum):
+    # the null-space refinement and the rest blend run after the solve: under max_joint_step=0.1
+    # they moved G1's joints 0.7-1.5 rad from q0, and the blend moved hard feet 3.5 mm
+    q0 = _stance(hum)
+    feet = [ik.Pose(f, hum.fk(q0, f), hard=True) for f in ("l_foot", "r_foot")]
+    hand = ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3] + [0.05, 0.0, -0.05])
+    rest = dict(theta_orig=hum.clamp(q0 + 0.5), p_orig=1.0, p_ik=1.0)
+    for kw in (dict(nullspace="joint_limits", max_joint_step=0.1), dict(nullspace="manipulability", dt=0.01),
+               dict(rest=rest, max_joint_step=0.1)):
+        with pytest.raises(ik.SolverError, match="not combined with (max_joint_step|dt)"):
+            ik.solve(hum, [hand], q0=q0, **kw)
+    with pytest.raises(ik.SolverError, match="rest: the blend .* does not keep hard goals"):
+        ik.solve(hum, feet + [hand], q0=q0, rest=rest)
+    res = ik.solve(hum, [hand], q0=q0, rest=rest)  # soft goals: blended, and it says what that cost
+    assert res.info["rest"]["goal_reached"] is False or res.success
+    res = ik.solve(hum, feet + [hand], q0=q0, nullspace="joint_limits")  # the refinement keeps every tolerance
+    assert res.success and all(res.goals_met)

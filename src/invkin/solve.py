@@ -323,7 +323,9 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             p_orig, p_ik of gauss-seidel); mode "blend" (the default for the others): the result
             is blended toward ``theta_orig`` once by :func:`invkin.motion.rest_blend`.
             ``info["rest"]`` holds the stiffness and damping and whether the goals are reached
-            with the springs (status and success describe the returned q).
+            with the springs (status and success describe the returned q). ``nullspace`` and
+            ``rest`` run after the solve, so they are refused (SolverError) with ``max_joint_step`` /
+            ``dt``, and the rest blend with hard goals: neither would keep them (a Posture goal does).
         max_joint_step: [rad or m] a number or (dof,): no joint moves farther than this from q0
             (lm; the joint limits tightened to q0 ± max_joint_step, an active set like them; a ball
             joint's or a floating base's rotation turns by at most this angle: its rotation-vector
@@ -550,6 +552,11 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
     t_start = time.perf_counter()
     m = get_method(method)
     refine = rest_loop = None
+    if max_joint_step is not None or dt is not None:  # (the refinement or blend moved G1's joints 0.7-1.5 rad
+        given = "max_joint_step" if max_joint_step is not None else "dt"  # under max_joint_step=0.1)
+        raise SolverError(f"nullspace / rest: not combined with {given} (the refinement or blend after the solve "
+                          f"would move joints past the step bound); for a rest posture under a bound, give a "
+                          f"Posture goal")
     if nullspace_gain is not None and "nullspace_gain" in m.defaults:
         options = {**options, "nullspace_gain": nullspace_gain}  # the method validates it
     elif nullspace_gain is not None and not (isinstance(nullspace_gain, (int, float)) and nullspace_gain > 0
@@ -574,6 +581,11 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
                    rest.get("d_ik", 0.0), robot=robot)  # validates the springs before solving
         from .rest import rest_in_loop
 
+        if not rest_in_loop(m.name, rest.get("mode")) and \
+                compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights).has_hard:
+            raise SolverError("rest: the blend toward theta_orig after the solve does not keep hard goals "
+                              "(it moved G1's hard feet 3.5 mm); give a Posture goal (the null space of the "
+                              "goals) instead")
         if rest_in_loop(m.name, rest.get("mode")):
             options = {**options, "theta_orig": rest["theta_orig"], "p_orig": rest["p_orig"], "p_ik": rest["p_ik"]}
             _, p, d = rest_blend(0.0, 0.0, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0), rest.get("d_ik", 0.0))
