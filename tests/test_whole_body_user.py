@@ -208,3 +208,10 @@ def test_nullspace_and_rest_refuse_what_their_after_step_would_break(hum):
     assert res.info["rest"]["goal_reached"] is False or res.success
     res = ik.solve(hum, feet + [hand], q0=q0, nullspace="joint_limits")  # the refinement keeps every tolerance
     assert res.success and all(res.goals_met)
+
+
+def test_the_tracker_names_the_goals_it_takes(hum):
+    # it said only "Tracker: unsupported goal CenterOfMass(p=array(...), ...)"
+    with pytest.raises(ik.GoalError, match="unsupported goal CenterOfMass .*takes Position, Orientation, Pose, "
+                                           "Aim and Posture goals"):
+        ik.Tracker(hum, [ik.Position("l_hand", [0.2, 0.2, 0.5]), ik.CenterOfMass([0.0, 0.0, 0.0])], method="lm")

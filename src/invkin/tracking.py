@@ -511,7 +511,9 @@ class Tracker:
         for it in items:
             if isinstance(it, Goal):
                 if not isinstance(it, (Position, Orientation, Pose, Aim, Posture)):
-                    raise GoalError(f"Tracker: unsupported goal {it!r}")
+                    raise GoalError(f"Tracker: unsupported goal {type(it).__name__} ({it!r:.120}); the Tracker "
+                                    f"takes Position, Orientation, Pose, Aim and Posture goals (solve() with "
+                                    f"q0=the last answer and max_joint_step takes every goal)")
                 goals.append(it)
             elif isinstance(it, (str, np.str_)):
                 goals.append(Position(str(it), robot.fk(q, it)[:3, 3]))
