@@ -714,7 +714,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         it_before = state[1]
         t0 = time.perf_counter()
         code = m.iterate(problem, q, budget_it, state, opts)
-        t0 += clock.update()  # a first call's compile (or interpreted run) is not the solve's time
+        t0 += clock.update(t0)  # a first call's compile (or interpreted run) is not the solve's time
         deadline = clock.deadline
         if cones:  # swing-cone/twist limits the method's iterations do not see: projected every iteration
             code = _project_cones(robot, problem, q, state, code)
@@ -907,7 +907,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         code = ep(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, st, budget, attempt_iters,
                   max_attempts, seed, buf)
         if clock is not None:
-            t0 += clock.update()
+            t0 += clock.update(t0)
             deadline = clock.deadline
         if code == CONVERGED:
             s = st.tolist()  # one conversion instead of four scalar reads
@@ -1496,7 +1496,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         else:
             code = _core.core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q_start, q, best_q, st,
                                        int(budget), attempt_iters, max_attempts, seed_i, rowerr)
-        t0 += clock.update()
+        t0 += clock.update(t0)  # (a call that compiled: its wall time is not the solve's)
         deadline = clock.deadline
         if code == CONVERGED:
             if math.isfinite(st[S_BEST_PERR]) and math.isfinite(st[S_BEST_RERR]) and _lm_finite(best_q):
