@@ -122,11 +122,18 @@ class Budget:
         self._grace = INTERPRETED_GRACE_S
         self._pool = _scope.grace  # None, or the grace shared inside one_solve (a list)
 
-    def update(self) -> float:
+    def update(self, started: float | None = None) -> float:
         """Move the deadline; returns the compile and setup seconds since the last update (for the
-        caller's time per iteration, which should not include them)."""
+        caller's time per iteration, which should not include them). ``started``: the
+        time.perf_counter() at which the kernel call just made began; when that call compiled, the
+        rest of its wall time is not the solve's either (a first call's other one-time work, outside
+        Numba's compile event: ~60 ms of G1's general core after its 5 s compile, more than a 50 ms
+        budget had left, so a cold first solve ended time_limit after 166 of the 704 iterations it
+        needs)."""
         c, i = _total[0] + _setup[0], _interpreted[0]
         compiled = c - self._c
+        if started is not None and compiled > 0.0 and self.deadline is not None:
+            self.deadline += max(time.perf_counter() - started - compiled - (i - self._i), 0.0)
         pool = self._pool
         left = self._grace if pool is None else pool[0]
         extra = min(i - self._i, left)

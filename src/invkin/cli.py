@@ -56,15 +56,15 @@ def _load(args):
     return robot_from_args(args)
 
 
-def _q_arg(robot, values) -> np.ndarray:
+def _q_arg(robot, values, flag="--q") -> np.ndarray:
     import numpy as np
 
     if values is None:
         return robot.neutral()
     if len(values) != robot.dof:
-        raise UsageError(f"--q: expected {robot.dof} values for {robot.name!r} "
+        raise UsageError(f"{flag}: expected {robot.dof} values for {robot.name!r} "
                          f"({', '.join(robot.joint_names)}), got {len(values)}")
-    return robot.check_q(np.array(values, dtype=float), "--q")
+    return robot.check_q(np.array(values, dtype=float), flag)
 
 
 # ------------------------------------------------------------------ commands
@@ -148,7 +148,7 @@ def cmd_solve(args) -> int:
 
     robot = _load(args)
     goal = target_goal(args)
-    q0 = _q_arg(robot, args.q0) if args.q0 is not None else None
+    q0 = _q_arg(robot, args.q0, "--q0") if args.q0 is not None else None
     res = solve(robot, [goal], q0=q0, method=args.method, position_tolerance=args.position_tolerance,
                 rotation_tolerance=args.rotation_tolerance, timeout=args.timeout, seed=args.seed)
     if args.json:

@@ -31,7 +31,8 @@ rows ``J`` (from the world-aligned geometric Jacobian ``[Jv; Jw]`` of the goal's
 
 Every goal but Posture takes ``hard=True`` (or ``priority=0``; the default is 1): hard goals are
 met first and kept (a constraint of every LM step); the other goals are then minimised without
-disturbing them (solvers/lm.py).
+disturbing them (solvers/lm.py). A hard goal's ``weight`` and ``rotation_weight`` do not enter the
+solve (its rows weigh :data:`HARD_ROW_WEIGHT`): constraints are met, not traded.
 
 A goal compiles to rows of 3 residual entries; the kinds are listed once in :data:`KINDS`
 (code → name); solvers/_common.py holds each kind's residual and Jacobian (``goal_row``,
@@ -78,6 +79,10 @@ METRE_KINDS = (KIND_POSITION, KIND_COM, KIND_REL_POSITION, KIND_PLANE)
 #: Numbers per goal row in a goal's target bytes (Goal.lean): vec (3), R (9, row-major), axis (3), weight.
 PACKED = 16
 
+#: The weight of every row of a hard goal (its ``weight`` and ``rotation_weight`` do not enter the
+#: solve): the core holds hard rows as constraints, and a scaled one was not held (weight 1e-6 left a
+#: reachable hard hand 0.1 m off, 1e6 broke the hard feet beside it).
+HARD_ROW_WEIGHT = 1.0
 _AXES = {"xyz": None, "x": 0, "y": 1, "z": 2}
 _STRUCTURE_IDS: dict = {}  # Goal.structure() -> a small int, the same for equal structures (Goal.lean)
 _IDS_LOCK = threading.Lock()
@@ -154,6 +159,8 @@ class Goal:
         r = self.__dict__.get("_rows")
         if r is None:
             r = self._make_rows()
+            if self.level == 0:  # a hard goal's rows are constraints: weight 1 whatever was given
+                r = [row[:5] + (HARD_ROW_WEIGHT,) + row[6:] for row in r]
             object.__setattr__(self, "_rows", r)
         return r
 
@@ -249,7 +256,8 @@ class Position(Goal):
         # come from them (Goal.table, Goal.structure), or its rows would run as a Position's
         if type(self) is Position:
             object.__setattr__(self, "_table", (_KIND_P.copy(), self.p.reshape(1, 3).copy(), _EYE1.copy(),
-                                                np.zeros((1, 3)), np.array([self.weight])))
+                                                np.zeros((1, 3)),
+                                                np.array([HARD_ROW_WEIGHT if level == 0 else self.weight])))
             object.__setattr__(self, "_structure", (level, ((KIND_POSITION, self.frame, None),)))
 
     def _make_rows(self):
@@ -323,7 +331,8 @@ class Pose(Goal):
             R[0] = _EYE
             R[1] = T[:3, :3]
             object.__setattr__(self, "_table", (_KIND_PR.copy(), vec, R, np.zeros((2, 3)),
-                                                np.array([self.weight, rw])))
+                                                np.array([HARD_ROW_WEIGHT, HARD_ROW_WEIGHT] if level == 0
+                                                         else [self.weight, rw])))
             object.__setattr__(self, "_structure", (level, ((KIND_POSITION, self.frame, None),
                                                             (KIND_ROTATION, self.frame, None))))
 
@@ -399,11 +408,16 @@ class CenterOfMass(Goal):
         return [(KIND_COM, None, self.p, np.eye(3), np.array(_AXES_MASK[self.axes], dtype=float), self.weight)]
 
 
+def _same_frame(frame) -> str:
+    return (f"Relative: frame and reference_frame are both {frame!r}; a frame relative to itself is "
+            f"always at the identity (met or never met whatever q): expected two different frames")
+
+
 @dataclass(frozen=True)
 class Relative(Goal):
     """``frame`` at the pose ``T`` (4, 4) expressed in ``reference_frame`` (a hand relative to the
     other hand or to the head); ``T`` of shape (3,) is a position only [m]. ``rotation_weight``
-    defaults to ``weight``."""
+    defaults to ``weight``. The two frames must differ (GoalError)."""
 
     frame: str
     reference_frame: str
@@ -417,6 +431,8 @@ class Relative(Goal):
         _level(self.hard, self.priority, "Relative")
         object.__setattr__(self, "frame", _frame(self.frame, "Relative"))
         object.__setattr__(self, "reference_frame", _frame(self.reference_frame, "Relative"))
+        if self.frame == self.reference_frame:
+            raise GoalError(_same_frame(self.frame))
         if np.shape(self.T) == (3,):
             T = _point(self.T, f"Relative({self.frame!r}).T")
         else:
@@ -469,7 +485,7 @@ class Posture(Goal):
     toward it inside the null space of the goals once they are met); never decides success.
     ``weight`` > 0 turns it on (lm: its size does not matter, the goals come first; other methods:
     the weight of the soft bias ``w² I``). Being a regulariser, it cannot be hard: ``hard=True``
-    or any ``priority`` is a GoalError."""
+    or any ``priority`` is a GoalError, and so is a second Posture in one solve."""
 
     q_rest: np.ndarray
     weight: float = 1e-3

@@ -21,7 +21,7 @@ from ._checks import MAX_LENGTH, SEED_LIMIT
 from .model.robot import robot_arg
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError
-from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
+from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
 from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers.shared import (CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, problem_errors,
@@ -103,25 +103,72 @@ def _check_positive(name, v, allow_none=False):
 def provably_unreachable(problem) -> bool:
     """True when a position goal lies beyond the reach radius of its frame, or two position goals
     lie farther apart than the tree path between their frames can stretch (Robot.pair_reach: a
-    hand 2 m from the feet that hard goals hold, whatever the floating base does)."""
-    return _beyond_reach(problem.robot, problem.gnode, problem.gkind, problem.gvec, problem.gw, problem.tol_p)
+    hand 2 m from the feet that hard goals hold, whatever the floating base does), or a Relative
+    position farther from its reference frame than that path can stretch, or a CenterOfMass
+    beyond where the links' reach bounds let the centre of mass go (com_reach), or a goal on a frame
+    that no joint moves (the root, a link fixed to it) is not met where that frame is."""
+    return _beyond_reach(problem.robot, problem.gnode, problem.gkind, problem.gvec, problem.gw, problem.tol_p,
+                         problem.gR, problem.gaxis, problem.tol_r, problem.gref)
 
 
-def _beyond_reach(robot, gnode, gkind, gvec, gw, tol_p) -> bool:
-    """provably_unreachable on the goal rows' arrays (gnode: a node per row, or one int for all)."""
-    reach = robot.cache.setdefault("reach_points", {})  # node -> (anchor's point [m] or None, radius [m])
+def reach_point(robot, node):
+    """(point [m], radius [m]): the origin of frame ``node`` lies within radius of the point at
+    every q: Robot.reach_bound's anchor, or the frame's own origin, radius 0, for a frame that no
+    joint moves (the root, a link fixed to it). Cached per robot and node."""
+    reach = robot.cache.setdefault("reach_points", {})
+    bound = reach.get(node)
+    if bound is None:
+        anchor, radius = robot.reach_bound(node)
+        # the anchor does not move: its position at any q (the frame itself when nothing moves it)
+        bound = reach[node] = (robot.fk(robot.neutral(), node if anchor is None else anchor)[:3, 3].copy(),
+                               radius)
+    return bound
+
+
+def com_reach(robot):
+    """(point [m], radius [m]): the centre of mass lies within radius of the point at every q (the
+    mass-weighted mean of each link's reach_point, the radius the mass-weighted mean of each link's
+    radius plus its centre's offset; inf with a floating base). Cached per robot."""
+    bound = robot.cache.get("com_reach")
+    if bound is None:
+        mass = np.asarray(robot.link_mass, dtype=np.float64)
+        total = float(mass.sum())
+        point, radius = np.zeros(3), 0.0
+        for i in range(robot.n_nodes):
+            if mass[i] > 0:
+                a, r = reach_point(robot, i)
+                point += (mass[i] / total) * a
+                radius += (mass[i] / total) * (r + float(np.linalg.norm(robot.link_com[i])))
+        bound = robot.cache["com_reach"] = (point, radius)
+    return bound
+
+
+def _beyond_reach(robot, gnode, gkind, gvec, gw, tol_p, gR=None, gaxis=None, tol_r=None, gref=None) -> bool:
+    """provably_unreachable on the goal rows' arrays (gnode: a node per row, or one int for all);
+    with gR, gaxis and tol_r, also the rotation, axis and aim rows on frames that no joint moves
+    (their error is the same at every q); with gref, the relative position rows (the frame lies
+    |t| from its reference frame's origin, the rotation keeps lengths)."""
     for g in range(gkind.shape[0]):
-        if gkind[g] != KIND_POSITION or gw[g] <= 0:
+        if gw[g] <= 0:
             continue
         node = int(gnode if isinstance(gnode, int) else gnode[g])
-        bound = reach.get(node)
-        if bound is None:
-            anchor, radius = robot.reach_bound(node)
-            # the anchor does not move: its position at any q
-            bound = reach[node] = (None if anchor is None else robot.fk(robot.neutral(), anchor)[:3, 3], radius)
-        p_anchor, radius = bound
-        if p_anchor is not None and np.linalg.norm(gvec[g] - p_anchor) > radius + tol_p:
-            return True
+        if gkind[g] == KIND_COM and gaxis is not None:  # (the axes mask rides in the axis slot)
+            point, radius = com_reach(robot)
+            if np.linalg.norm(gaxis[g] * (gvec[g] - point)) > radius + tol_p:
+                return True
+        elif gkind[g] == KIND_REL_POSITION and gref is not None and gref[g] >= 0:
+            if np.linalg.norm(gvec[g]) > robot.pair_reach(node, int(gref[g])) + tol_p:
+                return True
+        elif gkind[g] == KIND_POSITION:
+            p_anchor, radius = reach_point(robot, node)
+            if np.linalg.norm(gvec[g] - p_anchor) > radius + tol_p:
+                return True
+        elif gR is not None and gkind[g] in BASIC_KINDS and robot.reach_bound(node)[0] is None:
+            _, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, robot.neutral(),
+                                 np.array([node], dtype=np.int64), gkind[g:g + 1], gvec[g:g + 1], gR[g:g + 1],
+                                 gaxis[g:g + 1], gw[g:g + 1])
+            if re_ > tol_r:
+                return True
     if isinstance(gnode, int):
         return False
     rows = [g for g in range(gkind.shape[0]) if gkind[g] == KIND_POSITION and gw[g] > 0]
@@ -246,7 +293,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     Args:
         robot: a :class:`Robot`.
         goals: a goal or a list of goals (Position, Orientation, Pose, Aim, CenterOfMass, Relative,
-            Plane, Posture); ``hard=True`` goals are met first and kept (lm; ``Result.goals_met`` says which
+            Plane, at most one Posture); ``hard=True`` goals are met first and kept (lm; ``Result.goals_met`` says which
             goals are met).
         q0: (dof,) start configuration (clamped into the limits); default ``robot.neutral()``.
         method: a registered name (:func:`methods`); default Levenberg–Marquardt.
@@ -261,7 +308,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             attempts that each do nothing (``mode="distance"`` on a goal met everywhere) ends.
         seed: RNG seed for restarts: an int in [0, 2**63), a numpy Generator, or None (fresh entropy).
         joint_weights: (dof,) > 0, stiffness of each joint (weighted least norm).
-        restarts: restart from random configurations when an attempt stalls.
+        restarts: True: restart from random configurations when an attempt stalls, while the
+            budget lasts; False: one attempt (anything else is a GoalError).
         mode: "speed" returns the first solution; "distance" keeps solving until the budget is
             spent and returns the converged solution closest to q0 (TRAC-IK's Distance mode).
         nullspace: a redundancy objective (SEEDS.md §1's η): "joint_limits", "manipulability",
@@ -276,14 +324,20 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             p_orig, p_ik of gauss-seidel); mode "blend" (the default for the others): the result
             is blended toward ``theta_orig`` once by :func:`invkin.motion.rest_blend`.
             ``info["rest"]`` holds the stiffness and damping and whether the goals are reached
-            with the springs (status and success describe the returned q).
+            with the springs (status and success describe the returned q). ``nullspace`` and
+            ``rest`` run after the solve, so they are refused (SolverError) with ``max_joint_step`` /
+            ``dt``, and the rest blend with hard goals: neither would keep them (a Posture goal does).
         max_joint_step: [rad or m] a number or (dof,): no joint moves farther than this from q0
-            (lm; the joint limits tightened to q0 ± max_joint_step, an active set like them).
+            (lm; the joint limits tightened to q0 ± max_joint_step, an active set like them; a ball
+            joint's or a floating base's rotation turns by at most this angle: its rotation-vector
+            entries are held within max_joint_step/√3 of q0's).
             Restarts start inside that box; when they stall at the same closest answer again the
             solve ends ``unreachable`` (out of reach within the bound) instead of restarting to
             the timeout.
         dt [s]: instead of max_joint_step, the bound is the model's joint velocity limits × dt
-            (URDF ``<limit velocity>``); giving both is a GoalError.
+            (URDF ``<limit velocity>``); giving both is a GoalError. Entries without a velocity
+            limit (``robot.velocity_limit`` inf: a floating base, a joint whose URDF gives none) are
+            not bounded; to bound them, pass ``max_joint_step`` per entry instead.
         world: an :class:`invkin.World` of obstacles (or a list of them) that every link with
             collision shapes (``robot.collision``) keeps at least ``margin`` away from (lm only).
         self_collision: also keep every checked pair of the robot's own links
@@ -498,6 +552,11 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
     t_start = time.perf_counter()
     m = get_method(method)
     refine = rest_loop = None
+    if max_joint_step is not None or dt is not None:  # (the refinement or blend moved G1's joints 0.7-1.5 rad
+        given = "max_joint_step" if max_joint_step is not None else "dt"  # under max_joint_step=0.1)
+        raise SolverError(f"nullspace / rest: not combined with {given} (the refinement or blend after the solve "
+                          f"would move joints past the step bound); for a rest posture under a bound, give a "
+                          f"Posture goal")
     if nullspace_gain is not None and "nullspace_gain" in m.defaults:
         options = {**options, "nullspace_gain": nullspace_gain}  # the method validates it
     elif nullspace_gain is not None and not (isinstance(nullspace_gain, (int, float)) and nullspace_gain > 0
@@ -522,6 +581,11 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
                    rest.get("d_ik", 0.0), robot=robot)  # validates the springs before solving
         from .rest import rest_in_loop
 
+        if not rest_in_loop(m.name, rest.get("mode")) and \
+                compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights).has_hard:
+            raise SolverError("rest: the blend toward theta_orig after the solve does not keep hard goals "
+                              "(it moved G1's hard feet 3.5 mm); give a Posture goal (the null space of the "
+                              "goals) instead")
         if rest_in_loop(m.name, rest.get("mode")):
             options = {**options, "theta_orig": rest["theta_orig"], "p_orig": rest["p_orig"], "p_ik": rest["p_ik"]}
             _, p, d = rest_blend(0.0, 0.0, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0), rest.get("d_ik", 0.0))
@@ -583,6 +647,10 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
     check_seed("seed", seed)
     if mode not in ("speed", "distance"):
         raise SolverError(f"mode: expected 'speed' or 'distance', got {mode!r}")
+    if not isinstance(restarts, (bool, np.bool_)):  # (5 or "no" were taken as True: unlimited restarts)
+        raise GoalError(f"restarts: expected True (restart from random configurations while the budget lasts) "
+                        f"or False (one attempt), got {restarts!r:.100}; the number of attempts is bounded by "
+                        f"timeout and max_iterations")
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
     if m.check is not None:
         m.check(problem)
@@ -645,7 +713,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         it_before = state[1]
         t0 = time.perf_counter()
         code = m.iterate(problem, q, budget_it, state, opts)
-        t0 += clock.update()  # a first call's compile (or interpreted run) is not the solve's time
+        t0 += clock.update(t0)  # a first call's compile (or interpreted run) is not the solve's time
         deadline = clock.deadline
         if cones:  # swing-cone/twist limits the method's iterations do not see: projected every iteration
             code = _project_cones(robot, problem, q, state, code)
@@ -838,7 +906,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         code = ep(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, st, budget, attempt_iters,
                   max_attempts, seed, buf)
         if clock is not None:
-            t0 += clock.update()
+            t0 += clock.update(t0)
             deadline = clock.deadline
         if code == CONVERGED:
             s = st.tolist()  # one conversion instead of four scalar reads
@@ -852,7 +920,8 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         now = time.perf_counter()
         if not checked_reach:
             checked_reach = True
-            unreachable = _beyond_reach(robot, robot.frame_index(goal.frame), gkind, gvec, gw, tol_p)
+            unreachable = _beyond_reach(robot, robot.frame_index(goal.frame), gkind, gvec, gw, tol_p, gR, gaxis,
+                                           tol_r)
             if unreachable:  # minimise to the end in a few long attempts (see _solve_lm)
                 max_attempts = min(max_attempts, int(st[5]) + 3)
                 attempt_iters = 10 * _LM_ATTEMPT_ITERATIONS
@@ -1126,7 +1195,7 @@ def _joint_step(robot, max_joint_step, dt):
         if not np.any(np.isfinite(robot.velocity_limit)):
             raise GoalError(f"dt: robot {robot.name!r} has no joint velocity limits (URDF <limit velocity>); "
                             f"pass max_joint_step instead")
-        return robot.velocity_limit * float(dt)
+        return _rotation_box(robot, robot.velocity_limit * float(dt))
     try:
         s = np.broadcast_to(np.asarray(max_joint_step, dtype=np.float64), (robot.dof,)).copy()
     except (TypeError, ValueError):
@@ -1134,7 +1203,19 @@ def _joint_step(robot, max_joint_step, dt):
                         f"got {max_joint_step!r:.200}") from None
     if not np.all(s > 0):
         raise GoalError(f"max_joint_step: expected numbers > 0 [rad or m], got {s.tolist()}")
-    return s
+    return _rotation_box(robot, s)
+
+
+def _rotation_box(robot, step):
+    """step with a ball joint's (a floating base's rotation) three rotation-vector entries divided
+    by √3: the core bounds entries (a box), and entries within s/√3 keep the angle of the rotation's
+    change within s (exp is 1-Lipschitz on so(3)), as the Tracker's box. Entry by entry, a G1
+    pelvis turned 0.087 rad under max_joint_step=0.05."""
+    if len(robot.ball_starts):
+        step = np.array(step, dtype=np.float64)
+        for b in robot.ball_starts:
+            step[b:b + 3] /= math.sqrt(3.0)
+    return step
 
 
 FIRST_SHARE = 0.25  # of a collision solve's budget, for the solve without rows that goes first
@@ -1413,7 +1494,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
         else:
             code = _core.core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q_start, q, best_q, st,
                                        int(budget), attempt_iters, max_attempts, seed_i, rowerr)
-        t0 += clock.update()
+        t0 += clock.update(t0)  # (a call that compiled: its wall time is not the solve's)
         deadline = clock.deadline
         if code == CONVERGED:
             if math.isfinite(st[S_BEST_PERR]) and math.isfinite(st[S_BEST_RERR]) and _lm_finite(best_q):
@@ -1611,9 +1692,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     codes = np.where(conv, 0, 4).astype(np.int64)  # converged, else stalled
     if position_only and not conv.all():
         # beyond the reach radius: unreachable (a status, not an error)
-        anchor, radius = robot.reach_bound(node)
-        if anchor is not None:
-            p_anchor = robot.fk(robot.q_neutral, anchor)[:3, 3]
-            far = np.linalg.norm(Ts - p_anchor, axis=1) > radius + position_tolerance
-            codes[far & ~conv] = 1
+        p_anchor, radius = reach_point(robot, node)
+        far = np.linalg.norm(Ts - p_anchor, axis=1) > radius + position_tolerance
+        codes[far & ~conv] = 1
     return BatchResult(q_out, conv, codes, errs[:, 0], errs[:, 1], iters, rest, time.perf_counter() - t0, "lm")

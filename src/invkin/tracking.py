@@ -458,13 +458,14 @@ class Tracker:
                       self._gR, p.gaxis, p.gw, p.q_rest, p.w_posture, p.joint_weights, p.tol_p, p.tol_r)
         self._out = np.zeros(8)
         self._use_lm = method == "lm"
-        # reach radius of each position row (status unreachable), computed once
+        # reach radius of each position row (status unreachable), computed once (radius 0 around
+        # a frame that no joint moves)
+        from .solve import reach_point
+
         self._reach = []
         for g in range(p.gnode.shape[0]):
             if p.gkind[g] == 0 and p.gw[g] > 0:
-                anchor, radius = robot.reach_bound(int(p.gnode[g]))
-                if anchor is not None:
-                    self._reach.append((g, robot.fk(robot.neutral(), anchor)[:3, 3].copy(), radius))
+                self._reach.append((g, *reach_point(robot, int(p.gnode[g]))))
         self._status = {CONVERGED: Status.CONVERGED, RUNNING: Status.ITERATION_LIMIT, STALLED: Status.STALLED}
         self._collision = _collision_options(world, self_collision, margin)
         self._geo = None
@@ -510,7 +511,9 @@ class Tracker:
         for it in items:
             if isinstance(it, Goal):
                 if not isinstance(it, (Position, Orientation, Pose, Aim, Posture)):
-                    raise GoalError(f"Tracker: unsupported goal {it!r}")
+                    raise GoalError(f"Tracker: unsupported goal {type(it).__name__} ({it!r:.120}); the Tracker "
+                                    f"takes Position, Orientation, Pose, Aim and Posture goals (solve() with "
+                                    f"q0=the last answer and max_joint_step takes every goal)")
                 goals.append(it)
             elif isinstance(it, (str, np.str_)):
                 goals.append(Position(str(it), robot.fk(q, it)[:3, 3]))

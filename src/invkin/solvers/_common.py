@@ -193,6 +193,7 @@ def _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights
     counts = []   # rows per goal (Posture left out): Result.goals_met
     q_rest = robot.q_neutral
     w_post = 0.0
+    posture = None
     for g in goals:
         if not isinstance(g, Goal):
             raise GoalError(f"goals: expected Position/Orientation/Pose/Aim/CenterOfMass/Relative/Plane/Posture "
@@ -200,6 +201,10 @@ def _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights
         if isinstance(g, Posture):
             if g.q_rest.shape != (robot.dof,):
                 raise GoalError(f"Posture.q_rest: expected shape ({robot.dof},), got {g.q_rest.shape}")
+            if posture is not None:  # (the last one was used and the others dropped without a word)
+                raise GoalError(f"goals: expected at most one Posture, got two ({posture!r:.80}, {g!r:.80}); "
+                                f"one rest configuration is the regulariser (Posture.q_rest, (dof,))")
+            posture = g
             q_rest = g.q_rest
             w_post = g.weight
             continue
@@ -218,6 +223,9 @@ def _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights
             kinds.append(int(k))
             nodes.append(0 if r[1] is None else _node(robot, r[1]))
             refs.append(-1 if len(r) < 7 or r[6] is None else _node(robot, r[6]))
+            if refs[-1] == nodes[-1]:  # (Relative refuses equal names; a name and an index may still meet)
+                from ..goals import _same_frame
+                raise GoalError(_same_frame(robot.node_names[nodes[-1]]))
             levels.append(level)
         counts.append(len(rows))
         tables.append(g.table())

@@ -86,6 +86,8 @@ CORE_PROGRESS_WINDOW = 8
 SOC_PASSES = 3        # second-order corrections of a trial point that bent the hard goals
 SOFT_PROGRESS = 1e-3  # with hard goals, an attempt ends when its soft cost falls less over a window
 AGREE = 1e-2          # two attempts agree when their largest errors differ by less than this fraction
+AGREE_HARD = 0.1      # ... attempts that end with the hard goals missed agree within this fraction of the
+                      # largest hard miss (a soft goal moves the least miss along the hard goals' valley)
 AGREEMENTS = 3        # unreachable once this many later attempts agree with the best (near restarts of a
                       # reachable problem can fall back into the start's basin: 1 gave 6 false verdicts in
                       # 60 reachable G1 two-hand targets; 2, with NEAR_STEP 0.15, 8 in 200 G1 targets whose
@@ -1443,6 +1445,11 @@ def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0,
                 if (hard.shape[0] > 0 or state[S_BOXED] > 0.5) and hk <= 1.0 and c == STALLED \
                         and state[S_BEST] < np.inf \
                         and abs(key - state[S_BEST]) <= AGREE * state[S_BEST]:
+                    state[S_AGREE] += 1.0
+                elif hard.shape[0] > 0 and 1.0 < hk < 1e6 and c != CONVERGED and state[S_BEST_HARD] > 1.0 \
+                        and state[S_BEST] < np.inf and abs(hk - state[S_BEST_HARD]) <= AGREE_HARD * state[S_BEST_HARD]:
+                    # the hard goals cannot be met together (a hard CenterOfMass beyond what hard feet
+                    # allow): attempts stall, or creep to their iteration cap, at the same least miss
                     state[S_AGREE] += 1.0
                 rank_new = key + (1e12 * hk if hk > 1.0 else 0.0)
                 rank_old = state[S_BEST] + (1e12 * state[S_BEST_HARD] if state[S_BEST_HARD] > 1.0 else 0.0)
