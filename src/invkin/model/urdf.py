@@ -146,6 +146,7 @@ class _Reader:
         self._material: str | None = None  # the top-level <material name> being read
         self.shapes: list[_Shape] = []
         self.materials: dict[str, _Elem] = {}  # top-level material name -> its <color>
+        self.ignored_mimics: list[str] = []    # <mimic> on joints that do not move (one warning for all)
 
     def err(self, msg: str, where: str | None = None) -> ModelError:
         return ModelError(f"{self.source}: {where}: {msg}" if where else f"{self.source}: {msg}")
@@ -509,8 +510,7 @@ def _joint_fields(rd: _Reader, j: _Joint, defer_unsupported: bool = False):
         leader = _name(rd, m, "joint", owner=e)
         mimic = (leader, _scalar(rd, e, m, "multiplier", 1.0), _scalar(rd, e, m, "offset", 0.0))
         if jtype not in _MOVING:  # Talos' grippers: Pinocchio and urdfdom ignore it too
-            warn_caller(f"{rd.source}: {w}: <mimic joint={_q(leader)}> (line {m.line}) on a {jtype} joint is "
-                        f"ignored: only revolute, continuous and prismatic joints move", ModelWarning)
+            rd.ignored_mimics.append(f"{w}: <mimic joint={_q(leader)}> (line {m.line}) on a {jtype} joint")
             mimic = None
     return dict(name=name, parent=ends["parent"], child=ends["child"], type="free" if jtype == "floating" else jtype,
                 origin=T,
@@ -554,6 +554,9 @@ def _build(rd: _Reader, defer_unsupported: bool = False):
         joints[jn] = f
         lines[jn] = j.elem.line
         child_of[f["child"]] = jn
+    if rd.ignored_mimics:  # Talos' grippers: 12 of them, one warning (Pinocchio and urdfdom ignore them too)
+        warn_caller(f"{rd.source}: {len(rd.ignored_mimics)} <mimic> element(s) ignored, only revolute, continuous "
+                    f"and prismatic joints move: {'; '.join(rd.ignored_mimics)}", ModelWarning)
     _check_tree(rd, links, joints, lines, child_of)
     _check_mimic_leaders(rd, joints)
     b = RobotBuilder(name=name, source=rd.source)
