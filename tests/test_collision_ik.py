@@ -273,6 +273,17 @@ def test_solve_many_with_a_world_reports_each_targets_collision_check(panda):
     assert plain.collision is None and "collision" not in plain[0].info
 
 
+def test_a_tracker_whose_world_checks_nothing_says_so():
+    """solve warns when its collision options check no pair (a robot without collision shapes); the
+    Tracker took the same world silently and its updates reported converged as if kept clear."""
+    bare = ik.load_robot("panda")                       # the bundled Panda: no <collision> elements
+    world = ik.World([ik.Sphere((0.5, 0.2, 0.4), 0.05)])
+    with pytest.warns(CollisionWarning, match="no collision pair to check on robot 'panda'.*did nothing"):
+        ik.Tracker(bare, "panda_hand", world=world)
+    with pytest.warns(CollisionWarning, match="no collision pair to check on robot 'panda'.*did nothing"):
+        ik.Tracker(bare, "panda_hand", self_collision=True)
+
+
 def test_tracker_with_a_world_never_enters_an_obstacle_on_the_path(panda):
     """The hand follows a line through a sphere: without the world it goes through, with it every
     update stays at least the margin away (each update starts from a clear q and accepts only
