@@ -195,10 +195,28 @@ def test_capsule_halfspace_distance_matches_coal():
     (lambda: ik.Points(np.zeros((4, 2)), 0.01), "shape"),
     (lambda: ik.Points(np.zeros((4, 3)), -0.01), ">= 0"),
     (lambda: ik.World([ik.Sphere((0, 0, 0), 0.1), "table"]), "obstacle 1 is str"),
+    (lambda: ik.World(5), "World: obstacles must be a list of obstacles.*got int 5"),
+    (lambda: ik.World(None), "World: obstacles must be a list of obstacles.*got NoneType None"),
 ])
 def test_bad_obstacles_raise_a_collision_error_naming_the_value(make, needle):
     with pytest.raises(CollisionError, match=needle):
         make()
+
+
+def test_a_world_of_a_world_holds_the_same_obstacles():
+    inner = ik.World([ik.Sphere((0, 0, 0), 0.1), ik.HalfSpace((0, 0, 1), 0.0)])
+    w = ik.World(inner)     # was a raw TypeError: 'World' object is not iterable
+    assert w.obstacles == inner.obstacles
+
+
+def test_distances_refuses_a_self_collision_that_is_not_a_bool():
+    """ik.distances read self_collision by truth: 'no' measured the self pairs (solve refuses it)."""
+    robot = ik.load_robot(PANDA)
+    with pytest.raises(CollisionError, match="self_collision: expected True or False, got 'no'"):
+        ik.distances(robot, robot.neutral(), self_collision="no")
+    with pytest.raises(CollisionError, match="self_collision: expected True or False, got 'no'"):
+        ik.distance_jacobian(robot, robot.neutral(), self_collision="no")
+    assert len(ik.distances(robot, robot.neutral(), self_collision=np.bool_(False))) == 0
 
 
 def test_obstacles_are_frozen_and_their_arrays_read_only():

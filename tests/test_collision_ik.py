@@ -252,6 +252,38 @@ def test_solve_many_with_a_world_returns_only_collision_free_successes(panda):
             assert ik.distances(panda, q, world).distance[ik.distances(panda, q, world).node_a > 1].min() >= MARGIN - 1e-9
 
 
+def test_solve_many_with_a_world_reports_each_targets_collision_check(panda):
+    """solve_many with a world ran solve per target but dropped its info["collision"]: batch[i].info
+    was {} (no pairs, no closest pair, no min_distance); now each target's report is kept."""
+    from invkin.collision.rows import CUTOFF
+
+    sphere = np.array([0.5, 0.1, 0.4])
+    world = ik.World([ik.Sphere(sphere, 0.05)])
+    targets = np.array([[0.4, -0.2, 0.5], sphere])          # the second one inside the sphere
+    batch = ik.solve_many(panda, "panda_hand", targets, world=world, self_collision=True, timeout=0.05)
+    assert len(batch.collision) == 2
+    for b in range(2):
+        report = batch[b].info["collision"]
+        assert report == batch.collision[b] and report["margin"] == MARGIN and report["pairs"] > 0
+        d = ik.distances(panda, batch.q[b], world).min_distance
+        assert report["min_distance"] == (pytest.approx(d, abs=1e-9) if d < MARGIN + CUTOFF else np.inf)
+        assert report["collision_free"] == (d >= MARGIN)
+    assert batch[0].success and not batch[1].success
+    plain = ik.solve_many(panda, "panda_hand", targets)
+    assert plain.collision is None and "collision" not in plain[0].info
+
+
+def test_a_tracker_whose_world_checks_nothing_says_so():
+    """solve warns when its collision options check no pair (a robot without collision shapes); the
+    Tracker took the same world silently and its updates reported converged as if kept clear."""
+    bare = ik.load_robot("panda")                       # the bundled Panda: no <collision> elements
+    world = ik.World([ik.Sphere((0.5, 0.2, 0.4), 0.05)])
+    with pytest.warns(CollisionWarning, match="no collision pair to check on robot 'panda'.*did nothing"):
+        ik.Tracker(bare, "panda_hand", world=world)
+    with pytest.warns(CollisionWarning, match="no collision pair to check on robot 'panda'.*did nothing"):
+        ik.Tracker(bare, "panda_hand", self_collision=True)
+
+
 def test_tracker_with_a_world_never_enters_an_obstacle_on_the_path(panda):
     """The hand follows a line through a sphere: without the world it goes through, with it every
     update stays at least the margin away (each update starts from a clear q and accepts only

@@ -84,7 +84,9 @@ class Result:
 
 @dataclass(frozen=True)
 class BatchResult:
-    """Outcome of :func:`invkin.solve_many`: arrays over B problems."""
+    """Outcome of :func:`invkin.solve_many`: arrays over B problems. ``collision`` (with ``world=`` /
+    ``self_collision=True``): each target's ``info["collision"]`` from its solve, a tuple of B dicts
+    (``batch[b].info["collision"]``); None without collision options."""
 
     q: np.ndarray               # (B, dof)
     success: np.ndarray         # (B,) bool
@@ -95,6 +97,7 @@ class BatchResult:
     restarts: np.ndarray        # (B,)
     time: float                 # wall time of the whole batch [s]
     method: str = "lm"
+    collision: tuple | None = field(default=None, repr=False)  # (B,) info["collision"] dicts, or None
 
     @property
     def status(self) -> list:
@@ -106,9 +109,10 @@ class BatchResult:
     def __getitem__(self, i) -> Result:
         status = STATUS_CODES[int(self.status_code[i])]
         # the batch's one goal: met when the solve converged, or met closer than the margin (in_collision)
+        info = {} if self.collision is None else {"collision": dict(self.collision[i])}
         return Result(self.q[i].copy(), bool(self.success[i]), status, float(self.position_error[i]),
                       float(self.rotation_error[i]), int(self.iterations[i]), int(self.restarts[i]),
-                      self.time / max(len(self), 1), self.method,
+                      self.time / max(len(self), 1), self.method, info=info,
                       goals_met=(status == Status.CONVERGED or status == Status.IN_COLLISION,))
 
     def __repr__(self) -> str:

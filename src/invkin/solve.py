@@ -1570,7 +1570,8 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         axes: orientation axes that matter for pose targets ("xyz", or "x"/"y"/"z").
         world, self_collision, margin: collision distances as in :func:`solve` (lm only); then
             every target runs :func:`solve` in turn (its ``timeout``, default 0.05 s, may be
-            passed), seeded with ``seed + b``.
+            passed), seeded with ``seed + b``, and ``BatchResult.collision`` (``batch[b].info``)
+            holds each target's ``info["collision"]``.
 
     ``method="lm"`` runs one Numba ``prange`` kernel over all targets (all cores); any other
     method, or collision distances, runs :func:`solve` per target. Returns a :class:`BatchResult`.
@@ -1650,7 +1651,8 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
                            np.array([r.success for r in results], dtype=bool), codes,
                            np.array([r.position_error for r in results]), np.array([r.rotation_error for r in results]),
                            np.array([r.iterations for r in results]), np.array([r.restarts for r in results]),
-                           time.perf_counter() - t0, method)
+                           time.perf_counter() - t0, method,
+                           None if collision is None else tuple(r.info.get("collision") for r in results))
     if options:
         raise SolverError(f"solve_many(method='lm') takes no options {sorted(options)}")
     q_out = np.empty((B, robot.dof))

@@ -492,6 +492,14 @@ class Tracker:
         if self._collision is not None:
             from .collision.rows import solve_rows
             self._coll = solve_rows(robot, *self._collision)
+            tables, (world, self_collision, _) = self._coll[0], self._collision
+            if len(tables[4]) == 0 and (world is None or len(world) == 0 or len(tables[0]) == 0):
+                import warnings
+
+                from .collision.errors import CollisionWarning
+                warnings.warn(f"no collision pair to check on robot {robot.name!r} (world: {world!r}, "
+                              f"self_collision={self_collision}, {len(tables[0])} links with collision shapes): "
+                              f"the distances did nothing", CollisionWarning, stacklevel=2)
 
 
     # ------------------------------------------------------------------ construction helpers

@@ -91,6 +91,14 @@ def _check(robot, q, world, cutoff):
     return q, world, cutoff
 
 
+def _self_collision(value) -> bool:
+    """``self_collision`` as a bool (True, False, a NumPy bool); CollisionError naming anything else,
+    as solve() does (a truthy string such as 'no' would otherwise measure the self pairs)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise CollisionError(f"self_collision: expected True or False, got {value!r}")
+    return bool(value)
+
+
 def _evaluate(robot, q, world, self_collision, cutoff):
     """(res (k, 10), node_a, node_b, labels, Tall) of the pairs within the cutoff, nearest first."""
     cm = collision_model(robot)
@@ -145,6 +153,7 @@ def distances(robot, q, world=None, self_collision: bool = True, cutoff: float =
     >>> d.min_distance, d.pairs[0]                                              # doctest: +SKIP
     """
     q, world, cutoff = _check(robot, q, world, cutoff)
+    self_collision = _self_collision(self_collision)
     res, na, nb, labels, _ = _evaluate(robot, q, world, self_collision, cutoff)
     return Distances(labels, _ro(res[:, 0]), _ro(res[:, 1:4]), _ro(res[:, 4:7]), _ro(res[:, 7:10]), _ro(na), _ro(nb))
 
@@ -155,6 +164,7 @@ def distance_jacobian(robot, q, world=None, self_collision: bool = True, cutoff:
     columns are local increments, what :meth:`Robot.integrate` applies). See
     :mod:`invkin.collision.kernels` for the formula."""
     q, world, cutoff = _check(robot, q, world, cutoff)
+    self_collision = _self_collision(self_collision)
     res, na, nb, labels, Tall = _evaluate(robot, q, world, self_collision, cutoff)
     J = np.empty((len(res), robot.dof))
     if len(res):

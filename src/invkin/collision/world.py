@@ -143,13 +143,22 @@ class Points(Obstacle):
 
 @dataclass(frozen=True, eq=False)
 class World:
-    """Obstacles fixed in the world frame (``ik.World([ik.Box(T, size), ik.Sphere(c, r)])``)."""
+    """Obstacles fixed in the world frame (``ik.World([ik.Box(T, size), ik.Sphere(c, r)])``): a list
+    (any iterable) of obstacles, one obstacle, or another World (its obstacles)."""
 
     obstacles: tuple = ()
     tables: dict = field(init=False, repr=False)
 
     def __post_init__(self):
-        obs = tuple(self.obstacles) if not isinstance(self.obstacles, Obstacle) else (self.obstacles,)
+        obs = self.obstacles
+        if isinstance(obs, World):
+            obs = obs.obstacles
+        elif isinstance(obs, Obstacle):
+            obs = (obs,)
+        elif isinstance(obs, (str, bytes, dict)) or not hasattr(obs, "__iter__"):
+            raise CollisionError(f"World: obstacles must be a list of obstacles (Sphere, Capsule, Box, HalfSpace, "
+                                 f"Points), got {type(obs).__name__} {obs!r:.120}")
+        obs = tuple(obs)
         for k, o in enumerate(obs):
             if not isinstance(o, Obstacle):
                 raise CollisionError(f"World: obstacle {k} is {type(o).__name__} {o!r}; expected one of "
