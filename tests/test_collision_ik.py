@@ -605,3 +605,21 @@ def test_the_checks_held_tables_give_the_tuples_result(panda):
             assert CK.closest_moving_held(a[0], a[1], a[2], a[4], check.held, a[6], a[7], a[8], a[9], stop, q) == want
             if stop == -np.inf:
                 assert check.measure(q) == want
+
+
+def test_collision_warnings_point_at_the_callers_line():
+    """'no collision pair to check' from solve_many, and a robot without shapes from distances, were
+    attributed to lines inside invkin (solve.py) or to sys:1; they name the caller's line now."""
+    import warnings
+
+    from invkin.collision import CollisionWarning
+
+    panda = ik.load_robot("panda")  # no <collision> elements: nothing to check
+    Ts = panda.fk(panda.sample(2, rng=3), "panda_hand")
+    world = ik.World([ik.Sphere((2.0, 2.0, 2.0), 0.1)])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        ik.solve_many(panda, "panda_hand", Ts, world=world)
+        ik.distances(panda, panda.neutral(), world)
+    ours = [w for w in seen if issubclass(w.category, CollisionWarning)]
+    assert ours and all(w.filename == __file__ for w in ours), [(w.filename, w.lineno) for w in ours]

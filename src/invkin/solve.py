@@ -20,7 +20,7 @@ from ._tiers import ready as _tier_ready
 from ._checks import MAX_LENGTH, SEED_LIMIT
 from .model.robot import robot_arg
 from ._checks import seed as check_seed
-from .errors import ConfigurationError, GoalError, SolverError
+from .errors import ConfigurationError, GoalError, SolverError, warn_caller
 from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
 from .result import Result, Status
 from .solvers import get_method, methods
@@ -479,7 +479,6 @@ def _collision_result(robot, res, collision, tol_p, tol_r) -> Result:
     """res with ``info["collision"]`` (collision/rows.py: final_check of its q): a result that
     meets its goals only closer than the margin is not a success (Status.IN_COLLISION)."""
     import dataclasses
-    import warnings
 
     from .collision.errors import CollisionWarning
     from .collision.rows import final_check
@@ -487,9 +486,9 @@ def _collision_result(robot, res, collision, tol_p, tol_r) -> Result:
     world, self_collision, margin = collision
     report = final_check(robot, res.q, world, self_collision, margin)
     if report["pairs"] == 0:
-        warnings.warn(f"no collision pair to check on robot {robot.name!r} (world: {world!r}, self_collision="
+        warn_caller(f"no collision pair to check on robot {robot.name!r} (world: {world!r}, self_collision="
                       f"{self_collision}, {len(robot.collision.links)} links with collision shapes): the "
-                      f"distances did nothing", CollisionWarning, stacklevel=3)
+                      f"distances did nothing", CollisionWarning)
     info = {**res.info, "collision": report}
     goals_met = res.success or (res.position_error <= tol_p and res.rotation_error <= tol_r)
     if report["collision_free"] or not goals_met:

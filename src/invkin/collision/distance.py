@@ -17,12 +17,12 @@ rows that can become active in one step.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import kernels as CK
+from ..errors import warn_caller
 from .errors import CollisionError, CollisionWarning
 from .model import collision_model
 from .pairs import collision_pairs
@@ -103,8 +103,8 @@ def _evaluate(robot, q, world, self_collision, cutoff):
     """(res (k, 10), node_a, node_b, labels, Tall) of the pairs within the cutoff, nearest first."""
     cm = collision_model(robot)
     if not len(cm.links):
-        warnings.warn(f"robot {robot.name!r} has no collision shapes (no <collision> elements or MJCF geoms "
-                      f"were read): there is nothing to measure", CollisionWarning, stacklevel=3)
+        warn_caller(f"robot {robot.name!r} has no collision shapes (no <collision> elements or MJCF geoms "
+                      f"were read): there is nothing to measure", CollisionWarning)
     Tall = robot.fk_all_array(q)
     wcaps = np.empty_like(cm.caps)
     wb = np.empty_like(cm.bounds)

@@ -41,13 +41,12 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._io import atomic_path
-from ..errors import InvkinError
+from ..errors import InvkinError, warn_caller
 from .errors import CollisionError, CollisionWarning
 
 __all__ = ["CollisionModel", "collision_model", "fit_capsules", "mesh_capsules"]
@@ -279,8 +278,8 @@ def _axis_capsule(radius, half_length):
 
 def _check_size(link, kind, size):
     if len(size) == 0 or not np.all(np.isfinite(size)) or np.any(np.asarray(size) <= 0):
-        warnings.warn(f"link {link!r}: {kind} collision shape with size {list(size)} (expected sizes > 0 [m]) "
-                      f"is left out", CollisionWarning, stacklevel=4)
+        warn_caller(f"link {link!r}: {kind} collision shape with size {list(size)} (expected sizes > 0 [m]) "
+                      f"is left out", CollisionWarning)
         return False
     return True
 
@@ -290,14 +289,14 @@ def _geometry_capsules(g):
     kind, size = g.kind, tuple(g.size)
     if kind == "mesh":
         if g.path is None:
-            warnings.warn(f"link {g.link!r}: collision mesh {g.filename!r} was not found; the link keeps its "
-                          f"other shapes", CollisionWarning, stacklevel=3)
+            warn_caller(f"link {g.link!r}: collision mesh {g.filename!r} was not found; the link keeps its "
+                          f"other shapes", CollisionWarning)
             return None
         _trimesh()  # a missing extra is an error, not a warning per mesh
         try:
             caps = mesh_capsules(g.path, size if len(size) == 3 else (1.0, 1.0, 1.0))
         except CollisionError as exc:
-            warnings.warn(f"link {g.link!r}: {exc}; the link keeps its other shapes", CollisionWarning, stacklevel=3)
+            warn_caller(f"link {g.link!r}: {exc}; the link keeps its other shapes", CollisionWarning)
             return None
         return _apply(g.T_link_geom, caps), False
     if not _check_size(g.link, kind, size):
@@ -311,8 +310,8 @@ def _geometry_capsules(g):
     elif kind == "box":
         caps, exact = fit_capsules(_box_corners(np.asarray(size) / 2)), False
     else:
-        warnings.warn(f"link {g.link!r}: collision shape kind {kind!r} is not supported; left out",
-                      CollisionWarning, stacklevel=3)
+        warn_caller(f"link {g.link!r}: collision shape kind {kind!r} is not supported; left out",
+                      CollisionWarning)
         return None
     return _apply(g.T_link_geom, caps), exact
 
@@ -332,8 +331,8 @@ def _geom_capsules(link, g):
     elif t in ("sphere", "capsule", "cylinder", "box", "ellipsoid"):
         return None  # warned by _check_size
     else:
-        warnings.warn(f"link {link!r}: MJCF geom {g.name!r} of type {t!r} is not used for collision "
-                      f"(supported: sphere, capsule, cylinder, box, ellipsoid)", CollisionWarning, stacklevel=3)
+        warn_caller(f"link {link!r}: MJCF geom {g.name!r} of type {t!r} is not used for collision "
+                      f"(supported: sphere, capsule, cylinder, box, ellipsoid)", CollisionWarning)
         return None
     return _apply(np.asarray(g.T_link_geom), caps), exact
 

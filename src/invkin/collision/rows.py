@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import math
 import threading
-import warnings
 
 import numba
 import numpy as np
@@ -36,6 +35,7 @@ from numba.extending import overload
 
 from .._compile_clock import setup
 from .._tiers import call_interpreted, entry_point
+from ..errors import warn_caller
 from .errors import CollisionError, CollisionWarning
 from .kernels import HeldTables, closest_moving, closest_moving_held, collision_rows
 from .world import World
@@ -267,9 +267,8 @@ class Check:
         static = self.static
         if static and not self._warned:
             self._warned = True
-            warnings.warn(f"{len(static)} pair(s) closer than margin={self.margin} m that no joint can move (not "
-                          f"part of the solve): {', '.join(f'{a} – {b}' for a, b in static[:4])}", CollisionWarning,
-                          stacklevel=5)
+            warn_caller(f"{len(static)} pair(s) closer than margin={self.margin} m that no joint can move (not "
+                          f"part of the solve): {', '.join(f'{a} – {b}' for a, b in static[:4])}", CollisionWarning)
         label = self._labels.get(i)
         if label is None and i >= 0:
             label = self._labels[i] = self.label(i)
