@@ -101,3 +101,16 @@ def test_an_external_buffer_uri_is_percent_decoded(tmp_path):
     p.write_text(json.dumps(d))
     _, clip = ik.read_gltf(p)
     np.testing.assert_array_equal(clip.frames, ik.read_gltf(RIGGED)[1].frames)
+
+
+def test_the_container_is_told_by_its_magic_not_its_extension(tmp_path):
+    """A binary glTF saved as .gltf, or a JSON glTF saved as .glb, reads as what it is (the
+    extension used to pick the parser: "'utf-8' codec can't decode byte 0xcc")."""
+    walker = RIGGED.parent / "walker.glb"
+    (tmp_path / "walker.gltf").write_bytes(walker.read_bytes())
+    (tmp_path / "rigged.glb").write_bytes(RIGGED.read_bytes())
+    np.testing.assert_array_equal(ik.read_gltf(tmp_path / "walker.gltf")[1].frames, ik.read_gltf(walker)[1].frames)
+    np.testing.assert_array_equal(ik.read_gltf(tmp_path / "rigged.glb")[1].frames, ik.read_gltf(RIGGED)[1].frames)
+    (tmp_path / "text.glb").write_text("HIERARCHY\nROOT a\n")
+    with pytest.raises(ik.ModelError, match=r"text\.glb: cannot read the glTF file"):
+        ik.read_gltf(tmp_path / "text.glb")

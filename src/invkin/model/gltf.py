@@ -209,6 +209,14 @@ def _buffers(doc, path) -> list:
     return out
 
 
+def _load(pg, src: str):
+    """The pygltflib document of ``src``, binary or JSON by the file's first bytes (the GLB magic
+    ``glTF``), not by its extension."""
+    with open(src, "rb") as f:
+        magic = f.read(4)
+    return pg.GLTF2.load_binary(src) if magic == b"glTF" else pg.GLTF2.load_json(src)
+
+
 def _accessor(doc, bufs, idx: int, path, types=None, what: str = "accessor") -> np.ndarray:
     """(count, width) float64 (or integer) values of accessor ``idx`` (normalised integers scaled).
     ``types``: the accessor types the use allows (e.g. ("VEC4",)); ``what`` names the use."""
@@ -359,7 +367,7 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
 
     open_regular(src, "glTF file", ModelError).close()  # a FIFO named x.glb must not block the load
     try:
-        doc = pg.GLTF2().load(src)
+        doc = _load(pg, src)
     except Exception as e:  # pygltflib raises assorted errors for damaged files
         raise ModelError(f"{src}: cannot read the glTF file: {e}") from None
     if doc is None:
@@ -621,7 +629,7 @@ def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: flo
 
 def _write_into(pg, dst: str, clip: GltfClip, src: str):
     try:
-        doc = pg.GLTF2().load(src)
+        doc = _load(pg, src)
     except Exception as e:
         raise ModelError(f"{src}: cannot read the glTF file to write into: {e}") from None
     bufs = _buffers(doc, src)
