@@ -417,3 +417,14 @@ def test_a_truncated_motion_npz_is_a_file_error(tmp_path):
         p.write_bytes(data[:cut])
         with pytest.raises(ik.FileError, match=r"m\.npz: not a \.npz motion file"):
             ik.read_motion(p)
+
+
+def test_a_motion_of_the_floating_base_alone_round_trips(tmp_path):
+    q = np.zeros((3, 6))
+    q[:, 0] = [0.0, 0.1, 0.2]
+    m = ik.RobotMotion(q, 30.0, ("root_joint.x", "root_joint.y", "root_joint.z", "root_joint.rx", "root_joint.ry",
+                                 "root_joint.rz"), robot_name="box")
+    m.save(tmp_path / "m.npz")
+    back = ik.read_motion(tmp_path / "m.npz")
+    assert back.joint_names == m.joint_names
+    np.testing.assert_allclose(back.q, m.q, atol=1e-15)

@@ -184,7 +184,8 @@ def read_motion(path) -> RobotMotion:
             raise FileError(f"{p}: {key} is a {a.ndim}-d array of {a.dtype}; expected one string")
         return str(a)
 
-    if arrays["joint_names"].dtype.kind != "U" or arrays["joint_names"].ndim != 1:
+    jn = arrays["joint_names"]
+    if jn.ndim != 1 or (jn.dtype.kind != "U" and jn.size):  # (save writes no names as float64 [])
         raise FileError(f"{p}: joint_names is a {arrays['joint_names'].ndim}-d array of "
                         f"{arrays['joint_names'].dtype}; expected a 1-d array of strings")
     names = [str(n) for n in arrays["joint_names"]]
