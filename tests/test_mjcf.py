@@ -229,7 +229,8 @@ def test_a_robot_not_from_mjcf_has_no_qpos_layout():
         qpos_from_q(ik.load_robot("panda"), np.zeros(7))
 
 
-def test_a_nan_position_names_the_file_and_the_joint_once(tmp_path):
+def test_a_nan_position_names_the_file_and_the_joint_once(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # MuJoCo writes its NaN warning to MUJOCO_LOG.TXT in the working folder
     p = tmp_path / "nan.xml"
     p.write_text('<mujoco><worldbody><body name="b1"><joint name="h" type="hinge"/><geom size=".1"/>'
                  '<body name="b2" pos="1 nan 0"><joint name="s" type="slide"/><geom size=".1"/></body></body>'
