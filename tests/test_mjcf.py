@@ -227,3 +227,23 @@ def test_without_the_mujoco_package_the_error_names_the_extra(monkeypatch):
 def test_a_robot_not_from_mjcf_has_no_qpos_layout():
     with pytest.raises(ModelError, match="not loaded from MJCF"):
         qpos_from_q(ik.load_robot("panda"), np.zeros(7))
+
+
+def test_a_nan_position_names_the_file_and_the_joint_once(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # MuJoCo writes its NaN warning to MUJOCO_LOG.TXT in the working folder
+    p = tmp_path / "nan.xml"
+    p.write_text('<mujoco><worldbody><body name="b1"><joint name="h" type="hinge"/><geom size=".1"/>'
+                 '<body name="b2" pos="1 nan 0"><joint name="s" type="slide"/><geom size=".1"/></body></body>'
+                 '</worldbody></mujoco>')
+    with pytest.raises(ModelError) as e:
+        ik.load_robot(p)
+    assert str(e.value) == f"{p}: joint 's': origin must be a finite (4, 4) transform"
+
+
+def test_builder_errors_without_a_where_do_not_repeat_the_joint():
+    from invkin.model.build import RobotBuilder
+    b = RobotBuilder("r")
+    b.add_root("base")
+    with pytest.raises(ModelError) as e:
+        b.add_joint("j1", "base", "l1", "revolute", origin=np.full((4, 4), np.nan))
+    assert str(e.value).count("joint 'j1'") == 1, str(e.value)

@@ -384,3 +384,47 @@ def test_dataset_on_a_dask_cluster_writes_the_same_files(tmp_path):
     b = np.load(tmp_path / "dask" / "cmu_49_04_run_leap.npz")
     for k in a.files:
         np.testing.assert_array_equal(a[k], b[k])
+
+
+_GOOD_NPZ = dict(root_position=np.zeros((4, 3)), root_quat_wxyz=np.tile([1.0, 0, 0, 0], (4, 1)),
+                 joint_positions=np.zeros((4, 2)), joint_names=np.array(["a", "b"]), fps=np.float64(30),
+                 robot=np.array("r"))
+
+
+@pytest.mark.parametrize("case, change, expected", [
+    ("0-d positions", {"joint_positions": np.float64(1.0)}, r"joint_positions"),
+    ("text positions", {"joint_positions": np.array([["a", "b"]] * 4)}, r"joint_positions.*numbers"),
+    ("NaN positions", {"joint_positions": np.full((4, 2), np.nan)}, r"finite"),
+    ("zero quaternion", {"root_quat_wxyz": np.zeros((4, 4))}, r"root_quat_wxyz.*frame 0"),
+    ("fps 0", {"fps": np.float64(0.0)}, r"fps"),
+    ("fps of two values", {"fps": np.array([1.0, 2.0])}, r"fps"),
+    ("fps as text", {"fps": np.array("x")}, r"fps"),
+    ("object names", {"joint_names": np.array(["a", None], dtype=object)}, r"Object arrays cannot be loaded"),
+])
+def test_a_damaged_motion_npz_is_a_file_error_naming_the_file(tmp_path, case, change, expected):
+    p = tmp_path / "m.npz"
+    np.savez(p, **{**_GOOD_NPZ, **change})
+    with pytest.raises(ik.InvkinError, match=expected) as e:
+        ik.read_motion(p)
+    assert str(e.value).startswith(str(p)), str(e.value)
+
+
+def test_a_truncated_motion_npz_is_a_file_error(tmp_path):
+    p = tmp_path / "m.npz"
+    np.savez(p, **_GOOD_NPZ)
+    data = p.read_bytes()
+    for cut in (4, 60, len(data) // 2, len(data) - 10):
+        p.write_bytes(data[:cut])
+        with pytest.raises(ik.FileError, match=r"m\.npz: not a \.npz motion file"):
+            ik.read_motion(p)
+
+
+def test_a_motion_of_the_floating_base_alone_round_trips(tmp_path):
+    q = np.zeros((3, 6))
+    q[:, 0] = [0.0, 0.1, 0.2]
+    m = ik.RobotMotion(q, 30.0, ("root_joint.x", "root_joint.y", "root_joint.z", "root_joint.rx", "root_joint.ry",
+                                 "root_joint.rz"), robot_name="box")
+    m.save(tmp_path / "m.npz")
+    back = ik.read_motion(tmp_path / "m.npz")
+    assert back.joint_names == m.joint_names
+    np.testing.assert_allclose(back.q, m.q, atol=1e-15)

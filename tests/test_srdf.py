@@ -210,3 +210,28 @@ def test_a_free_joint_takes_a_quaternion_in_pinocchios_x_y_z_w_order(tmp_path):
     arm = load_srdf(_arm().with_floating_base(), p)
     assert np.allclose(arm.named_configuration("a")[:6], [1, 2, 3, 0, 0, np.pi / 2], atol=1e-12)
     assert arm.named_configuration("b")[:6].tolist() == [1, 2, 3, 0, 0, 0.5]
+
+
+def test_a_group_state_value_outside_the_joint_limits_warns_naming_the_line(tmp_path):
+    b = RobotBuilder("r")
+    b.add_root("base")
+    b.add_joint("j1", "base", "l1", "revolute", axis=(0, 0, 1), lower=-1.0, upper=1.0)
+    b.add_joint("j2", "l1", "l2", "prismatic", axis=(1, 0, 0), lower=0.0, upper=0.5)
+    robot = b.build()
+    p = tmp_path / "r.srdf"
+    p.write_text('<robot name="r">\n<group_state name="home" group="all">\n<joint name="j1" value="5"/>\n'
+                 '<joint name="j2" value="0.25"/>\n</group_state>\n<group_state name="up" group="all">\n'
+                 '<joint name="j2" value="-0.5"/>\n</group_state>\n</robot>\n')
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = load_srdf(robot, p)
+    msgs = [str(x.message) for x in w if issubclass(x.category, ModelWarning)]
+    assert len(msgs) == 1, msgs  # one warning for the file, listing every value
+    assert re.search(r"r\.srdf: 2 group_state values are outside their joint limits \(kept as the file says\): "
+                     r"'home' j1 = 5 not in \[-1, 1\] \(line 3\), 'up' j2 = -0.5 not in \[0, 0.5\] \(line 7\)",
+                     msgs[0]), msgs[0]
+    np.testing.assert_array_equal(out.named_configuration("home"), [5.0, 0.25])
+    p.write_text(p.read_text().replace('value="5"', 'value="1"').replace('value="-0.5"', 'value="0"'))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ModelWarning)
+        load_srdf(robot, p)

@@ -58,6 +58,8 @@ class RobotBuilder:
         self._where: dict[str, str] = {}
 
     def _err(self, msg: str, where: str | None = None) -> ModelError:
+        if where and msg.startswith(f"{where}: "):  # the default where (joint 'j') that msg names already
+            where = None
         loc = f"{self.source}: {where}: " if where else f"{self.source}: "
         return ModelError(loc + msg)
 

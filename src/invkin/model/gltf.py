@@ -25,9 +25,11 @@ round-trips bit for bit and a changed one to float32 precision), or builds a new
 from __future__ import annotations
 
 import base64
+import binascii
 import dataclasses
 import math
 import os
+import urllib.parse
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +55,26 @@ def _pygltflib():
     except ImportError:
         raise ModelError('reading or writing glTF needs pygltflib: pip install "invkin[gltf]"') from None
     return pygltflib
+
+
+def _index(value, n: int, what: str, src) -> int:
+    """``value`` as an index below ``n``, or a ModelError naming ``what`` (e.g. "skin 0: joint")."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ModelError(f"{src}: {what} {value!r} is not an integer index")
+    if not 0 <= int(value) < n:
+        raise ModelError(f"{src}: {what} {int(value)} is out of range; the file has {n}")
+    return int(value)
+
+
+def _finite(values, n: int, what: str, src) -> np.ndarray:
+    """``values`` as (n,) finite floats, or a ModelError naming ``what``."""
+    try:
+        a = np.array(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        a = np.zeros(0)
+    if a.shape != (n,) or not np.all(np.isfinite(a)):
+        raise ModelError(f"{src}: {what} is {values!r}; expected {n} finite numbers")
+    return a
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -171,9 +193,14 @@ def _buffers(doc, path) -> list:
                 raise ModelError(f"{path}: buffer {i} has no uri and the file has no binary chunk")
             out.append(bytes(blob))
         elif uri.startswith("data:"):
-            out.append(base64.b64decode(uri.split(",", 1)[1]))
+            head, _, data = uri.partition(",")
+            try:
+                out.append(base64.b64decode(data, validate=True) if head.endswith(";base64")
+                           else urllib.parse.unquote_to_bytes(data))
+            except (binascii.Error, ValueError):
+                raise ModelError(f"{path}: buffer {i}: its data: URI is not valid base64") from None
         else:
-            f = os.path.join(os.path.dirname(os.path.abspath(path)), uri)
+            f = os.path.join(os.path.dirname(os.path.abspath(path)), urllib.parse.unquote(uri))
             try:
                 with open(f, "rb") as fh:
                     out.append(fh.read())
@@ -182,11 +209,24 @@ def _buffers(doc, path) -> list:
     return out
 
 
-def _accessor(doc, bufs, idx: int, path) -> np.ndarray:
-    """(count, width) float64 (or integer) values of accessor ``idx`` (normalised integers scaled)."""
-    if idx is None or not 0 <= idx < len(doc.accessors):
-        raise ModelError(f"{path}: accessor index {idx!r} is out of range (0..{len(doc.accessors) - 1})")
+def _load(pg, src: str):
+    """The pygltflib document of ``src``, binary or JSON by the file's first bytes (the GLB magic
+    ``glTF``), not by its extension."""
+    with open(src, "rb") as f:
+        magic = f.read(4)
+    return pg.GLTF2.load_binary(src) if magic == b"glTF" else pg.GLTF2.load_json(src)
+
+
+def _accessor(doc, bufs, idx: int, path, types=None, what: str = "accessor") -> np.ndarray:
+    """(count, width) float64 (or integer) values of accessor ``idx`` (normalised integers scaled).
+    ``types``: the accessor types the use allows (e.g. ("VEC4",)); ``what`` names the use."""
+    if idx is None or isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < len(doc.accessors):
+        raise ModelError(f"{path}: {what}: accessor index {idx!r} is out of range (0..{len(doc.accessors) - 1})")
     a = doc.accessors[idx]
+    if types is not None and a.type not in types:
+        raise ModelError(f"{path}: {what}: accessor {idx} has type {a.type}; expected {' or '.join(types)}")
+    if isinstance(a.count, bool) or not isinstance(a.count, int) or a.count < 0:
+        raise ModelError(f"{path}: accessor {idx}: count {a.count!r} is not a count (an integer >= 0)")
     if a.sparse is not None:
         raise ModelError(f"{path}: accessor {idx}: sparse accessors are not supported")
     dt = _COMPONENTS.get(a.componentType)
@@ -195,8 +235,8 @@ def _accessor(doc, bufs, idx: int, path) -> np.ndarray:
         raise ModelError(f"{path}: accessor {idx}: unsupported componentType {a.componentType} / type {a.type}")
     if a.bufferView is None:
         return np.zeros((a.count, width))
-    bv = doc.bufferViews[a.bufferView]
-    data = bufs[bv.buffer]
+    bv = doc.bufferViews[_index(a.bufferView, len(doc.bufferViews), f"accessor {idx}: bufferView", path)]
+    data = bufs[_index(bv.buffer, len(bufs), f"bufferView {a.bufferView}: buffer", path)]
     item = np.dtype(dt).itemsize * width
     stride = bv.byteStride or item
     start = (bv.byteOffset or 0) + (a.byteOffset or 0)
@@ -211,19 +251,29 @@ def _accessor(doc, bufs, idx: int, path) -> np.ndarray:
     return out
 
 
-def _local_trs(node):
+def _local_trs(node, src="<glTF>", n=None):
+    """Translation, unit quaternion (x y z w) and scale of a node; a ModelError naming node ``n``
+    for non-finite values, a zero quaternion or a matrix with a zero column."""
+    where = f"node {n}" + (f" ({node.name!r})" if node.name else "")
     if node.matrix is not None and any(v != m for v, m in zip(node.matrix, np.eye(4).T.ravel())):
-        M = np.array(node.matrix, float).reshape(4, 4).T  # column-major in the file
+        M = _finite(node.matrix, 16, f"{where}: matrix", src).reshape(4, 4).T  # column-major in the file
         t = M[:3, 3].copy()
         s = np.linalg.norm(M[:3, :3], axis=0)
+        if not np.all(s > 1e-12):
+            raise ModelError(f"{src}: {where}: matrix has a zero scale column; expected an invertible "
+                             f"translation-rotation-scale matrix")
         R = M[:3, :3] / s
         if np.linalg.det(R) < 0:
             s[0], R[:, 0] = -s[0], -R[:, 0]
         return t, _matrix_to_quat(R), s
-    t = np.array(node.translation if node.translation is not None else (0.0, 0.0, 0.0), float)
-    q = np.array(node.rotation if node.rotation is not None else (0.0, 0.0, 0.0, 1.0), float)
-    s = np.array(node.scale if node.scale is not None else (1.0, 1.0, 1.0), float)
-    return t, q, s
+    t = _finite(node.translation if node.translation is not None else (0.0, 0.0, 0.0), 3,
+                f"{where}: translation", src)
+    q = _finite(node.rotation if node.rotation is not None else (0.0, 0.0, 0.0, 1.0), 4, f"{where}: rotation", src)
+    norm = float(np.linalg.norm(q))
+    if not norm > 1e-6:
+        raise ModelError(f"{src}: {where}: rotation {node.rotation!r} is not a unit quaternion (x y z w)")
+    s = _finite(node.scale if node.scale is not None else (1.0, 1.0, 1.0), 3, f"{where}: scale", src)
+    return t, q / norm, s
 
 
 def _sample(times, values, interp, ts, rotation: bool) -> np.ndarray:
@@ -305,6 +355,11 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
 
     Returns:
         ``(robot, clip)`` like :func:`~invkin.read_bvh`: ``robot.fk(clip.frames[i], joint_name)``.
+
+    A damaged file (an index out of range, a node cycle, an accessor of the wrong type or count for
+    its use, non-finite transforms or keys, bad base64) raises :class:`~invkin.ModelError` naming the
+    file and the place (node, skin, accessor, animation sampler). Sparse accessors are not supported
+    (a ModelError says so). External buffer URIs are percent-decoded (``my%20data.bin``).
     """
     pg = _pygltflib()
     src = os.fspath(path)
@@ -312,38 +367,55 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
 
     open_regular(src, "glTF file", ModelError).close()  # a FIFO named x.glb must not block the load
     try:
-        doc = pg.GLTF2().load(src)
+        doc = _load(pg, src)
     except Exception as e:  # pygltflib raises assorted errors for damaged files
         raise ModelError(f"{src}: cannot read the glTF file: {e}") from None
     if doc is None:
         raise ModelError(f"{src}: cannot read the glTF file")
+    if isinstance(skin, (bool, np.bool_)) or not isinstance(skin, (int, np.integer)):
+        raise ModelError(f"read_gltf: skin must be an integer index, got {skin!r}")
+    if animation is not None and (isinstance(animation, (bool, np.bool_))
+                                  or not isinstance(animation, (int, np.integer))):
+        raise ModelError(f"read_gltf: animation must be an integer index or None, got {animation!r}")
     if not doc.skins:
         raise ModelError(f"{src}: the file has no skin (a skinned character is expected)")
     if not 0 <= int(skin) < len(doc.skins):
         raise ModelError(f"{src}: skin {skin!r} out of range; the file has {len(doc.skins)} skin(s)")
     sk = doc.skins[int(skin)]
     bufs = _buffers(doc, src)
+    nn = len(doc.nodes)
     parent = {}
     for i, nd in enumerate(doc.nodes):
         for c in nd.children or ():
+            c = _index(c, nn, f"node {i}: child node", src)
+            if c == i:
+                raise ModelError(f"{src}: node {i} lists itself among its children (a cycle); glTF nodes "
+                                 f"must form trees")
+            if c in parent:
+                raise ModelError(f"{src}: node {c} is a child of node {parent[c]} and of node {i}; glTF nodes "
+                                 f"must form trees (no shared children, no cycles)")
             parent[c] = i
+    if not sk.joints:
+        raise ModelError(f"{src}: skin {int(skin)} has no joints")
+    joints = [_index(j, nn, f"skin {int(skin)}: joint node", src) for j in sk.joints]
     keep = set()
-    for j in sk.joints:
-        n = j
+    for j in joints:
+        n, path = j, []
         while n is not None and n not in keep:
-            keep.add(n)
+            if n in path:
+                raise ModelError(f"{src}: nodes {path[path.index(n):]} form a cycle (each a child of the next); "
+                                 f"glTF nodes must form trees")
+            path.append(n)
             n = parent.get(n)
+        keep.update(path)
     order = []
-
-    def visit(n):
-        order.append(n)
-        for c in doc.nodes[n].children or ():
-            if c in keep:
-                visit(c)
-
-    for n in sorted(keep):
-        if parent.get(n) is None:
-            visit(n)
+    for r in sorted(keep):  # depth first, children in file order, with an explicit stack (any depth)
+        if parent.get(r) is None:
+            stack = [r]
+            while stack:
+                n = stack.pop()
+                order.append(n)
+                stack.extend(c for c in reversed(doc.nodes[n].children or ()) if c in keep)
     index = {n: k for k, n in enumerate(order)}
     names, seen = [], set()
     for n in order:
@@ -363,16 +435,29 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
             raise ModelError(f"{src}: animation {animation!r} out of range; the file has "
                              f"{len(doc.animations)} animation(s)")
         an = doc.animations[int(animation)]
-        for ch in an.channels:
+        for c, ch in enumerate(an.channels):
             n = ch.target.node
+            if n is not None:  # (a channel without a node targets an extension: skipped)
+                _index(n, nn, f"animation {int(animation)}: channel {c}: target node", src)
             if n not in index or ch.target.path not in ("translation", "rotation", "scale"):
                 continue
-            smp = an.samplers[ch.sampler]
+            where = f"animation {int(animation)}: channel {c}: sampler"
+            k = _index(ch.sampler, len(an.samplers), where, src)
+            where = f"animation {int(animation)}: sampler {k}"
+            smp = an.samplers[k]
             interp = smp.interpolation or "LINEAR"
             if interp not in ("LINEAR", "STEP", "CUBICSPLINE"):
                 raise ModelError(f"{src}: sampler {ch.sampler}: unknown interpolation {interp!r}")
-            t = _accessor(doc, bufs, smp.input, src)[:, 0].astype(float)
-            v = _accessor(doc, bufs, smp.output, src).astype(float)
+            t = _accessor(doc, bufs, smp.input, src, ("SCALAR",), f"{where}: input")[:, 0].astype(float)
+            width = "VEC4" if ch.target.path == "rotation" else "VEC3"
+            v = _accessor(doc, bufs, smp.output, src, (width,), f"{where}: output ({ch.target.path})").astype(float)
+            need = len(t) * (3 if interp == "CUBICSPLINE" else 1)
+            if len(v) != need:
+                raise ModelError(f"{src}: {where}: output accessor {smp.output} has {len(v)} values for "
+                                 f"{len(t)} key times; expected {need}"
+                                 + (" (in-tangent, value, out-tangent per key)" if interp == "CUBICSPLINE" else ""))
+            if not (np.all(np.isfinite(t)) and np.all(np.isfinite(v))):
+                raise ModelError(f"{src}: {where}: key times or values are not finite")
             if len(t) == 0 or np.any(np.diff(t) <= 0):
                 raise ModelError(f"{src}: sampler {ch.sampler}: key times must increase")
             anims[(n, ch.target.path)] = (t, v, interp)
@@ -384,7 +469,7 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
 
     offsets, channels, cols, rest_cols, scaled = [], [], [], [], []
     for n in order:
-        t, q, s = _local_trs(doc.nodes[n])
+        t, q, s = _local_trs(doc.nodes[n], src, n)
         offsets.append(t)
         chs, vals, rest = [], [], []
         if (n, "translation") in anims:
@@ -414,23 +499,38 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
         warn_caller(f"{src}: nodes {scaled[:4]} have a non-unit scale, which FK ignores (positions below them "
                     f"are unscaled)", ModelWarning)
     frames = np.concatenate(cols, axis=1)
-    ibm = (_accessor(doc, bufs, sk.inverseBindMatrices, src).reshape(-1, 4, 4).transpose(0, 2, 1)
-           if sk.inverseBindMatrices is not None else np.broadcast_to(np.eye(4), (len(sk.joints), 4, 4)))
+    if sk.inverseBindMatrices is not None:
+        what = f"skin {int(skin)}: inverseBindMatrices"
+        ibm = _accessor(doc, bufs, sk.inverseBindMatrices, src, ("MAT4",), what)
+        if len(ibm) < len(joints):
+            raise ModelError(f"{src}: {what}: accessor {sk.inverseBindMatrices} holds {len(ibm)} matrices for "
+                             f"{len(joints)} joints; expected one per joint")
+        ibm = ibm[:len(joints)].reshape(-1, 4, 4).transpose(0, 2, 1)
+    else:
+        ibm = np.broadcast_to(np.eye(4), (len(joints), 4, 4))
     ft = float(np.mean(np.diff(times))) if F > 1 else 0.0
-    clip = GltfClip(frames=frames, frame_time=ft, names=tuple(names),
-                    parents=tuple(index.get(parent.get(n), -1) for n in order),
-                    offsets=np.array(offsets), channels=tuple(channels), end_site=(False,) * len(order),
-                    gltf_nodes=tuple(order), times=times, rest=np.array(rest_cols),
-                    inverse_bind=np.array(ibm), skin_joints=tuple(index[j] for j in sk.joints),
-                    source=os.path.abspath(src), skin=int(skin), animation=animation)
-    clip = convert_clip(clip, scale=scale, up_from="y", up_to=up)
-    clip = dataclasses.replace(clip, scale=float(scale), up=str(up).lower(),
-                               source_frames=np.array(clip.frames))
+    try:
+        clip = _clip_of(order, index, parent, names, frames, ft, offsets, channels, times, rest_cols, ibm, joints,
+                        src, skin, animation, scale, up)
+    except ModelError as e:
+        raise ModelError(f"{src}: {e}") from None
     try:
         robot = skeleton_robot(clip, name=os.path.splitext(os.path.basename(src))[0])
     except ModelError as e:
         raise ModelError(f"{src}: {e}") from None
     return robot, clip
+
+
+def _clip_of(order, index, parent, names, frames, ft, offsets, channels, times, rest_cols, ibm, joints, src, skin,
+             animation, scale, up) -> GltfClip:
+    clip = GltfClip(frames=frames, frame_time=ft, names=tuple(names),
+                    parents=tuple(index.get(parent.get(n), -1) for n in order),
+                    offsets=np.array(offsets), channels=tuple(channels), end_site=(False,) * len(order),
+                    gltf_nodes=tuple(order), times=times, rest=np.array(rest_cols),
+                    inverse_bind=np.array(ibm), skin_joints=tuple(index[j] for j in joints),
+                    source=os.path.abspath(src), skin=int(skin), animation=animation)
+    clip = convert_clip(clip, scale=scale, up_from="y", up_to=up)
+    return dataclasses.replace(clip, scale=float(scale), up=str(up).lower(), source_frames=np.array(clip.frames))
 
 
 # --------------------------------------------------------------------------------------- writing
@@ -529,7 +629,7 @@ def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: flo
 
 def _write_into(pg, dst: str, clip: GltfClip, src: str):
     try:
-        doc = pg.GLTF2().load(src)
+        doc = _load(pg, src)
     except Exception as e:
         raise ModelError(f"{src}: cannot read the glTF file to write into: {e}") from None
     bufs = _buffers(doc, src)

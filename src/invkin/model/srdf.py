@@ -10,6 +10,9 @@ The Semantic Robot Description Format (MoveIt, Pinocchio) that goes with a URDF:
   (4, Pinocchio's order); a free joint ``x y z`` + rotation vector (6) or ``x y z qx qy qz qw``
   (7, Pinocchio's free flyer). Joints that are fixed in the model, and mimic followers, are
   accepted and ignored.
+  A revolute or prismatic value outside the joint's limits is kept, with one
+  :class:`~invkin.errors.ModelWarning` per file listing each such value, its limits and its line
+  (published files have them: kinova's ``arm_up``, simple_humanoid's ``half_sitting``).
 * ``<disable_collisions link1 link2 reason>``: kept as :attr:`Robot.disabled_collision_pairs`.
 * ``<virtual_joint name>``: the floating base (below). Everything else (``<group>``,
   ``<end_effector>``, ``<passive_joint>``, ``<rotor_params>``, ...) is skipped: invkin does not
@@ -141,7 +144,13 @@ def load_srdf(robot: Robot, path, max_bytes: int = DEFAULT_MAX_BYTES, strict: bo
     source = str(path)
     whole = robot if check is None else check
     srdf = _check_names(srdf, whole, source, strict)
-    states = {nm: _state_entries(robot, whole, nm, joints, source) for nm, joints in srdf.group_states.items()}
+    outside = []
+    states = {nm: _state_entries(robot, whole, nm, joints, source, outside)
+              for nm, joints in srdf.group_states.items()}
+    if outside:
+        warn_caller(f"{source}: {len(outside)} group_state value{'s are' if len(outside) > 1 else ' is'} outside "
+                    f"{'their' if len(outside) > 1 else 'its'} joint limits (kept as the file says): "
+                    f"{', '.join(outside)}", ModelWarning)
     pairs = tuple((a, b) for a, b, _, _ in srdf.disabled_collisions)
     old = dict(robot.extras.get("named_configurations", {}))
     old.update(states)
@@ -207,8 +216,9 @@ def _rotvec_of_xyzw(source, e, v) -> np.ndarray:
         raise _err(source, e, f"value: {exc}") from None
 
 
-def _state_entries(robot: Robot, whole: Robot, state: str, joints, source) -> dict:
-    """{q entry name of ``robot``: value} of one group state (entries ``robot`` lacks dropped)."""
+def _state_entries(robot: Robot, whole: Robot, state: str, joints, source, outside=None) -> dict:
+    """{q entry name of ``robot``: value} of one group state (entries ``robot`` lacks dropped);
+    values outside their joint's limits are described in the list ``outside``, if given."""
     out = {}
     entries = set(robot.joint_names)
     free = _free_root(robot)
@@ -221,6 +231,11 @@ def _state_entries(robot: Robot, whole: Robot, state: str, joints, source) -> di
             if v.size != 1:
                 raise _err(source, e, f"group_state {state!r}: joint {jn!r} takes 1 value, got {v.size}")
             out[jn] = float(v[0])
+            k = robot.joint_names.index(jn)
+            lo, hi = float(robot.lower[k]), float(robot.upper[k])
+            tol = 1e-9 * max(1.0, abs(lo), abs(hi))
+            if outside is not None and not lo - tol <= out[jn] <= hi + tol:
+                outside.append(f"{state!r} {jn} = {out[jn]:g} not in [{lo:g}, {hi:g}] (line {e.line})")
         elif jn + ".x" in entries and jn + ".rx" in entries:  # free: x y z + rotation vector
             if v.size == 7:
                 v = np.concatenate([v[:3], _rotvec_of_xyzw(source, e, v[3:])])

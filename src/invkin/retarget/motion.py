@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import io
 import math
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -150,7 +152,9 @@ class RobotMotion:
 
 def read_motion(path) -> RobotMotion:
     """Read a motion written by :meth:`RobotMotion.save` (``.npz``; the ``.csv`` is an export that is
-    not read back: a FileError says so)."""
+    not read back: a FileError says so). A damaged or truncated file, a key of the wrong shape or
+    type, non-finite values, a zero quaternion or an fps <= 0 is a :class:`~invkin.FileError`
+    naming the file and the key."""
     from ..spatial import quat_wxyz_to_matrix, so3_log
 
     p = str(path)
@@ -158,24 +162,50 @@ def read_motion(path) -> RobotMotion:
         data = f.read()
     try:
         z = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError) as e:
+        arrays = {k: z[k] for k in z.files}  # every member read now: a damaged one fails here
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
         if p.lower().endswith(".csv") or data.startswith(b"frame,time,"):
             raise FileError(f"{p}: read_motion reads the .npz files RobotMotion.save writes; its .csv is an "
                             f"export only (save the motion as .npz to read it back)") from None
         raise FileError(f"{p}: not a .npz motion file: {e}") from None
-    missing = [k for k in NPZ_KEYS if k not in z.files]
+    missing = [k for k in NPZ_KEYS if k not in arrays]
     if missing:
-        raise FileError(f"{p}: not a motion file: missing keys {missing} (has {list(z.files)})")
-    names = [str(n) for n in z["joint_names"]]
-    jp = np.asarray(z["joint_positions"], dtype=np.float64)
-    rp = np.asarray(z["root_position"], dtype=np.float64)
-    rq = np.asarray(z["root_quat_wxyz"], dtype=np.float64)
+        raise FileError(f"{p}: not a motion file: missing keys {missing} (has {list(arrays)})")
+
+    def numbers(key, ndim):
+        a = arrays[key]
+        if a.dtype.kind not in "biuf" or a.ndim != ndim:
+            raise FileError(f"{p}: {key} is a {a.ndim}-d array of {a.dtype}; expected a {ndim}-d array of numbers")
+        return np.asarray(a, dtype=np.float64)
+
+    def text(key):
+        a = arrays[key]
+        if a.dtype.kind != "U" or a.ndim != 0:
+            raise FileError(f"{p}: {key} is a {a.ndim}-d array of {a.dtype}; expected one string")
+        return str(a)
+
+    jn = arrays["joint_names"]
+    if jn.ndim != 1 or (jn.dtype.kind != "U" and jn.size):  # (save writes no names as float64 [])
+        raise FileError(f"{p}: joint_names is a {arrays['joint_names'].ndim}-d array of "
+                        f"{arrays['joint_names'].dtype}; expected a 1-d array of strings")
+    names = [str(n) for n in arrays["joint_names"]]
+    jp, rp, rq = numbers("joint_positions", 2), numbers("root_position", 2), numbers("root_quat_wxyz", 2)
+    fps = float(numbers("fps", 0))
     F = jp.shape[0]
-    if jp.ndim != 2 or jp.shape[1] != len(names) or rp.shape != (F, 3) or rq.shape != (F, 4):
+    if jp.shape[1] != len(names) or rp.shape != (F, 3) or rq.shape != (F, 4):
         raise FileError(f"{p}: inconsistent shapes: joint_positions {jp.shape}, {len(names)} joint_names, "
                         f"root_position {rp.shape}, root_quat_wxyz {rq.shape}")
-    rv = np.array([so3_log(quat_wxyz_to_matrix(x / np.linalg.norm(x))) for x in rq]).reshape(F, 3)
+    for key, a in (("joint_positions", jp), ("root_position", rp), ("root_quat_wxyz", rq)):
+        if not np.all(np.isfinite(a)):
+            raise FileError(f"{p}: {key}: frame {int(np.argmin(np.all(np.isfinite(a), axis=1)))} is not finite")
+    norm = np.linalg.norm(rq, axis=1)
+    if F and not np.all(norm > 1e-6):
+        raise FileError(f"{p}: root_quat_wxyz: frame {int(np.argmin(norm > 1e-6))} is not a unit quaternion "
+                        f"(norm {float(norm.min()):g})")
+    if not (math.isfinite(fps) and fps > 0):
+        raise FileError(f"{p}: fps is {fps!r}; expected a finite number > 0")
+    rv = np.array([so3_log(quat_wxyz_to_matrix(x / n)) for x, n in zip(rq, norm)]).reshape(F, 3)
     q = np.column_stack([rp, rv, jp])
     base = ["root_joint.x", "root_joint.y", "root_joint.z", "root_joint.rx", "root_joint.ry", "root_joint.rz"]
-    extra = {k: str(z[key]) for k, key in (("robot_spec", "robot_spec"), ("clip_path", "clip")) if key in z.files}
-    return RobotMotion(q, float(z["fps"]), tuple(base + names), robot_name=str(z["robot"]), source=p, **extra)
+    extra = {k: text(key) for k, key in (("robot_spec", "robot_spec"), ("clip_path", "clip")) if key in arrays}
+    return RobotMotion(q, fps, tuple(base + names), robot_name=text("robot"), source=p, **extra)
