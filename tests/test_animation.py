@@ -506,3 +506,17 @@ def test_cli_bad_input(short_walk, tmp_path, capsys):
     assert run_main(capsys, "clip", "fix-feet", short_walk, tmp_path / "o.bvh", "--up", "w")[0] == 2
     assert run_main(capsys, "clip")[0] == 2
     assert not (tmp_path / "o.bvh").exists()
+
+
+def test_cli_clip_refuses_a_gltf_or_npz_file_by_name(tmp_path, capsys):
+    # `invkin clip info x.glb` said "line 1: no MOTION section (truncated or not a BVH file?)"
+    from invkin.cli import main
+
+    for name in ("x.glb", "x.gltf", "x.npz"):
+        p = tmp_path / name
+        p.write_bytes(b"glTF")
+        assert main(["clip", "info", str(p)]) == 2
+        err = capsys.readouterr().err
+        assert "invkin clip reads BVH files" in err and "MOTION" not in err
+    assert main(["clip", "fix-feet", str(tmp_path / "x.glb"), str(tmp_path / "out.bvh")]) == 2
+    assert "invkin clip reads BVH files" in capsys.readouterr().err

@@ -613,3 +613,9 @@ def test_solve_many_with_per_item_base_seeds_matches_single_item_calls():
     for b in range(4):
         one = ik.solve_many(r, "tip", Ts[b:b + 1], q0=q0s[b], seed=3 + b)
         np.testing.assert_array_equal(one.q[0], batch.q[b])
+
+
+def test_load_robot_names_a_directory_as_one(tmp_path):
+    # it said "unsupported file type ''" for a folder (no suffix)
+    with pytest.raises(ModelError, match="is a directory; expected a .urdf"):
+        ik.load_robot(str(tmp_path))

@@ -31,10 +31,19 @@ def _usage_error(msg):
     return UsageError(msg)
 
 
-def cmd_info(args) -> int:
+def _read_clip(path):
+    """read_bvh(path), refusing a glTF or npz file by its name (it read as a BVH without a MOTION section)."""
     from .model.bvh import read_bvh
 
-    robot, clip = read_bvh(args.file)
+    suffix = os.path.splitext(str(path))[1].lower()
+    if suffix in (".glb", ".gltf", ".npz"):
+        raise _usage_error(f"{path!r}: invkin clip reads BVH files, not {suffix} (a glTF clip: invkin view "
+                           f"shows it, invkin.read_gltf reads it)")
+    return read_bvh(path)
+
+
+def cmd_info(args) -> int:
+    robot, clip = _read_clip(args.file)
     joints = []
     for nm, p, ch, end in zip(clip.names, clip.parents, clip.channels, clip.end_site):
         if not end:
@@ -70,7 +79,7 @@ def _default_feet(clip) -> list:
 
 def cmd_fix_feet(args) -> int:
     from .animation import FootPlant, NoContactWarning, correct_clip
-    from .model.bvh import read_bvh, write_bvh
+    from .model.bvh import write_bvh
 
     src, dst = os.fspath(args.input), os.fspath(args.output)
     if os.path.abspath(src) == os.path.abspath(dst) or (
@@ -84,7 +93,7 @@ def cmd_fix_feet(args) -> int:
         v = getattr(args, opt)
         if v is not None and not (math.isfinite(v) and v > 0):
             raise _usage_error(f"--{opt.replace('_', '-')}: expected a number > 0, got {v}")
-    robot, clip = read_bvh(src)
+    robot, clip = _read_clip(src)
     feet = args.feet or _default_feet(clip)
     goals = [FootPlant(f, pin=args.pin, height_threshold=args.height_threshold,
                        speed_threshold=args.speed_threshold, toe=False if args.no_toe else None) for f in feet]

@@ -78,6 +78,9 @@ def _load_robot(name_or_path, base: str | None = None, tip: str | None = None, f
         elif os.sep in s or "/" in s:
             if not os.path.exists(s):
                 raise ModelError(f"load_robot: no such file {s!r}")
+            if os.path.isdir(s):
+                raise ModelError(f"load_robot: {s!r} is a directory; expected a .urdf, .xml (URDF or MJCF) or "
+                                 f".bvh file")
             raise ModelError(f"load_robot: unsupported file type {suffix!r} for {s!r}; expected .urdf, .xml "
                              f"(URDF or MJCF) or .bvh")
         else:
