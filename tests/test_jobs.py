@@ -490,3 +490,78 @@ def test_cli_batch_on_a_scheduler(cluster, reference, npz, tmp_path):
                 str(CHUNK), "--max-restarts", "3", "--scheduler", cl.scheduler_address, "--no-progress")
     assert p.returncode == 1, p.stderr
     same(read_results(out), reference[1])
+
+
+@pytest.mark.parametrize("timeout", [-1.0, 0.0, float("nan"), float("inf")])
+def test_bad_connect_timeout_is_a_clear_error(timeout, npz, tmp_path):
+    """Was: handed to Dask as is ('could not convert string to float: 1-1.0', 'Invalid time unit: nan')."""
+    pytest.importorskip("dask.distributed")
+    with pytest.raises(JobError, match=r"connect_timeout: expected a finite number of seconds > 0, got"):
+        solve_dataset("panda", npz, tmp_path / "out", scheduler="tcp://127.0.0.1:1", connect_timeout=timeout, **KW)
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_bad_connect_timeout_exits_2(npz, tmp_path, capsys):
+    pytest.importorskip("dask.distributed")
+    from invkin.cli import main
+
+    for cmd in (["batch", "panda", "--targets", npz, "--out", str(tmp_path / "o")],
+                ["reachability", "panda", "--resolution", "0.3"]):
+        assert main([*cmd, "--scheduler", "tcp://127.0.0.1:1", "--connect-timeout", "-1", "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("invkin: error: connect_timeout:") and "-1" in err and err.count("\n") == 1, err
+
+
+def test_out_below_a_file_is_a_clear_error(npz, tmp_path):
+    """Was: the bare OSError '[Errno 20] Not a directory: ...'."""
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(JobError, match=r"cannot create the output folder .*a file"):
+        solve_dataset("panda", npz, tmp_path / "f" / "sub", **KW)
+    assert (tmp_path / "f").read_text() == "x"
+
+
+def test_sigterm_mid_job_leaves_a_manifest_listing_every_written_part(reference, npz, tmp_path, monkeypatch,
+                                                                      capsys):
+    """Was: SIGTERM (timeout, a batch system, kill) ended the process at once: parts written since the
+    last manifest rewrite (<= 1 s) were on disk but unlisted. Now it ends like Ctrl-C: the manifest is
+    rewritten, one line says how to resume, exit code 143."""
+    from invkin.cli import main
+    from invkin.jobs import dataset
+
+    class Sentinel(Exception):
+        pass
+
+    def not_handled(signum, frame):  # without invkin's handler: a clear failure, not a dead pytest
+        raise Sentinel("SIGTERM not handled by invkin batch")
+
+    old = signal.signal(signal.SIGTERM, not_handled)
+    real_run = dataset.run_chunks
+    written = []
+
+    def run_chunks(*a, **kw):
+        real_on_result = a[8]
+
+        def on_result(c, res):
+            real_on_result(c, res)
+            written.append(c)
+            if len(written) == 2:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        return real_run(*a[:8], on_result, *a[9:], **kw)
+
+    monkeypatch.setattr(dataset, "run_chunks", run_chunks)
+    monkeypatch.setattr(dataset, "_MANIFEST_INTERVAL", 3600.0)  # only the end of the run writes it
+    out = tmp_path / "job"
+    try:
+        rc = main(["batch", "panda", "--targets", npz, "--out", str(out), "--frame", FRAME, "--chunk-size",
+                   str(CHUNK), "--max-restarts", "3", "--no-progress"])
+        assert signal.getsignal(signal.SIGTERM) is not_handled  # restored
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    err = capsys.readouterr().err
+    assert rc == 143, err
+    assert "terminated" in err and "rerun" in err and err.count("\n") == 1, err
+    m = json.loads((out / MANIFEST).read_text())
+    assert sorted(int(k) for k in m["parts"]) == sorted(written) and not m["complete"]
+    res = read_results(out, allow_partial=True)
+    assert res["index"].size == 2 * CHUNK

@@ -149,6 +149,10 @@ def connect(scheduler: str, timeout: float = 5.0):
     if not isinstance(scheduler, str) or not _ADDRESS.match(scheduler):
         raise JobError(f"scheduler: expected an address such as tcp://host:8786 (or host:8786), got "
                        f"{scheduler!r:.200}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float, np.integer, np.floating)) \
+            or not (0 < timeout < float("inf")):
+        raise JobError(f"connect_timeout: expected a finite number of seconds > 0, got {timeout!r:.100}")
+    timeout = float(timeout)
     distributed = _require("dask.distributed")
     try:
         return distributed.Client(scheduler, timeout=timeout, set_as_default=False)
