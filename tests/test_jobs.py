@@ -515,7 +515,7 @@ def test_cli_bad_connect_timeout_exits_2(npz, tmp_path, capsys):
 def test_out_below_a_file_is_a_clear_error(npz, tmp_path):
     """Was: the bare OSError '[Errno 20] Not a directory: ...'."""
     (tmp_path / "f").write_text("x")
-    with pytest.raises(JobError, match=r"cannot create the output folder .*a file"):
+    with pytest.raises(JobError, match=r"cannot create the output folder: .*f is a file, not a folder"):
         solve_dataset("panda", npz, tmp_path / "f" / "sub", **KW)
     assert (tmp_path / "f").read_text() == "x"
 

@@ -122,7 +122,15 @@ def _prepare_out(out: str, job_id: str, overwrite: bool, describe: str) -> dict:
     """Create or check ``out``; return the verified part entries of this job already there."""
     if os.path.exists(out) and not os.path.isdir(out):
         raise JobError(f"{out}: exists and is not a folder")
-    os.makedirs(out, exist_ok=True)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except NotADirectoryError:
+        parent = os.path.dirname(out)
+        while parent and not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        raise JobError(f"{out}: cannot create the output folder: {parent} is a file, not a folder") from None
+    except OSError as e:
+        raise JobError(f"{out}: cannot create the output folder: {e.strerror or e}") from None
     parts, tmps = _our_files(out)
     for t in tmps:  # a previous run died mid-write: its temporaries are garbage
         try:
