@@ -1,27 +1,65 @@
 """``invkin batch`` and ``invkin reachability``.
 
 Exit codes: batch: 0 every target converged, 1 the job finished but some targets did not
-converge, 2 bad input (targets file, columns, output folder, scheduler). reachability: 0 when the
-map was made, 2 bad input.
+converge, 2 bad input (targets file, columns, output folder, scheduler), 130 Ctrl-C, 143 SIGTERM
+(both rewrite the manifest first; rerunning resumes). reachability: 0 when the map was made, 2 bad
+input.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import sys
+import threading
 
 from ..cli_robot import add_robot_options, robot_from_args
 
 EXIT_OK, EXIT_NOT_CONVERGED, EXIT_BAD_INPUT = 0, 1, 2
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that the job's ``finally`` rewrites the manifest."""
+
+
+@contextlib.contextmanager
+def _sigterm_ends_like_ctrl_c():
+    """While the block runs, SIGTERM (``timeout``, ``kill``, a batch system) raises
+    :class:`_Terminated` instead of ending the process at once, as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Terminated()
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):  # pragma: no cover - no signals here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def cmd_batch(args) -> int:
     from .dataset import solve_dataset
 
     robot = robot_from_args(args, keep_name=True)
-    s = solve_dataset(robot, args.targets, args.out, frame=args.frame, chunk_size=args.chunk_size,
-                      scheduler=args.scheduler, seed=args.seed, position_tolerance=args.position_tolerance,
-                      rotation_tolerance=args.rotation_tolerance, max_restarts=args.max_restarts,
-                      overwrite=args.overwrite, progress=not args.no_progress, connect_timeout=args.connect_timeout)
+    try:
+        with _sigterm_ends_like_ctrl_c():
+            s = solve_dataset(robot, args.targets, args.out, frame=args.frame, chunk_size=args.chunk_size,
+                              scheduler=args.scheduler, seed=args.seed, position_tolerance=args.position_tolerance,
+                              rotation_tolerance=args.rotation_tolerance, max_restarts=args.max_restarts,
+                              overwrite=args.overwrite, progress=not args.no_progress,
+                              connect_timeout=args.connect_timeout)
+    except _Terminated:
+        print(f"invkin: terminated (SIGTERM); the parts written so far are listed in {args.out}'s manifest; "
+              f"rerun the same command to resume", file=sys.stderr)
+        return 128 + int(signal.SIGTERM)
     if args.json:
         print(json.dumps({"job_id": s.job_id, "out": s.out, "n_targets": s.n_targets, "n_parts": s.n_parts,
                           "parts_computed": s.parts_computed, "parts_skipped": s.parts_skipped,
