@@ -185,3 +185,27 @@ def test_missing_matplotlib_names_the_extra(planar, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(JobError, match=r"pip install invkin\[plot\]"):
         planar.plot_slices(tmp_path / "x.png")
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--out", "m.npz", "--plot", "m.npz"], r"--plot 'm.npz' and --out 'm.npz' name the same file"),
+    (["--out", "m.npz", "--parquet", "./m.npz"], r"--parquet './m.npz' and --out 'm.npz' name the same file"),
+    (["--out", "m.npz", "--plot", "d.png"], r"--plot 'd.png': is a directory"),
+    (["--out", "d.npz"], r"--out 'd.npz': is a directory"),
+])
+def test_cli_reachability_output_clashes_are_refused_before_the_run(args, match, tmp_path, capsys, monkeypatch):
+    """Was: the same path for --out and --plot wrote the map, then the PNG over it ('wrote m.npz' twice, the
+    map lost); a folder in the way failed only after the whole run, with the .npz already written."""
+    from invkin.cli import main
+    from invkin.jobs import reachability
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.png").mkdir()
+    (tmp_path / "d.npz").mkdir()
+    ran = []
+    monkeypatch.setattr(reachability, "run_chunks", lambda *a, **k: ran.append(1))
+    assert main(["reachability", "planar2", "--resolution", "0.3", "--no-progress", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("invkin: error:"), err
+    assert __import__("re").search(match, err), err
+    assert not ran and not (tmp_path / "m.npz").exists()

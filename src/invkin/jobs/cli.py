@@ -89,11 +89,23 @@ def cmd_reachability(args) -> int:
         from .._checks import MAX_LENGTH, real_array
 
         real_array("--through", args.through, JobError, bound=MAX_LENGTH, unit=" [m]")
-    for p in (out, args.parquet, args.plot):
-        if p is not None:
-            d = os.path.dirname(os.path.abspath(p))
-            if not os.path.isdir(d):
-                raise JobError(f"{p}: the folder {d!r} does not exist")
+    plot = args.plot
+    if plot is None and out is not None:
+        plot = os.path.splitext(out)[0] + ".png"
+    seen = {}
+    for opt, p in (("--out", out), ("--parquet", args.parquet), ("--plot", plot)):
+        if p is None:
+            continue
+        d = os.path.dirname(os.path.abspath(p))
+        if not os.path.isdir(d):
+            raise JobError(f"{p}: the folder {d!r} does not exist")
+        if os.path.isdir(p):  # checked before the long run, not after it
+            raise JobError(f"{opt} {p!r}: is a directory; expected a file path")
+        real = os.path.realpath(p)
+        if real in seen:  # one file written over the other
+            raise JobError(f"{opt} {p!r} and {seen[real][0]} {seen[real][1]!r} name the same file; give "
+                           f"each output its own path")
+        seen[real] = (opt, p)
     robot = robot_from_args(args, keep_name=True)
     m = reachability_map(robot, args.frame, args.resolution, args.orientations, bounds=bounds,
                          scheduler=args.scheduler, seed=args.seed, max_restarts=args.max_restarts,
@@ -104,9 +116,6 @@ def cmd_reachability(args) -> int:
         written.append(m.save_parquet(out) if out.lower().endswith((".parquet", ".pq")) else m.save_npz(out))
     if args.parquet is not None:
         written.append(m.save_parquet(args.parquet))
-    plot = args.plot
-    if plot is None and out is not None:
-        plot = os.path.splitext(out)[0] + ".png"
     if plot is not None:
         written.append(m.plot_slices(plot, through=args.through))
     if args.json:
