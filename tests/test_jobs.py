@@ -565,3 +565,28 @@ def test_sigterm_mid_job_leaves_a_manifest_listing_every_written_part(reference,
     assert sorted(int(k) for k in m["parts"]) == sorted(written) and not m["complete"]
     res = read_results(out, allow_partial=True)
     assert res["index"].size == 2 * CHUNK
+
+
+@pytest.mark.parametrize("text", ['{"name": "my web app", "icons": []}\n', "not json at all\n"])
+def test_a_foreign_manifest_json_is_never_deleted(text, npz, tmp_path):
+    """Was: a folder holding someone else's manifest.json (a web app's, say) was refused with 'pass
+    --overwrite', and --overwrite then deleted that file and wrote the job's manifest in its place."""
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / MANIFEST).write_text(text)
+    for overwrite in (False, True):
+        with pytest.raises(JobError, match=r"not an invkin job manifest.*will not (delete|replace) it") as e:
+            solve_dataset("panda", npz, out, overwrite=overwrite, **KW)
+        assert "--overwrite" not in str(e.value)
+    assert (out / MANIFEST).read_text() == text and sorted(os.listdir(out)) == [MANIFEST]
+
+
+def test_overwrite_still_replaces_a_broken_invkin_manifest(reference, npz, tmp_path):
+    out = tmp_path / "job"
+    solve_dataset("panda", npz, out, **KW)
+    m = json.loads((out / MANIFEST).read_text())
+    m["parts"] = "garbage"
+    (out / MANIFEST).write_text(json.dumps(m))
+    with pytest.raises(JobError, match="--overwrite"):
+        solve_dataset("panda", npz, out, **KW)
+    same(read_results(solve_dataset("panda", npz, out, overwrite=True, **KW).out), reference[1])

@@ -92,19 +92,31 @@ def _part_file(out: str, name) -> str:
     return name
 
 
+class _ForeignManifest(JobError):
+    """``manifest.json`` in the folder is not an invkin job's: never replaced, even with overwrite."""
+
+
 def _read_manifest(out: str):
+    """The job manifest in ``out`` (None when there is none). A manifest.json that is not an invkin
+    job manifest (another program's file) is a JobError that never suggests --overwrite: invkin
+    does not delete it."""
     path = os.path.join(out, MANIFEST)
     if not os.path.exists(path):
         return None
     try:
         with open(path, encoding="utf-8") as f:
             m = json.load(f)
-        if not isinstance(m, dict) or m.get("format") != FORMAT or not isinstance(m.get("parts"), dict):
-            raise ValueError("not an invkin job manifest")
-        return m
     except (OSError, ValueError, UnicodeDecodeError) as e:
-        raise JobError(f"{path}: unreadable job manifest ({e}); pass --overwrite (overwrite=True) to start "
-                       f"the job again in this folder") from None
+        raise _ForeignManifest(f"{path}: not an invkin job manifest (unreadable: {e}); invkin will not replace it: "
+                       f"choose another folder for the job, or remove the file yourself") from None
+    if not isinstance(m, dict) or not str(m.get("format", "")).startswith("invkin-dataset/"):
+        raise _ForeignManifest(f"{path}: not an invkin job manifest (another program's file?); invkin will not replace "
+                       f"it: choose another folder for the job, or remove the file yourself")
+    if m.get("format") != FORMAT or not isinstance(m.get("parts"), dict):
+        raise JobError(f"{path}: unreadable job manifest (format {m.get('format')!r}, expected {FORMAT!r} with "
+                       f"a 'parts' mapping); pass --overwrite (overwrite=True) to start the job again in this "
+                       f"folder")
+    return m
 
 
 def _our_files(out: str):
@@ -137,7 +149,14 @@ def _prepare_out(out: str, job_id: str, overwrite: bool, describe: str) -> dict:
             os.unlink(os.path.join(out, t))
         except OSError:
             pass
-    manifest = None if overwrite else _read_manifest(out)
+    try:
+        manifest = _read_manifest(out)
+    except _ForeignManifest:
+        raise  # another program's manifest.json: never deleted, whatever overwrite says
+    except JobError:
+        if not overwrite:
+            raise
+        manifest = None
     if overwrite:
         for p in parts + ([MANIFEST] if os.path.exists(os.path.join(out, MANIFEST)) else []):
             os.unlink(os.path.join(out, p))
