@@ -368,6 +368,16 @@ def test_solve_many_position_targets_and_unreachable_rows(seed8):
     assert np.allclose(seed8.fk(res.q[1], "effector")[:3, 3], [0, 0, 3], atol=1e-3)
 
 
+def test_solve_many_pose_targets_beyond_reach_are_unreachable_as_solve_says(panda):
+    # a pose target 0.6 m beyond the Panda's reach was 'stalled' in solve_many, 'unreachable' in solve
+    T = panda.fk(panda.neutral(), "panda_hand")
+    far = T.copy()
+    far[:3, 3] = [1.4, 0.3, 0.5]
+    batch = ik.solve_many(panda, "panda_hand", np.stack([T, far]), max_restarts=2)
+    assert batch.status == [Status.CONVERGED, Status.UNREACHABLE]
+    assert ik.solve(panda, ik.Pose("panda_hand", far)).status is Status.UNREACHABLE
+
+
 @pytest.mark.parametrize("Ts, method", [(np.zeros((0, 4, 4)), "lm"), (np.zeros((0, 3)), "lm"),
                                         (np.zeros((0, 4, 4)), "dls")])
 def test_an_empty_batch_says_so_without_warnings(panda, Ts, method):

@@ -1691,9 +1691,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     # start it drew after the last one, which never ran (restarts_run)
     np.minimum(rest, max_restarts, out=rest)
     codes = np.where(conv, 0, 4).astype(np.int64)  # converged, else stalled
-    if position_only and not conv.all():
-        # beyond the reach radius: unreachable (a status, not an error)
+    if not conv.all():
+        # a position beyond the reach radius: unreachable (a status, not an error), for a pose target too
         p_anchor, radius = reach_point(robot, node)
-        far = np.linalg.norm(Ts - p_anchor, axis=1) > radius + position_tolerance
+        far = np.linalg.norm((Ts if position_only else Ts[:, :3, 3]) - p_anchor, axis=1) > radius + position_tolerance
         codes[far & ~conv] = 1
     return BatchResult(q_out, conv, codes, errs[:, 0], errs[:, 1], iters, rest, time.perf_counter() - t0, "lm")
