@@ -723,3 +723,40 @@ def test_a_retargeted_motion_plays_on_the_time_slider_beside_its_clip(browser, s
         assert np.count_nonzero(s0 & s1) < 0.5 * min(s0.sum(), s1.sum())
     finally:
         page.close()
+
+
+def _ws_send(app, payload) -> bool:
+    """Connect to the viewer's websocket as a page would, send one message, wait; True if the
+    server left the connection open."""
+    import asyncio
+
+    import viser
+    import websockets
+
+    async def go():
+        async with websockets.connect(f"ws://127.0.0.1:{app.port}",
+                                      subprotocols=[f"viser-v{viser.__version__}"]) as ws:
+            await ws.send(payload)
+            await asyncio.sleep(0.5)
+            return ws.state.name == "OPEN"
+
+    return asyncio.run(go())
+
+
+def test_a_malformed_websocket_message_is_one_line_not_a_traceback(started, caplog):
+    from msgspec.msgpack import encode  # viser's own message codec
+
+    app = started(ViewerApp("planar2", port=free_port()))
+    for payload in (b"garbage", encode({"type": "NoSuchMessage"}), "a text frame",
+                    encode({"type": "TransformControlsUpdateMessage", "name": "x"})):
+        assert not _ws_send(app, payload)  # the bad client is dropped
+    time.sleep(0.3)
+    records = [r for r in caplog.records if r.name == "websockets.server" and r.levelname == "ERROR"]
+    assert len(records) == 4, [r.getMessage() for r in records]
+    for r in records:  # what stderr shows (logging's last-resort handler): the line, no traceback
+        assert r.exc_info is None and "\n" not in r.getMessage(), r.getMessage()
+        assert r.getMessage().startswith("invkin viewer: dropped a client that sent a message"), r.getMessage()
+    msgs = " ".join(r.getMessage() for r in records)
+    assert "NoSuchMessage" in msgs and "not a binary" in msgs and "AssertionError" not in msgs
+    res = app.set_target([0.5, 0.6, 0.0])  # and the viewer still serves
+    assert res.success

@@ -49,7 +49,7 @@ from ..model.robot import Robot
 from .character import CharacterMixin, clip_up_axis, up_rotation
 from .draw import DrawMixin
 from . import DEMOS
-from .errors import PortInUseError, ViewerError, _check_port_free, _import_viser
+from .errors import PortInUseError, ViewerError, _check_port_free, _import_viser, _quiet_client_errors
 from .gui import GuiMixin
 from .motion import MotionMixin, motion_view
 from .pose import start_pose
@@ -259,6 +259,7 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, MotionMixin, DrawMixi
         """Compile the kernels, then start serving; returns self. Raises ViewerError."""
         viser = _import_viser()
         _check_port_free(self.host, self.requested_port)
+        _quiet_client_errors()  # a page sending a bad message: one line on stderr, not a traceback
         with self._lock:
             self._warm_up(self.method)
             self._initial_solve()
