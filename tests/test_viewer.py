@@ -453,6 +453,27 @@ def test_arrow_keys_in_the_page_move_the_tentacle_target_and_never_the_camera(br
         page.close()
 
 
+def test_the_tentacle_page_loads_without_console_errors_or_failed_requests(browser, started):
+    app = started(demo_app("tentacle", port=free_port()))
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    problems = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})"))
+    try:
+        page.goto(app.url)
+        page.wait_for_selector("canvas", timeout=30_000)
+        for _ in range(200):  # the page script that keeps the arrow keys from the camera has run
+            if page.evaluate("() => window.__invkinArrows === 1"):
+                break
+            time.sleep(0.05)
+        assert page.evaluate("() => window.__invkinArrows === 1")
+        time.sleep(0.5)
+        assert not problems, problems
+    finally:
+        page.close()
+
+
 def _differs(a: np.ndarray, b: np.ndarray, level: int = 8) -> float:
     """Share of the 3-D view's pixels that differ between two screenshots."""
     return float(np.any(np.abs(_view(a).astype(int) - _view(b).astype(int)) > level, axis=2).mean())

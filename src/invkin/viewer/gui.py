@@ -17,7 +17,8 @@ ARROW_STEP = 0.05        # [m] target move per arrow key press (tentacle demo)
 # demos bind the arrows to commands instead. This page script hides ``code`` from the camera for
 # the four arrow keys (the command hotkeys match ``event.key``, which it leaves alone), so a press
 # moves the target and never the camera. It runs once, from an <img> error handler (HTML inserted
-# by React does not run <script> tags).
+# by React does not run <script> tags); its src, an empty data: URL, fails at once with no request
+# (and no console error).
 _ARROWS_ONLY_FOR_COMMANDS = (
     "if(!window.__invkinArrows){window.__invkinArrows=1;"
     "const f=e=>{if(e.key&&e.key.startsWith('Arrow')&&e.code&&e.code.startsWith('Arrow'))"
@@ -49,7 +50,7 @@ class GuiMixin:
                 "two-bone": "closed-form two-bone IK", "reach": "straight-line reach (SEEDS §1)"}[self.scene]
         gui.add_markdown(f"**invkin** · `{r.name}` · {r.dof} DOF · {head}")
         if self.scene == "tentacle":
-            gui.add_html(f'<img src="invkin:arrows" alt="" style="display:none" onerror="{_ARROWS_ONLY_FOR_COMMANDS}">')
+            gui.add_html(f'<img src="data:," alt="" style="display:none" onerror="{_ARROWS_ONLY_FOR_COMMANDS}">')
         unit = "clip units" if self.bvh else "m"
         self._gui["status"] = gui.add_markdown("")
         self._show_status()
