@@ -100,6 +100,24 @@ def test_an_unknown_method_or_frame_or_scene_is_refused_before_serving():
         demo_app("nope")
 
 
+def test_a_bad_target_orientation_is_refused_and_leaves_the_target_as_it_was():
+    app = ViewerApp("panda", port=0)
+    before = app._target(None).wxyz.copy()
+    for wxyz in ([0, 0, 0, 0], [np.nan, 0, 0, 1], [1, 0], "abcd", [[1, 0, 0, 0]] * 2):
+        with pytest.raises(ViewerError, match=r"set_target: expected wxyz.*unit quaternion"):
+            app.set_target([0.4, 0.1, 0.5], wxyz=wxyz)
+        assert np.array_equal(app._target(None).wxyz, before)
+    app.set_target([0.4, 0.1, 0.5], wxyz=[2.0, 0.0, 0.0, 0.0])  # normalised
+    assert np.allclose(app._target(None).wxyz, [1.0, 0.0, 0.0, 0.0])
+
+
+def test_one_target_frame_may_be_a_string_and_an_unknown_up_axis_is_refused_for_any_robot():
+    app = ViewerApp("panda", port=0, targets="panda_hand")  # was: unknown frame 'p'
+    assert app.target_frames == ["panda_hand"]
+    with pytest.raises(ViewerError, match="unknown up axis 'w'"):
+        ViewerApp("panda", port=0, up="w")  # was: accepted and ignored (up applies to clips)
+
+
 def test_a_port_in_use_is_a_clear_error_naming_the_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
