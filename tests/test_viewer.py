@@ -764,6 +764,36 @@ def test_a_retargeted_motion_plays_on_the_time_slider_beside_its_clip(browser, s
         page.close()
 
 
+def _fire(handle, value) -> None:
+    """Run a control's update callbacks as viser does when a page sends ``value`` for it (viser
+    casts the value to the control's type but checks no range or option)."""
+    from types import SimpleNamespace
+
+    handle._impl.value = value  # what viser's _handle_gui_updates does, after its cast
+    for cb in handle._impl.update_cb:
+        cb(SimpleNamespace(target=handle, client=None))
+
+
+def test_a_control_value_outside_its_range_or_options_is_clamped_or_ignored(started):
+    app = started(ViewerApp(MOCAP / "fair1_wave_hello.bvh", port=0, targets=["Head"]))
+    n = app.clip.n_frames
+    g = app._gui
+    for value, frame in ((10 * n, n - 1), (-3, 0), (float("nan"), 0), (float("inf"), n - 1)):
+        _fire(g["frame"], value)  # was: IndexError, ValueError, or -3 showing frame n - 3
+        assert app.clip_frame == frame and np.array_equal(app.current_q, app.clip.frames[frame]), value
+    _fire(g["method"], "nope")  # was: SolverError in the callback; the method stays
+    assert app.method == "lm"
+    weight = app._target("Head").weight
+    _fire(g["weight"], float("nan"))  # was: a NaN goal weight, every later solve an error
+    assert app._target("Head").weight == weight
+    _fire(g["fk"], True)
+    q = app.current_q
+    _fire(app._sliders[3], float("nan"))  # was: ConfigurationError in the callback
+    assert np.array_equal(app.current_q, q)
+    _fire(app._sliders[3], 1e9)
+    assert app.current_q[3] == app._sliders[3].max
+
+
 def _ws_send(app, payload) -> bool:
     """Connect to the viewer's websocket as a page would, send one message, wait; True if the
     server left the connection open."""
