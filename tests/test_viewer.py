@@ -809,7 +809,10 @@ def _ws_send(app, payload) -> bool:
             await asyncio.sleep(0.5)
             return ws.state.name == "OPEN"
 
-    return asyncio.run(go())
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's loop
+        return pool.submit(asyncio.run, go()).result(timeout=30)
 
 
 def test_a_malformed_websocket_message_is_one_line_not_a_traceback(started, caplog):
