@@ -140,7 +140,7 @@ def test_every_command_has_help(command):
 
 def test_view_and_demo_help_name_host_port_and_defaults():
     view = run("view", "--help").stdout
-    assert "ROBOT|FILE.bvh" in view and "--port" in view and "--host" in view and "127.0.0.1" in view
+    assert "ROBOT|CLIP.bvh|CLIP.glb|MOTION.npz" in view and "none for a clip or a motion" in view and "--port" in view and "--host" in view and "127.0.0.1" in view
     demo = run("demo", "--help").stdout
     for word in ("panda", "tentacle", "two-bone", "reach", "--tour", "8080"):
         assert word in demo

@@ -100,6 +100,24 @@ def test_an_unknown_method_or_frame_or_scene_is_refused_before_serving():
         demo_app("nope")
 
 
+def test_a_bad_target_orientation_is_refused_and_leaves_the_target_as_it_was():
+    app = ViewerApp("panda", port=0)
+    before = app._target(None).wxyz.copy()
+    for wxyz in ([0, 0, 0, 0], [np.nan, 0, 0, 1], [1, 0], "abcd", [[1, 0, 0, 0]] * 2):
+        with pytest.raises(ViewerError, match=r"set_target: expected wxyz.*unit quaternion"):
+            app.set_target([0.4, 0.1, 0.5], wxyz=wxyz)
+        assert np.array_equal(app._target(None).wxyz, before)
+    app.set_target([0.4, 0.1, 0.5], wxyz=[2.0, 0.0, 0.0, 0.0])  # normalised
+    assert np.allclose(app._target(None).wxyz, [1.0, 0.0, 0.0, 0.0])
+
+
+def test_one_target_frame_may_be_a_string_and_an_unknown_up_axis_is_refused_for_any_robot():
+    app = ViewerApp("panda", port=0, targets="panda_hand")  # was: unknown frame 'p'
+    assert app.target_frames == ["panda_hand"]
+    with pytest.raises(ViewerError, match="unknown up axis 'w'"):
+        ViewerApp("panda", port=0, up="w")  # was: accepted and ignored (up applies to clips)
+
+
 def test_a_port_in_use_is_a_clear_error_naming_the_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -453,6 +471,27 @@ def test_arrow_keys_in_the_page_move_the_tentacle_target_and_never_the_camera(br
         page.close()
 
 
+def test_the_tentacle_page_loads_without_console_errors_or_failed_requests(browser, started):
+    app = started(demo_app("tentacle", port=free_port()))
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    problems = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})"))
+    try:
+        page.goto(app.url)
+        page.wait_for_selector("canvas", timeout=30_000)
+        for _ in range(200):  # the page script that keeps the arrow keys from the camera has run
+            if page.evaluate("() => window.__invkinArrows === 1"):
+                break
+            time.sleep(0.05)
+        assert page.evaluate("() => window.__invkinArrows === 1")
+        time.sleep(0.5)
+        assert not problems, problems
+    finally:
+        page.close()
+
+
 def _differs(a: np.ndarray, b: np.ndarray, level: int = 8) -> float:
     """Share of the 3-D view's pixels that differ between two screenshots."""
     return float(np.any(np.abs(_view(a).astype(int) - _view(b).astype(int)) > level, axis=2).mean())
@@ -723,3 +762,73 @@ def test_a_retargeted_motion_plays_on_the_time_slider_beside_its_clip(browser, s
         assert np.count_nonzero(s0 & s1) < 0.5 * min(s0.sum(), s1.sum())
     finally:
         page.close()
+
+
+def _fire(handle, value) -> None:
+    """Run a control's update callbacks as viser does when a page sends ``value`` for it (viser
+    casts the value to the control's type but checks no range or option)."""
+    from types import SimpleNamespace
+
+    handle._impl.value = value  # what viser's _handle_gui_updates does, after its cast
+    for cb in handle._impl.update_cb:
+        cb(SimpleNamespace(target=handle, client=None))
+
+
+def test_a_control_value_outside_its_range_or_options_is_clamped_or_ignored(started):
+    app = started(ViewerApp(MOCAP / "fair1_wave_hello.bvh", port=0, targets=["Head"]))
+    n = app.clip.n_frames
+    g = app._gui
+    for value, frame in ((10 * n, n - 1), (-3, 0), (float("nan"), 0), (float("inf"), n - 1)):
+        _fire(g["frame"], value)  # was: IndexError, ValueError, or -3 showing frame n - 3
+        assert app.clip_frame == frame and np.array_equal(app.current_q, app.clip.frames[frame]), value
+    _fire(g["method"], "nope")  # was: SolverError in the callback; the method stays
+    assert app.method == "lm"
+    weight = app._target("Head").weight
+    _fire(g["weight"], float("nan"))  # was: a NaN goal weight, every later solve an error
+    assert app._target("Head").weight == weight
+    _fire(g["fk"], True)
+    q = app.current_q
+    _fire(app._sliders[3], float("nan"))  # was: ConfigurationError in the callback
+    assert np.array_equal(app.current_q, q)
+    _fire(app._sliders[3], 1e9)
+    assert app.current_q[3] == app._sliders[3].max
+
+
+def _ws_send(app, payload) -> bool:
+    """Connect to the viewer's websocket as a page would, send one message, wait; True if the
+    server left the connection open."""
+    import asyncio
+
+    import viser
+    import websockets
+
+    async def go():
+        async with websockets.connect(f"ws://127.0.0.1:{app.port}",
+                                      subprotocols=[f"viser-v{viser.__version__}"]) as ws:
+            await ws.send(payload)
+            await asyncio.sleep(0.5)
+            return ws.state.name == "OPEN"
+
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's loop
+        return pool.submit(asyncio.run, go()).result(timeout=30)
+
+
+def test_a_malformed_websocket_message_is_one_line_not_a_traceback(started, caplog):
+    from msgspec.msgpack import encode  # viser's own message codec
+
+    app = started(ViewerApp("planar2", port=free_port()))
+    for payload in (b"garbage", encode({"type": "NoSuchMessage"}), "a text frame",
+                    encode({"type": "TransformControlsUpdateMessage", "name": "x"})):
+        assert not _ws_send(app, payload)  # the bad client is dropped
+    time.sleep(0.3)
+    records = [r for r in caplog.records if r.name == "websockets.server" and r.levelname == "ERROR"]
+    assert len(records) == 4, [r.getMessage() for r in records]
+    for r in records:  # what stderr shows (logging's last-resort handler): the line, no traceback
+        assert r.exc_info is None and "\n" not in r.getMessage(), r.getMessage()
+        assert r.getMessage().startswith("invkin viewer: dropped a client that sent a message"), r.getMessage()
+    msgs = " ".join(r.getMessage() for r in records)
+    assert "NoSuchMessage" in msgs and "not a binary" in msgs and "AssertionError" not in msgs
+    res = app.set_target([0.5, 0.6, 0.0])  # and the viewer still serves
+    assert res.success

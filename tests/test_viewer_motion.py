@@ -81,8 +81,13 @@ def test_not_a_motion_file_is_refused(g1, tmp_path):
     with pytest.raises(ik.FileError, match="not a motion file: missing keys"):
         motion_view(tmp_path / "other.npz")
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
-    with pytest.raises(ik.FileError, match="not a .npz motion file"):
+    with pytest.raises(ik.FileError, match="not a .npz motion file") as err:
         motion_view(tmp_path / "junk.npz")
+    assert "zip archive" in str(err.value) and "pickle" not in str(err.value)  # was: numpy's pickle advice
+    with open(tmp_path / "array.npz", "wb") as f:  # one .npy array under a .npz name
+        np.save(f, np.zeros(3))
+    with pytest.raises(ik.FileError, match="not a .npz motion file: a single .npy array"):  # was: AttributeError
+        motion_view(tmp_path / "array.npz")
 
 
 def test_an_older_file_without_robot_spec_needs_the_robot_named(g1, tmp_path):

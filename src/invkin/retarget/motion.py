@@ -160,13 +160,20 @@ def read_motion(path) -> RobotMotion:
     p = str(path)
     with open_regular(p, "motion file") as f:
         data = f.read()
+    zip_magic = data.startswith((b"PK\x03\x04", b"PK\x05\x06"))
+    if not zip_magic and (p.lower().endswith(".csv") or data.startswith(b"frame,time,")):
+        raise FileError(f"{p}: read_motion reads the .npz files RobotMotion.save writes; its .csv is an "
+                        f"export only (save the motion as .npz to read it back)")
+    if data.startswith(b"\x93NUMPY"):  # np.load would return the one array, which has no members
+        raise FileError(f"{p}: not a .npz motion file: a single .npy array (a motion file is the .npz zip "
+                        f"archive RobotMotion.save writes)")
+    if not zip_magic:  # else numpy's pickle fallback speaks ("If you trust the file ... allow_pickle=")
+        raise FileError(f"{p}: not a .npz motion file: not a zip archive (it starts with {data[:8]!r}; a "
+                        f".npz starts with b'PK')")
     try:
         z = np.load(io.BytesIO(data), allow_pickle=False)
         arrays = {k: z[k] for k in z.files}  # every member read now: a damaged one fails here
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
-        if p.lower().endswith(".csv") or data.startswith(b"frame,time,"):
-            raise FileError(f"{p}: read_motion reads the .npz files RobotMotion.save writes; its .csv is an "
-                            f"export only (save the motion as .npz to read it back)") from None
         raise FileError(f"{p}: not a .npz motion file: {e}") from None
     missing = [k for k in NPZ_KEYS if k not in arrays]
     if missing:

@@ -49,7 +49,7 @@ from ..model.robot import Robot
 from .character import CharacterMixin, clip_up_axis, up_rotation
 from .draw import DrawMixin
 from . import DEMOS
-from .errors import PortInUseError, ViewerError, _check_port_free, _import_viser
+from .errors import PortInUseError, ViewerError, _check_port_free, _import_viser, _quiet_client_errors
 from .gui import GuiMixin
 from .motion import MotionMixin, motion_view
 from .pose import start_pose
@@ -74,7 +74,8 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, MotionMixin, DrawMixi
         scene: one of :data:`SCENES`.
         clip: a BVH :class:`Clip` to play (default: the one read with a ``.bvh`` robot).
         method: solver name (default ``lm``; ``ccd`` for the tentacle).
-        targets: frames that get a draggable target (default: the last frame; none for a BVH).
+        targets: frames that get a draggable target, or one frame name (default: the last frame;
+            none for a BVH).
         timeout: time budget of one interactive solve [s].
         title: the panel's title.
         q0: (dof,) start configuration (default: :func:`start_pose`, or the clip's first frame).
@@ -84,7 +85,8 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, MotionMixin, DrawMixi
         motion: a :class:`~invkin.retarget.motion.RobotMotion` or its ``.npz`` to play on the robot.
         source: the motion's source clip (a BVH/glTF path or a (skeleton, Clip) pair) to play beside
             it (default: the clip the file records, when it exists).
-        up: a clip's up axis (one of :data:`~invkin.viewer.character.UP_AXES`; default: detected).
+        up: a clip's up axis (one of :data:`~invkin.viewer.character.UP_AXES`, checked for any robot and
+            used only with a clip; default: detected).
         max_faces: triangles kept per mesh file (default
             :data:`~invkin.viewer.meshes.DEFAULT_MAX_FACES`; larger files are decimated once and
             cached).
@@ -151,9 +153,10 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, MotionMixin, DrawMixi
         self.world = None             # an ik.World whose obstacles count for contacts
         self.mesh_note = ""
         self.up_axis, self.up_note = "z", ""
+        if up is not None:
+            up_rotation(up)  # unknown names fail here, listing the valid ones (a robot ignores a valid one)
         if self.bvh:
             if up is not None:
-                up_rotation(up)  # unknown names fail here, listing the valid ones
                 self.up_axis, self.up_note = up, "given (--up)"
             else:
                 self.up_axis, self.up_note = clip_up_axis(robot, clip)
@@ -217,6 +220,8 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, MotionMixin, DrawMixi
             self._init_reach()
         if targets is None:
             targets = [] if self.bvh else [robot.frame_names[-1]]
+        elif isinstance(targets, str):
+            targets = [targets]  # one frame name
         self._targets = []
         for f in targets:
             robot.frame_index(f)  # FrameError names close frames
@@ -259,6 +264,7 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, MotionMixin, DrawMixi
         """Compile the kernels, then start serving; returns self. Raises ViewerError."""
         viser = _import_viser()
         _check_port_free(self.host, self.requested_port)
+        _quiet_client_errors()  # a page sending a bad message: one line on stderr, not a traceback
         with self._lock:
             self._warm_up(self.method)
             self._initial_solve()

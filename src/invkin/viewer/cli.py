@@ -1,4 +1,4 @@
-"""``invkin view ROBOT|FILE.bvh``, and the server loop that ``invkin demo`` shares.
+"""``invkin view ROBOT|CLIP|MOTION.npz``, and the server loop that ``invkin demo`` shares.
 
 Nothing here imports viser: ``invkin --help`` works without the ``[viewer]`` extra, and starting a
 viewer without it is a one-line error (exit 2).
@@ -126,13 +126,13 @@ def register(sub) -> None:
                     "clip as read) or a retargeted motion .npz (the robot plays it; its source clip, --clip "
                     "or the one the file records, plays beside it on the same time slider). Drag the "
                     "targets; the server solves with the chosen method and redraws. Needs the [viewer] extra (viser, trimesh). Ctrl-C stops.")
-    p.add_argument("robot", metavar="ROBOT|FILE.bvh|MOTION.npz",
+    p.add_argument("robot", metavar="ROBOT|CLIP.bvh|CLIP.glb|MOTION.npz",
                    help="bundled name (panda, g1, ...), a .urdf, an MJCF .xml, a .bvh or a .gltf/.glb clip, or a "
                         "motion .npz from `invkin retarget`")
     add_server_arguments(p)
     p.add_argument("--method", default=None, help="solver to start with (default lm; see `invkin methods`)")
     p.add_argument("--frame", action="append", metavar="FRAME",
-                   help="put a target on this frame (repeatable; default: the last frame, none for BVH)")
+                   help="put a target on this frame (repeatable; default: the last frame, none for a clip or a motion)")
     p.add_argument("--sticks", action="store_true",
                    help="draw the kinematic stick figure, not the robot's visual meshes")
     p.add_argument("--q", default=None, metavar="'Q1 Q2 ...'",
@@ -141,7 +141,7 @@ def register(sub) -> None:
     p.add_argument("--state", default=None, metavar="NAME",
                    help="start in this SRDF group state (e.g. half_sitting; needs --srdf or a bundled SRDF)")
     p.add_argument("--up", default=None, choices=("x", "y", "z", "-x", "-y", "-z"),
-                   help="up axis of a BVH clip (default: found from the clip: head above the feet)")
+                   help="up axis of a BVH or glTF clip (default: found from the clip: head above the feet)")
     p.add_argument("--clip", default=None, metavar="CLIP.bvh",
                    help="with a motion .npz: its source clip, played beside the robot (default: the clip the "
                         "file records, when it exists)")

@@ -69,3 +69,34 @@ def _check_port_free(host: str, port: int) -> None:
                     raise PortInUseError(f"port {port} is already in use on {host}; choose another "
                                          f"with --port") from None
                 raise ViewerError(f"cannot bind the viewer to {host}:{port}: {exc.strerror or exc}") from None
+
+
+class _OneLineClientErrors:
+    """A logging filter for websockets' server logger: a page that sends a message viser cannot
+    decode (malformed msgpack, an unknown message type, a text frame) is dropped by the server,
+    which logs "connection handler failed" with a traceback; this turns that record into one line
+    naming the error."""
+
+    def filter(self, record) -> bool:
+        if record.getMessage() == "connection handler failed" and record.exc_info:
+            exc = record.exc_info[1]
+            if isinstance(exc, AssertionError) and not str(exc):  # viser asserts a binary frame
+                what = "a text frame, not a binary msgpack message"
+            else:
+                what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            record.msg = "invkin viewer: dropped a client that sent a message the viewer cannot read (%s)"
+            record.args = (what[:300],)
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_CLIENT_FILTER = _OneLineClientErrors()
+
+
+def _quiet_client_errors() -> None:
+    """Install the one-line filter on websockets' server logger (once per process)."""
+    import logging
+
+    logger = logging.getLogger("websockets.server")
+    if _CLIENT_FILTER not in logger.filters:
+        logger.addFilter(_CLIENT_FILTER)

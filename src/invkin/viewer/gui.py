@@ -17,12 +17,33 @@ ARROW_STEP = 0.05        # [m] target move per arrow key press (tentacle demo)
 # demos bind the arrows to commands instead. This page script hides ``code`` from the camera for
 # the four arrow keys (the command hotkeys match ``event.key``, which it leaves alone), so a press
 # moves the target and never the camera. It runs once, from an <img> error handler (HTML inserted
-# by React does not run <script> tags).
+# by React does not run <script> tags); its src, an empty data: URL, fails at once with no request
+# (and no console error).
 _ARROWS_ONLY_FOR_COMMANDS = (
     "if(!window.__invkinArrows){window.__invkinArrows=1;"
     "const f=e=>{if(e.key&&e.key.startsWith('Arrow')&&e.code&&e.code.startsWith('Arrow'))"
     "Object.defineProperty(e,'code',{value:'invkin'+e.code})};"
     "window.addEventListener('keydown',f,true);window.addEventListener('keyup',f,true);}")
+
+
+def _in_range(handle, value) -> tuple:
+    """(ok, value) for a value a page sent for a control: viser casts it to the control's type
+    but checks neither a slider's or number's range nor a dropdown's options, so a page that
+    misbehaves could send NaN, a frame past the clip's end or an unknown method. A number is
+    clamped into [min, max] (NaN: not ok); a dropdown value must be one of its options."""
+    options = getattr(handle, "options", None)
+    if options is not None:
+        return value in tuple(options), value
+    lo, hi = getattr(handle, "min", None), getattr(handle, "max", None)
+    if lo is None and hi is None:
+        return True, value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return False, value
+    if lo is not None:
+        value = max(value, type(value)(lo)) if math.isfinite(lo) else value
+    if hi is not None:
+        value = min(value, type(value)(hi)) if math.isfinite(hi) else value
+    return True, value
 
 
 class GuiMixin:
@@ -49,7 +70,7 @@ class GuiMixin:
                 "two-bone": "closed-form two-bone IK", "reach": "straight-line reach (SEEDS §1)"}[self.scene]
         gui.add_markdown(f"**invkin** · `{r.name}` · {r.dof} DOF · {head}")
         if self.scene == "tentacle":
-            gui.add_html(f'<img src="invkin:arrows" alt="" style="display:none" onerror="{_ARROWS_ONLY_FOR_COMMANDS}">')
+            gui.add_html(f'<img src="data:," alt="" style="display:none" onerror="{_ARROWS_ONLY_FOR_COMMANDS}">')
         unit = "clip units" if self.bvh else "m"
         self._gui["status"] = gui.add_markdown("")
         self._show_status()
@@ -252,9 +273,12 @@ class GuiMixin:
                 def moved(e, i=i):
                     if self._syncing or not self.fk_mode:
                         return
+                    ok, value = _in_range(e.target, e.target.value)
+                    if not ok:
+                        return
                     with self._lock:
                         q = self.q.copy()
-                        q[i] = float(e.target.value)
+                        q[i] = float(value)
                         self.q = r.clamp(q)
                         self._redraw()
 
@@ -262,12 +286,16 @@ class GuiMixin:
                 self._sliders.append(s)
 
     def _guarded(self, fn):
-        """A control's callback: ``fn(value)`` under the lock, skipped while we set the value."""
+        """A control's callback: ``fn(value)`` under the lock, skipped while we set the value, and
+        for a value the control cannot hold (see :func:`_in_range`)."""
         def cb(event):
             if self._syncing:
                 return
+            ok, value = _in_range(event.target, event.target.value)
+            if not ok:
+                return
             with self._lock:
-                fn(event.target.value)
+                fn(value)
         return cb
 
     def _locked(self, fn, *a):

@@ -18,6 +18,19 @@ class _Target:
     handle: object = None       # viser TransformControlsHandle
 
 
+def _unit_quaternion(wxyz) -> np.ndarray:
+    """``wxyz`` (4,) normalised; a ViewerError for anything that is not a finite, non-zero quaternion."""
+    try:
+        w = np.array(wxyz, dtype=float) if not isinstance(wxyz, str) else np.zeros(0)
+    except (TypeError, ValueError):
+        w = np.zeros(0)
+    n = float(np.linalg.norm(w)) if w.shape == (4,) and np.all(np.isfinite(w)) else 0.0
+    if not (n > 1e-12 and np.isfinite(n)):
+        raise ViewerError(f"set_target: expected wxyz, a finite non-zero quaternion of shape (4,) (normalised "
+                          f"to a unit quaternion), got {wxyz!r:.200}")
+    return w / n
+
+
 class TargetsMixin:
     """ViewerApp's targets: one per frame, kept in ``_targets``; a moved target solves at once."""
 
@@ -41,6 +54,8 @@ class TargetsMixin:
         p = np.array(position, dtype=float) if not isinstance(position, str) else np.zeros(0)
         if p.shape != (3,) or not np.all(np.isfinite(p)):
             raise ViewerError(f"set_target: expected a finite point of shape (3,) [m], got {position!r}")
+        if wxyz is not None:
+            wxyz = _unit_quaternion(wxyz)
         with self._lock:
             if self.scene == "two-bone" and frame == "arm3d":
                 self.arm3d_target = p.copy()
@@ -50,8 +65,7 @@ class TargetsMixin:
             t = self._target(frame, create=True)
             t.position = p.copy()
             if wxyz is not None:
-                w = np.asarray(wxyz, dtype=float).reshape(4)
-                t.wxyz = w / np.linalg.norm(w)
+                t.wxyz = wxyz
             if t.handle is not None:
                 t.handle.position = t.position
                 t.handle.wxyz = t.wxyz
