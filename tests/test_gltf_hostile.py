@@ -114,3 +114,12 @@ def test_the_container_is_told_by_its_magic_not_its_extension(tmp_path):
     (tmp_path / "text.glb").write_text("HIERARCHY\nROOT a\n")
     with pytest.raises(ik.ModelError, match=r"text\.glb: cannot read the glTF file"):
         ik.read_gltf(tmp_path / "text.glb")
+
+
+@pytest.mark.parametrize("name", ["x.glb", "x.gltf"])
+def test_a_file_that_is_not_gltf_says_so(tmp_path, name):
+    # it said "cannot read the glTF file: Expecting value: line 1 column 1 (char 0)"
+    p = tmp_path / name
+    p.write_bytes(b"garbage, not a model")
+    with pytest.raises(ik.ModelError, match=r"not a glTF file: neither the binary header 'glTF' nor a JSON object"):
+        ik.read_gltf(p)

@@ -214,7 +214,12 @@ def _load(pg, src: str):
     ``glTF``), not by its extension."""
     with open(src, "rb") as f:
         magic = f.read(4)
-    return pg.GLTF2.load_binary(src) if magic == b"glTF" else pg.GLTF2.load_json(src)
+    if magic == b"glTF":
+        return pg.GLTF2.load_binary(src)
+    if magic.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] not in (b"{", b""):  # (a JSON glTF is one object)
+        raise ValueError(f"not a glTF file: neither the binary header 'glTF' nor a JSON object (it starts "
+                         f"with {magic!r})")
+    return pg.GLTF2.load_json(src)
 
 
 def _accessor(doc, bufs, idx: int, path, types=None, what: str = "accessor") -> np.ndarray:
