@@ -226,6 +226,8 @@ def test_reach_walks_a_straight_line_and_refuses_out_of_workspace(started):
 def test_a_bvh_clip_plays_and_the_gui_says_whether_it_is_corrected(started):
     app = started(ViewerApp(MOCAP / "cmu_49_04_run_leap.bvh", port=0))
     assert app.bvh and app.playing and app.target_frames == []
+    # the heading said "drag a target; the server solves" for a clip with nothing to drag
+    assert "no target" in app._gui["head"].content and "drag" not in app._gui["head"].content
     f0 = app.clip_frame
     time.sleep(0.5)
     assert app.clip_frame != f0

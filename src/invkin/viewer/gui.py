@@ -68,7 +68,9 @@ class GuiMixin:
         r = self.robot
         head = {"ik": "drag a target; the server solves", "tentacle": "arrow keys move the target",
                 "two-bone": "closed-form two-bone IK", "reach": "straight-line reach (SEEDS §1)"}[self.scene]
-        gui.add_markdown(f"**invkin** · `{r.name}` · {r.dof} DOF · {head}")
+        if self.scene == "ik" and not self._targets:  # a clip or a motion shown as it is: nothing to drag
+            head = "no target: the pose is the clip's"
+        self._gui["head"] = gui.add_markdown(f"**invkin** · `{r.name}` · {r.dof} DOF · {head}")
         if self.scene == "tentacle":
             gui.add_html(f'<img src="data:," alt="" style="display:none" onerror="{_ARROWS_ONLY_FOR_COMMANDS}">')
         unit = "clip units" if self.bvh else "m"
