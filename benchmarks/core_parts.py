@@ -53,14 +53,7 @@ def _unpack(prepared, gtab, buf, ibuf, gvec, gR, gaxis, gw, dof):
     """core_attempts_packed's unpacking of the goal columns and its workspace carve."""
     model, layout = prepared[0], prepared[1]
     gnode, gkind, gref, glevel, soft, hard, gsrc = layout
-    for g in range(gnode.shape[0]):
-        b = g * C.PACKED
-        for k in range(3):
-            gvec[g, k] = gtab[gsrc[b + k]]
-            gaxis[g, k] = gtab[gsrc[b + 12 + k]]
-            for c in range(3):
-                gR[g, k, c] = gtab[gsrc[b + 3 + 3 * k + c]]
-        gw[g] = gtab[gsrc[b + 15]]
+    C.unpack_goal_columns(gtab, gsrc, gvec, gR, gaxis, gw)
     ws = C._carve_workspace(buf, ibuf, model[0].shape[0], dof, gvec, gR, hard.shape[0])
     return model, (gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard), ws
 

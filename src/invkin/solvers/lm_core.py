@@ -1305,14 +1305,7 @@ def core_attempts_packed(prepared, gtab, q_rest, w_post, tol_p, tol_r, q0, best_
     gaxis, o = _take(buf, o, h[6])
     gw, o = _take(buf, o, h[7])
     qr, o = _take(buf, o, h[8])
-    for g in range(G):
-        b = g * PACKED
-        for k in range(3):
-            gvec[g, k] = gtab[gsrc[b + k]]
-            gaxis[g, k] = gtab[gsrc[b + 12 + k]]
-            for c in range(3):
-                gR[g, k, c] = gtab[gsrc[b + 3 + 3 * k + c]]
-        gw[g] = gtab[gsrc[b + 15]]
+    unpack_goal_columns(gtab, gsrc, gvec, gR, gaxis, gw)
     for i in range(dof):
         qr[i] = q_rest[i]
     ws = _carve_workspace(buf[o:], ibuf, model[0].shape[0], dof, gvec, gR, hard.shape[0])
@@ -1326,6 +1319,21 @@ def core_attempts_packed(prepared, gtab, q_rest, w_post, tol_p, tol_r, q0, best_
     for i in range(dof):
         ok = ok and np.isfinite(best_q[i])
     return code, ok, perr, rerr, int(state[S_ITERS]), int(state[S_ATTEMPT])
+
+
+@njit(cache=True, **NO_RC)
+def unpack_goal_columns(gtab, gsrc, gvec, gR, gaxis, gw):
+    """The goal table's columns (gvec (G, 3), gR (G, 3, 3), gaxis (G, 3), gw (G,)) from the goals'
+    joined target numbers ``gtab``: row g's number c (vec, R row-major, axis, weight) is
+    gtab[gsrc[PACKED g + c]] (goals.lean_index)."""
+    for g in range(gvec.shape[0]):
+        b = g * PACKED
+        for k in range(3):
+            gvec[g, k] = gtab[gsrc[b + k]]
+            gaxis[g, k] = gtab[gsrc[b + 12 + k]]
+            for c in range(3):
+                gR[g, k, c] = gtab[gsrc[b + 3 + 3 * k + c]]
+        gw[g] = gtab[gsrc[b + 15]]
 
 
 def packed_problem(model, layout, lims, lo, hi, state0, budget, attempt_iters, max_attempts):
