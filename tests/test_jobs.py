@@ -264,7 +264,7 @@ def _bad_files(tmp, poses):
 
 @pytest.mark.parametrize("name, match", [
     ("missing.npz", "no such targets file"),
-    ("garbage.npz", "not a readable .npz"),
+    ("garbage.npz", "not a targets file: not a zip archive"),
     ("garbage.parquet", "not a readable Parquet"),
     ("noT.npz", "expected an array 'T'"),
     ("shape.npz", r"shape \(N, 4, 4\)"),

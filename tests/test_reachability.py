@@ -209,3 +209,18 @@ def test_cli_reachability_output_clashes_are_refused_before_the_run(args, match,
     assert err.count("\n") == 1 and err.startswith("invkin: error:"), err
     assert __import__("re").search(match, err), err
     assert not ran and not (tmp_path / "m.npz").exists()
+
+
+def test_loading_a_file_that_is_not_a_map_names_what_it_is(tmp_path):
+    # a PNG saved under a .npz name got numpy's advice to load it with pickle
+    png = tmp_path / "map.npz"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 32)
+    with pytest.raises(JobError, match=r"not a reachability map: not a zip archive \(it starts with b'\\x89PNG"):
+        ReachabilityMap.load(png)
+    one = tmp_path / "one.npz"
+    with open(one, "wb") as f:
+        np.save(f, np.zeros(3))
+    with pytest.raises(JobError, match="not a reachability map: a single .npy array"):
+        ReachabilityMap.load(one)
+    with pytest.raises(JobError, match="no such reachability map"):
+        ReachabilityMap.load(tmp_path / "missing.npz")

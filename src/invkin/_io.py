@@ -167,3 +167,30 @@ def open_regular(path, what: str = "file", error=FileError, max_bytes: int | Non
         os.close(fd)
         raise
     return f
+
+
+def read_npz(path, what: str = ".npz archive", error=FileError, data: bytes | None = None) -> dict:
+    """Every member of the .npz archive at ``path`` (``data``: its bytes, already read), read now so
+    that a damaged member fails here, or ``error`` naming the file and ``what`` it should be: not a
+    regular file, one .npy array under a .npz name, not a zip archive (numpy's own message would
+    advise loading it with pickle), a damaged archive."""
+    import io
+    import zipfile
+    import zlib
+
+    import numpy as np
+
+    if data is None:
+        with open_regular(path, what, error) as f:
+            data = f.read()
+    p = path_str(path, error)
+    if data.startswith(b"\x93NUMPY"):  # np.load would return the one array, which has no members
+        raise error(f"{p}: not a {what}: a single .npy array (a .npz is a zip archive of arrays)")
+    if not data.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        raise error(f"{p}: not a {what}: not a zip archive (it starts with {data[:8]!r}; a .npz starts "
+                    f"with b'PK')")
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, KeyError) as e:
+        raise error(f"{p}: not a {what}: a damaged zip archive ({type(e).__name__}: {e})") from None

@@ -29,6 +29,7 @@ import numpy as np
 
 from .chunks import client_for, robot_and_frame, run_chunks
 from .dataset import _check_settings, _progress
+from .._io import read_npz
 from .errors import JobError, _arrow, _require
 from .parts import atomic_write
 from .targets import _quat_to_matrices
@@ -130,11 +131,7 @@ class ReachabilityMap:
     def load(cls, path) -> "ReachabilityMap":
         """Read a map written by :meth:`save_npz`."""
         path = os.fspath(path)
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                d = {k: z[k] for k in z.files}
-        except (OSError, ValueError, EOFError) as e:
-            raise JobError(f"{path}: not a readable reachability map ({e})") from None
+        d = read_npz(path, "reachability map", JobError)
         try:
             return cls(robot=str(d["robot"]), frame=str(d["frame"]), resolution=float(d["resolution"]),
                        n_orientations=int(d["n_orientations"]), x=d["x"], y=d["y"], z=d["z"],

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .._io import read_npz
 from .errors import JobError, _arrow
 
 _T_COLUMNS = tuple(f"T{i}{j}" for i in range(4) for j in range(4))
@@ -118,16 +118,7 @@ def _quat_to_matrices(qw, qx, qy, qz, what):
 
 
 def _load_npz(path: str):
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise JobError(f"{path}: no such targets file") from None
-    except IsADirectoryError:
-        raise JobError(f"{path}: is a directory; expected a .npz targets file") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
-        raise JobError(f"{path}: not a readable .npz archive ({type(e).__name__}: {e})") from None
-    return arrays
+    return read_npz(path, "targets file", JobError)
 
 
 def _from_mapping(arrays: dict, what: str, dof):

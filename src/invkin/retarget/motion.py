@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import io
 import math
-import zipfile
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._io import atomic_open, atomic_path, open_regular
+from .._io import atomic_open, atomic_path, open_regular, read_npz
 from ..errors import FileError, ModelError
 
 __all__ = ["RobotMotion", "read_motion", "NPZ_KEYS"]
@@ -164,17 +162,7 @@ def read_motion(path) -> RobotMotion:
     if not zip_magic and (p.lower().endswith(".csv") or data.startswith(b"frame,time,")):
         raise FileError(f"{p}: read_motion reads the .npz files RobotMotion.save writes; its .csv is an "
                         f"export only (save the motion as .npz to read it back)")
-    if data.startswith(b"\x93NUMPY"):  # np.load would return the one array, which has no members
-        raise FileError(f"{p}: not a .npz motion file: a single .npy array (a motion file is the .npz zip "
-                        f"archive RobotMotion.save writes)")
-    if not zip_magic:  # else numpy's pickle fallback speaks ("If you trust the file ... allow_pickle=")
-        raise FileError(f"{p}: not a .npz motion file: not a zip archive (it starts with {data[:8]!r}; a "
-                        f".npz starts with b'PK')")
-    try:
-        z = np.load(io.BytesIO(data), allow_pickle=False)
-        arrays = {k: z[k] for k in z.files}  # every member read now: a damaged one fails here
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
-        raise FileError(f"{p}: not a .npz motion file: {e}") from None
+    arrays = read_npz(p, ".npz motion file", FileError, data)  # (the zip archive RobotMotion.save writes)
     missing = [k for k in NPZ_KEYS if k not in arrays]
     if missing:
         raise FileError(f"{p}: not a motion file: missing keys {missing} (has {list(arrays)})")
