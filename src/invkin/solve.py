@@ -21,7 +21,8 @@ from ._checks import MAX_LENGTH, SEED_LIMIT
 from .model.robot import robot_arg
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError, warn_caller
-from .goals import BASIC_KINDS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KINDS, PACKED, Pose, Position, Posture, lean_index
+from .goals import (BASIC_KINDS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KINDS, PACKED, Goal, Pose, Position,
+                    Posture, lean_index)
 from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers.shared import (CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, problem_errors,
@@ -580,8 +581,9 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
                    rest.get("d_ik", 0.0), robot=robot)  # validates the springs before solving
         from .rest import rest_in_loop
 
+        listed = goals if isinstance(goals, (list, tuple)) else [goals]
         if not rest_in_loop(m.name, rest.get("mode")) and \
-                compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights).has_hard:
+                any(isinstance(g, Goal) and g.level == 0 for g in listed):  # (the goals are checked in _solve)
             raise SolverError("rest: the blend toward theta_orig after the solve does not keep hard goals "
                               "(it moved G1's hard feet 3.5 mm); give a Posture goal (the null space of the "
                               "goals) instead")

@@ -425,9 +425,10 @@ class Tracker:
         self._is_ball = np.zeros(robot.dof, dtype=np.bool_)
         for s in robot.ball_starts:
             self._is_ball[s:s + 3] = True
-        # the general core bounds entries (a box); a rotation vector's entries within bound/√3 keep
-        # the angle of its change within the bound (exp is 1-Lipschitz on so(3))
-        self._box = np.where(self._is_ball, self._bound / math.sqrt(3.0), self._bound)
+        from .solve import _rotation_box
+
+        # the general core bounds entries (a box): a rotation vector's within bound/√3 (solve's rule)
+        self._box = _rotation_box(robot, self._bound)
         # one writer per non-Posture goal: (kind, position row, rotation row, axis index)
         self._slots = []
         self._by_frame = {}
