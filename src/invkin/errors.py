@@ -67,12 +67,16 @@ class ModelWarning(InvkinWarning):
 
 
 def closest_names(name: str, candidates, n: int = 3) -> str:
-    """A human hint listing the candidate names closest to ``name``."""
+    """A human hint listing the candidate names closest to ``name`` (it follows "closest: "); when
+    none is close, it says so and shows the first few, not as if they were near misses."""
     cands = list(candidates)
     close = difflib.get_close_matches(str(name), cands, n=n, cutoff=0.4)
-    if not close:
-        close = cands[:n]
-    return ", ".join(repr(c) for c in close)
+    if close:
+        return ", ".join(repr(c) for c in close)
+    if not cands:
+        return "none (there are no names)"
+    more = ", ..." if len(cands) > n else ""
+    return f"none of the {len(cands)} names is close (they begin {', '.join(repr(c) for c in cands[:n])}{more})"
 
 
 # the package's folder as its modules' code objects name it (relative when sys.path is), and absolute
