@@ -164,3 +164,38 @@ def test_reach_blends_are_velocity_continuous_and_the_edge_does_not_wobble():
     for join in (40, 99):
         assert acc[join - 3:join + 2].max() <= 0.3 * acc.max(), join
     assert np.isfinite(acc0).all()
+
+
+def test_a_root_offset_that_position_channels_replace_changes_no_contact():
+    """The ROOT OFFSET of a clip with root position channels does not move anything (the channels
+    replace it), and the root has no bone above it: the default thresholds (a fraction of the limb
+    length) must not grow with it. With OFFSET 1000 0 0 on the walk's root every frame read as a
+    contact and the sliding went 22.6 -> 17.8 instead of 1.6 -> 0.05."""
+    robot, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    offsets = np.array(clip.offsets)
+    offsets[0] = (1000.0, 0.0, 0.0)
+    moved = dataclasses.replace(clip, offsets=offsets)
+    robot_m = ik.model.bvh.skeleton_robot(moved)
+    np.testing.assert_array_equal(track(robot_m, moved.frames, "LeftFoot"), track(robot, clip.frames, "LeftFoot"))
+    for foot in ("LeftFoot", "RightFoot"):
+        assert ik.detect_contacts(robot_m, moved, foot) == ik.detect_contacts(robot, clip, foot)
+    new, rep = ik.correct_clip(robot, clip, ik.FootPlant("LeftFoot"), max_iterations=10)
+    new_m, rep_m = ik.correct_clip(robot_m, moved, ik.FootPlant("LeftFoot"), max_iterations=10)
+    assert rep_m.contacts == rep.contacts
+    np.testing.assert_allclose(new_m.frames, new.frames, atol=1e-9)
+
+
+def test_bone_lengths_follow_position_channels_that_replace_offsets():
+    """A joint whose position channels replace its OFFSET (mocapdata.com files) has the bone the
+    channels give; a root has none."""
+    from invkin.animation.skeleton import _bone_lengths, _limb_length
+    robot, clip = ik.read_bvh(MOCAP / "eyesjapan_mocapdata_sample_6ch.bvh")
+    T = robot.fk_all(clip.frames[0])
+    for i, (nm, p) in enumerate(zip(clip.names, clip.parents)):
+        want = 0.0 if p < 0 else np.linalg.norm(T[nm][:3, 3] - T[clip.names[p]][:3, 3])
+        assert _bone_lengths(clip)[i] == pytest.approx(want, rel=1e-9, abs=1e-9)
+    assert _limb_length(clip, "Hips") == 0.0
+    offsets = np.array(clip.offsets)
+    offsets[1:] *= 3.0  # offsets that the position channels replace change nothing
+    assert _limb_length(dataclasses.replace(clip, offsets=offsets), "LeftAnkle") == \
+        pytest.approx(_limb_length(clip, "LeftAnkle"), rel=1e-12)

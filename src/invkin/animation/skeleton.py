@@ -64,21 +64,47 @@ def _chain_cols(clip, joints) -> np.ndarray:
     return np.array(sorted(c for i in joints for ch, c in cols[i] if ch.endswith("rotation")), dtype=np.int64)
 
 
+def _bone_lengths(clip) -> np.ndarray:
+    """(N,) length of each node's bone to its parent [clip units]: 0 for a root (its OFFSET and
+    position channels place the character in the world, they are no bone); else the norm of its
+    translation, the OFFSET with the components that position channels replace taken from those
+    channels (median over the frames), as :func:`~invkin.model.bvh.skeleton_robot` composes it."""
+    out = np.zeros(len(clip.names))
+    cols = _columns(clip)
+    for i, p in enumerate(clip.parents):
+        if p < 0:
+            continue
+        pos = [(ord(c[0]) - ord("X"), col) for c, col in cols[i] if c.endswith("position")]
+        if not pos or clip.n_frames == 0:
+            t = np.array(clip.offsets[i], dtype=float)
+            for k, _ in pos:
+                t[k] = 0.0
+            out[i] = float(np.linalg.norm(t))
+            continue
+        t = np.repeat(np.asarray(clip.offsets[i], dtype=float)[None], clip.n_frames, axis=0)
+        for k, col in pos:
+            t[:, k] = clip.frames[:, col]
+        out[i] = float(np.median(np.linalg.norm(t, axis=1)))
+    return out
+
+
 def _limb_length(clip, frame) -> float:
-    """Sum of the bone lengths (OFFSETs) from the root down to ``frame``."""
+    """Sum of the bone lengths (:func:`_bone_lengths`) from the root down to ``frame``."""
     i = _clip_node(clip, frame)
+    lens = _bone_lengths(clip)
     total = 0.0
     while i >= 0:
-        total += float(np.linalg.norm(clip.offsets[i]))
+        total += float(lens[i])
         i = clip.parents[i]
     return total
 
 
 def _skeleton_scale(clip) -> float:
     """Length of the longest root-to-node path (a size for tolerances)."""
+    bones = _bone_lengths(clip)
     lens = np.zeros(len(clip.names))
     for i, p in enumerate(clip.parents):
-        lens[i] = float(np.linalg.norm(clip.offsets[i])) + (lens[p] if p >= 0 else 0.0)
+        lens[i] = float(bones[i]) + (lens[p] if p >= 0 else 0.0)
     s = float(lens.max(initial=0.0))
     return s if s > 0 else 1.0
 
