@@ -252,3 +252,29 @@ def test_a_planted_gltf_clip_writes_back_into_its_file(tmp_path):
     r2, c2 = ik.read_gltf(tmp_path / "planted.glb")
     for foot in ("LeftFoot", "RightToeBase"):
         np.testing.assert_allclose(r2.fk(c2.frames, foot)[:, :3, 3], robot.fk(new.frames, foot)[:, :3, 3], atol=2e-6)
+
+
+def test_rest_pose_and_inverse_bind_matrices_follow_the_reading_conversion():
+    """``clip.rest`` is a q of the returned robot and ``inverse_bind`` the skin's matrices in the
+    clip's world: read with up="z", scale=100 they were left in the file's Y-up metres (FK of the
+    rest pose put Bone.001 8.4 units off)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ik.ModelWarning)  # RiggedSimple's 0.99999988 scales
+        r0, c0 = ik.read_gltf(RIGGED)
+        r, c = ik.read_gltf(RIGGED, up="z", scale=100.0)
+    A = np.eye(4)
+    A[:3, :3] = [[1, 0, 0], [0, 0, -1], [0, 1, 0]]
+    S = np.diag([100.0, 100.0, 100.0, 1.0])
+
+    def conv(T):
+        return S @ A @ T @ A.T @ np.linalg.inv(S)
+
+    T0, T = r0.fk_all(c0.rest), r.fk_all(c.rest)
+    for n in c.names:
+        np.testing.assert_allclose(T[n], conv(T0[n]), atol=1e-9)
+    for k, j in enumerate(c.skin_joints):
+        n = c.names[j]
+        np.testing.assert_allclose(T[n] @ c.inverse_bind[k], conv(T0[n] @ c0.inverse_bind[k]), atol=1e-9)
+    assert not c.rest.flags.writeable  # read-only, as documented
+

@@ -114,6 +114,12 @@ class GltfClip(Clip):
         t = np.array(t, dtype=float)
         t.setflags(write=False)
         object.__setattr__(self, "times", t)
+        if self.rest is not None:
+            rest = np.array(self.rest, dtype=float)
+            if rest.shape != (self.dof,):
+                raise ModelError(f"GltfClip: rest must be one q of shape ({self.dof},), got {rest.shape}")
+            rest.setflags(write=False)
+            object.__setattr__(self, "rest", rest)
         if len(self.gltf_nodes) != len(self.names):
             raise ModelError(f"GltfClip: gltf_nodes needs one entry per node ({len(self.names)}), "
                              f"got {len(self.gltf_nodes)}")
