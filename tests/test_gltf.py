@@ -278,3 +278,12 @@ def test_rest_pose_and_inverse_bind_matrices_follow_the_reading_conversion():
         np.testing.assert_allclose(T[n] @ c.inverse_bind[k], conv(T0[n] @ c0.inverse_bind[k]), atol=1e-9)
     assert not c.rest.flags.writeable  # read-only, as documented
 
+
+def test_scale_or_up_on_writing_into_the_source_file_is_refused_not_ignored(tmp_path):
+    """A clip read by read_gltf is written into its file in the file's own units: write_gltf's scale=
+    and up= (for new files) were silently ignored there (the file came out unchanged)."""
+    robot, clip = ik.read_gltf(WALKER)
+    for kw in ({"scale": 100.0}, {"up": "z"}, {"scale": 1.0}):
+        with pytest.raises(ik.ModelError, match=r"write_gltf: (scale|up)=.* drop"):
+            ik.write_gltf(tmp_path / "w.glb", robot, clip, **kw)
+        assert not (tmp_path / "w.glb").exists()

@@ -613,7 +613,8 @@ def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: flo
     into that file's structure: nodes, meshes, skins and other animations are kept; in the clip's
     animation, every node whose frames differ from those read gets new translation/rotation samplers
     at the clip's frame times (LINEAR); unchanged nodes keep their samplers bit for bit. The reading
-    conversion (``scale``, ``up``) is undone first.
+    conversion (``scale``, ``up``) is undone first; ``scale=`` / ``up=`` here are then a ModelError
+    (the file keeps its own units and axes).
 
     Any other clip (e.g. from :func:`~invkin.read_bvh`) becomes a new skeleton-only file: one node per
     clip node, one skin over them (inverse bind matrices of the zero pose) and one animation.
@@ -630,6 +631,11 @@ def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: flo
     dst = os.fspath(path)
     src = source if source is not None else getattr(clip, "source", None)
     if src is not None and isinstance(clip, GltfClip):
+        if scale is not None or up is not None:  # they would be ignored: the file keeps its own units and axes
+            given = ", ".join(f"{k}={v!r}" for k, v in (("scale", scale), ("up", up)) if v is not None)
+            raise ModelError(f"write_gltf: {given} applies to a new file; this clip was read from {src!r} and is "
+                             f"written into that file's structure in the file's own units and axes (the reading "
+                             f"conversion, scale={clip.scale:g} up={clip.up!r}, is undone); drop {given}")
         _write_into(pg, dst, clip, os.fspath(src))
     elif src is not None:
         raise ModelError(f"write_gltf: source={src!r} needs a clip read by read_gltf (a GltfClip), "
