@@ -81,3 +81,12 @@ def test_clip_without_frames_is_a_model_error_without_warnings(walk):
     # one frame is a trajectory of one point
     rm = ik.extract_root_motion(robot, dataclasses.replace(clip, frames=clip.frames[:1]), up="y")
     assert rm.positions.shape == (1, 3) and rm.positions[0, 1] == 0.0
+
+
+def test_up_axis_is_detected_from_ankles_when_no_joint_is_named_foot():
+    """mocapdata.com skeletons name their feet LeftAnkle/RightAnkle (fix-feet finds them): the up axis
+    was 'cannot detect ... no joint named like a foot', so extract_root_motion needed up= there."""
+    robot, clip = ik.read_bvh(Path(ik.__file__).parent / "data" / "mocap" / "eyesjapan_mocapdata_sample_6ch.bvh")
+    assert not any("foot" in n.lower() for n in clip.joint_names)
+    assert ik.detect_up_axis(robot, clip) == "y"
+    assert ik.extract_root_motion(robot, clip).up == "y"

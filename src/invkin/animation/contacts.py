@@ -28,13 +28,14 @@ def _up_arg(up):
 
 def detect_up_axis(robot, clip, feet=None) -> str:
     """The clip's up axis, ``"y"`` or ``"z"``: the axis along which the root lies highest above the
-    feet on average (feet default: the joints whose name contains "foot", else "toe")."""
+    feet on average (feet default: the joints whose name contains "foot", else "ankle", else "toe")."""
     robot = _robot_for(robot, clip)
     if feet is None:
-        low = [n for n in clip.joint_names if "foot" in n.lower()] or \
-              [n for n in clip.joint_names if "toe" in n.lower()]
+        low = next(([n for n in clip.joint_names if w in n.lower()] for w in ("foot", "ankle", "toe")
+                    if any(w in n.lower() for n in clip.joint_names)), None)
         if not low:
-            raise ModelError("cannot detect the up axis: no joint named like a foot; pass up='y' or up='z'")
+            raise ModelError("cannot detect the up axis: no joint named like a foot, an ankle or a toe; pass "
+                             "up='y' or up='z'")
         feet = low
     elif isinstance(feet, str):
         feet = [feet]
