@@ -631,6 +631,24 @@ def _fmt(x: float) -> str:
     return s[:-2] if s.endswith(".0") else s
 
 
+def _check_names_writable(clip: Clip) -> None:
+    """ModelError for a joint name that a BVH file cannot hold as it is (the reader splits the
+    ``JOINT`` line into words, so a line break, a tab, a run of spaces, a brace word or an empty
+    name would be written as another name or as a file that does not read), or a name used twice."""
+    seen = set()
+    for nm, end in zip(clip.names, clip.end_site):
+        if end:
+            continue  # End Sites are written without their (generated) names
+        words = nm.split()
+        if not words or " ".join(words) != nm or any(w in ("{", "}") for w in words):
+            raise ModelError(f"write_bvh: joint name {nm!r} cannot be written to a BVH file as it is: expected "
+                             f"words separated by single spaces (no line breaks, tabs, leading or trailing "
+                             f"spaces, no '{{' or '}}' word); rename it (dataclasses.replace(clip, names=...))")
+        if nm in seen:
+            raise ModelError(f"write_bvh: joint name {nm!r} is used twice; BVH joint names must be unique")
+        seen.add(nm)
+
+
 def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=None, file_up="y") -> None:
     """Write ``clip`` as a BVH file atomically (:func:`invkin._io.atomic_open`: only a regular
     file is replaced, a symlink is written through, the file's mode is kept, 0644 for a new one).
@@ -648,6 +666,7 @@ def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=N
         check_skeleton(robot, clip, "write_bvh: ")
     from .axes import check_conversion
     scale = check_conversion("write_bvh", scale, up=up, file_up=file_up)
+    _check_names_writable(clip)
     if scale != 1.0 or up is not None:
         from .axes import convert_clip
         clip = convert_clip(clip, scale=scale, up_from=file_up if up is None else up, up_to=file_up)
