@@ -287,3 +287,30 @@ def test_scale_or_up_on_writing_into_the_source_file_is_refused_not_ignored(tmp_
         with pytest.raises(ik.ModelError, match=r"write_gltf: (scale|up)=.* drop"):
             ik.write_gltf(tmp_path / "w.glb", robot, clip, **kw)
         assert not (tmp_path / "w.glb").exists()
+
+
+def test_a_corrected_node_given_as_a_matrix_is_written_as_trs(tmp_path):
+    """A joint stored as a ``matrix`` (unanimated in the file) that the correction turns got rotation
+    samplers while keeping its matrix: glTF 2.0 forbids a matrix on an animated node (§3.7.2.1)."""
+    from invkin.model.gltf import _quat_to_matrix
+    doc = pg.GLTF2().load(str(WALKER))
+    k = [n.name for n in doc.nodes].index("LeftLeg")
+    for an in doc.animations:
+        an.channels = [c for c in an.channels if c.target.node != k]
+    n = doc.nodes[k]
+    M = np.eye(4)
+    M[:3, :3] = _quat_to_matrix(np.array(n.rotation or [0, 0, 0, 1.0]))
+    M[:3, 3] = n.translation or [0, 0, 0]
+    n.matrix, n.rotation, n.translation, n.scale = [float(x) for x in M.T.ravel()], None, None, None
+    doc.save(str(tmp_path / "matrix.glb"))
+    robot, clip = ik.read_gltf(tmp_path / "matrix.glb")
+    new, rep = ik.correct_clip(robot, clip, ik.FootPlant("LeftFoot", contacts=[(10, 30)], toe=False))
+    assert np.any(new.frames != clip.frames)
+    ik.write_gltf(tmp_path / "out.glb", robot, new)
+    out = pg.GLTF2().load(str(tmp_path / "out.glb"))
+    animated = {c.target.node for an in out.animations for c in an.channels}
+    assert k in animated
+    assert all(out.nodes[i].matrix is None for i in animated)
+    r2, c2 = ik.read_gltf(tmp_path / "out.glb")
+    np.testing.assert_allclose(r2.fk(c2.frames, "LeftFoot")[:, :3, 3], robot.fk(new.frames, "LeftFoot")[:, :3, 3],
+                               atol=2e-6)

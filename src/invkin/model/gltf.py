@@ -678,7 +678,11 @@ def _write_into(pg, dst: str, clip: GltfClip, src: str):
                 t_acc = store.add(clip.times[:, None], "SCALAR", minmax=True)
             t, R = _node_motion(undo, i, col)
             old = {c.target.path: c for c in an.channels if c.target.node == n}
-            ref = _local_trs(doc.nodes[n])[1]
+            node = doc.nodes[n]
+            t0, ref, s0 = _local_trs(node)
+            if node.matrix is not None:  # an animated node may not have a matrix (glTF 2.0 §3.7.2.1): TRS
+                node.translation, node.rotation, node.scale = ([float(v) for v in x] for x in (t0, ref, s0))
+                node.matrix = None
             out = []
             if t is not None:
                 out.append(("translation", store.add(t, "VEC3")))
