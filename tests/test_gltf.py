@@ -314,3 +314,24 @@ def test_a_corrected_node_given_as_a_matrix_is_written_as_trs(tmp_path):
     r2, c2 = ik.read_gltf(tmp_path / "out.glb")
     np.testing.assert_allclose(r2.fk(c2.frames, "LeftFoot")[:, :3, 3], robot.fk(new.frames, "LeftFoot")[:, :3, 3],
                                atol=2e-6)
+
+
+def test_a_texture_beside_the_source_stays_found_when_written_elsewhere(tmp_path):
+    """Image URIs are relative to the glTF file: written into another folder, the corrected file
+    pointed at textures that are not there (the URI was copied as it was)."""
+    import urllib.parse
+    doc = pg.GLTF2().load(str(WALKER))
+    doc.images = [pg.Image(uri="textures/skin%20a.png"), pg.Image(uri="data:image/png;base64,AAAA")]
+    (tmp_path / "assets" / "textures").mkdir(parents=True)
+    (tmp_path / "assets" / "textures" / "skin a.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    doc.save(str(tmp_path / "assets" / "char.glb"))
+    robot, clip = ik.read_gltf(tmp_path / "assets" / "char.glb")
+    for dst in (tmp_path / "out" / "char.glb", tmp_path / "assets" / "same.gltf",
+                tmp_path / "assets" / "textures" / "deep" / "x.glb"):
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        ik.write_gltf(dst, robot, clip)
+        images = pg.GLTF2().load(str(dst)).images
+        assert (dst.parent / urllib.parse.unquote(images[0].uri)).resolve() == \
+            (tmp_path / "assets" / "textures" / "skin a.png").resolve()
+        assert images[1].uri == "data:image/png;base64,AAAA"
+    assert pg.GLTF2().load(str(tmp_path / "assets" / "same.gltf")).images[0].uri == "textures/skin%20a.png"

@@ -29,6 +29,7 @@ import binascii
 import dataclasses
 import math
 import os
+import pathlib
 import urllib.parse
 from dataclasses import dataclass
 
@@ -610,7 +611,8 @@ def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: flo
     """Write ``clip`` as glTF (``.glb`` binary or ``.gltf`` with an embedded buffer), atomically.
 
     A :class:`GltfClip` (or any clip with ``source=`` naming the glTF file it was read from) is written
-    into that file's structure: nodes, meshes, skins and other animations are kept; in the clip's
+    into that file's structure: nodes, meshes, skins and other animations are kept (buffers are
+    embedded; relative image URIs are rewritten for the new file's folder); in the clip's
     animation, every node whose frames differ from those read gets new translation/rotation samplers
     at the clip's frame times (LINEAR); unchanged nodes keep their samplers bit for bit. The reading
     conversion (``scale``, ``up``) is undone first; ``scale=`` / ``up=`` here are then a ModelError
@@ -644,6 +646,25 @@ def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: flo
         _write_new(pg, dst, clip, 1.0 if scale is None else scale, "y" if up is None else up)
 
 
+def _relocate_images(doc, src: str, dst: str) -> None:
+    """Image URIs relative to ``src``'s folder made relative to ``dst``'s (a texture beside the source
+    file stays found when the corrected file is written elsewhere); data: and absolute URIs are kept."""
+    a, b = os.path.dirname(os.path.abspath(src)), os.path.dirname(os.path.abspath(dst))
+    if a == b:
+        return
+    for img in doc.images or ():
+        uri = img.uri
+        if not uri or uri.startswith("data:") or urllib.parse.urlsplit(uri).scheme or uri.startswith("/"):
+            continue
+        target = os.path.join(a, urllib.parse.unquote(uri))
+        try:
+            rel = os.path.relpath(target, b)
+        except ValueError:  # another drive (Windows): an absolute file URI
+            img.uri = pathlib.Path(target).as_uri()
+            continue
+        img.uri = urllib.parse.quote(rel.replace(os.sep, "/"))
+
+
 def _write_into(pg, dst: str, clip: GltfClip, src: str):
     try:
         doc = _load(pg, src)
@@ -660,6 +681,7 @@ def _write_into(pg, dst: str, clip: GltfClip, src: str):
         bv.byteOffset = (bv.byteOffset or 0) + base[bv.buffer]
         bv.buffer = 0
     store = _Blob(pg, doc, bytes(blob))
+    _relocate_images(doc, src, dst)
     changed = np.any(clip.frames != clip.source_frames, axis=0) if (
         clip.source_frames is not None and clip.source_frames.shape == clip.frames.shape) else \
         np.ones(clip.dof, dtype=bool)
