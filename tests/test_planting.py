@@ -199,3 +199,18 @@ def test_bone_lengths_follow_position_channels_that_replace_offsets():
     offsets[1:] *= 3.0  # offsets that the position channels replace change nothing
     assert _limb_length(dataclasses.replace(clip, offsets=offsets), "LeftAnkle") == \
         pytest.approx(_limb_length(clip, "LeftAnkle"), rel=1e-12)
+
+
+def test_an_up_axis_the_clip_contradicts_is_said():
+    """fix-feet --up z on the Y-up walk planted along the wrong floor (3 contacts, "RightFoot 0 -> 0")
+    and exited 0 without a word; now an InvkinWarning names the axis the root is above the feet along."""
+    robot, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    short = dataclasses.replace(clip, frames=clip.frames[:40])
+    with pytest.warns(ik.InvkinWarning, match=r"up 'z', but the root is not above the feet along z.*y-up"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ik.NoContactWarning)
+            ik.correct_clip(robot, short, ik.FootPlant("LeftFoot", toe=False), up="z", max_iterations=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ik.InvkinWarning)
+        warnings.simplefilter("ignore", ik.NoContactWarning)
+        ik.correct_clip(robot, short, ik.FootPlant("LeftFoot", toe=False), up="y", max_iterations=5)

@@ -39,15 +39,35 @@ def detect_up_axis(robot, clip, feet=None) -> str:
         feet = low
     elif isinstance(feet, str):
         feet = [feet]
-    root = next(n for n, p in zip(clip.names, clip.parents) if p < 0)
-    sel = clip.frames[np.linspace(0, clip.n_frames - 1, min(clip.n_frames, 64)).astype(int)]
-    pr = _track(robot, sel, root)
-    d = np.mean([pr - _track(robot, sel, f) for f in feet], axis=(0, 1))
+    d = _root_above_feet(robot, clip, feet)
     k = int(np.argmax(np.abs(d[1:]))) + 1  # y or z
     if d[k] <= 0:
         raise ModelError(f"cannot detect the up axis: the root is not above the feet along y or z "
                          f"(mean root - feet = {d.round(4).tolist()}); pass up='y' or up='z'")
     return "xyz"[k]
+
+
+def _root_above_feet(robot, clip, feet) -> np.ndarray:
+    """(3,) mean of root − foot positions over (up to 64) frames and the feet."""
+    root = next(n for n, p in zip(clip.names, clip.parents) if p < 0)
+    sel = clip.frames[np.linspace(0, clip.n_frames - 1, min(clip.n_frames, 64)).astype(int)]
+    pr = _track(robot, sel, root)
+    return np.mean([pr - _track(robot, sel, f) for f in feet], axis=(0, 1))
+
+
+def check_up_axis(robot, clip, feet, up: str, what: str) -> None:
+    """An InvkinWarning when the root is not mostly above the feet along ``up`` (an up axis given
+    by the caller that the clip contradicts: the floor would be a wall)."""
+    if clip.n_frames == 0:
+        return
+    d = _root_above_feet(robot, clip, feet)
+    k = _UP[up]
+    if d[k] <= 0.5 * float(np.max(np.abs(d))):
+        from ..errors import InvkinWarning, warn_caller
+        best = "xyz"[int(np.argmax(np.abs(d)))]
+        warn_caller(f"{what}: up {up!r}, but the root is not above the feet along {up} (mean root - feet = "
+                    f"{d.round(4).tolist()}: most along {'-' if d['xyz'.index(best)] < 0 else ''}{best}); is the "
+                    f"clip {best}-up? (leave up unset to detect it)", InvkinWarning)
 
 
 def _horizontal(up: str):
