@@ -335,3 +335,23 @@ def test_a_texture_beside_the_source_stays_found_when_written_elsewhere(tmp_path
             (tmp_path / "assets" / "textures" / "skin a.png").resolve()
         assert images[1].uri == "data:image/png;base64,AAAA"
     assert pg.GLTF2().load(str(tmp_path / "assets" / "same.gltf")).images[0].uri == "textures/skin%20a.png"
+
+
+def test_writing_into_a_file_of_another_skeleton_is_refused(tmp_path):
+    """source= naming a file whose nodes are not the clip's gave a raw IndexError (walker into
+    RiggedSimple) or wrote the motion onto other nodes without a word (RiggedSimple into walker)."""
+    import warnings
+    robot, clip = ik.read_gltf(WALKER)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ik.ModelWarning)
+        r_rig, c_rig = ik.read_gltf(RIGGED)
+    for r, c, other, msg in ((robot, clip, RIGGED, "'LeftToeBase' \\(glTF node 5\\) is not there"),
+                             (r_rig, c_rig, WALKER, "'node0' \\(glTF node 0\\) is 'Hips' there")):
+        new = dataclasses.replace(c, frames=c.frames + 0.01)
+        with pytest.raises(ik.ModelError, match=f"does not hold this clip's skeleton: the clip's node {msg}"):
+            ik.write_gltf(tmp_path / "x.glb", r, new, source=other)
+        assert not (tmp_path / "x.glb").exists()
+    copy = tmp_path / "moved.glb"
+    copy.write_bytes(WALKER.read_bytes())
+    ik.write_gltf(tmp_path / "ok.glb", robot, clip, source=copy)  # the same file moved: fine
+    np.testing.assert_array_equal(ik.read_gltf(tmp_path / "ok.glb")[1].frames, clip.frames)

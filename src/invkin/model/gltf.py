@@ -341,6 +341,21 @@ def _frame_times(keys: list, fps):
     return cand[0] + np.arange(n) / rate
 
 
+def _node_names(doc, order) -> list:
+    """The clip names of glTF nodes ``order``: the node's name (``node<i>`` when it has none), made
+    unique with ``_2``, ``_3``, ... in that order."""
+    names, seen = [], set()
+    for n in order:
+        nm = doc.nodes[n].name or f"node{n}"
+        base, k = nm, 1
+        while nm in seen:
+            k += 1
+            nm = f"{base}_{k}"
+        seen.add(nm)
+        names.append(nm)
+    return names
+
+
 def _pick_order(R: np.ndarray) -> str:
     best, best_v = ORDERS[0], math.inf
     for order in ORDERS:
@@ -429,15 +444,7 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
                 order.append(n)
                 stack.extend(c for c in reversed(doc.nodes[n].children or ()) if c in keep)
     index = {n: k for k, n in enumerate(order)}
-    names, seen = [], set()
-    for n in order:
-        nm = doc.nodes[n].name or f"node{n}"
-        base, k = nm, 1
-        while nm in seen:
-            k += 1
-            nm = f"{base}_{k}"
-        seen.add(nm)
-        names.append(nm)
+    names = _node_names(doc, order)
 
     # animated channels of the kept nodes
     anims = {}
@@ -610,10 +617,10 @@ def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: flo
                up=None) -> None:
     """Write ``clip`` as glTF (``.glb`` binary or ``.gltf`` with an embedded buffer), atomically.
 
-    A :class:`GltfClip` (or any clip with ``source=`` naming the glTF file it was read from) is written
-    into that file's structure: nodes, meshes, skins and other animations are kept (buffers are
-    embedded; relative image URIs are rewritten for the new file's folder); in the clip's
-    animation, every node whose frames differ from those read gets new translation/rotation samplers
+    A :class:`GltfClip` is written into the structure of the file it was read from (``source=``
+    names that file where it has moved; a file whose nodes differ is a ModelError): nodes, meshes,
+    skins and other animations are kept (buffers are embedded; relative image URIs are rewritten for
+    the new file's folder); in the clip's animation, every node whose frames differ from those read gets new translation/rotation samplers
     at the clip's frame times (LINEAR); unchanged nodes keep their samplers bit for bit. The reading
     conversion (``scale``, ``up``) is undone first; ``scale=`` / ``up=`` here are then a ModelError
     (the file keeps its own units and axes).
@@ -670,6 +677,20 @@ def _write_into(pg, dst: str, clip: GltfClip, src: str):
         doc = _load(pg, src)
     except Exception as e:
         raise ModelError(f"{src}: cannot read the glTF file to write into: {e}") from None
+    nn = len(doc.nodes)
+    if any(not 0 <= n < nn for n in clip.gltf_nodes) or _node_names(doc, clip.gltf_nodes) != list(clip.names):
+        bad = next((i for i, n in enumerate(clip.gltf_nodes) if not 0 <= n < nn), None)
+        if bad is None:
+            got = _node_names(doc, clip.gltf_nodes)
+            bad = next(i for i, (a, b) in enumerate(zip(got, clip.names)) if a != b)
+            there = f"is {got[bad]!r} there"
+        else:
+            there = f"is not there (the file has {nn} nodes)"
+        raise ModelError(f"write_gltf: {src} does not hold this clip's skeleton: the clip's node {clip.names[bad]!r} "
+                         f"(glTF node {clip.gltf_nodes[bad]}) {there}; write into the file the clip was read from")
+    if clip.animation is not None and not clip.animation < len(doc.animations):
+        raise ModelError(f"write_gltf: {src} has {len(doc.animations)} animation(s); the clip was read from "
+                         f"animation {clip.animation}; write into the file the clip was read from")
     bufs = _buffers(doc, src)
     # one buffer: the old buffers back to back, views shifted
     blob, base = bytearray(), []
