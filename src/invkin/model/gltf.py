@@ -592,11 +592,14 @@ def _node_motion(clip, node: int, col0: int):
 def _quats(R: np.ndarray, ref=None) -> np.ndarray:
     """Quaternions (x y z w) of (F, 3, 3) rotations, signs continuous (frame 0 next to ``ref``)."""
     Q = _matrix_to_quat(R)
-    prev = ref
-    for f in range(len(Q)):
-        if prev is not None and np.dot(Q[f], prev) < 0:
-            Q[f] = -Q[f]
-        prev = Q[f]
+    if len(Q) == 0:
+        return Q
+    # a sign flip wherever a quaternion turns against the one before; flips accumulate (vectorised:
+    # a loop over frames took 0.15 s per node per 100k frames)
+    flip = np.concatenate([[ref is not None and float(np.dot(Q[0], ref)) < 0],
+                           np.sum(Q[1:] * Q[:-1], axis=1) < 0])
+    odd = (np.cumsum(flip) % 2).astype(bool)
+    Q[odd] = -Q[odd]
     return Q
 
 
