@@ -379,3 +379,19 @@ def test_quaternion_signs_are_continuous_and_cost_little_beyond_the_conversion()
     _quats(big)
     t2 = time.perf_counter()
     assert t2 - t1 < 2.5 * (t1 - t0) + 0.05
+
+
+def test_a_long_clip_keeps_its_frames_through_float32_key_times(tmp_path):
+    """A 120 fps clip of 20,000 frames (167 s) written by write_gltf read back as 5,000 frames at
+    30 fps: its float32 key times past ~70 s are uniform only to float32 precision, more than the
+    0.1 % the reader allowed, so it re-sampled them without a word."""
+    rb, cb = ik.read_bvh(Path(ik.__file__).parent / "data" / "mocap" / "cmu_02_01_walk.bvh")
+    n = 20000
+    long = dataclasses.replace(cb, frames=np.resize(cb.frames, (n, cb.dof)), frame_time=1 / 120)
+    ik.write_gltf(tmp_path / "long.glb", rb, long)
+    r2, c2 = ik.read_gltf(tmp_path / "long.glb")
+    assert c2.n_frames == n
+    assert c2.frame_time == pytest.approx(1 / 120, rel=1e-6)
+    for f in (0, 9999, n - 1):
+        np.testing.assert_allclose(r2.fk(c2.frames[f], "LeftFoot")[:3, 3], rb.fk(long.frames[f], "LeftFoot")[:3, 3],
+                                   atol=1e-4)

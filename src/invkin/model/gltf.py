@@ -332,7 +332,10 @@ def _frame_times(keys: list, fps):
     if len(cand) == 1:
         return cand
     d = np.diff(cand)
-    if fps is None and np.all(np.abs(d - d.mean()) <= 1e-3 * d.mean()):
+    # uniform to 0.1 %, or to the float32 precision of the keys (two units in the last place of the
+    # largest: 120 fps keys past ~70 s differ by more than 0.1 % in float32)
+    tol = 1e-3 * d.mean() + 2.0 * float(np.spacing(np.float32(np.max(np.abs(cand[[0, -1]])))))
+    if fps is None and np.all(np.abs(d - d.mean()) <= tol):
         return cand
     rate = 30.0 if fps is None else float(fps)
     if not (math.isfinite(rate) and rate > 0):
