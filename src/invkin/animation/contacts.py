@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import GoalError, ModelError
 from .goals import Contact, FootPlant, _frame_arg
-from .skeleton import _clip_node, _limb_length, _robot_for, _track
+from .skeleton import _clip_node, _limb_length, _motion_root, _robot_for, _track
 
 _UP = {"x": 0, "y": 1, "z": 2}
 
@@ -48,8 +48,9 @@ def detect_up_axis(robot, clip, feet=None) -> str:
 
 
 def _root_above_feet(robot, clip, feet) -> np.ndarray:
-    """(3,) mean of root − foot positions over (up to 64) frames and the feet."""
-    root = next(n for n, p in zip(clip.names, clip.parents) if p < 0)
+    """(3,) mean of root − foot positions over (up to 64) frames and the feet (the motion root:
+    the hips below a glTF armature node)."""
+    root = clip.names[_motion_root(clip)]
     sel = clip.frames[np.linspace(0, clip.n_frames - 1, min(clip.n_frames, 64)).astype(int)]
     pr = _track(robot, sel, root)
     return np.mean([pr - _track(robot, sel, f) for f in feet], axis=(0, 1))
@@ -117,8 +118,8 @@ def _detect(P, clip, up, floor, h_on, v_on, hysteresis, min_duration, foot):
 
 
 def _root_speed(robot, clip, up) -> float:
-    """Median horizontal speed of the clip's root [units/s]."""
-    root = next(n for n, p in zip(clip.names, clip.parents) if p < 0)
+    """Median horizontal speed of the clip's (motion) root [units/s]."""
+    root = clip.names[_motion_root(clip)]
     R = _track(robot, clip.frames, root)[:, _horizontal(up)]
     if R.shape[0] < 2 or not clip.frame_time > 0:
         return 0.0
