@@ -395,3 +395,12 @@ def test_a_long_clip_keeps_its_frames_through_float32_key_times(tmp_path):
     for f in (0, 9999, n - 1):
         np.testing.assert_allclose(r2.fk(c2.frames[f], "LeftFoot")[:3, 3], rb.fk(long.frames[f], "LeftFoot")[:3, 3],
                                    atol=1e-4)
+
+
+@pytest.mark.parametrize("fps", ["abc", [30], True, -5, float("nan"), 0])
+def test_a_bad_fps_is_a_model_error_whatever_the_keys(fps):
+    """read_gltf(fps="abc") raised a raw ValueError (a list: TypeError), fps=True read as 1 fps, and a
+    file whose keys needed no re-sampling (or no animation) took any fps without a look."""
+    for animation in (0, None):
+        with pytest.raises(ik.ModelError, match="read_gltf: fps must be a number > 0"):
+            ik.read_gltf(WALKER, fps=fps, animation=animation)

@@ -338,8 +338,6 @@ def _frame_times(keys: list, fps):
     if fps is None and np.all(np.abs(d - d.mean()) <= tol):
         return cand
     rate = 30.0 if fps is None else float(fps)
-    if not (math.isfinite(rate) and rate > 0):
-        raise ModelError(f"read_gltf: fps must be a number > 0, got {fps!r}")
     n = int(math.floor((cand[-1] - cand[0]) * rate + 1e-6)) + 1
     return cand[0] + np.arange(n) / rate
 
@@ -392,6 +390,10 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
     (a ModelError says so). External buffer URIs are percent-decoded (``my%20data.bin``).
     """
     pg = _pygltflib()
+    if fps is not None:
+        if isinstance(fps, (bool, np.bool_)) or not isinstance(fps, (int, float, np.integer, np.floating)) or not (
+                math.isfinite(fps) and fps > 0):
+            raise ModelError(f"read_gltf: fps must be a number > 0 [frames/s] or None, got {fps!r}")
     src = os.fspath(path)
     from .._io import open_regular
 
