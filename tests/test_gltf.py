@@ -404,3 +404,17 @@ def test_a_bad_fps_is_a_model_error_whatever_the_keys(fps):
     for animation in (0, None):
         with pytest.raises(ik.ModelError, match="read_gltf: fps must be a number > 0"):
             ik.read_gltf(WALKER, fps=fps, animation=animation)
+
+
+def test_bad_scale_or_up_names_the_argument_the_caller_gave(tmp_path):
+    """read_gltf(up="w") said "up_to: up axis must be ...", write_gltf(up="w") "up_from: ..." and a bad
+    scale "convert_clip: scale: ...": names the caller never wrote (and read_gltf parsed the whole
+    file first)."""
+    rb, cb = ik.read_bvh(Path(ik.__file__).parent / "data" / "mocap" / "cmu_02_01_walk.bvh")
+    for fn, call in (("read_gltf", lambda **kw: ik.read_gltf(WALKER, **kw)),
+                     ("write_gltf", lambda **kw: ik.write_gltf(tmp_path / "w.glb", rb, cb, **kw))):
+        with pytest.raises(ik.ModelError, match=f"^{fn}: up: up axis must be one of .* got 'w'"):
+            call(up="w")
+        with pytest.raises(ik.ModelError, match=f"^{fn}: scale: expected a finite number > 0, got 'abc'"):
+            call(scale="abc")
+    assert not (tmp_path / "w.glb").exists()

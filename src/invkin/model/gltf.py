@@ -390,6 +390,8 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
     (a ModelError says so). External buffer URIs are percent-decoded (``my%20data.bin``).
     """
     pg = _pygltflib()
+    from .axes import check_conversion
+    scale = check_conversion("read_gltf", scale, up=up)
     if fps is not None:
         if isinstance(fps, (bool, np.bool_)) or not isinstance(fps, (int, float, np.integer, np.floating)) or not (
                 math.isfinite(fps) and fps > 0):
@@ -658,7 +660,9 @@ def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: flo
         raise ModelError(f"write_gltf: source={src!r} needs a clip read by read_gltf (a GltfClip), "
                          f"got a {type(clip).__name__}")
     else:
-        _write_new(pg, dst, clip, 1.0 if scale is None else scale, "y" if up is None else up)
+        from .axes import check_conversion
+        scale = check_conversion("write_gltf", 1.0 if scale is None else scale, up=up)
+        _write_new(pg, dst, clip, scale, "y" if up is None else up)
 
 
 def _relocate_images(doc, src: str, dst: str) -> None:
