@@ -214,3 +214,14 @@ def test_an_up_axis_the_clip_contradicts_is_said():
         warnings.simplefilter("error", ik.InvkinWarning)
         warnings.simplefilter("ignore", ik.NoContactWarning)
         ik.correct_clip(robot, short, ik.FootPlant("LeftFoot", toe=False), up="y", max_iterations=5)
+
+
+def test_detect_contacts_refuses_settings_it_would_ignore():
+    """detect_contacts(robot, clip, FootPlant(...), height_threshold=1e-6) used the FootPlant's own
+    thresholds and dropped the keyword without a word (3 contacts instead of none)."""
+    robot, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    with pytest.raises(ik.GoalError, match=r"detect_contacts: height_threshold=1e-06 would be ignored"):
+        ik.detect_contacts(robot, clip, ik.FootPlant("LeftFoot"), height_threshold=1e-6)
+    assert ik.detect_contacts(robot, clip, "LeftFoot", height_threshold=1e-6) == []
+    assert ik.detect_contacts(robot, clip, ik.FootPlant("LeftFoot", height_threshold=1e-6)) == []
+    assert len(ik.detect_contacts(robot, clip, ik.FootPlant("LeftFoot"))) == 3

@@ -166,13 +166,23 @@ def detect_contacts(robot, clip, foot, *, up=None, floor=None, height_threshold=
                     hysteresis: float = 1.5, min_duration: float = 0.05, floor_percentile: float = 5.0) -> list:
     """Contacts of ``foot`` with the floor in ``clip``: a list of :class:`Contact`, in frame order.
 
-    ``foot`` is a frame name or a :class:`FootPlant` (whose settings are then used). A frame is in
+    ``foot`` is a frame name or a :class:`FootPlant` (whose settings are then used; giving the
+    threshold keywords with one is a GoalError, ``floor`` is the fallback for its own). A frame is in
     contact when the foot frame's height above ``floor`` is below ``height_threshold`` and its
     smoothed speed below ``speed_threshold``, with hysteresis and a minimum duration; see
     :class:`FootPlant` for the defaults. ``up``: "y" or "z" (default: :func:`detect_up_axis`).
     """
     robot = _robot_for(robot, clip)
     _need_fps(clip, "detect_contacts")
+    if isinstance(foot, FootPlant):
+        given = {k: v for k, v, default in (("height_threshold", height_threshold, None),
+                                             ("speed_threshold", speed_threshold, None),
+                                             ("hysteresis", hysteresis, 1.5), ("min_duration", min_duration, 0.05),
+                                             ("floor_percentile", floor_percentile, 5.0)) if v != default}
+        if given:
+            raise GoalError(f"detect_contacts: {', '.join(f'{k}={v!r}' for k, v in given.items())} would be ignored: "
+                            f"the FootPlant's own settings are used; set them on the FootPlant "
+                            f"(dataclasses.replace(plant, ...)) or pass the foot's name")
     plant = foot if isinstance(foot, FootPlant) else FootPlant(
         _frame_arg(foot, "detect_contacts: foot"), height_threshold=height_threshold,
         speed_threshold=speed_threshold, hysteresis=hysteresis, min_duration=min_duration, floor=floor,
