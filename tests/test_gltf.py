@@ -418,3 +418,13 @@ def test_bad_scale_or_up_names_the_argument_the_caller_gave(tmp_path):
         with pytest.raises(ik.ModelError, match=f"^{fn}: scale: expected a finite number > 0, got 'abc'"):
             call(scale="abc")
     assert not (tmp_path / "w.glb").exists()
+
+
+def test_resampling_at_the_files_own_rate_keeps_the_last_key():
+    """read_gltf(fps=30) of the walker (60 keys at 30 fps) gave 59 frames, fps=60 118: float32 key
+    times end a little short of the grid (1.96666658 s), and the grid stopped one frame early."""
+    _, ref = ik.read_gltf(WALKER)
+    for fps, n in ((30, 60), (60, 119)):
+        _, c = ik.read_gltf(WALKER, fps=fps)
+        assert c.n_frames == n
+        np.testing.assert_allclose(c.frames[-1], ref.frames[-1], atol=1e-12)  # the last key, clamped
