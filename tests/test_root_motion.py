@@ -140,3 +140,26 @@ def test_a_gltf_armature_node_above_the_hips_is_not_the_root(tmp_path):
             a = np.linalg.inv(ref) @ _T(ra, ca, name)
             b = np.linalg.inv(got) @ _T(ra, placed, name)
             np.testing.assert_allclose(a, b, atol=1e-9)
+
+
+def test_a_clip_that_walks_there_and_back_keeps_its_forward_axis(walk):
+    """The forward axis was the one along the clip's net travel: the walk followed by the same walk
+    turned about (back to the start, net travel 0) took the sideways +x, so every heading was 90 deg
+    off (1.54 rad on the way out instead of -0.03). It now follows the travel frame by frame."""
+    import dataclasses
+    from invkin.model.euler import axis_rot, euler_from_matrix
+    from invkin.model.gltf import _channels_rotation
+    robot, clip = walk
+    f = clip.frames[1:]  # (frame 0 is the T-pose)
+    assert clip.channels[0][3:] == ("Zrotation", "Yrotation", "Xrotation")
+    Y = axis_rot(1, np.pi)
+    back = f.copy()
+    back[:, :3] = f[-1, :3] + (f[:, :3] - f[0, :3]) @ Y.T
+    back[:, 3:6] = euler_from_matrix(Y @ _channels_rotation(clip.channels[0], f[:, :6]), "ZYX")
+    there_and_back = dataclasses.replace(clip, frames=np.concatenate([f, back]))
+    out = ik.extract_root_motion(robot, dataclasses.replace(clip, frames=f))
+    rm = ik.extract_root_motion(robot, there_and_back)
+    assert rm.forward == out.forward == "+z"
+    n = len(f)
+    np.testing.assert_allclose(rm.heading[:n], out.heading, atol=1e-12)
+    np.testing.assert_allclose(rm.heading[n:] - np.pi, out.heading, atol=1e-9)

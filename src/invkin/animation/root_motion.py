@@ -6,8 +6,8 @@ With ``u`` the up axis and ``h1, h2`` the horizontal axes (right-handed: ``h1 ×
 * position ``p_i``: the root's world position with its up component set to 0;
 * heading ``ψ_i = atan2(f · h2, f · h1)`` of the root's *forward axis* ``f = R_i a``, where ``a`` is
   the root's local axis (x, y or z, either sign) that stays near horizontal and points along the
-  clip's travel (for a clip that does not travel: the most horizontal one), unwrapped over frames
-  (continuous, may pass ±π);
+  clip's travel frame by frame (for a clip that does not travel: the most horizontal one), unwrapped
+  over frames (continuous, may pass ±π);
 * ``T_i = Trans(p_i) · Rot(u, ψ_i)``: the root-motion transform (an engine's "root bone").
 
 :func:`make_in_place` holds the root's horizontal position at frame 0's (and, with
@@ -101,12 +101,13 @@ def extract_root_motion(robot, clip: Clip, *, up=None) -> RootMotion:
     P = T[:, :3, 3].copy()
     P[:, u] = 0.0
     # forward: of the local axes that stay near horizontal, the one (either sign) pointing along the
-    # travel; for a clip that does not travel, the most horizontal one
+    # travel, frame by frame (a clip that walks there and back travels nowhere in total); for a clip
+    # that does not travel, the most horizontal one
     tilt = np.mean(np.abs(T[:, u, :3]), axis=0)
     cand = [k for k in range(3) if tilt[k] < 0.5] or [int(np.argmin(tilt))]
-    travel = P[-1] - P[0]
-    if np.linalg.norm(travel) > 0:
-        score = {(k, sg): sg * float(np.mean(T[:, :3, k] @ travel)) for k in cand for sg in (1.0, -1.0)}
+    V = np.diff(P, axis=0)
+    if np.any(V != 0.0):
+        score = {(k, sg): sg * float(np.mean(np.sum(T[:-1, :3, k] * V, axis=1))) for k in cand for sg in (1.0, -1.0)}
         k, sg = max(score, key=score.get)
     else:
         k, sg = min(cand, key=lambda c: tilt[c]), 1.0
