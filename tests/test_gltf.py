@@ -428,3 +428,15 @@ def test_resampling_at_the_files_own_rate_keeps_the_last_key():
         _, c = ik.read_gltf(WALKER, fps=fps)
         assert c.n_frames == n
         np.testing.assert_allclose(c.frames[-1], ref.frames[-1], atol=1e-12)  # the last key, clamped
+
+
+@pytest.mark.parametrize("name", ["walk_fixed.bvh", "walk_fixed", "walk.glb.txt"])
+def test_a_path_that_is_not_glb_or_gltf_is_refused(tmp_path, name):
+    """write_gltf("walk_fixed.bvh", ...) wrote a JSON glTF under a .bvh name (any suffix but .glb gave
+    JSON): the suffix picks the format, so anything else is a ModelError and nothing is written."""
+    robot, clip = ik.read_gltf(WALKER)
+    with pytest.raises(ik.ModelError, match=r"expected a \.glb \(binary\) or \.gltf \(JSON\) path"):
+        ik.write_gltf(tmp_path / name, robot, clip)
+    assert not list(tmp_path.iterdir())
+    ik.write_gltf(tmp_path / "ok.GLTF", robot, clip)  # the suffix in any case
+    np.testing.assert_array_equal(ik.read_gltf(tmp_path / "ok.GLTF")[1].frames, clip.frames)

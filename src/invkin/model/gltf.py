@@ -650,6 +650,9 @@ def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: flo
         check_skeleton(robot, clip, "write_gltf: ")
     need_frames(clip, "write_gltf")
     dst = os.fspath(path)
+    if os.path.splitext(str(dst))[1].lower() not in (".glb", ".gltf"):
+        raise ModelError(f"write_gltf: {dst!r}: expected a .glb (binary) or .gltf (JSON) path; the suffix picks "
+                         f"the format (a BVH file: write_bvh)")
     src = source if source is not None else getattr(clip, "source", None)
     if src is not None and isinstance(clip, GltfClip):
         if scale is not None or up is not None:  # they would be ignored: the file keeps its own units and axes
