@@ -287,8 +287,15 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
     up = _up_arg(up)
     if plants:
         _need_fps(clip, "correct_clip (foot planting)")
-        for p in plants:
-            _clip_node(clip, p.frame, f"FootPlant({p.frame!r})")
+        nodes = {p.frame: _clip_node(clip, p.frame, f"FootPlant({p.frame!r})") for p in plants}
+        for p in plants:  # one foot planted twice (the foot and its toe): the two goals fight over the leg
+            a = clip.parents[nodes[p.frame]]
+            while a >= 0:
+                if clip.names[a] in nodes:
+                    raise GoalError(f"goals: FootPlant({p.frame!r}) is below FootPlant({clip.names[a]!r}) and would "
+                                    f"fight it over the same leg; plant {clip.names[a]!r} alone (a whole foot: its toe "
+                                    f"is planted with it, FootPlant({clip.names[a]!r}, toe={p.frame!r}) picks which)")
+                a = clip.parents[a]
         if up is None:
             up = detect_up_axis(robot, clip, feet)
         else:
