@@ -440,3 +440,21 @@ def test_a_path_that_is_not_glb_or_gltf_is_refused(tmp_path, name):
     assert not list(tmp_path.iterdir())
     ik.write_gltf(tmp_path / "ok.GLTF", robot, clip)  # the suffix in any case
     np.testing.assert_array_equal(ik.read_gltf(tmp_path / "ok.GLTF")[1].frames, clip.frames)
+
+
+def test_a_retimed_clip_is_written_with_its_new_times_everywhere(tmp_path):
+    """dataclasses.replace(clip, frame_time=dt / 2) of a GltfClip was written at the file's old key
+    times (duration unchanged) without a word; and with new times, the nodes the correction left
+    alone kept their old samplers at the old times (the legs at double speed, the rest not). Now the
+    frame time must agree with the times, and a retimed clip rewrites every node."""
+    robot, clip = ik.read_gltf(WALKER)
+    new, _ = ik.correct_clip(robot, clip, ik.FootPlant("LeftFoot"), max_iterations=10)
+    dt = clip.frame_time / 2
+    with pytest.raises(ik.ModelError, match="frame_time .* disagrees with its times"):
+        dataclasses.replace(new, frame_time=dt)
+    fast = dataclasses.replace(new, frame_time=dt, times=clip.times[0] + np.arange(new.n_frames) * dt)
+    ik.write_gltf(tmp_path / "fast.glb", robot, fast)
+    r2, c2 = ik.read_gltf(tmp_path / "fast.glb")
+    assert c2.n_frames == fast.n_frames and c2.duration == pytest.approx(fast.duration, rel=1e-6)
+    for name in ("Head", "LeftFoot", "RightHand"):  # moved by the correction or not: all on the new times
+        np.testing.assert_allclose(r2.fk(c2.frames, name)[:, :3, 3], robot.fk(fast.frames, name)[:, :3, 3], atol=2e-6)

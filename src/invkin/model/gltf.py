@@ -90,8 +90,9 @@ class GltfClip(Clip):
         skin_joints: clip node index of each skin joint.
         source: path of the file read; skin, animation: indices read (animation None: rest only).
         scale, up: the conversion applied on reading (undone on writing).
-        source_frames: the frames as read (after the conversion): nodes whose columns still equal
-            them keep their original samplers on writing.
+        source_frames, source_times: the frames and times as read (after the conversion): nodes
+            whose columns still equal them keep their original samplers on writing (while the times
+            are those read: a retimed clip rewrites every node).
     """
 
     gltf_nodes: tuple = ()
@@ -105,6 +106,7 @@ class GltfClip(Clip):
     scale: float = 1.0
     up: str = "y"
     source_frames: np.ndarray = None
+    source_times: np.ndarray = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -113,6 +115,12 @@ class GltfClip(Clip):
         if t.shape != (n,):
             raise ModelError(f"GltfClip: times must have shape ({n},) like frames, got {t.shape}")
         t = np.array(t, dtype=float)
+        if n > 1 and self.times is not None:  # the frame time is the times' mean spacing (they must agree)
+            spacing = (t[-1] - t[0]) / (n - 1)
+            if not abs(self.frame_time - spacing) <= 1e-6 * max(abs(spacing), 1e-12):
+                raise ModelError(f"GltfClip: frame_time {self.frame_time:g} s disagrees with its times (spacing "
+                                 f"{spacing:g} s); the times are what write_gltf writes: retime with "
+                                 f"dataclasses.replace(clip, frame_time=dt, times=t0 + np.arange(n) * dt)")
         t.setflags(write=False)
         object.__setattr__(self, "times", t)
         if self.rest is not None:
@@ -558,7 +566,8 @@ def _clip_of(order, index, parent, names, frames, ft, offsets, channels, times, 
                     inverse_bind=np.array(ibm), skin_joints=tuple(index[j] for j in joints),
                     source=os.path.abspath(src), skin=int(skin), animation=animation)
     clip = convert_clip(clip, scale=scale, up_from="y", up_to=up)
-    return dataclasses.replace(clip, scale=float(scale), up=str(up).lower(), source_frames=np.array(clip.frames))
+    return dataclasses.replace(clip, scale=float(scale), up=str(up).lower(), source_frames=np.array(clip.frames),
+                               source_times=np.array(clip.times))
 
 
 # --------------------------------------------------------------------------------------- writing
@@ -720,8 +729,10 @@ def _write_into(pg, dst: str, clip: GltfClip, src: str):
         bv.buffer = 0
     store = _Blob(pg, doc, bytes(blob))
     _relocate_images(doc, src, dst)
+    same_times = clip.source_times is None or (clip.source_times.shape == clip.times.shape
+                                               and np.array_equal(clip.source_times, clip.times))
     changed = np.any(clip.frames != clip.source_frames, axis=0) if (
-        clip.source_frames is not None and clip.source_frames.shape == clip.frames.shape) else \
+        same_times and clip.source_frames is not None and clip.source_frames.shape == clip.frames.shape) else \
         np.ones(clip.dof, dtype=bool)
     undo = convert_clip(clip, scale=1.0 / clip.scale, up_from=clip.up, up_to="y")
     if clip.animation is None:
