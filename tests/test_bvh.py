@@ -375,3 +375,13 @@ def test_write_refuses_joint_names_that_would_not_read_back(tmp_path, name):
     ok = dataclasses.replace(clip, names=(clip.names[0], "a{b c}") + clip.names[2:])
     write_bvh(tmp_path / "ok.bvh", None, ok)
     assert read_bvh(tmp_path / "ok.bvh")[1].names[1] == "a{b c}"
+
+
+def test_channels_after_the_children_are_refused_not_misread(tmp_path):
+    """A CHANNELS line after a joint's children put the motion columns in another order than the
+    file's: the parent took the first value on each line although the child's CHANNELS came first in
+    the file (Blender reads them in file order). The reader refuses OFFSET there already; CHANNELS too."""
+    text = ("HIERARCHY\nROOT a\n{\nOFFSET 0 0 0\nJOINT b\n{\nOFFSET 0 1 0\nCHANNELS 1 Xrotation\nEnd Site\n{\n"
+            "OFFSET 0 1 0\n}\n}\nCHANNELS 1 Zrotation\n}\nMOTION\nFrames: 1\nFrame Time: 0.1\n10 20\n")
+    with pytest.raises(ik.ModelError, match=r"line 14: CHANNELS of 'a' after its children"):
+        read_bvh(_write(tmp_path / "late.bvh", text))

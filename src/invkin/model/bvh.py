@@ -268,6 +268,7 @@ def _parse_hierarchy(tk: _Tokens):
             raise tk.err(f"{'End Site' if end_site[idx] else repr(names[idx])} has no OFFSET", lines[idx])
 
     stack = []  # open nodes, innermost last
+    with_kids = set()  # nodes whose children have begun
     while tk.peek() is not None:
         t, ln = tk.next("ROOT")
         if t.upper() != "ROOT":
@@ -294,6 +295,9 @@ def _parse_hierarchy(tk: _Tokens):
                     raise tk.err(f"End Site of {names[parents[idx]]!r} cannot have CHANNELS", l2)
                 if channels[idx]:
                     raise tk.err(f"second CHANNELS line in {name!r}", l2)
+                if idx in with_kids:  # the motion columns follow the CHANNELS lines' order in the file
+                    raise tk.err(f"CHANNELS of {name!r} after its children; expected them before its first JOINT "
+                                 f"(the motion columns follow the order of the CHANNELS lines)", l2)
                 c, l3 = tk.next("the number of channels")
                 if not (c.isascii() and c.isdigit()):
                     raise tk.err(f"CHANNELS: expected a channel count, got {c!r}", l3)
@@ -321,6 +325,7 @@ def _parse_hierarchy(tk: _Tokens):
                     raise tk.err(f"End Site of {names[parents[idx]]!r} cannot have children", l2)
                 if offsets[idx] is None:
                     raise tk.err(f"{name!r} has no OFFSET before its children", l2)
+                with_kids.add(idx)
                 if u == "END":
                     tk.next("'Site'")
                     tk.rest_of_line(l2)  # a name after 'End Site' is ignored, as Blender does
