@@ -357,11 +357,11 @@ def test_writing_into_a_file_of_another_skeleton_is_refused(tmp_path):
     np.testing.assert_array_equal(ik.read_gltf(tmp_path / "ok.glb")[1].frames, clip.frames)
 
 
-def test_quaternion_signs_are_continuous_and_cost_little_beyond_the_conversion():
+def test_quaternion_signs_are_continuous():
     """_quats flips each quaternion to the sign nearest the previous one (the first nearest ``ref``);
     it did so in a Python loop over frames, most of write_gltf's time on long clips (5.4 of 8.5 s
-    for 100k frames of the walk)."""
-    import time
+    for 100k frames of the walk; vectorised, 1.8 s). The result is checked here; speed belongs to
+    benchmarks, not tests."""
     from invkin.model.gltf import _matrix_to_quat, _quats
     rng = np.random.default_rng(0)
     ang = np.cumsum(rng.normal(0, 0.4, (3000, 3)), axis=0)
@@ -372,13 +372,6 @@ def test_quaternion_signs_are_continuous_and_cost_little_beyond_the_conversion()
         assert np.all(np.sum(Q[1:] * Q[:-1], axis=1) >= 0)
         if ref is not None:
             assert Q[0] @ ref >= 0
-    big = np.ascontiguousarray(np.broadcast_to(R, (100,) + R.shape).reshape(-1, 3, 3))  # 300k frames
-    t0 = time.perf_counter()
-    _matrix_to_quat(big)
-    t1 = time.perf_counter()
-    _quats(big)
-    t2 = time.perf_counter()
-    assert t2 - t1 < 2.5 * (t1 - t0) + 0.05
 
 
 def test_a_long_clip_keeps_its_frames_through_float32_key_times(tmp_path):
