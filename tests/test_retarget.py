@@ -458,3 +458,87 @@ def test_a_fixed_base_file_with_a_moving_root_is_a_file_error(tmp_path):
     np.savez(p, **{**_GOOD_NPZ, "floating_base": np.array(""), "root_position": np.ones((4, 3))})
     with pytest.raises(ik.FileError, match=r"floating_base is \"\" .* not the identity"):
         ik.read_motion(p)
+
+
+# --------------------------------------------------------------------------- arguments checked before the work
+
+@pytest.mark.parametrize("kw, error, expected", [
+    ({"up": "-y"}, ik.GoalError, r"up: expected 'y', 'z'"),
+    ({"margin": "a"}, MappingError, r"margin: expected a number in \[0, 0.1\] \[m\], got 'a'"),
+    ({"margin": None}, MappingError, r"margin: expected a number"),
+    ({"contact_options": {"height_treshold": 0.1}}, ik.GoalError,
+     r"contact_options: unknown keyword argument\(s\) 'height_treshold' \(did you mean 'height_threshold'\?\)"),
+    ({"contact_options": {"up": "y"}}, ik.GoalError, r"contact_options: unknown keyword argument\(s\) 'up'"),
+    ({"contact_options": 5}, ik.GoalError, r"contact_options: expected a dict"),
+    ({"progress": 5}, ik.GoalError, r"progress: expected a callable"),
+])
+def test_bad_options_are_an_invkin_error_naming_them(g1, kw, error, expected):
+    """Before: up="-y" was a KeyError, margin="a" a ValueError, a contact option's typo a TypeError
+    from inside detect_contacts, progress=5 a TypeError after the first chunk."""
+    sk, clip = ik.read_bvh(MOCAP / "cmu_49_04_run_leap.bvh")
+    with pytest.raises(error, match=expected):
+        ik.retarget(sk, clip, g1, **kw)
+
+
+def test_the_up_axis_is_read_in_any_case_as_detect_contacts_reads_it(g1):
+    import dataclasses
+
+    sk, clip = ik.read_bvh(MOCAP / "cmu_49_04_run_leap.bvh")
+    clip = dataclasses.replace(clip, frames=clip.frames[:30])
+    a = ik.retarget(sk, clip, g1, up="Y", contact_options={"min_duration": 0.05})
+    np.testing.assert_array_equal(a.q, ik.retarget(sk, clip, g1, up="y").q)
+
+
+def test_a_dataset_option_nothing_reads_is_refused_before_the_output_folder_is_made(tmp_path):
+    from invkin.jobs.errors import JobError
+    from invkin.retarget.dataset import retarget_dataset
+
+    with pytest.raises(JobError, match=r"unknown keyword argument\(s\) 'iteration' \(did you mean 'iterations'\?\)"):
+        retarget_dataset(MOCAP, "g1", tmp_path / "out", iteration=3, progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--out", "{tmp}/missing/m.npz"], r"--out .*missing/m.npz: cannot write in .*missing: No such folder"),
+    (["--out", "{tmp}/m.npz", "--csv", "{tmp}/m.txt"], r"--csv .*m.txt: expected a .csv file"),
+    (["--out", "{tmp}/m.npz", "--csv", "{tmp}/missing/m.csv"], r"--csv .*: cannot write in .*missing: No such"),
+    (["--out", "{tmp}/m.npz", "--scheduler", "tcp://127.0.0.1:1"], r"--scheduler: applies to a folder of clips"),
+    (["--out", "{tmp}/m.npz", "--overwrite"], r"--overwrite: applies to a folder of clips"),
+])
+def test_cli_refuses_an_output_or_option_for_a_clip_before_retargeting(tmp_path, capsys, extra, expected):
+    """Before: a missing output folder or a bad --csv failed after the whole clip was retargeted (and
+    --csv m.txt left --out written with exit 2); --scheduler and --overwrite were ignored."""
+    import re
+
+    from invkin.cli import main
+
+    code = main(["retarget", str(MOCAP / "cmu_49_04_run_leap.bvh"), "g1", "--no-progress",
+                 *(a.format(tmp=tmp_path) for a in extra)])
+    err = capsys.readouterr().err
+    assert code == 2 and re.search(expected, err), err
+    assert "retarget: 252 frames" not in err and list(tmp_path.iterdir()) == []
+
+
+def test_cli_refuses_csv_or_a_file_output_for_a_folder(tmp_path, capsys):
+    """Before: --csv was silently ignored for a folder, and --out m.npz made a folder named m.npz."""
+    from invkin.cli import main
+
+    src = tmp_path / "clips"
+    src.mkdir()
+    (src / "a.bvh").write_bytes((MOCAP / "cmu_49_04_run_leap.bvh").read_bytes())
+    assert main(["retarget", str(src), "g1", "--out", str(tmp_path / "out"), "--csv", str(tmp_path / "m.csv")]) == 2
+    assert "--csv" in capsys.readouterr().err
+    assert main(["retarget", str(src), "g1", "--out", str(tmp_path / "m.npz")]) == 2
+    assert "is a folder; its motions go to an output folder, not a .npz file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clips"]
+
+
+def test_cli_names_a_failed_clip_of_a_folder_once(tmp_path, capsys):
+    from invkin.cli import main
+
+    src = tmp_path / "clips"
+    src.mkdir()
+    (src / "broken.bvh").write_text("HIERARCHY\nROOT x\n")
+    assert main(["retarget", str(src), "g1", "--out", str(tmp_path / "out"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "retarget: broken.bvh: line 3: no MOTION section" in err and "broken.bvh: broken.bvh" not in err, err

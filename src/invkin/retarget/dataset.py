@@ -96,6 +96,13 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
     from ..jobs.parts import atomic_write
     from .mapping import Mapping, load_mapping
 
+    import inspect
+
+    from .._checks import no_unknown_kwargs
+    from .core import retarget
+
+    known = [k for k, p in inspect.signature(retarget).parameters.items() if p.kind is p.KEYWORD_ONLY and k != "progress"]
+    no_unknown_kwargs("retarget_dataset", options, known, JobError)  # before any folder is made
     folder = path_str(folder, JobError, "a folder of .bvh clips")
     if not os.path.isdir(folder):
         raise JobError(f"{folder}: not a folder; expected a folder of .bvh clips")
