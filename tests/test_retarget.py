@@ -229,6 +229,35 @@ def test_proposed_mapping_finds_feet_hands_and_root(g1):
     assert motion.report.limit_violations == 0
 
 
+def _chain_urdf(chains) -> str:
+    """A URDF of revolute chains below ``base_link`` (names only matter: propose_mapping reads names)."""
+    links, joints = ["base_link"], []
+    for chain in chains:
+        parent = "base_link"
+        for name in chain:
+            links.append(name)
+            joints.append(f'<joint name="{name}_joint" type="revolute"><parent link="{parent}"/><child link="{name}"/>'
+                          f'<origin xyz="0 0 -0.1"/><axis xyz="0 1 0"/>'
+                          f'<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>')
+            parent = name
+    return ('<robot name="icub_like">' + "".join(f'<link name="{n}"/>' for n in links) + "".join(joints)
+            + "</robot>")
+
+
+def test_proposed_mapping_reads_names_without_their_separators(tmp_path):
+    """iCub's legs are l_hip_1 .. l_hip_3, l_upper_leg (thigh), l_lower_leg (shin), l_foot: before,
+    "upperleg" did not match "upper_leg", so the source's knee went onto the thigh link (at the hip)."""
+    chains = [[f"{s}_{n}" for n in ("hip_1", "hip_2", "upper_leg", "lower_leg", "ankle_1", "foot")] for s in "lr"]
+    chains += [[f"{s}_{n}" for n in ("shoulder_1", "upper_arm", "elbow_1", "forearm", "hand")] for s in "lr"]
+    (tmp_path / "icub_like.urdf").write_text(_chain_urdf(chains))
+    robot = ik.load_robot(tmp_path / "icub_like.urdf", floating_base=True)
+    sk, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    pairs = {b.source: b.link for b in propose_mapping(sk, clip, robot).bodies}
+    assert pairs["LeftUpLeg"] == "l_upper_leg" and pairs["RightUpLeg"] == "r_upper_leg"
+    assert pairs["LeftLeg"] == "l_lower_leg" and pairs["RightLeg"] == "r_lower_leg"
+    assert pairs["LeftFoot"] == "l_foot" and pairs["LeftHand"] == "l_hand" and pairs["LeftArm"] == "l_upper_arm"
+
+
 def test_unknown_names_in_a_mapping_name_the_closest(tmp_path, g1):
     sk, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
     text = load_mapping(bundled_mappings()["cmu_g1"]).to_toml()

@@ -20,7 +20,7 @@ name raises :class:`~invkin.errors.FrameError` naming the closest ones. The targ
 come from the clip through :mod:`invkin.retarget.scale` (limb-length scaling, rest-pose alignment).
 Bundled maps (``src/invkin/data/retarget``) cover the bundled mocap skeletons onto the bundled G1;
 :func:`bundled_mapping` picks the one whose source joints the clip has, :func:`propose_mapping`
-drafts one for a new skeleton or robot from names and rest-pose geometry.
+drafts one for a new skeleton or robot from the joint and link names (check it: names are all it reads).
 """
 from __future__ import annotations
 
@@ -254,14 +254,20 @@ def _side(name: str):
     return None, n
 
 
+def _squash(text: str) -> str:
+    """Lower case without separators: "upper_leg", "UpperLeg", "upper-leg" and "upperleg" alike."""
+    return "".join(c for c in text.lower() if c.isalnum())
+
+
 def _pick(names, part, side):
     frags = dict(_PARTS)[part]
     for frag in frags:
+        f = _squash(frag)
         for n in names:
             s, rest = _side(n)
             if s != side:
                 continue
-            if frag in rest.replace(" ", "_"):
+            if f in _squash(rest):
                 return n
     return None
 
@@ -269,9 +275,11 @@ def _pick(names, part, side):
 def propose_mapping(skeleton, clip, robot) -> Mapping:
     """Draft a map of ``clip`` (and its ``skeleton`` from read_bvh) onto ``robot`` from the joint
     and link names (left/right and body-part words: hips, thigh/upleg, knee/shin, foot/ankle,
-    shoulder/arm, elbow/forearm, hand/wrist, chest/torso, head), for the user to check and edit
-    (write it with :meth:`Mapping.to_toml`). Parts found on only one side are left out; the root is
-    the skeleton's root joint and the robot's first link below a floating base."""
+    shoulder/arm, elbow/forearm, hand/wrist, chest/torso, head; compared in lower case without
+    separators, so ``l_upper_leg`` is a thigh as ``LeftUpLeg`` is), for the user to check and edit
+    (write it with :meth:`Mapping.to_toml`). The side is a name's first word (``left_``, ``l_``,
+    ``L`` before a capital). Parts found on only one side are left out; the root is the skeleton's
+    root joint and the robot's first link below a floating base."""
     src = [n for n, e in zip(clip.names, clip.end_site) if not e]
     links = [f for f in robot.frame_names if f != "world"]
     bodies = []
