@@ -229,19 +229,25 @@ def test_proposed_mapping_finds_feet_hands_and_root(g1):
     assert motion.report.limit_violations == 0
 
 
-def _chain_urdf(chains) -> str:
-    """A URDF of revolute chains below ``base_link`` (names only matter: propose_mapping reads names)."""
+def _chain_urdf(chains, shaped=()) -> str:
+    """A URDF of revolute chains below ``base_link``, 0.1 m per link down -z, 0.2 m apart sideways
+    (left +y); the links in ``shaped`` get a collision sphere of radius 0.03 m."""
+    def link(n):
+        if n not in shaped:
+            return f'<link name="{n}"/>'
+        return f'<link name="{n}"><collision><geometry><sphere radius="0.03"/></geometry></collision></link>'
+
     links, joints = ["base_link"], []
     for chain in chains:
         parent = "base_link"
         for name in chain:
             links.append(name)
+            y = (0.1 if name[0] == "l" else -0.1) if parent == "base_link" else 0.0
             joints.append(f'<joint name="{name}_joint" type="revolute"><parent link="{parent}"/><child link="{name}"/>'
-                          f'<origin xyz="0 0 -0.1"/><axis xyz="0 1 0"/>'
-                          f'<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>')
+                          f'<origin xyz="0 {y} -0.1"/><axis xyz="0 1 0"/>'
+                          f'<limit lower="-1" upper="1" effort="1" velocity="10"/></joint>')
             parent = name
-    return ('<robot name="icub_like">' + "".join(f'<link name="{n}"/>' for n in links) + "".join(joints)
-            + "</robot>")
+    return ('<robot name="icub_like">' + "".join(link(n) for n in links) + "".join(joints) + "</robot>")
 
 
 def test_proposed_mapping_reads_names_without_their_separators(tmp_path):
@@ -256,6 +262,24 @@ def test_proposed_mapping_reads_names_without_their_separators(tmp_path):
     assert pairs["LeftUpLeg"] == "l_upper_leg" and pairs["RightUpLeg"] == "r_upper_leg"
     assert pairs["LeftLeg"] == "l_lower_leg" and pairs["RightLeg"] == "r_lower_leg"
     assert pairs["LeftFoot"] == "l_foot" and pairs["LeftHand"] == "l_hand" and pairs["LeftArm"] == "l_upper_arm"
+
+
+def test_a_foot_mapped_above_the_link_with_its_sole_is_refused_and_not_proposed(tmp_path):
+    """Romeo's LAnklePitchLink has no collision shapes; its child l_ankle (the sole) has. Before, the
+    draft took LAnklePitchLink and the retargeting put that link's origin on the floor: Romeo's
+    l_sole stood 68 mm under the floor while the report said penetration 0.0 mm."""
+    legs = [[f"{s}_{n}" for n in ("hip_roll", "knee", "ankle_pitch", "ankle")] for s in "lr"]
+    (tmp_path / "r.urdf").write_text(_chain_urdf(legs, shaped=("l_ankle", "r_ankle")))
+    robot = ik.load_robot(tmp_path / "r.urdf", floating_base=True)
+    sk, clip = ik.read_bvh(MOCAP / "cmu_49_04_run_leap.bvh")
+    pairs = {b.source: b.link for b in propose_mapping(sk, clip, robot).bodies}
+    assert pairs["LeftFoot"] == "l_ankle" and pairs["RightFoot"] == "r_ankle"
+    bad = load_mapping({"body": [{"source": "Hips", "link": "base_link", "role": "root"},
+                                 {"source": "LeftFoot", "link": "l_ankle_pitch", "role": "foot"},
+                                 {"source": "RightFoot", "link": "r_ankle", "role": "foot"}]})
+    with pytest.raises(MappingError, match=r"foot 'LeftFoot' -> link 'l_ankle_pitch' has no collision shapes to "
+                                           r"stand on .* but 'l_ankle' below it have"):
+        ik.retarget(sk, clip, robot, mapping=bad)
 
 
 def test_unknown_names_in_a_mapping_name_the_closest(tmp_path, g1):

@@ -278,7 +278,8 @@ def propose_mapping(skeleton, clip, robot) -> Mapping:
     shoulder/arm, elbow/forearm, hand/wrist, chest/torso, head; compared in lower case without
     separators, so ``l_upper_leg`` is a thigh as ``LeftUpLeg`` is), for the user to check and edit
     (write it with :meth:`Mapping.to_toml`). The side is a name's first word (``left_``, ``l_``,
-    ``L`` before a capital). Parts found on only one side are left out; the root is the skeleton's
+    ``L`` before a capital). A foot is a link with collision shapes where one fits (its sole is
+    put on the floor). Parts found on only one side are left out; the root is the skeleton's
     root joint and the robot's first link below a floating base."""
     src = [n for n, e in zip(clip.names, clip.end_site) if not e]
     links = [f for f in robot.frame_names if f != "world"]
@@ -288,12 +289,16 @@ def propose_mapping(skeleton, clip, robot) -> Mapping:
     role, wp, wr = _WEIGHTS["root"]
     bodies.append(Body(src_root, rob_root, role, wp, wr))
     used_s, used_l = {src_root}, {rob_root}
+    shaped = set(robot.collision.link_names)
     for part, _ in _PARTS[1:]:
         sides = (None,) if part in ("torso", "head") else ("left", "right")
         pairs = []
         for side in sides:
             s = _pick([n for n in src if n not in used_s], part, side)
-            ln = _pick([n for n in links if n not in used_l], part, side)
+            cands = [n for n in links if n not in used_l]
+            if part == "foot":  # the foot is the link its sole belongs to: one with collision shapes first
+                cands = [n for n in cands if n in shaped] + [n for n in cands if n not in shaped]
+            ln = _pick(cands, part, side)
             pairs.append((s, ln))
         if any(s is None or ln is None for s, ln in pairs):
             continue
