@@ -595,3 +595,22 @@ def test_cli_names_a_failed_clip_of_a_folder_once(tmp_path, capsys):
     assert main(["retarget", str(src), "g1", "--out", str(tmp_path / "out"), "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert "retarget: broken.bvh: line 3: no MOTION section" in err and "broken.bvh: broken.bvh" not in err, err
+
+
+def test_two_clips_of_one_output_name_are_not_written_over_each_other(tmp_path):
+    """Before: a.bvh and a.BVH both wrote out/a.npz (the second over the first), the manifest said
+    2 clips done, and every rerun redid one of them over the other."""
+    from invkin.retarget.dataset import retarget_dataset
+
+    src = tmp_path / "clips"
+    src.mkdir()
+    (src / "a.BVH").write_bytes((MOCAP / "cmu_49_04_run_leap.bvh").read_bytes())
+    (src / "a.bvh").write_bytes((MOCAP / "fair1_wave_hello.bvh").read_bytes())
+    if len(list(src.iterdir())) != 2:
+        pytest.skip("a case-insensitive file system keeps one of a.bvh and a.BVH")
+    m = retarget_dataset(src, "g1", tmp_path / "out", progress=False)
+    assert m["failed"] == ["a.bvh"] and m["done"] == 1
+    assert m["clips"]["a.bvh"]["error"] == "a.bvh: its output a.npz is also the output of a.BVH; rename one of the two clips"
+    assert ik.read_motion(tmp_path / "out" / "a.npz").n_frames == 252  # a.BVH's, the leap
+    again = retarget_dataset(src, "g1", tmp_path / "out", progress=False)
+    assert again["computed"] == 0 and again["skipped"] == 2

@@ -138,12 +138,22 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
         manifest = {"format": FORMAT, "job_id": job_id, "robot": model.name, "source": folder,
                     "mapping": mapping_toml or "bundled (chosen per clip)", "options": ident["options"], "clips": {}}
     todo = []
+    clash = []  # clips whose output is another clip's (a.bvh and a.BVH both write a.npz)
+    owner = {}
     skipped = 0
     for p in clips:
         rel = p.relative_to(folder).as_posix()
         data = p.read_bytes()
         e = manifest["clips"].get(rel)
         target = os.path.join(out, rel[:-4] + ".npz")
+        key = os.path.normcase(target).lower()  # (the same file on a case-insensitive file system too)
+        if key in owner:
+            if not (e is not None and e.get("source_sha256") == _sha(data) and "error" in e):
+                clash.append((rel, data, target, owner[key]))
+            else:
+                skipped += 1
+            continue
+        owner[key] = rel
         if e is not None and e.get("source_sha256") == _sha(data) and (
                 "error" in e or (os.path.isfile(target) and _sha(Path(target).read_bytes()) == e.get("npz_sha256"))):
             skipped += 1
@@ -170,7 +180,10 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
         flush()
 
     flush()
-    bar = _progress(len(clips), skipped, progress)
+    for rel, data, target, first in clash:
+        on_result(rel, data, target, {"error": f"{rel}: its output {os.path.relpath(target, out)} is also the output "
+                                               f"of {first}; rename one of the two clips"})
+    bar = _progress(len(clips), skipped + len(clash), progress)
     try:
         with contextlib.ExitStack() as stack:
             client = client_for(stack, client, scheduler, connect_timeout)
