@@ -614,3 +614,18 @@ def test_two_clips_of_one_output_name_are_not_written_over_each_other(tmp_path):
     assert ik.read_motion(tmp_path / "out" / "a.npz").n_frames == 252  # a.BVH's, the leap
     again = retarget_dataset(src, "g1", tmp_path / "out", progress=False)
     assert again["computed"] == 0 and again["skipped"] == 2
+
+
+def test_no_bundled_map_says_what_the_nearest_one_lacks(g1):
+    """Before: 'no bundled mapping fits this clip' alone; a CMU clip with one joint renamed did not
+    say which."""
+    import dataclasses
+
+    from invkin.retarget import bundled_mapping
+
+    sk, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    renamed = dataclasses.replace(clip, names=tuple("LeftPalm" if n == "LeftHand" else n for n in clip.names))
+    with pytest.raises(MappingError, match=r"nearest: cmu_g1 \(the clip lacks 'LeftHand'\)"):
+        bundled_mapping(renamed, g1)
+    with pytest.raises(MappingError, match=r"nearest: cmu_g1 \(the robot lacks 'pelvis', 'torso_link'"):
+        bundled_mapping(clip, ik.load_robot("go2"))

@@ -215,11 +215,20 @@ def bundled_mapping(clip, robot) -> Mapping:
     tried = []
     for name, p in bundled_mappings().items():
         m = load_mapping(p)
-        tried.append(name)
-        if all(b.source in clip.names for b in m.bodies) and all(b.link in robot.frame_names for b in m.bodies):
+        src = [b.source for b in m.bodies if b.source not in clip.names]
+        links = [b.link for b in m.bodies if b.link not in robot.frame_names]
+        if not src and not links:
             return m
-    raise MappingError(f"no bundled mapping fits this clip on robot {robot.name!r} (tried: {tried or 'none'}); "
-                       f"draft one with invkin.propose_mapping(skeleton, clip, robot) and pass mapping=...")
+        tried.append((len(src) + len(links), name, src, links))
+    why = ""
+    if tried:  # the nearest miss, so that a clip or robot that almost fits says what it lacks
+        _, name, src, links = min(tried)
+        lack = ([f"the clip lacks {', '.join(map(repr, src[:4]))}{' ...' if len(src) > 4 else ''}"] if src else []) + \
+            ([f"the robot lacks {', '.join(map(repr, links[:4]))}{' ...' if len(links) > 4 else ''}"] if links else [])
+        why = f"; nearest: {name} ({'; '.join(lack)})"
+    raise MappingError(f"no bundled mapping fits this clip on robot {robot.name!r} (tried: "
+                       f"{[t[1] for t in sorted(tried, key=lambda t: t[1])] or 'none'}{why}); draft one with "
+                       f"invkin.propose_mapping(skeleton, clip, robot) and pass mapping=... (--mapping MAP.toml)")
 
 
 # --------------------------------------------------------------------------- proposing a map
