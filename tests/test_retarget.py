@@ -653,3 +653,20 @@ def test_the_robot_keeps_following_a_moving_source(g1, clip):
     assert _longest_still(motion.q) <= 5  # (was 214 and 13)
     err = motion.report.position_error
     assert np.nanpercentile(err, 95) < 0.12, np.nanpercentile(err, 95)
+
+
+def test_a_clip_removed_from_the_folder_is_not_counted_on_a_rerun(tmp_path):
+    """Before: a rerun after removing a clip still counted it (done 2 of a folder of 1, or failed
+    forever: exit 1), and 'complete' stayed False for good."""
+    from invkin.retarget.dataset import retarget_dataset
+
+    src = tmp_path / "clips"
+    src.mkdir()
+    (src / "leap.bvh").write_bytes((MOCAP / "cmu_49_04_run_leap.bvh").read_bytes())
+    (src / "broken.bvh").write_text("HIERARCHY\nROOT x\n")
+    m = retarget_dataset(src, "g1", tmp_path / "out", progress=False)
+    assert m["failed"] == ["broken.bvh"] and m["done"] == 1 and m["complete"]
+    (src / "broken.bvh").unlink()
+    m = retarget_dataset(src, "g1", tmp_path / "out", progress=False)
+    assert m["failed"] == [] and m["done"] == 1 and m["complete"] and m["gone"] == ["broken.bvh"]
+    assert m["skipped"] == 1 and m["computed"] == 0

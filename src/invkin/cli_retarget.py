@@ -140,11 +140,13 @@ def _folder(args, src) -> int:
     m = retarget_dataset(src, spec, args.out, mapping=args.mapping, scheduler=args.scheduler,
                          overwrite=args.overwrite, progress=not args.no_progress, **_options(args))
     if args.json:
-        print(json.dumps({k: m[k] for k in ("job_id", "done", "failed", "skipped", "computed", "seconds", "complete")}))
+        print(json.dumps({k: m[k] for k in ("job_id", "done", "failed", "gone", "skipped", "computed", "seconds",
+                                            "complete")}))
     else:
         print(f"retarget: {m['done']} clips done ({m['computed']} processed now, {m['skipped']} skipped as done), "
               f"{len(m['failed'])} failed{': ' + ', '.join(m['failed']) if m['failed'] else ''}; "
-              f"wrote {os.path.abspath(args.out)}")
+              f"wrote {os.path.abspath(args.out)}"
+              + (f" ({len(m['gone'])} clips of an earlier run are no longer in {src}: not counted)" if m["gone"] else ""))
     for k in m["failed"]:
         err = m["clips"][k]["error"]  # (an error that names the clip already is not prefixed twice)
         print(f"retarget: {err}" if err.startswith(f"{k}:") else f"retarget: {k}: {err}", file=sys.stderr)

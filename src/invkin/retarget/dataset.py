@@ -89,7 +89,8 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
     """Retarget every ``*.bvh`` below ``folder`` onto ``robot`` into ``out`` (see the module
     docstring). ``options`` go to :func:`invkin.retarget` (iterations, self_collision, margin, up,
     velocity_scale). Returns the manifest (a dict: ``clips`` per clip, ``done``, ``failed``,
-    ``skipped``, ``computed``, ``seconds``)."""
+    ``skipped``, ``computed``, ``seconds``, ``complete``; ``gone``: clips of an earlier run no longer in
+    the folder, whose entries and outputs are kept but not counted)."""
     from .._io import path_str
     from ..jobs.chunks import client_for, model_sha256, robot_spec
     from ..jobs.errors import JobError
@@ -205,8 +206,13 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
     finally:
         if bar is not None:
             bar.close()
-    failed = sorted(k for k, e in manifest["clips"].items() if "error" in e)
-    manifest.update(done=len(manifest["clips"]) - len(failed), failed=failed, skipped=skipped, computed=computed,
-                    seconds=time.perf_counter() - t0, complete=len(manifest["clips"]) == len(clips))
+    # counted over the clips in the folder now: a clip of an earlier run since removed (its entry
+    # and output are kept) is listed in "gone", neither done nor failed
+    present = {p.relative_to(folder).as_posix() for p in clips}
+    failed = sorted(k for k, e in manifest["clips"].items() if k in present and "error" in e)
+    done = sum(1 for k, e in manifest["clips"].items() if k in present and "error" not in e)
+    gone = sorted(k for k in manifest["clips"] if k not in present)
+    manifest.update(done=done, failed=failed, gone=gone, skipped=skipped, computed=computed,
+                    seconds=time.perf_counter() - t0, complete=all(k in manifest["clips"] for k in present))
     flush()
     return manifest
