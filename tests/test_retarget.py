@@ -670,3 +670,20 @@ def test_a_clip_removed_from_the_folder_is_not_counted_on_a_rerun(tmp_path):
     m = retarget_dataset(src, "g1", tmp_path / "out", progress=False)
     assert m["failed"] == [] and m["done"] == 1 and m["complete"] and m["gone"] == ["broken.bvh"]
     assert m["skipped"] == 1 and m["computed"] == 0
+
+
+@pytest.mark.parametrize("rename", [
+    lambda n: "mixamorig:" + n,  # Mixamo's namespace
+    lambda n: {"LeftUpLeg": "Bip01 L Thigh", "LeftLeg": "Bip01 L Calf", "LeftFoot": "Bip01 L Foot",
+               "RightUpLeg": "Bip01 R Thigh", "RightLeg": "Bip01 R Calf", "RightFoot": "Bip01 R Foot"}.get(n, n),
+])
+def test_proposed_mapping_reads_namespaced_and_biped_joint_names(g1, rename):
+    """Before: 'mixamorig:LeftFoot' and 'Bip01 L Foot' had no side, so the draft had no legs (and
+    with the namespace no arms either): no feet, nothing held on the floor."""
+    import dataclasses
+
+    sk, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    plain = {b.source: b.link for b in propose_mapping(sk, clip, g1).bodies}
+    renamed = dataclasses.replace(clip, names=tuple(rename(n) for n in clip.names))
+    got = {b.source: b.link for b in propose_mapping(sk, renamed, g1).bodies}
+    assert got == {rename(s): link for s, link in plain.items()}

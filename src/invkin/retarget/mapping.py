@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -250,8 +251,11 @@ _WEIGHTS = {"root": ("root", 1.0, 1.0), "torso": ("body", 0.5, 0.5), "head": ("h
             "thigh": ("body", 0.3, 0.0), "shin": ("body", 0.8, 0.0), "foot": ("foot", 1.0, 0.5)}
 
 
-def _side(name: str):
-    """("left" | "right" | None, the rest of the name in lower case)."""
+def _side(name: str, words: bool = False):
+    """("left" | "right" | None, the rest of the name in lower case). A namespace before the last
+    ":" (``mixamorig:LeftUpLeg``) is left out; with ``words`` (source joint names) the side may also
+    be a word anywhere: ``Bip01 L Thigh``, ``Character1_Left_Foot``."""
+    name = name.rsplit(":", 1)[-1]
     n = name.lower()
     for side in ("left", "right"):
         if n.startswith(side):
@@ -260,6 +264,12 @@ def _side(name: str):
             return side, n[2:]
     if len(name) > 1 and name[0] in "lLrR" and name[1].isupper():
         return ("left" if name[0] in "lL" else "right"), n[1:]
+    if words:
+        toks = [t for t in re.split(r"[\s_.\-]+", n) if t]
+        for side in ("left", "right"):
+            hits = [i for i, t in enumerate(toks) if t in (side, side[0])]
+            if len(hits) == 1:
+                return side, "_".join(t for i, t in enumerate(toks) if i != hits[0])
     return None, n
 
 
@@ -268,12 +278,12 @@ def _squash(text: str) -> str:
     return "".join(c for c in text.lower() if c.isalnum())
 
 
-def _pick(names, part, side):
+def _pick(names, part, side, words=False):
     frags = dict(_PARTS)[part]
     for frag in frags:
         f = _squash(frag)
         for n in names:
-            s, rest = _side(n)
+            s, rest = _side(n, words)
             if s != side:
                 continue
             if f in _squash(rest):
@@ -287,7 +297,9 @@ def propose_mapping(skeleton, clip, robot) -> Mapping:
     shoulder/arm, elbow/forearm, hand/wrist, chest/torso, head; compared in lower case without
     separators, so ``l_upper_leg`` is a thigh as ``LeftUpLeg`` is), for the user to check and edit
     (write it with :meth:`Mapping.to_toml`). The side is a name's first word (``left_``, ``l_``,
-    ``L`` before a capital). A foot is a link with collision shapes where one fits (its sole is
+    ``L`` before a capital), after a namespace (``mixamorig:``); in the clip's joint names also a
+    word L/R/Left/Right anywhere (``Bip01 L Thigh``; not in link names, where ``leg_left_4_link``
+    says nothing of which leg link is the shin). A foot is a link with collision shapes where one fits (its sole is
     put on the floor). Parts found on only one side are left out; the root is the skeleton's
     root joint and the robot's first link below a floating base."""
     src = [n for n, e in zip(clip.names, clip.end_site) if not e]
@@ -303,7 +315,7 @@ def propose_mapping(skeleton, clip, robot) -> Mapping:
         sides = (None,) if part in ("torso", "head") else ("left", "right")
         pairs = []
         for side in sides:
-            s = _pick([n for n in src if n not in used_s], part, side)
+            s = _pick([n for n in src if n not in used_s], part, side, words=True)
             cands = [n for n in links if n not in used_l]
             if part == "foot":  # the foot is the link its sole belongs to: one with collision shapes first
                 cands = [n for n in cands if n in shaped] + [n for n in cands if n not in shaped]
