@@ -687,3 +687,12 @@ def test_proposed_mapping_reads_namespaced_and_biped_joint_names(g1, rename):
     renamed = dataclasses.replace(clip, names=tuple(rename(n) for n in clip.names))
     got = {b.source: b.link for b in propose_mapping(sk, renamed, g1).bodies}
     assert got == {rename(s): link for s, link in plain.items()}
+
+
+@pytest.mark.parametrize("value", ['"123"', "[true, false, true]"])
+def test_an_offset_that_is_not_three_numbers_is_refused(tmp_path, value):
+    """Before: position_offset = "123" read as [1.0, 2.0, 3.0] and [true, false, true] as [1, 0, 1]."""
+    p = tmp_path / "m.toml"
+    p.write_text(f'[[body]]\nsource = "Hips"\nlink = "pelvis"\nrole = "root"\nposition_offset = {value}\n')
+    with pytest.raises(MappingError, match="position_offset must be 3 finite numbers"):
+        load_mapping(p)

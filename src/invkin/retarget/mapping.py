@@ -72,8 +72,9 @@ class Body:
             raise MappingError(f"body {self.source!r}: position_weight and rotation_weight are both 0 (nothing to track)")
         for k in ("position_offset", "rotation_offset_rpy"):
             v = getattr(self, k)
-            try:
-                t = tuple(float(x) for x in v)
+            try:  # (a string is not 3 numbers, even "123"; nor are booleans)
+                t = () if isinstance(v, (str, bytes)) or any(isinstance(x, bool) for x in v) else \
+                    tuple(float(x) for x in v)
             except (TypeError, ValueError):
                 t = ()
             if len(t) != 3 or not all(math.isfinite(x) and abs(x) < 1e3 for x in t):
