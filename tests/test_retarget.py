@@ -696,3 +696,21 @@ def test_an_offset_that_is_not_three_numbers_is_refused(tmp_path, value):
     p.write_text(f'[[body]]\nsource = "Hips"\nlink = "pelvis"\nrole = "root"\nposition_offset = {value}\n')
     with pytest.raises(MappingError, match="position_offset must be 3 finite numbers"):
         load_mapping(p)
+
+
+def test_a_draft_without_feet_warns(tmp_path, g1):
+    """Before: Talos's links (leg_left_1_link .. leg_left_6_link) gave a draft of the root, the torso
+    and the head, without a word: retargeted as it was, nothing was held on the floor."""
+    import warnings
+
+    legs = [[f"leg_{s}_{k}_link" for k in range(1, 7)] for s in ("left", "right")]
+    (tmp_path / "t.urdf").write_text(_chain_urdf(legs + [["torso_1_link", "head_1_link"]]))
+    robot = ik.load_robot(tmp_path / "t.urdf", floating_base=True)
+    sk, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    with pytest.warns(ik.InvkinWarning, match=r"gave no pair of feet \(nor upper_arm, forearm, hand, thigh, shin\): "
+                                              r"the draft maps 3 bodies and holds nothing on the floor"):
+        m = propose_mapping(sk, clip, robot)
+    assert not m.feet
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        propose_mapping(sk, clip, g1)  # a draft with feet: no warning

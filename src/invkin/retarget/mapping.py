@@ -301,8 +301,9 @@ def propose_mapping(skeleton, clip, robot) -> Mapping:
     ``L`` before a capital), after a namespace (``mixamorig:``); in the clip's joint names also a
     word L/R/Left/Right anywhere (``Bip01 L Thigh``; not in link names, where ``leg_left_4_link``
     says nothing of which leg link is the shin). A foot is a link with collision shapes where one fits (its sole is
-    put on the floor). Parts found on only one side are left out; the root is the skeleton's
-    root joint and the robot's first link below a floating base."""
+    put on the floor). Parts found on only one side are left out (a draft without feet warns:
+    :class:`~invkin.errors.InvkinWarning`); the root is the skeleton's root joint and the robot's
+    first link below a floating base."""
     src = [n for n, e in zip(clip.names, clip.end_site) if not e]
     links = [f for f in robot.frame_names if f != "world"]
     bodies = []
@@ -332,4 +333,22 @@ def propose_mapping(skeleton, clip, robot) -> Mapping:
     m = Mapping(tuple(bodies), name=f"proposed: {skeleton.name if skeleton is not None else 'bvh'} onto {robot.name}",
                 robot=robot.name)
     m.check(clip, robot)
+    if not m.feet:  # a draft that holds nothing on the floor is not one to use as it is: say so
+        import warnings
+
+        from ..errors import InvkinWarning
+
+        missing = [p for p, _ in _PARTS[1:] if p not in {_part_of(b) for b in bodies[1:]}]
+        warnings.warn(f"propose_mapping: the link names of robot {robot.name!r} and the clip's joint names gave no "
+                      f"pair of feet (nor {', '.join(p for p in missing if p != 'foot')}): the draft maps "
+                      f"{len(bodies)} bodies and holds nothing on the floor; add [[body]] entries with "
+                      f"role = \"foot\" (and the limbs) before using it", InvkinWarning, stacklevel=2)
     return m
+
+
+def _part_of(body) -> str:
+    """The body part a drafted body was picked as (by its weights and role)."""
+    for part, w in _WEIGHTS.items():
+        if w == (body.role, body.position_weight, body.rotation_weight):
+            return part
+    return ""
