@@ -714,3 +714,12 @@ def test_a_draft_without_feet_warns(tmp_path, g1):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         propose_mapping(sk, clip, g1)  # a draft with feet: no warning
+
+
+def test_cli_refuses_a_margin_that_no_self_collision_would_ignore(tmp_path, capsys):
+    from invkin.cli import main
+
+    code = main(["retarget", str(MOCAP / "cmu_49_04_run_leap.bvh"), "g1", "--out", str(tmp_path / "m.npz"),
+                 "--no-self-collision", "--margin", "0.02", "--no-progress"])
+    assert code == 2 and "--no-self-collision no pair is kept apart" in capsys.readouterr().err
+    assert not (tmp_path / "m.npz").exists()

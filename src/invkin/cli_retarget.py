@@ -37,6 +37,9 @@ def _options(args) -> dict:
 
     if args.iterations is not None and args.iterations < 1:
         raise UsageError(f"--iterations: expected an integer >= 1, got {args.iterations}")
+    if args.margin is not None and args.no_self_collision:
+        raise UsageError(f"--margin {args.margin:g}: the distance kept between the robot's links; with "
+                         f"--no-self-collision no pair is kept apart (the floor has no margin)")
     opts = {"self_collision": not args.no_self_collision}
     for k in ("iterations", "margin", "up"):
         v = getattr(args, k)
