@@ -723,3 +723,14 @@ def test_cli_refuses_a_margin_that_no_self_collision_would_ignore(tmp_path, caps
                  "--no-self-collision", "--margin", "0.02", "--no-progress"])
     assert code == 2 and "--no-self-collision no pair is kept apart" in capsys.readouterr().err
     assert not (tmp_path / "m.npz").exists()
+
+
+def test_a_wrong_up_axis_names_the_other_one_and_the_option(tmp_path, capsys):
+    """Before: '... is the clip's up axis 'z' right? pass up=' (no value, no command-line option)."""
+    from invkin.cli import main
+
+    assert main(["retarget", str(MOCAP / "cmu_49_04_run_leap.bvh"), "g1", "--out", str(tmp_path / "m.npz"),
+                 "--up", "z", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "not above the feet at rest along the clip's up axis 'z'" in err
+    assert "if the clip is y-up, pass up='y' (invkin retarget --up y)" in err

@@ -197,8 +197,10 @@ def make_targets(skeleton, clip, robot, mapping, up=None, contact_options=None) 
         hs = ps0[root, 2] - ps0[feet, 2].mean()
         hr = pr0[root, 2] - pr0[feet, 2].mean()
         if not hs > 0 or not hr > 0:
-            raise ModelError(f"mapping: the root {bodies[root].source!r} is not above the feet at rest (source "
-                             f"{hs:.3g}, robot {hr:.3g}); is the clip's up axis {up!r} right? pass up=")
+            other = "z" if up == "y" else "y"
+            raise ModelError(f"retarget: the root {bodies[root].source!r} is not above the feet at rest along the "
+                             f"clip's up axis {up!r} (source {hs:.3g}, robot {hr:.3g}); if the clip is {other}-up, "
+                             f"pass up={other!r} (invkin retarget --up {other})")
         scale[root] = hr / hs
     else:
         scale[root] = float(np.nanmean(np.delete(scale, root))) if B > 1 else 1.0
