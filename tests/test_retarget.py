@@ -734,3 +734,16 @@ def test_a_wrong_up_axis_names_the_other_one_and_the_option(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "not above the feet at rest along the clip's up axis 'z'" in err
     assert "if the clip is y-up, pass up='y' (invkin retarget --up y)" in err
+
+
+def test_a_motion_with_a_path_or_none_for_its_texts_saves_a_file_that_reads_back(tmp_path):
+    """Before: clip_path=Path(...) or robot_spec=None was accepted and saved as a pickled object
+    array, and read_motion then refused the file as 'a damaged zip archive'."""
+    panda = ik.load_robot("panda")
+    q = panda.sample(3, rng=1)
+    m = ik.RobotMotion(q, 30.0, panda.joint_names, robot_spec=None, clip_path=tmp_path / "walk.bvh")
+    m.save(tmp_path / "m.npz")
+    back = ik.read_motion(tmp_path / "m.npz")
+    assert back.robot_spec == "" and back.clip_path == str(tmp_path / "walk.bvh")
+    with pytest.raises(ik.ModelError, match="robot_spec must be a string"):
+        ik.RobotMotion(q, 30.0, panda.joint_names, robot_spec=5)
