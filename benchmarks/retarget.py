@@ -4,7 +4,7 @@ one core and the quality figures of the report; GMR beside it in the same run wh
     PYTHONPATH=src .venv/bin/python benchmarks/retarget.py [--gmr GMR_DIR] [--peers-python PY]
                                                            [--mesh-every N] [--repeats R]
 
-* invkin: ``ik.retarget`` with its defaults (3 iterations per frame, self-collision and floor kept
+* invkin: ``ik.retarget`` with its defaults (2 iterations per frame, self-collision and floor kept
   out, velocity bounds), pinned to one core with one Numba thread; frames/s = frames / the
   kernel's wall time (``report.seconds``, best of ``--repeats``); "total" adds the targets, the
   contact detection and the report.

@@ -91,7 +91,7 @@ def test_readme_states_the_walks_missed_frames_and_foot_slide_as_measured(walk):
     assert m, "the README's retargeting paragraph lost its measured figures"
     rep = walk[2].report
     assert int(m.group(1)) == walk[1].n_frames
-    assert abs(int(m.group(2)) - len(rep.missed_frames)) <= 2  # 27 measured; a CPU's rounding may move a frame
+    assert abs(int(m.group(2)) - len(rep.missed_frames)) <= 2  # 12 measured; a CPU's rounding may move a frame
     assert float(m.group(3)) == pytest.approx(rep.max_foot_slide * 1000, abs=0.1)
 
 
@@ -227,6 +227,59 @@ def test_proposed_mapping_finds_feet_hands_and_root(g1):
     assert all("wrist" in ln or "hand" in ln for _, ln in by_role["hand"])
     motion = ik.retarget(sk, clip, g1, mapping=m)  # usable as it is
     assert motion.report.limit_violations == 0
+
+
+def _chain_urdf(chains, shaped=()) -> str:
+    """A URDF of revolute chains below ``base_link``, 0.1 m per link down -z, 0.2 m apart sideways
+    (left +y); the links in ``shaped`` get a collision sphere of radius 0.03 m."""
+    def link(n):
+        if n not in shaped:
+            return f'<link name="{n}"/>'
+        return f'<link name="{n}"><collision><geometry><sphere radius="0.03"/></geometry></collision></link>'
+
+    links, joints = ["base_link"], []
+    for chain in chains:
+        parent = "base_link"
+        for name in chain:
+            links.append(name)
+            y = (0.1 if name[0] == "l" else -0.1) if parent == "base_link" else 0.0
+            joints.append(f'<joint name="{name}_joint" type="revolute"><parent link="{parent}"/><child link="{name}"/>'
+                          f'<origin xyz="0 {y} -0.1"/><axis xyz="0 1 0"/>'
+                          f'<limit lower="-1" upper="1" effort="1" velocity="10"/></joint>')
+            parent = name
+    return ('<robot name="icub_like">' + "".join(link(n) for n in links) + "".join(joints) + "</robot>")
+
+
+def test_proposed_mapping_reads_names_without_their_separators(tmp_path):
+    """iCub's legs are l_hip_1 .. l_hip_3, l_upper_leg (thigh), l_lower_leg (shin), l_foot: before,
+    "upperleg" did not match "upper_leg", so the source's knee went onto the thigh link (at the hip)."""
+    chains = [[f"{s}_{n}" for n in ("hip_1", "hip_2", "upper_leg", "lower_leg", "ankle_1", "foot")] for s in "lr"]
+    chains += [[f"{s}_{n}" for n in ("shoulder_1", "upper_arm", "elbow_1", "forearm", "hand")] for s in "lr"]
+    (tmp_path / "icub_like.urdf").write_text(_chain_urdf(chains))
+    robot = ik.load_robot(tmp_path / "icub_like.urdf", floating_base=True)
+    sk, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    pairs = {b.source: b.link for b in propose_mapping(sk, clip, robot).bodies}
+    assert pairs["LeftUpLeg"] == "l_upper_leg" and pairs["RightUpLeg"] == "r_upper_leg"
+    assert pairs["LeftLeg"] == "l_lower_leg" and pairs["RightLeg"] == "r_lower_leg"
+    assert pairs["LeftFoot"] == "l_foot" and pairs["LeftHand"] == "l_hand" and pairs["LeftArm"] == "l_upper_arm"
+
+
+def test_a_foot_mapped_above_the_link_with_its_sole_is_refused_and_not_proposed(tmp_path):
+    """Romeo's LAnklePitchLink has no collision shapes; its child l_ankle (the sole) has. Before, the
+    draft took LAnklePitchLink and the retargeting put that link's origin on the floor: Romeo's
+    l_sole stood 68 mm under the floor while the report said penetration 0.0 mm."""
+    legs = [[f"{s}_{n}" for n in ("hip_roll", "knee", "ankle_pitch", "ankle")] for s in "lr"]
+    (tmp_path / "r.urdf").write_text(_chain_urdf(legs, shaped=("l_ankle", "r_ankle")))
+    robot = ik.load_robot(tmp_path / "r.urdf", floating_base=True)
+    sk, clip = ik.read_bvh(MOCAP / "cmu_49_04_run_leap.bvh")
+    pairs = {b.source: b.link for b in propose_mapping(sk, clip, robot).bodies}
+    assert pairs["LeftFoot"] == "l_ankle" and pairs["RightFoot"] == "r_ankle"
+    bad = load_mapping({"body": [{"source": "Hips", "link": "base_link", "role": "root"},
+                                 {"source": "LeftFoot", "link": "l_ankle_pitch", "role": "foot"},
+                                 {"source": "RightFoot", "link": "r_ankle", "role": "foot"}]})
+    with pytest.raises(MappingError, match=r"foot 'LeftFoot' -> link 'l_ankle_pitch' has no collision shapes to "
+                                           r"stand on .* but 'l_ankle' below it have"):
+        ik.retarget(sk, clip, robot, mapping=bad)
 
 
 def test_unknown_names_in_a_mapping_name_the_closest(tmp_path, g1):
@@ -458,3 +511,239 @@ def test_a_fixed_base_file_with_a_moving_root_is_a_file_error(tmp_path):
     np.savez(p, **{**_GOOD_NPZ, "floating_base": np.array(""), "root_position": np.ones((4, 3))})
     with pytest.raises(ik.FileError, match=r"floating_base is \"\" .* not the identity"):
         ik.read_motion(p)
+
+
+# --------------------------------------------------------------------------- arguments checked before the work
+
+@pytest.mark.parametrize("kw, error, expected", [
+    ({"up": "-y"}, ik.GoalError, r"up: expected 'y', 'z'"),
+    ({"margin": "a"}, MappingError, r"margin: expected a number in \[0, 0.1\] \[m\], got 'a'"),
+    ({"margin": None}, MappingError, r"margin: expected a number"),
+    ({"contact_options": {"height_treshold": 0.1}}, ik.GoalError,
+     r"contact_options: unknown keyword argument\(s\) 'height_treshold' \(did you mean 'height_threshold'\?\)"),
+    ({"contact_options": {"up": "y"}}, ik.GoalError, r"contact_options: unknown keyword argument\(s\) 'up'"),
+    ({"contact_options": 5}, ik.GoalError, r"contact_options: expected a dict"),
+    ({"progress": 5}, ik.GoalError, r"progress: expected a callable"),
+])
+def test_bad_options_are_an_invkin_error_naming_them(g1, kw, error, expected):
+    """Before: up="-y" was a KeyError, margin="a" a ValueError, a contact option's typo a TypeError
+    from inside detect_contacts, progress=5 a TypeError after the first chunk."""
+    sk, clip = ik.read_bvh(MOCAP / "cmu_49_04_run_leap.bvh")
+    with pytest.raises(error, match=expected):
+        ik.retarget(sk, clip, g1, **kw)
+
+
+def test_the_up_axis_is_read_in_any_case_as_detect_contacts_reads_it(g1):
+    import dataclasses
+
+    sk, clip = ik.read_bvh(MOCAP / "cmu_49_04_run_leap.bvh")
+    clip = dataclasses.replace(clip, frames=clip.frames[:30])
+    a = ik.retarget(sk, clip, g1, up="Y", contact_options={"min_duration": 0.05})
+    np.testing.assert_array_equal(a.q, ik.retarget(sk, clip, g1, up="y").q)
+
+
+def test_a_dataset_option_nothing_reads_is_refused_before_the_output_folder_is_made(tmp_path):
+    from invkin.jobs.errors import JobError
+    from invkin.retarget.dataset import retarget_dataset
+
+    with pytest.raises(JobError, match=r"unknown keyword argument\(s\) 'iteration' \(did you mean 'iterations'\?\)"):
+        retarget_dataset(MOCAP, "g1", tmp_path / "out", iteration=3, progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--out", "{tmp}/missing/m.npz"], r"--out .*missing/m.npz: cannot write in .*missing: No such folder"),
+    (["--out", "{tmp}/m.npz", "--csv", "{tmp}/m.txt"], r"--csv .*m.txt: expected a .csv file"),
+    (["--out", "{tmp}/m.npz", "--csv", "{tmp}/missing/m.csv"], r"--csv .*: cannot write in .*missing: No such"),
+    (["--out", "{tmp}/m.npz", "--scheduler", "tcp://127.0.0.1:1"], r"--scheduler: applies to a folder of clips"),
+    (["--out", "{tmp}/m.npz", "--overwrite"], r"--overwrite: applies to a folder of clips"),
+])
+def test_cli_refuses_an_output_or_option_for_a_clip_before_retargeting(tmp_path, capsys, extra, expected):
+    """Before: a missing output folder or a bad --csv failed after the whole clip was retargeted (and
+    --csv m.txt left --out written with exit 2); --scheduler and --overwrite were ignored."""
+    import re
+
+    from invkin.cli import main
+
+    code = main(["retarget", str(MOCAP / "cmu_49_04_run_leap.bvh"), "g1", "--no-progress",
+                 *(a.format(tmp=tmp_path) for a in extra)])
+    err = capsys.readouterr().err
+    assert code == 2 and re.search(expected, err), err
+    assert "retarget: 252 frames" not in err and list(tmp_path.iterdir()) == []
+
+
+def test_cli_refuses_csv_or_a_file_output_for_a_folder(tmp_path, capsys):
+    """Before: --csv was silently ignored for a folder, and --out m.npz made a folder named m.npz."""
+    from invkin.cli import main
+
+    src = tmp_path / "clips"
+    src.mkdir()
+    (src / "a.bvh").write_bytes((MOCAP / "cmu_49_04_run_leap.bvh").read_bytes())
+    assert main(["retarget", str(src), "g1", "--out", str(tmp_path / "out"), "--csv", str(tmp_path / "m.csv")]) == 2
+    assert "--csv" in capsys.readouterr().err
+    assert main(["retarget", str(src), "g1", "--out", str(tmp_path / "m.npz")]) == 2
+    assert "is a folder; its motions go to an output folder, not a .npz file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clips"]
+
+
+def test_cli_names_a_failed_clip_of_a_folder_once(tmp_path, capsys):
+    from invkin.cli import main
+
+    src = tmp_path / "clips"
+    src.mkdir()
+    (src / "broken.bvh").write_text("HIERARCHY\nROOT x\n")
+    assert main(["retarget", str(src), "g1", "--out", str(tmp_path / "out"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "retarget: broken.bvh: line 3: no MOTION section" in err and "broken.bvh: broken.bvh" not in err, err
+
+
+def test_two_clips_of_one_output_name_are_not_written_over_each_other(tmp_path):
+    """Before: a.bvh and a.BVH both wrote out/a.npz (the second over the first), the manifest said
+    2 clips done, and every rerun redid one of them over the other."""
+    from invkin.retarget.dataset import retarget_dataset
+
+    src = tmp_path / "clips"
+    src.mkdir()
+    (src / "a.BVH").write_bytes((MOCAP / "cmu_49_04_run_leap.bvh").read_bytes())
+    (src / "a.bvh").write_bytes((MOCAP / "fair1_wave_hello.bvh").read_bytes())
+    if len(list(src.iterdir())) != 2:
+        pytest.skip("a case-insensitive file system keeps one of a.bvh and a.BVH")
+    m = retarget_dataset(src, "g1", tmp_path / "out", progress=False)
+    assert m["failed"] == ["a.bvh"] and m["done"] == 1
+    assert m["clips"]["a.bvh"]["error"] == "a.bvh: its output a.npz is also the output of a.BVH; rename one of the two clips"
+    assert ik.read_motion(tmp_path / "out" / "a.npz").n_frames == 252  # a.BVH's, the leap
+    again = retarget_dataset(src, "g1", tmp_path / "out", progress=False)
+    assert again["computed"] == 0 and again["skipped"] == 2
+
+
+def test_no_bundled_map_says_what_the_nearest_one_lacks(g1):
+    """Before: 'no bundled mapping fits this clip' alone; a CMU clip with one joint renamed did not
+    say which."""
+    import dataclasses
+
+    from invkin.retarget import bundled_mapping
+
+    sk, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    renamed = dataclasses.replace(clip, names=tuple("LeftPalm" if n == "LeftHand" else n for n in clip.names))
+    with pytest.raises(MappingError, match=r"nearest: cmu_g1 \(the clip lacks 'LeftHand'\)"):
+        bundled_mapping(renamed, g1)
+    with pytest.raises(MappingError, match=r"nearest: cmu_g1 \(the robot lacks 'pelvis', 'torso_link'"):
+        bundled_mapping(clip, ik.load_robot("go2"))
+
+
+def _longest_still(q) -> int:
+    """The longest run of frames whose configuration equals the frame before's exactly."""
+    still = np.all(q[1:] == q[:-1], axis=1)
+    best = run = 0
+    for s in still:
+        run = run + 1 if s else 0
+        best = max(best, run)
+    return best
+
+
+@pytest.mark.parametrize("clip", ["eyesjapan_mocapdata_sample_6ch.bvh", "cmu_02_01_walk.bvh"])
+def test_the_robot_keeps_following_a_moving_source(g1, clip):
+    """Before: every step of a frame could be refused (two near-parallel collision rows, the torso
+    against two adjacent wrist links, as equalities with different targets: a step to the step box;
+    or a long step crossing a row beyond the rows' reach), and the robot stood still: 214 frames
+    (7 s) of the mocapdata clip with its targets up to 0.6 m away and no frame flagged; the CMU walk's
+    frames 1-14 (hands 0.3 m off) after its T-pose frame."""
+    sk, c = ik.read_bvh(MOCAP / clip)
+    motion = ik.retarget(sk, c, g1)
+    assert _longest_still(motion.q) <= 5  # (was 214 and 13)
+    err = motion.report.position_error
+    assert np.nanpercentile(err, 95) < 0.12, np.nanpercentile(err, 95)
+
+
+def test_a_clip_removed_from_the_folder_is_not_counted_on_a_rerun(tmp_path):
+    """Before: a rerun after removing a clip still counted it (done 2 of a folder of 1, or failed
+    forever: exit 1), and 'complete' stayed False for good."""
+    from invkin.retarget.dataset import retarget_dataset
+
+    src = tmp_path / "clips"
+    src.mkdir()
+    (src / "leap.bvh").write_bytes((MOCAP / "cmu_49_04_run_leap.bvh").read_bytes())
+    (src / "broken.bvh").write_text("HIERARCHY\nROOT x\n")
+    m = retarget_dataset(src, "g1", tmp_path / "out", progress=False)
+    assert m["failed"] == ["broken.bvh"] and m["done"] == 1 and m["complete"]
+    (src / "broken.bvh").unlink()
+    m = retarget_dataset(src, "g1", tmp_path / "out", progress=False)
+    assert m["failed"] == [] and m["done"] == 1 and m["complete"] and m["gone"] == ["broken.bvh"]
+    assert m["skipped"] == 1 and m["computed"] == 0
+
+
+@pytest.mark.parametrize("rename", [
+    lambda n: "mixamorig:" + n,  # Mixamo's namespace
+    lambda n: {"LeftUpLeg": "Bip01 L Thigh", "LeftLeg": "Bip01 L Calf", "LeftFoot": "Bip01 L Foot",
+               "RightUpLeg": "Bip01 R Thigh", "RightLeg": "Bip01 R Calf", "RightFoot": "Bip01 R Foot"}.get(n, n),
+])
+def test_proposed_mapping_reads_namespaced_and_biped_joint_names(g1, rename):
+    """Before: 'mixamorig:LeftFoot' and 'Bip01 L Foot' had no side, so the draft had no legs (and
+    with the namespace no arms either): no feet, nothing held on the floor."""
+    import dataclasses
+
+    sk, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    plain = {b.source: b.link for b in propose_mapping(sk, clip, g1).bodies}
+    renamed = dataclasses.replace(clip, names=tuple(rename(n) for n in clip.names))
+    got = {b.source: b.link for b in propose_mapping(sk, renamed, g1).bodies}
+    assert got == {rename(s): link for s, link in plain.items()}
+
+
+@pytest.mark.parametrize("value", ['"123"', "[true, false, true]"])
+def test_an_offset_that_is_not_three_numbers_is_refused(tmp_path, value):
+    """Before: position_offset = "123" read as [1.0, 2.0, 3.0] and [true, false, true] as [1, 0, 1]."""
+    p = tmp_path / "m.toml"
+    p.write_text(f'[[body]]\nsource = "Hips"\nlink = "pelvis"\nrole = "root"\nposition_offset = {value}\n')
+    with pytest.raises(MappingError, match="position_offset must be 3 finite numbers"):
+        load_mapping(p)
+
+
+def test_a_draft_without_feet_warns(tmp_path, g1):
+    """Before: Talos's links (leg_left_1_link .. leg_left_6_link) gave a draft of the root, the torso
+    and the head, without a word: retargeted as it was, nothing was held on the floor."""
+    import warnings
+
+    legs = [[f"leg_{s}_{k}_link" for k in range(1, 7)] for s in ("left", "right")]
+    (tmp_path / "t.urdf").write_text(_chain_urdf(legs + [["torso_1_link", "head_1_link"]]))
+    robot = ik.load_robot(tmp_path / "t.urdf", floating_base=True)
+    sk, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    with pytest.warns(ik.InvkinWarning, match=r"gave no pair of feet \(nor upper_arm, forearm, hand, thigh, shin\): "
+                                              r"the draft maps 3 bodies and holds nothing on the floor"):
+        m = propose_mapping(sk, clip, robot)
+    assert not m.feet
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        propose_mapping(sk, clip, g1)  # a draft with feet: no warning
+
+
+def test_cli_refuses_a_margin_that_no_self_collision_would_ignore(tmp_path, capsys):
+    from invkin.cli import main
+
+    code = main(["retarget", str(MOCAP / "cmu_49_04_run_leap.bvh"), "g1", "--out", str(tmp_path / "m.npz"),
+                 "--no-self-collision", "--margin", "0.02", "--no-progress"])
+    assert code == 2 and "--no-self-collision no pair is kept apart" in capsys.readouterr().err
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_a_wrong_up_axis_names_the_other_one_and_the_option(tmp_path, capsys):
+    """Before: '... is the clip's up axis 'z' right? pass up=' (no value, no command-line option)."""
+    from invkin.cli import main
+
+    assert main(["retarget", str(MOCAP / "cmu_49_04_run_leap.bvh"), "g1", "--out", str(tmp_path / "m.npz"),
+                 "--up", "z", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "not above the feet at rest along the clip's up axis 'z'" in err
+    assert "if the clip is y-up, pass up='y' (invkin retarget --up y)" in err
+
+
+def test_a_motion_with_a_path_or_none_for_its_texts_saves_a_file_that_reads_back(tmp_path):
+    """Before: clip_path=Path(...) or robot_spec=None was accepted and saved as a pickled object
+    array, and read_motion then refused the file as 'a damaged zip archive'."""
+    panda = ik.load_robot("panda")
+    q = panda.sample(3, rng=1)
+    m = ik.RobotMotion(q, 30.0, panda.joint_names, robot_spec=None, clip_path=tmp_path / "walk.bvh")
+    m.save(tmp_path / "m.npz")
+    back = ik.read_motion(tmp_path / "m.npz")
+    assert back.robot_spec == "" and back.clip_path == str(tmp_path / "walk.bvh")
+    with pytest.raises(ik.ModelError, match="robot_spec must be a string"):
+        ik.RobotMotion(q, 30.0, panda.joint_names, robot_spec=5)

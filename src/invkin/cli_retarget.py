@@ -37,6 +37,9 @@ def _options(args) -> dict:
 
     if args.iterations is not None and args.iterations < 1:
         raise UsageError(f"--iterations: expected an integer >= 1, got {args.iterations}")
+    if args.margin is not None and args.no_self_collision:
+        raise UsageError(f"--margin {args.margin:g}: the distance kept between the robot's links; with "
+                         f"--no-self-collision no pair is kept apart (the floor has no margin)")
     opts = {"self_collision": not args.no_self_collision}
     for k in ("iterations", "margin", "up"):
         v = getattr(args, k)
@@ -45,17 +48,47 @@ def _options(args) -> dict:
     return opts
 
 
+def _writable(option: str, path: str) -> None:
+    """Refuse an output the clip's motion could not be written to, before the retargeting runs (a
+    long clip must not be computed only to fail at the end): a missing folder, a folder that is
+    not writable, a destination that is not a regular file."""
+    from ._io import _target
+    from .errors import FileError
+
+    real = _target(path)[0]  # refuses a folder or a device at the destination
+    folder = os.path.dirname(real) or "."
+    if not os.path.isdir(folder):
+        raise FileError(f"{option} {path}: cannot write in {folder}: No such folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise FileError(f"{option} {path}: cannot write in {folder}: Permission denied")
+
+
 def cmd_retarget(args) -> int:
     from .cli import UsageError
 
     src = os.fspath(args.input)
     if os.path.isdir(src):
+        if args.csv:
+            raise UsageError(f"--csv {args.csv}: writes one clip's motion; a folder's motions are the .npz files "
+                             f"in --out")
+        if os.fspath(args.out).lower().endswith((".npz", ".csv")) and not os.path.isdir(args.out):
+            raise UsageError(f"--out {args.out}: {src} is a folder; its motions go to an output folder, not a "
+                             f"{os.path.splitext(args.out)[1]} file")
         return _folder(args, src)
     if not src.lower().endswith(".bvh"):
         raise UsageError(f"{src}: expected a .bvh clip or a folder of them")
+    for opt, given in (("--scheduler", args.scheduler), ("--overwrite", args.overwrite)):
+        if given:
+            raise UsageError(f"{opt}: applies to a folder of clips; {src} is one clip (its --out file is "
+                             f"written here and replaced if it exists)")
     out = os.fspath(args.out)
     if not out.lower().endswith((".npz", ".csv")):
         raise UsageError(f"--out {out}: expected a .npz (or .csv) file for one clip")
+    if args.csv and not os.fspath(args.csv).lower().endswith(".csv"):
+        raise UsageError(f"--csv {args.csv}: expected a .csv file")
+    _writable("--out", out)
+    if args.csv:
+        _writable("--csv", os.fspath(args.csv))
     from .model.bvh import read_bvh
     from .retarget import retarget
 
@@ -110,13 +143,16 @@ def _folder(args, src) -> int:
     m = retarget_dataset(src, spec, args.out, mapping=args.mapping, scheduler=args.scheduler,
                          overwrite=args.overwrite, progress=not args.no_progress, **_options(args))
     if args.json:
-        print(json.dumps({k: m[k] for k in ("job_id", "done", "failed", "skipped", "computed", "seconds", "complete")}))
+        print(json.dumps({k: m[k] for k in ("job_id", "done", "failed", "gone", "skipped", "computed", "seconds",
+                                            "complete")}))
     else:
         print(f"retarget: {m['done']} clips done ({m['computed']} processed now, {m['skipped']} skipped as done), "
               f"{len(m['failed'])} failed{': ' + ', '.join(m['failed']) if m['failed'] else ''}; "
-              f"wrote {os.path.abspath(args.out)}")
+              f"wrote {os.path.abspath(args.out)}"
+              + (f" ({len(m['gone'])} clips of an earlier run are no longer in {src}: not counted)" if m["gone"] else ""))
     for k in m["failed"]:
-        print(f"retarget: {k}: {m['clips'][k]['error']}", file=sys.stderr)
+        err = m["clips"][k]["error"]  # (an error that names the clip already is not prefixed twice)
+        print(f"retarget: {err}" if err.startswith(f"{k}:") else f"retarget: {k}: {err}", file=sys.stderr)
     return EXIT_PARTIAL if m["failed"] else EXIT_OK
 
 

@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from .._checks import count, positive
-from ..errors import ModelError
+from ..errors import GoalError, ModelError
 from ..model.bvh import need_frames
 from .mapping import Mapping, MappingError, bundled_mapping, load_mapping
 from .motion import RobotMotion
@@ -42,6 +42,24 @@ def _goals(robot, bodies, targets):
     return goals, np.array(row_body, dtype=np.int64), np.array(row_rot, dtype=np.bool_)
 
 
+def _contact_options(opts) -> dict:
+    """``contact_options`` as a dict of :func:`invkin.detect_contacts` keywords (up and foot are
+    the retargeting's own): a typo is refused here, not raised as a TypeError from inside."""
+    import inspect
+
+    from .._checks import no_unknown_kwargs
+    from ..animation.contacts import detect_contacts
+
+    if opts is None:
+        return {}
+    if not isinstance(opts, dict):
+        raise GoalError(f"contact_options: expected a dict of detect_contacts keywords, got {opts!r:.80}")
+    known = [k for k, p in inspect.signature(detect_contacts).parameters.items()
+             if p.kind is p.KEYWORD_ONLY and k != "up"]
+    no_unknown_kwargs("retarget: contact_options", opts, known)
+    return dict(opts)
+
+
 def _start(robot, bodies, targets):
     """Frame 0's start: the rest pose with the floating base at the root's target."""
     from ..spatial import so3_log
@@ -69,7 +87,8 @@ def retarget(skeleton, clip, robot, mapping=None, *, up=None, iterations: int = 
         robot: a Robot on a floating base (``load_robot("g1")``; a URDF with ``floating_base=True``).
         mapping: a :class:`Mapping`, a ``.toml``/``.json`` path, or None for the bundled map that
             fits the clip's joint names (see :mod:`invkin.retarget.mapping`).
-        up: the clip's up axis ("y" or "z"), default the map's, else detected from the feet.
+        up: the clip's up axis ("y" or "z", or "x"; any case), default the map's, else detected
+            from the feet.
         iterations: LM iterations per frame after the first (warm-started from the previous
             frame; 2-4 suffice at mocap frame rates).
         self_collision: keep the robot's collision pairs apart by ``margin`` [m] (as inequality
@@ -86,7 +105,7 @@ def retarget(skeleton, clip, robot, mapping=None, *, up=None, iterations: int = 
     from ..solve import core_args
     from ..solvers.shared import compile_problem
     from ..collision.distance import collision_tables, max_rows
-    from ..animation.contacts import _need_fps
+    from ..animation.contacts import _need_fps, _up_arg
     from ..animation.skeleton import _robot_for
     from .kernel import retarget_frames
     from .report import measure
@@ -97,10 +116,15 @@ def retarget(skeleton, clip, robot, mapping=None, *, up=None, iterations: int = 
         raise ModelError(f"retarget: robot {robot.name!r} has no floating base; load it with "
                          f"load_robot(..., floating_base=True)")
     iterations = count("iterations", iterations, 1)
-    margin = float(margin)
-    if not (math.isfinite(margin) and 0.0 <= margin <= 0.1):
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)) \
+            or not (math.isfinite(margin) and 0.0 <= margin <= 0.1):
         raise MappingError(f"margin: expected a number in [0, 0.1] [m], got {margin!r}")
+    margin = float(margin)
     velocity_scale = positive("velocity_scale", velocity_scale)
+    up = _up_arg(up)
+    contact_options = _contact_options(contact_options)
+    if progress is not None and not callable(progress):
+        raise GoalError(f"progress: expected a callable progress(done, total) or None, got {progress!r:.80}")
     if mapping is None:
         mapping = bundled_mapping(clip, robot)
     elif not isinstance(mapping, Mapping):

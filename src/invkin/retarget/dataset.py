@@ -89,13 +89,21 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
     """Retarget every ``*.bvh`` below ``folder`` onto ``robot`` into ``out`` (see the module
     docstring). ``options`` go to :func:`invkin.retarget` (iterations, self_collision, margin, up,
     velocity_scale). Returns the manifest (a dict: ``clips`` per clip, ``done``, ``failed``,
-    ``skipped``, ``computed``, ``seconds``)."""
+    ``skipped``, ``computed``, ``seconds``, ``complete``; ``gone``: clips of an earlier run no longer in
+    the folder, whose entries and outputs are kept but not counted)."""
     from .._io import path_str
     from ..jobs.chunks import client_for, model_sha256, robot_spec
     from ..jobs.errors import JobError
     from ..jobs.parts import atomic_write
     from .mapping import Mapping, load_mapping
 
+    import inspect
+
+    from .._checks import no_unknown_kwargs
+    from .core import retarget
+
+    known = [k for k, p in inspect.signature(retarget).parameters.items() if p.kind is p.KEYWORD_ONLY and k != "progress"]
+    no_unknown_kwargs("retarget_dataset", options, known, JobError)  # before any folder is made
     folder = path_str(folder, JobError, "a folder of .bvh clips")
     if not os.path.isdir(folder):
         raise JobError(f"{folder}: not a folder; expected a folder of .bvh clips")
@@ -131,12 +139,22 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
         manifest = {"format": FORMAT, "job_id": job_id, "robot": model.name, "source": folder,
                     "mapping": mapping_toml or "bundled (chosen per clip)", "options": ident["options"], "clips": {}}
     todo = []
+    clash = []  # clips whose output is another clip's (a.bvh and a.BVH both write a.npz)
+    owner = {}
     skipped = 0
     for p in clips:
         rel = p.relative_to(folder).as_posix()
         data = p.read_bytes()
         e = manifest["clips"].get(rel)
         target = os.path.join(out, rel[:-4] + ".npz")
+        key = os.path.normcase(target).lower()  # (the same file on a case-insensitive file system too)
+        if key in owner:
+            if not (e is not None and e.get("source_sha256") == _sha(data) and "error" in e):
+                clash.append((rel, data, target, owner[key]))
+            else:
+                skipped += 1
+            continue
+        owner[key] = rel
         if e is not None and e.get("source_sha256") == _sha(data) and (
                 "error" in e or (os.path.isfile(target) and _sha(Path(target).read_bytes()) == e.get("npz_sha256"))):
             skipped += 1
@@ -163,7 +181,10 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
         flush()
 
     flush()
-    bar = _progress(len(clips), skipped, progress)
+    for rel, data, target, first in clash:
+        on_result(rel, data, target, {"error": f"{rel}: its output {os.path.relpath(target, out)} is also the output "
+                                               f"of {first}; rename one of the two clips"})
+    bar = _progress(len(clips), skipped + len(clash), progress)
     try:
         with contextlib.ExitStack() as stack:
             client = client_for(stack, client, scheduler, connect_timeout)
@@ -185,8 +206,13 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
     finally:
         if bar is not None:
             bar.close()
-    failed = sorted(k for k, e in manifest["clips"].items() if "error" in e)
-    manifest.update(done=len(manifest["clips"]) - len(failed), failed=failed, skipped=skipped, computed=computed,
-                    seconds=time.perf_counter() - t0, complete=len(manifest["clips"]) == len(clips))
+    # counted over the clips in the folder now: a clip of an earlier run since removed (its entry
+    # and output are kept) is listed in "gone", neither done nor failed
+    present = {p.relative_to(folder).as_posix() for p in clips}
+    failed = sorted(k for k, e in manifest["clips"].items() if k in present and "error" in e)
+    done = sum(1 for k, e in manifest["clips"].items() if k in present and "error" not in e)
+    gone = sorted(k for k in manifest["clips"] if k not in present)
+    manifest.update(done=done, failed=failed, gone=gone, skipped=skipped, computed=computed,
+                    seconds=time.perf_counter() - t0, complete=all(k in manifest["clips"] for k in present))
     flush()
     return manifest

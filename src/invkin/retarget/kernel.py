@@ -10,7 +10,8 @@ so no branch flips) and:
    ``iterations`` damped steps of the general core's constrained step (``core_active_step``, see
    docs/architecture.md "The general core in one page": soft rows least squares, hard rows
    through the Schur complement) inside the step box = the joint limits ∩ q_{t−1} ± ``step``
-   (velocity limit × dt; an active set; flagged F_BOUND where it binds);
+   (velocity limit × dt; an active set; flagged F_BOUND where it binds); a refused step is
+   tried at 1/2, 1/4, 1/8 of its length before the damping grows;
 3. projects onto the inequality rows: every self-collision row (``collision_rows``) with
    ``d_i < m_i = min(margin, clearance_i)`` (``clearance_i``: the pair's distance in the robot's
    rest pose; the capsules that enclose a mesh can overlap where the meshes do not, e.g. G1's
@@ -46,6 +47,8 @@ HARD_WEIGHT = 1.0     # hard rows in the merit function of the damped steps (the
 PENALTY = 100.0       # violated inequality rows in that merit function [1/m²]
 NEAR = 0.01           # [m] inequality rows this close to their bound join the steps' active set
 INEQ_PASSES = 3
+BACKTRACK = 3         # a refused step is tried again at 1/2, 1/4, 1/8 of its length before the damping grows
+PARALLEL = 0.99       # two inequality rows whose gradients meet at |cos| above this are one row in a step
 FIRST_SETTLE = 30     # iterations with the inequality rows after the first pose's free solve
 HOLD = 0.05           # hard goals are projected back once off by more than HOLD x tolerance (the core
                       # judges soft steps only while they are within 0.1 x: lm_core.HARD_HOLD)
@@ -173,6 +176,38 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
 
 
 @njit(cache=True)
+def _add_bound_row(Jp, ep, idx, m, n, nh, g, target):
+    """Append the inequality row ``g δq = target`` to the step's hard rows (Jp, ep from row n, its
+    index at idx[nh]) unless a row already taken (rows m..n-1) has nearly the same direction
+    (|cos| > PARALLEL): the rows are equalities in the step, and two near-parallel ones with
+    different targets (the torso against two adjacent wrist links) have no bounded solution: the
+    step jumped to the step box on every joint, was refused, and the robot froze for hundreds of
+    frames. A parallel row takes the larger of the two targets (both bounds then hold), an
+    antiparallel one is left out (the bounds squeeze: the projection judges them). Returns (n, nh)."""
+    dof = g.shape[0]
+    gg = 0.0
+    for c in range(dof):
+        gg += g[c] * g[c]
+    if gg == 0.0:
+        return n, nh
+    for k in range(m, n):
+        kk = 0.0
+        gk = 0.0
+        for c in range(dof):
+            kk += Jp[k, c] * Jp[k, c]
+            gk += Jp[k, c] * g[c]
+        if kk > 0.0 and gk * gk > PARALLEL * PARALLEL * gg * kk:
+            if gk > 0.0:  # g ≈ (|g| / |J_k|) J_k: g δq >= target  <=>  J_k δq >= target |J_k| / |g|
+                ep[k] = max(ep[k], target * math.sqrt(kk / gg))
+            return n, nh
+    for c in range(dof):
+        Jp[n, c] = g[c]
+    ep[n] = target
+    idx[nh] = n
+    return n + 1, nh + 1
+
+
+@njit(cache=True)
 def _costs(e, soft, hard):
     """The soft cost plus HARD_WEIGHT x the hard cost (row_costs: the core's two sums)."""
     cs, ch = row_costs(e, soft, hard)
@@ -223,12 +258,7 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
         n = m
         for i in range(nc):
             if ec[i] > 0.0:
-                for c in range(dof):
-                    Jp[n, c] = Jc[i, c]
-                ep[n] = ec[i] + LIFT
-                idx[nh] = n
-                nh += 1
-                n += 1
+                n, nh = _add_bound_row(Jp, ep, idx, m, n, nh, Jc[i], ec[i] + LIFT)
         for i in range(nc):  # ec2 (the trial's rows, written after the solve) marks the rows taken
             ec2[i] = 1.0 if ec[i] > 0.0 else 0.0
         ok = True
@@ -245,23 +275,35 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
                 for c in range(dof):
                     s += Jc[i, c] * dq[c]
                 if s < ec[i]:  # the step would cross this bound: hold it there
-                    for c in range(dof):
-                        Jp[n, c] = Jc[i, c]
-                    ep[n] = ec[i] + LIFT
-                    idx[nh] = n
-                    nh += 1
-                    n += 1
+                    n2, nh = _add_bound_row(Jp, ep, idx, m, n, nh, Jc[i], ec[i] + LIFT)
                     ec2[i] = 1.0
-                    added += 1
+                    if n2 > n:
+                        added += 1
+                    n = n2
             if added == 0:
                 break
         if not ok:
             break
-        step_into(q, dq, lims, lo, hi, qn)
-        core_eval_rows(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR,
-                       Tall, Jf, Jr, sub, e2, J2, errs2, bool(1), nof)
-        nc2, viol2, _ = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc2, ec2, NEAR)
-        cost2 = _costs(e2, soft, hard) + PENALTY * viol2
+        # the step, then (refused) the same direction shortened: a row beyond NEAR at q (an arm
+        # swinging down onto the hips from a T-pose) is not in the step's set and a long step
+        # crosses it; more damping hardly shortens a step the step box cuts, so the step was
+        # refused on every iteration of every frame and the robot stood still while its targets
+        # moved (CMU walk frames 1-14, mocapdata clip 7 s). A shorter step stops before the row,
+        # which then joins the next step's set.
+        t = 1.0
+        for tries in range(BACKTRACK + 1):
+            if tries > 0:
+                t *= 0.5
+            for c in range(dof):
+                dqc[c] = t * dq[c]
+            step_into(q, dqc, lims, lo, hi, qn)
+            core_eval_rows(ni, nf, origin, mass, com, qn, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec,
+                           wR, Tall, Jf, Jr, sub, e2, J2, errs2, bool(1), nof)
+            nc2, viol2, _ = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc2,
+                                  ec2, NEAR)
+            cost2 = _costs(e2, soft, hard) + PENALTY * viol2
+            if cost2 < cost:
+                break
         if cost2 < cost:
             rel = (cost - cost2) / cost
             for i in range(dof):

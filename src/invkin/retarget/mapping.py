@@ -20,12 +20,13 @@ name raises :class:`~invkin.errors.FrameError` naming the closest ones. The targ
 come from the clip through :mod:`invkin.retarget.scale` (limb-length scaling, rest-pose alignment).
 Bundled maps (``src/invkin/data/retarget``) cover the bundled mocap skeletons onto the bundled G1;
 :func:`bundled_mapping` picks the one whose source joints the clip has, :func:`propose_mapping`
-drafts one for a new skeleton or robot from names and rest-pose geometry.
+drafts one for a new skeleton or robot from the joint and link names (check it: names are all it reads).
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,8 +72,9 @@ class Body:
             raise MappingError(f"body {self.source!r}: position_weight and rotation_weight are both 0 (nothing to track)")
         for k in ("position_offset", "rotation_offset_rpy"):
             v = getattr(self, k)
-            try:
-                t = tuple(float(x) for x in v)
+            try:  # (a string is not 3 numbers, even "123"; nor are booleans)
+                t = () if isinstance(v, (str, bytes)) or any(isinstance(x, bool) for x in v) else \
+                    tuple(float(x) for x in v)
             except (TypeError, ValueError):
                 t = ()
             if len(t) != 3 or not all(math.isfinite(x) and abs(x) < 1e3 for x in t):
@@ -215,11 +217,20 @@ def bundled_mapping(clip, robot) -> Mapping:
     tried = []
     for name, p in bundled_mappings().items():
         m = load_mapping(p)
-        tried.append(name)
-        if all(b.source in clip.names for b in m.bodies) and all(b.link in robot.frame_names for b in m.bodies):
+        src = [b.source for b in m.bodies if b.source not in clip.names]
+        links = [b.link for b in m.bodies if b.link not in robot.frame_names]
+        if not src and not links:
             return m
-    raise MappingError(f"no bundled mapping fits this clip on robot {robot.name!r} (tried: {tried or 'none'}); "
-                       f"draft one with invkin.propose_mapping(skeleton, clip, robot) and pass mapping=...")
+        tried.append((len(src) + len(links), name, src, links))
+    why = ""
+    if tried:  # the nearest miss, so that a clip or robot that almost fits says what it lacks
+        _, name, src, links = min(tried)
+        lack = ([f"the clip lacks {', '.join(map(repr, src[:4]))}{' ...' if len(src) > 4 else ''}"] if src else []) + \
+            ([f"the robot lacks {', '.join(map(repr, links[:4]))}{' ...' if len(links) > 4 else ''}"] if links else [])
+        why = f"; nearest: {name} ({'; '.join(lack)})"
+    raise MappingError(f"no bundled mapping fits this clip on robot {robot.name!r} (tried: "
+                       f"{[t[1] for t in sorted(tried, key=lambda t: t[1])] or 'none'}{why}); draft one with "
+                       f"invkin.propose_mapping(skeleton, clip, robot) and pass mapping=... (--mapping MAP.toml)")
 
 
 # --------------------------------------------------------------------------- proposing a map
@@ -241,8 +252,11 @@ _WEIGHTS = {"root": ("root", 1.0, 1.0), "torso": ("body", 0.5, 0.5), "head": ("h
             "thigh": ("body", 0.3, 0.0), "shin": ("body", 0.8, 0.0), "foot": ("foot", 1.0, 0.5)}
 
 
-def _side(name: str):
-    """("left" | "right" | None, the rest of the name in lower case)."""
+def _side(name: str, words: bool = False):
+    """("left" | "right" | None, the rest of the name in lower case). A namespace before the last
+    ":" (``mixamorig:LeftUpLeg``) is left out; with ``words`` (source joint names) the side may also
+    be a word anywhere: ``Bip01 L Thigh``, ``Character1_Left_Foot``."""
+    name = name.rsplit(":", 1)[-1]
     n = name.lower()
     for side in ("left", "right"):
         if n.startswith(side):
@@ -251,17 +265,29 @@ def _side(name: str):
             return side, n[2:]
     if len(name) > 1 and name[0] in "lLrR" and name[1].isupper():
         return ("left" if name[0] in "lL" else "right"), n[1:]
+    if words:
+        toks = [t for t in re.split(r"[\s_.\-]+", n) if t]
+        for side in ("left", "right"):
+            hits = [i for i, t in enumerate(toks) if t in (side, side[0])]
+            if len(hits) == 1:
+                return side, "_".join(t for i, t in enumerate(toks) if i != hits[0])
     return None, n
 
 
-def _pick(names, part, side):
+def _squash(text: str) -> str:
+    """Lower case without separators: "upper_leg", "UpperLeg", "upper-leg" and "upperleg" alike."""
+    return "".join(c for c in text.lower() if c.isalnum())
+
+
+def _pick(names, part, side, words=False):
     frags = dict(_PARTS)[part]
     for frag in frags:
+        f = _squash(frag)
         for n in names:
-            s, rest = _side(n)
+            s, rest = _side(n, words)
             if s != side:
                 continue
-            if frag in rest.replace(" ", "_"):
+            if f in _squash(rest):
                 return n
     return None
 
@@ -269,9 +295,15 @@ def _pick(names, part, side):
 def propose_mapping(skeleton, clip, robot) -> Mapping:
     """Draft a map of ``clip`` (and its ``skeleton`` from read_bvh) onto ``robot`` from the joint
     and link names (left/right and body-part words: hips, thigh/upleg, knee/shin, foot/ankle,
-    shoulder/arm, elbow/forearm, hand/wrist, chest/torso, head), for the user to check and edit
-    (write it with :meth:`Mapping.to_toml`). Parts found on only one side are left out; the root is
-    the skeleton's root joint and the robot's first link below a floating base."""
+    shoulder/arm, elbow/forearm, hand/wrist, chest/torso, head; compared in lower case without
+    separators, so ``l_upper_leg`` is a thigh as ``LeftUpLeg`` is), for the user to check and edit
+    (write it with :meth:`Mapping.to_toml`). The side is a name's first word (``left_``, ``l_``,
+    ``L`` before a capital), after a namespace (``mixamorig:``); in the clip's joint names also a
+    word L/R/Left/Right anywhere (``Bip01 L Thigh``; not in link names, where ``leg_left_4_link``
+    says nothing of which leg link is the shin). A foot is a link with collision shapes where one fits (its sole is
+    put on the floor). Parts found on only one side are left out (a draft without feet warns:
+    :class:`~invkin.errors.InvkinWarning`); the root is the skeleton's root joint and the robot's
+    first link below a floating base."""
     src = [n for n, e in zip(clip.names, clip.end_site) if not e]
     links = [f for f in robot.frame_names if f != "world"]
     bodies = []
@@ -280,12 +312,16 @@ def propose_mapping(skeleton, clip, robot) -> Mapping:
     role, wp, wr = _WEIGHTS["root"]
     bodies.append(Body(src_root, rob_root, role, wp, wr))
     used_s, used_l = {src_root}, {rob_root}
+    shaped = set(robot.collision.link_names)
     for part, _ in _PARTS[1:]:
         sides = (None,) if part in ("torso", "head") else ("left", "right")
         pairs = []
         for side in sides:
-            s = _pick([n for n in src if n not in used_s], part, side)
-            ln = _pick([n for n in links if n not in used_l], part, side)
+            s = _pick([n for n in src if n not in used_s], part, side, words=True)
+            cands = [n for n in links if n not in used_l]
+            if part == "foot":  # the foot is the link its sole belongs to: one with collision shapes first
+                cands = [n for n in cands if n in shaped] + [n for n in cands if n not in shaped]
+            ln = _pick(cands, part, side)
             pairs.append((s, ln))
         if any(s is None or ln is None for s, ln in pairs):
             continue
@@ -297,4 +333,22 @@ def propose_mapping(skeleton, clip, robot) -> Mapping:
     m = Mapping(tuple(bodies), name=f"proposed: {skeleton.name if skeleton is not None else 'bvh'} onto {robot.name}",
                 robot=robot.name)
     m.check(clip, robot)
+    if not m.feet:  # a draft that holds nothing on the floor is not one to use as it is: say so
+        import warnings
+
+        from ..errors import InvkinWarning
+
+        missing = [p for p, _ in _PARTS[1:] if p not in {_part_of(b) for b in bodies[1:]}]
+        warnings.warn(f"propose_mapping: the link names of robot {robot.name!r} and the clip's joint names gave no "
+                      f"pair of feet (nor {', '.join(p for p in missing if p != 'foot')}): the draft maps "
+                      f"{len(bodies)} bodies and holds nothing on the floor; add [[body]] entries with "
+                      f"role = \"foot\" (and the limbs) before using it", InvkinWarning, stacklevel=2)
     return m
+
+
+def _part_of(body) -> str:
+    """The body part a drafted body was picked as (by its weights and role)."""
+    for part, w in _WEIGHTS.items():
+        if w == (body.role, body.position_weight, body.rotation_weight):
+            return part
+    return ""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,6 +83,15 @@ class RobotMotion:
         object.__setattr__(self, "q", q)
         object.__setattr__(self, "joint_names", names)
         object.__setattr__(self, "fps", fps)
+        for k in ("robot_name", "source", "robot_spec", "clip_path"):  # strings in the file: a path as its text,
+            v = getattr(self, k)                                       # None as "" (else save wrote a pickle
+            if v is None:                                              # that read_motion refuses)
+                v = ""
+            elif isinstance(v, os.PathLike):
+                v = os.fspath(v)
+            if isinstance(v, bytes) or not isinstance(v, str):
+                raise ModelError(f"RobotMotion: {k} must be a string (or a path), got {v!r:.80}")
+            object.__setattr__(self, k, str(v))
 
     @property
     def n_frames(self) -> int:

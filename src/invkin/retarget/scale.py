@@ -105,6 +105,28 @@ def rest_clearance(robot) -> np.ndarray:
     return robot.memo("retarget_rest_clearance", build)
 
 
+def _below_with_shapes(robot, link: str) -> list:
+    """The links below ``link`` (not itself) that have collision shapes, nearest first."""
+    k = robot.frame_index(link)
+    cm = robot.collision
+    found = [n for n in cm.link_names if n != link and k in robot.ancestors(n)]
+    return sorted(found, key=lambda n: len(robot.ancestors(n)))
+
+
+def _no_sole(robot, body) -> None:
+    """A foot link without collision shapes has no sole: it would be put on the floor at its own
+    origin (an ankle: the foot sinks into the floor, unmeasured). Refused when links below it have
+    shapes (the map names a link above the foot); a robot without shapes there keeps the origin."""
+    from .mapping import MappingError
+
+    below = _below_with_shapes(robot, body.link)
+    if below:
+        raise MappingError(f"mapping: foot {body.source!r} -> link {body.link!r} has no collision shapes to stand "
+                           f"on (the sole that is put on the floor and measured for penetration), but "
+                           f"{', '.join(map(repr, below[:3]))} below it have; map the foot onto the link its "
+                           f"sole belongs to")
+
+
 def _shortest_rotation(a, b) -> np.ndarray:
     """The rotation of least angle taking direction a onto direction b."""
     from ..spatial import so3_exp
@@ -175,8 +197,10 @@ def make_targets(skeleton, clip, robot, mapping, up=None, contact_options=None) 
         hs = ps0[root, 2] - ps0[feet, 2].mean()
         hr = pr0[root, 2] - pr0[feet, 2].mean()
         if not hs > 0 or not hr > 0:
-            raise ModelError(f"mapping: the root {bodies[root].source!r} is not above the feet at rest (source "
-                             f"{hs:.3g}, robot {hr:.3g}); is the clip's up axis {up!r} right? pass up=")
+            other = "z" if up == "y" else "y"
+            raise ModelError(f"retarget: the root {bodies[root].source!r} is not above the feet at rest along the "
+                             f"clip's up axis {up!r} (source {hs:.3g}, robot {hr:.3g}); if the clip is {other}-up, "
+                             f"pass up={other!r} (invkin retarget --up {other})")
         scale[root] = hr / hs
     else:
         scale[root] = float(np.nanmean(np.delete(scale, root))) if B > 1 else 1.0
@@ -230,6 +254,8 @@ def make_targets(skeleton, clip, robot, mapping, up=None, contact_options=None) 
         for s, e in contacts[i]:
             contact[s:e, i] = True
         pts = sole_points(robot, bodies[i].link)
+        if not len(pts):
+            _no_sole(robot, bodies[i])
         sole[i] = pts
         # height of the link frame above the floor when the foot stands flat at rest
         Tl = Tr0[i]
