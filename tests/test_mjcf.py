@@ -247,3 +247,21 @@ def test_builder_errors_without_a_where_do_not_repeat_the_joint():
     with pytest.raises(ModelError) as e:
         b.add_joint("j1", "base", "l1", "revolute", origin=np.full((4, 4), np.nan))
     assert str(e.value).count("joint 'j1'") == 1, str(e.value)
+
+
+def test_unnamed_bodies_joints_and_sites_never_take_a_name_the_file_gives_another(tmp_path):
+    # body 2 and joint 0 are unnamed; the file names body 1 "body2" and joint 1 "joint0"
+    p = tmp_path / "names.xml"
+    p.write_text('<mujoco><worldbody><body name="body2" pos="0 0 1"><joint type="hinge" axis="0 0 1"/>'
+                 '<geom size=".1"/><site/><body pos="0 0 1"><joint name="joint0" type="hinge" axis="0 1 0"/>'
+                 '<geom size=".1"/><site name="site0" pos="0 0 .2"/></body></body></worldbody></mujoco>')
+    robot = ik.load_robot(p)
+    m = mujoco.MjModel.from_xml_path(str(p))
+    assert robot.joint_names == ("joint0_1", "joint0")
+    assert set(robot.frame_names) == {"world", "body2", "body2_1", "site0_1", "site0"}
+    assert robot.node_names[robot.ancestors("site0_1")[1]] == "body2"  # the unnamed site of body2
+    q = np.array([0.4, -0.7])
+    qpos = qpos_from_q(robot, q)
+    assert np.allclose(robot.fk(q, "body2_1"), _mj_pose(m, qpos, body=2), atol=1e-12)
+    assert np.allclose(robot.fk(q, "site0"), _mj_pose(m, qpos, site=1), atol=1e-12)
+    assert set(robot.geoms) == {"body2", "body2_1"}

@@ -20,7 +20,8 @@ where ``jnt_limited``; a ball joint's cone range is not kept (invkin's ball join
 
 Frames: the world body (the root, ``"world"``), every body, and every site (a site named like a
 body gets ``"_site"`` appended). Unnamed bodies, joints and sites are named ``body{i}``,
-``joint{i}``, ``site{i}``.
+``joint{i}``, ``site{i}`` (``_1``, ``_2``, ... appended where the file gives that name to another of
+its kind).
 
 Kept for collision and whole-body work (in :attr:`Robot.extras`)
 -----------------------------------------------------------------
@@ -112,16 +113,28 @@ def robot_from_mjmodel(m, source: str = "<mjmodel>", name: str | None = None) ->
         s = mujoco.mj_id2name(m, obj, i)
         return s if s else f"{prefix}{i}"
 
-    bodies = [nm(mujoco.mjtObj.mjOBJ_BODY, i, "body") for i in range(m.nbody)]
-    taken = set(bodies)
-
-    def unique(s):
+    def fresh(s, used):
         base, k = s, 1
-        while s in taken:
+        while s in used:
             s = f"{base}_{k}"
             k += 1
-        taken.add(s)
+        used.add(s)
         return s
+
+    def names(obj, n, prefix):
+        """The n objects' names: the file's, else ``prefix{i}``, kept clear of the file's own names (an
+        unnamed body 2 beside a body named "body2" becomes "body2_1")."""
+        given = [mujoco.mj_id2name(m, obj, i) or "" for i in range(n)]
+        used = set(given)
+        return [s if s else fresh(f"{prefix}{i}", used) for i, s in enumerate(given)]
+
+    bodies = names(mujoco.mjtObj.mjOBJ_BODY, m.nbody, "body")
+    joint_names = names(mujoco.mjtObj.mjOBJ_JOINT, m.njnt, "joint")
+    taken = set(bodies)  # node names
+    taken_joints = set(joint_names)  # joint names: the file's, and the fixed joints added below
+
+    def unique(s):
+        return fresh(s, taken)
 
     model_name = name or bytes(m.names).split(b"\0", 1)[0].decode("utf-8", "replace") or (
         os.path.splitext(os.path.basename(source))[0] if not source.startswith("<") else "mjcf")
@@ -137,7 +150,7 @@ def robot_from_mjmodel(m, source: str = "<mjmodel>", name: str | None = None) ->
         j0, nj = int(m.body_jntadr[i]), int(m.body_jntnum[i])
         for k, j in enumerate(range(j0, j0 + nj)):
             t = int(m.jnt_type[j])
-            jn = nm(mujoco.mjtObj.mjOBJ_JOINT, j, "joint")
+            jn = joint_names[j]
             adr = int(m.jnt_qposadr[j])
             if t == _FREE:
                 if int(m.body_parentid[i]) != 0:
@@ -164,11 +177,12 @@ def robot_from_mjmodel(m, source: str = "<mjmodel>", name: str | None = None) ->
                 joints.append((jn, jtype, adr))
             prev, pending = child, _trans(-a)
         if prev != body:
-            b.add_joint(unique(f"{body}_fixed"), prev, body, "fixed", pending)
+            b.add_joint(fresh(f"{body}_fixed", taken_joints), prev, body, "fixed", pending)
+    sites = names(mujoco.mjtObj.mjOBJ_SITE, m.nsite, "site")
     for s in range(m.nsite):
-        site = nm(mujoco.mjtObj.mjOBJ_SITE, s, "site")
+        site = sites[s]
         site = unique(site + "_site" if site in taken else site)
-        b.add_joint(unique(f"{site}_joint"), bodies[int(m.site_bodyid[s])], site, "fixed",
+        b.add_joint(fresh(f"{site}_joint", taken_joints), bodies[int(m.site_bodyid[s])], site, "fixed",
                     _T(m.site_pos[s], m.site_quat[s]))
     robot = b.build()
     off = robot.offset.copy()
