@@ -265,3 +265,23 @@ def test_unnamed_bodies_joints_and_sites_never_take_a_name_the_file_gives_anothe
     assert np.allclose(robot.fk(q, "body2_1"), _mj_pose(m, qpos, body=2), atol=1e-12)
     assert np.allclose(robot.fk(q, "site0"), _mj_pose(m, qpos, site=1), atol=1e-12)
     assert set(robot.geoms) == {"body2", "body2_1"}
+
+
+def test_qpos_of_a_locked_or_cut_model_keeps_the_locked_values_and_fk_equals_mujoco():
+    robot = ik.load_robot(DATA / "arm.xml")
+    m = mujoco.MjModel.from_xml_path(str(DATA / "arm.xml"))
+    locked = robot.lock({"j1": 0.3, "j4": [0.1, -0.2, 0.3]})  # a hinge and a ball joint
+    assert "j1" not in locked.joint_names
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        q = locked.sample(rng=rng)
+        qpos = qpos_from_q(locked, q)
+        assert qpos[0] == 0.3
+        assert np.allclose(qpos_from_q(robot, q_from_qpos(robot, qpos)), qpos, atol=1e-12)
+        for frame in ("hand", "tip"):
+            T = _mj_pose(m, qpos, body=m.body(frame).id) if frame == "hand" else _mj_pose(m, qpos, site=m.site(frame).id)
+            assert np.allclose(locked.fk(q, frame), T, atol=1e-12)
+        assert np.allclose(q_from_qpos(locked, qpos), q, atol=1e-12)
+    cut = ik.load_robot(DATA / "arm.xml", base="world", tip="hand")  # the head's joint is cut off
+    qpos = qpos_from_q(cut, cut.neutral())
+    assert qpos.shape == (m.nq,) and np.allclose(q_from_qpos(cut, qpos), cut.neutral())

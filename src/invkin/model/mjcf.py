@@ -214,37 +214,59 @@ def _mjcf_map(robot: Robot):
     return joints, robot.extras["mjcf_qpos0"]
 
 
+def _entries(robot: Robot, jn: str, kind: str):
+    """First q index of MuJoCo joint ``jn`` in ``robot``, or None where the robot lacks it (locked by
+    :meth:`Robot.lock`, or cut off by ``base``/``tip``)."""
+    name = jn + ".x" if kind in ("ball", "free") else jn
+    try:
+        return robot.joint_index(name) if name in robot.joint_names else None
+    except ModelError:
+        return None
+
+
+def _set_qpos(qpos, kind, adr, v) -> None:
+    if kind == "ball":
+        qpos[adr:adr + 4] = matrix_to_quat(so3_exp(v[:3]), "wxyz")
+    elif kind == "free":
+        qpos[adr:adr + 3] = v[:3]
+        qpos[adr + 3:adr + 7] = matrix_to_quat(so3_exp(v[3:6]), "wxyz")
+    else:
+        qpos[adr] = v[0]
+
+
 def qpos_from_q(robot: Robot, q) -> np.ndarray:
     """MuJoCo ``qpos`` (nq,) of an invkin configuration ``q`` (dof,) of an MJCF-loaded robot
-    (ball and free joints: rotation vector → quaternion w x y z)."""
+    (ball and free joints: rotation vector → quaternion w x y z). A joint the robot no longer
+    has gets the value :meth:`Robot.lock` fixed it at, or MuJoCo's ``qpos0`` where it was cut off
+    by ``base``/``tip``."""
     joints, qpos0 = _mjcf_map(robot)
     q = robot.check_q(q)
     if q.ndim != 1:
         raise ModelError(f"qpos_from_q: expected q of shape ({robot.dof},), got {q.shape}")
     qpos = qpos0.copy()
+    locked = robot.extras.get("locked_values", {})
     for jn, kind, adr in joints:
-        if kind == "ball":
-            i = robot.joint_index(jn + ".x")
-            qpos[adr:adr + 4] = matrix_to_quat(so3_exp(q[i:i + 3]), "wxyz")
-        elif kind == "free":
-            i = robot.joint_index(jn + ".x")
-            qpos[adr:adr + 3] = q[i:i + 3]
-            qpos[adr + 3:adr + 7] = matrix_to_quat(so3_exp(q[i + 3:i + 6]), "wxyz")
-        else:
-            qpos[adr] = q[robot.joint_index(jn)]
+        i = _entries(robot, jn, kind)
+        if i is not None:
+            _set_qpos(qpos, kind, adr, q[i:])
+        elif jn in locked:
+            _set_qpos(qpos, kind, adr, np.asarray(locked[jn], dtype=np.float64))
     return qpos
 
 
 def q_from_qpos(robot: Robot, qpos) -> np.ndarray:
-    """The invkin configuration (dof,) of a MuJoCo ``qpos`` (nq,) (inverse of :func:`qpos_from_q`)."""
+    """The invkin configuration (dof,) of a MuJoCo ``qpos`` (nq,) (inverse of :func:`qpos_from_q`;
+    the entries of joints the robot no longer has, locked or cut off, are not read)."""
     joints, qpos0 = _mjcf_map(robot)
     qpos = np.asarray(qpos, dtype=np.float64)
     if qpos.shape != qpos0.shape:
         raise ModelError(f"q_from_qpos: expected qpos of shape {qpos0.shape}, got {qpos.shape}")
     q = robot.neutral()
     for jn, kind, adr in joints:
+        i = _entries(robot, jn, kind)
+        if i is None:
+            continue
         if kind in ("ball", "free"):
-            i = robot.joint_index(jn + ".x")
             quat = qpos[adr + (3 if kind == "free" else 0):][:4]
             r = so3_log(quat_to_matrix(quat_wxyz=quat / np.linalg.norm(quat)))
             if kind == "free":
@@ -253,5 +275,5 @@ def q_from_qpos(robot: Robot, qpos) -> np.ndarray:
             else:
                 q[i:i + 3] = r
         else:
-            q[robot.joint_index(jn)] = qpos[adr]
+            q[i] = qpos[adr]
     return q

@@ -160,7 +160,8 @@ class Robot:
     #: Name-keyed data read from model files, carried through subchain/add_frame (see
     #: :meth:`with_extras`): "named_configurations" {name: {q entry name: value}} (SRDF group
     #: states), "disabled_collision_pairs" ((link, link), ...) (SRDF), "geoms" {link: (Geom, ...)}
-    #: and "inertials" {link: (mass [kg], com (3,) [m] in the link frame)} (MJCF).
+    #: and "inertials" {link: (mass [kg], com (3,) [m] in the link frame)} (MJCF), "locked_values"
+    #: {joint: its q entries} (:meth:`lock`; MJCF's :func:`~invkin.model.mjcf.qpos_from_q` reads them).
     extras: dict = field(default_factory=dict, repr=False)
     _frame_index: dict = field(init=False, repr=False)
     _ni: np.ndarray = field(init=False, repr=False)
@@ -998,6 +999,7 @@ class Robot:
                 moving[jn] = (min(first, c), count + k)
         q = self._neutral.copy()
         locked_dofs = set()
+        locked_values = dict(self.extras.get("locked_values", {}))  # {joint: its q entries}, read by mjcf.qpos_from_q
         followers = {self.node_joint_names[i]: self.mimic_leader[i] for i in range(self.n_nodes) if self.mimic_leader[i]}
         for name, v in values.items():
             if name in followers:
@@ -1018,6 +1020,7 @@ class Robot:
                                          f"[{self.lower[first]}, {self.upper[first]}]")
             q[first:first + count] = a
             locked_dofs.update(range(first, first + count))
+            locked_values[name] = tuple(float(x) for x in a)
         if not locked_dofs:
             return self
         Ts = self.fk_all_array(q)
@@ -1046,7 +1049,8 @@ class Robot:
         return self.replace(origin=origin, joint_type=jtype, qidx=qidx, axis=axis,
                                    mimic_leader=tuple(leaders), composite=tuple(composite),
                                    joint_names=tuple(self.joint_names[c] for c in keep),
-                                   lower=self.lower[keep], upper=self.upper[keep])
+                                   lower=self.lower[keep], upper=self.upper[keep],
+                                   extras={**self.extras, "locked_values": locked_values})
 
     def replace(self, **kw) -> "Robot":
         """A new Robot with the constructor fields in ``kw`` replaced (``origin=``, ``lower=``,
