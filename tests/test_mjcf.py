@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -285,3 +286,18 @@ def test_qpos_of_a_locked_or_cut_model_keeps_the_locked_values_and_fk_equals_muj
     cut = ik.load_robot(DATA / "arm.xml", base="world", tip="hand")  # the head's joint is cut off
     qpos = qpos_from_q(cut, cut.neutral())
     assert qpos.shape == (m.nq,) and np.allclose(q_from_qpos(cut, qpos), cut.neutral())
+
+
+@pytest.mark.parametrize("qpos, pattern", [
+    (np.zeros(9), r"joint 'j4': qpos\[4:8\] = \[0.0, 0.0, 0.0, 0.0\] is not a rotation; expected a nonzero quaternion"),
+    (np.full(9, np.nan), r"q_from_qpos: qpos: expected finite numbers"),
+    ("abc", r"q_from_qpos: qpos: expected numbers, got 'abc'"),
+])
+def test_q_from_qpos_refuses_a_zero_quaternion_nan_and_text_naming_them(qpos, pattern):
+    robot = ik.load_robot(DATA / "arm.xml")  # qpos: j1 j2 j3 j5, j4's quaternion w x y z, pan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from a division by zero on the way
+        with pytest.raises(ik.InvkinError, match=pattern):
+            q_from_qpos(robot, qpos)
+    tiny = np.r_[np.zeros(4), 1e-200, 0.0, 0.0, 1e-200, 0.0]  # a tiny quaternion is still a rotation
+    assert np.allclose(q_from_qpos(robot, tiny)[4:7], [0.0, 0.0, np.pi / 2])

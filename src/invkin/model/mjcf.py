@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ConfigurationError, ModelError
 from ..spatial import matrix_to_quat, quat_to_matrix, so3_exp, so3_log
 from .build import RobotBuilder
 from .robot import Robot
@@ -257,8 +257,10 @@ def qpos_from_q(robot: Robot, q) -> np.ndarray:
 def q_from_qpos(robot: Robot, qpos) -> np.ndarray:
     """The invkin configuration (dof,) of a MuJoCo ``qpos`` (nq,) (inverse of :func:`qpos_from_q`;
     the entries of joints the robot no longer has, locked or cut off, are not read)."""
+    from .._checks import real_array
+
     joints, qpos0 = _mjcf_map(robot)
-    qpos = np.asarray(qpos, dtype=np.float64)
+    qpos = real_array("q_from_qpos: qpos", qpos, ConfigurationError)
     if qpos.shape != qpos0.shape:
         raise ModelError(f"q_from_qpos: expected qpos of shape {qpos0.shape}, got {qpos.shape}")
     q = robot.neutral()
@@ -267,7 +269,13 @@ def q_from_qpos(robot: Robot, qpos) -> np.ndarray:
         if i is None:
             continue
         if kind in ("ball", "free"):
-            quat = qpos[adr + (3 if kind == "free" else 0):][:4]
+            a = adr + (3 if kind == "free" else 0)
+            quat = qpos[a:a + 4]
+            big = float(np.max(np.abs(quat)))  # scaled first: no overflow near the float maximum
+            if not big > 0.0:
+                raise ConfigurationError(f"q_from_qpos: joint {jn!r}: qpos[{a}:{a + 4}] = {quat.tolist()} is not a "
+                                         f"rotation; expected a nonzero quaternion w x y z")
+            quat = quat / big
             r = so3_log(quat_to_matrix(quat_wxyz=quat / np.linalg.norm(quat)))
             if kind == "free":
                 q[i:i + 3] = qpos[adr:adr + 3]
