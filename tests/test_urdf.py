@@ -375,6 +375,18 @@ def test_malformed_xml_is_refused_with_its_line(tmp_path):
              r"line 4, column \d+: malformed XML: mismatched tag")
 
 
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_blank_lines_before_the_xml_declaration_are_read_as_pinocchio_reads_them(tmp_path, as_bytes):
+    # pybullet_data's differential/diff_ring.urdf starts with a newline; expat alone refuses it
+    text = "\n\n" + _robot(_rev("j1", "a", "b"), links=("a", "b")).replace('<robot name="bad">', '<robot name="ok">')
+    p = tmp_path / "blank.urdf"
+    p.write_text(text)
+    robot = load_urdf(p) if not as_bytes else parse_urdf(text.encode())
+    assert robot.name == "ok" and robot.joint_names == ("j1",)
+    bad = "\n\n" + _robot(_rev("j1", "a", "b", extra=""))  # line numbers still count the blank lines
+    _refused(tmp_path, bad, rf"<joint name='j1'> line {_line_of(bad, '<joint')}: revolute joint 'j1' has no <limit")
+
+
 def test_empty_document_is_refused(tmp_path):
     _refused(tmp_path, "", r"malformed XML")
 

@@ -432,6 +432,20 @@ def read_bounded(path, max_bytes: int, kind: str, caller: str) -> tuple:
     return p, data
 
 
+def _declaration_first(doc):
+    """``doc`` with the blank lines before its ``<?xml ...?>`` declaration moved after it (files
+    written by tools that print a newline first; expat refuses a declaration that is not at the
+    start, Pinocchio's tinyxml reads them); the line numbers of everything after it are unchanged."""
+    ws, decl = (b" \t\r\n", b"<?xml") if isinstance(doc, bytes) else (" \t\r\n", "<?xml")
+    body = doc.lstrip(ws)
+    if len(body) == len(doc) or not body.startswith(decl):
+        return doc
+    end = body.find(b"?>" if isinstance(doc, bytes) else "?>")
+    if end < 0:
+        return doc
+    return body[:end + 2] + doc[:len(doc) - len(body)] + body[end + 2:]
+
+
 def parse_hardened(rd: "_Reader", text_or_bytes, caller: str) -> None:
     """Feed a document to ``rd``'s hardened expat parser (no DOCTYPE/entities); ModelError with the
     line and column of malformed XML."""
@@ -439,6 +453,7 @@ def parse_hardened(rd: "_Reader", text_or_bytes, caller: str) -> None:
         text_or_bytes = bytes(text_or_bytes)
     if not isinstance(text_or_bytes, (str, bytes)):
         raise ModelError(f"{rd.source}: {caller} expects str or bytes, got {type(text_or_bytes).__name__}")
+    text_or_bytes = _declaration_first(text_or_bytes)
     p = rd.make_parser()
     try:
         p.Parse(text_or_bytes, True)
