@@ -621,6 +621,18 @@ def test_a_600_joint_chain_loads_and_its_fk_and_jacobian_match_finite_difference
     assert np.allclose(fd, J[:3, k], atol=1e-7)
 
 
+def test_the_tree_of_a_chain_deeper_than_the_recursion_limit_is_drawn_in_linear_size():
+    n = 3000  # Robot.tree() walked recursively: RecursionError from about 1,000 links
+    links = "".join(f'<link name="l{i}"/>' for i in range(n + 1))
+    joints = "".join(f'<joint name="j{i}" type="revolute"><parent link="l{i}"/><child link="l{i + 1}"/>'
+                     f'<limit lower="-1" upper="1"/></joint>' for i in range(n))
+    lines = parse_urdf(f'<robot name="deep">{links}{joints}</robot>').tree().splitlines()
+    assert len(lines) == n + 1 and lines[0] == "l0"
+    assert lines[1] == "└─ l1  <- j0 (revolute [-1, 1])"
+    assert lines[-1] == "… " + "   " * 48 + f"└─ l{n}  <- j{n - 1} (revolute [-1, 1])"  # indentation stops at 48
+    assert max(map(len, lines)) < 200
+
+
 def test_the_standard_talos_model_loads_with_its_gripper_mimics_ignored():
     with pytest.warns(ModelWarning, match=r"12 <mimic> element\(s\) ignored.*gripper_left_inner_double_joint.*"
                                           r"on a fixed joint") as seen:

@@ -62,6 +62,7 @@ _T_SCRATCH = np.empty((4, 4))  # chain_jacobian_checked's transform output (neve
 #: Names of the joint types, indexed by the integer codes of kinematics.kernels (the model arrays
 #: hold only the first four: free and planar joints are expanded into nodes of those).
 JOINT_TYPES = ("fixed", "revolute", "prismatic", "ball", "free", "planar")
+_TREE_DEPTH = 48  # Robot.tree(): levels drawn indented
 
 #: Restarts and :meth:`Robot.sample` draw the q entries of free and planar joints (the floating
 #: base) within this distance of the given configuration, not over their infinite range:
@@ -663,19 +664,24 @@ class Robot:
                     extra = f" [{lo:.3g}, {hi:.3g}]"
             return f"{nm}  <- {jn} ({t}{extra})"
 
-        def walk(i, prefix, last, top):
-            if top:
-                lines.append(label(i))
-                child_prefix = ""
-            else:
-                lines.append(prefix + ("└─ " if last else "├─ ") + label(i))
-                child_prefix = prefix + ("   " if last else "│  ")
-            for k, j in enumerate(kids[i]):
-                walk(j, child_prefix, k == len(kids[i]) - 1, False)
-
+        # depth-first with an explicit stack (a chain of thousands of links is deeper than Python's
+        # recursion limit); below _TREE_DEPTH levels the indentation stops growing ("… " marks it),
+        # so the drawing stays proportional to the number of frames
         for r in range(self.n_nodes):
-            if self.parent[r] < 0:
-                walk(r, "", True, True)
+            if self.parent[r] >= 0:
+                continue
+            stack = [(r, 0, (), True)]  # (node, depth, its last _TREE_DEPTH prefix segments, last child)
+            while stack:
+                i, depth, segs, last = stack.pop()
+                if depth == 0:
+                    lines.append(label(i))
+                    child = ()
+                else:
+                    lines.append(("… " if depth - 1 > _TREE_DEPTH else "") + "".join(segs)
+                                 + ("└─ " if last else "├─ ") + label(i))
+                    child = (segs + ("   " if last else "│  ",))[-_TREE_DEPTH:]
+                n = len(kids[i])
+                stack.extend((j, depth + 1, child, k == n - 1) for k, j in reversed(list(enumerate(kids[i]))))
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ configurations
