@@ -355,6 +355,27 @@ def test_sampled_pairs_drop_adjacent_always_and_never_colliding_links(tmp_path, 
     assert sorted((tmp_path / "collision").glob("pairs-*.npy")) == files
 
 
+def test_sampling_the_pairs_holds_a_bounded_number_of_contact_flags_and_finds_the_same_pairs(monkeypatch):
+    """collision_pairs held (samples, pairs) booleans at once: 0.8 GB for a 400-link chain, a
+    MemoryError (42 GiB) for 3,000 links; the samples are now counted in chunks of at most
+    _HITS_BYTES flags, with the same pairs."""
+    from invkin.collision import pairs as P
+
+    robot = ik.load_robot("g1")
+    whole = P._compute(robot, 3000, 0)
+    seen = []
+    inner = P._in_contact
+
+    def spy(robot, cm, pairs, qs):
+        seen.append(len(qs) * len(pairs))
+        return inner(robot, cm, pairs, qs)
+
+    monkeypatch.setattr(P, "_in_contact", spy)
+    monkeypatch.setattr(P, "_HITS_BYTES", 50_000)
+    assert np.array_equal(P._compute(robot, 3000, 0), whole)
+    assert len(seen) > 10 and max(seen) <= 50_000
+
+
 # ------------------------------------------------------------------ distances and their Jacobian
 
 def _shelf_world():
