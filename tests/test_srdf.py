@@ -265,3 +265,17 @@ def test_a_planar_joint_value_of_the_wrong_size_or_norm_is_refused_as_planar(tmp
                                '</group_state>'))
     with pytest.raises(ModelError, match=pattern):
         load_srdf(_planar_arm(), p)
+
+
+def test_a_chain_floating_from_its_base_is_placed_where_the_whole_robot_puts_that_base():
+    # the SRDF's root_joint value is the pose of base_link; torso_2_link sits above it, moved by the
+    # torso joints: the named configuration puts the chain's free joint there
+    whole = _talos(floating_base=True)
+    arm = _talos(floating_base=True, base="torso_2_link", tip="arm_left_7_link")
+    qw, qa = whole.named_configuration("half_sitting"), arm.named_configuration("half_sitting")
+    assert arm.joint_names[:6] == tuple(f"root_joint.{c}" for c in ("x", "y", "z", "rx", "ry", "rz"))
+    for frame in ("torso_2_link", "arm_left_4_link", "arm_left_7_link"):
+        np.testing.assert_allclose(arm.fk(qa, frame), whole.fk(qw, frame), atol=1e-12)
+    assert qa[2] == pytest.approx(whole.fk(qw, "torso_2_link")[2, 3]) and qa[2] != qw[2]
+    tip_only = _talos(floating_base=True, tip="arm_left_7_link")  # the free joint stays at base_link
+    assert tip_only.named_configuration("half_sitting")[:6].tolist() == qw[:6].tolist()

@@ -41,8 +41,45 @@ def load_robot(name_or_path, base: str | None = None, tip: str | None = None, sr
         robot = _load_robot(name_or_path, base, tip, floating_base, locked, **kwargs)
         whole = (_load_robot(name_or_path, None, None, floating_base, locked, **kwargs)
                  if base is not None or tip is not None else None)
-        return load_srdf(robot, srdf, strict=srdf_strict, check=whole)
+        robot = load_srdf(robot, srdf, strict=srdf_strict, check=whole)
+        if floating_base and whole is not None and _floated(robot) not in (None, _floated(whole)):
+            robot = _float_named_configurations(robot, whole, srdf, srdf_strict, _floated(robot))
+        return robot
     return _load_robot(name_or_path, base, tip, floating_base, locked, **kwargs)
+
+
+def _floated(robot: Robot):
+    """The frame a robot's first free joint moves (its floating body), or None."""
+    for i, kind in enumerate(robot.composite):
+        if kind == "free" and robot.is_frame[i]:
+            return robot.node_names[i]
+    return None
+
+
+def _float_named_configurations(robot: Robot, whole: Robot, srdf, strict: bool, base: str) -> Robot:
+    """``robot`` (a chain hung from a free joint at ``base``) whose named configurations put that
+    free joint at the pose of ``base`` in ``whole`` (the whole floating model) at the same
+    configuration: the SRDF's own base value (``root_joint``) is the pose of the model's root, and
+    the joints between the root and ``base`` move ``base`` too."""
+    import warnings
+
+    import numpy as np
+
+    from ..spatial import so3_log
+    from .srdf import _free_root
+
+    free = _free_root(robot)
+    if free is None or not robot.named_configurations:
+        return robot
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # said once already, by the chain's own load_srdf
+        full = load_srdf(whole, srdf, strict=strict)
+    states = {}
+    for nm, entries in robot.extras["named_configurations"].items():
+        T = full.fk(full.named_configuration(nm), base)
+        pose = np.concatenate([T[:3, 3], so3_log(T[:3, :3])])
+        states[nm] = {**entries, **{free + c: float(v) for c, v in zip((".x", ".y", ".z", ".rx", ".ry", ".rz"), pose)}}
+    return robot.with_extras(named_configurations=states)
 
 
 def _load_robot(name_or_path, base: str | None = None, tip: str | None = None, floating_base: bool = False,
@@ -92,9 +129,26 @@ def _load_robot(name_or_path, base: str | None = None, tip: str | None = None, f
     if locked is not None:
         robot = robot.lock(locked)
     if base is not None or tip is not None:
-        robot = robot.subchain(base if base is not None else robot.root,
-                               tip if tip is not None else robot.node_names[-1])
+        base = base if base is not None else robot.root
+        robot = robot.subchain(base, tip if tip is not None else _only_leaf(robot, base, name_or_path))
     return robot.with_floating_base() if float_last else robot
+
+
+def _only_leaf(robot: Robot, base: str, source) -> str:
+    """The tip of ``base`` without a ``tip``: the one leaf of the tree below it (as the URDF reader
+    infers it), else a ModelError listing the leaves."""
+    b = robot.frame_index(base)
+    below = {b}
+    for i in range(b + 1, robot.n_nodes):  # topological order: descendants follow their ancestors
+        if int(robot.parent[i]) in below:
+            below.add(i)
+    parents = {int(robot.parent[i]) for i in below}
+    leaves = [robot.node_names[i] for i in sorted(below) if i not in parents]
+    if len(leaves) != 1:
+        where = os.fspath(source) if isinstance(source, (str, os.PathLike)) else robot.name
+        raise ModelError(f"{where}: tip is required: the tree below base {base!r} branches into {len(leaves)} "
+                         f"leaf links ({', '.join(repr(x) for x in leaves[:8])})")
+    return leaves[0]
 
 
 def _is_mjcf(path: str) -> bool:
