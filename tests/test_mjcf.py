@@ -301,3 +301,12 @@ def test_q_from_qpos_refuses_a_zero_quaternion_nan_and_text_naming_them(qpos, pa
             q_from_qpos(robot, qpos)
     tiny = np.r_[np.zeros(4), 1e-200, 0.0, 0.0, 1e-200, 0.0]  # a tiny quaternion is still a rotation
     assert np.allclose(q_from_qpos(robot, tiny)[4:7], [0.0, 0.0, np.pi / 2])
+
+
+def test_a_model_without_a_model_attribute_is_named_after_its_file(tmp_path):
+    p = tmp_path / "two_link_arm.xml"  # MuJoCo names it "MuJoCo Model"
+    p.write_text('<mujoco><worldbody><body name="a"><joint name="h" type="hinge"/><geom size=".1"/></body>'
+                 '</worldbody></mujoco>')
+    assert ik.load_robot(p).name == "two_link_arm"
+    p.write_text(p.read_text().replace("<mujoco>", '<mujoco model="arm2">'))
+    assert ik.load_robot(p).name == "arm2"

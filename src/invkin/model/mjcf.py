@@ -18,7 +18,8 @@ vector (3) here, and a free joint's 7 (position, quaternion w x y z) are invkin'
 world body, as MuJoCo's kinematics puts its body at ``qpos`` in world coordinates. :func:`qpos_from_q` and :func:`q_from_qpos` convert. Hinge and slide ranges become limits
 where ``jnt_limited``; a ball joint's cone range is not kept (invkin's ball joints are unbounded).
 
-Frames: the world body (the root, ``"world"``), every body, and every site (a site named like a
+The robot's name is the ``<mujoco model="...">`` attribute, else the file's name without its
+extension. Frames: the world body (the root, ``"world"``), every body, and every site (a site named like a
 body gets ``"_site"`` appended). Unnamed bodies, joints and sites are named ``body{i}``,
 ``joint{i}``, ``site{i}`` (``_1``, ``_2``, ... appended where the file gives that name to another of
 its kind).
@@ -51,6 +52,7 @@ __all__ = ["Geom", "load_mjcf", "robot_from_mjmodel", "qpos_from_q", "q_from_qpo
 _GEOM_TYPES = {0: "plane", 1: "hfield", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder",
                6: "box", 7: "mesh", 8: "sdf"}
 _FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3
+_MUJOCO_DEFAULT_NAME = "MuJoCo Model"  # what the compiler names a <mujoco> without model=
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,7 +138,10 @@ def robot_from_mjmodel(m, source: str = "<mjmodel>", name: str | None = None) ->
     def unique(s):
         return fresh(s, taken)
 
-    model_name = name or bytes(m.names).split(b"\0", 1)[0].decode("utf-8", "replace") or (
+    given = bytes(m.names).split(b"\0", 1)[0].decode("utf-8", "replace")
+    if given == _MUJOCO_DEFAULT_NAME:  # <mujoco> without model=: MuJoCo's placeholder, not a name
+        given = ""
+    model_name = name or given or (
         os.path.splitext(os.path.basename(source))[0] if not source.startswith("<") else "mjcf")
     b = RobotBuilder(model_name, source)
     b.add_root(bodies[0])
