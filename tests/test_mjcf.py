@@ -310,3 +310,12 @@ def test_a_model_without_a_model_attribute_is_named_after_its_file(tmp_path):
     assert ik.load_robot(p).name == "two_link_arm"
     p.write_text(p.read_text().replace("<mujoco>", '<mujoco model="arm2">'))
     assert ik.load_robot(p).name == "arm2"
+
+
+def test_a_hinge_named_like_a_ball_joints_entry_is_refused_not_given_the_balls_qpos(tmp_path):
+    p = tmp_path / "dup.xml"  # qpos_from_q wrote the ball's x component into the hinge 'b.x'
+    p.write_text('<mujoco><worldbody><body name="a"><joint name="b" type="ball"/><geom size=".1"/>'
+                 '<body name="c" pos="0 0 1"><joint name="b.x" type="hinge"/><geom size=".1"/></body></body>'
+                 '</worldbody></mujoco>')
+    with pytest.raises(ModelError, match=rf"{p}: joint 'b.x': its q entry 'b.x' is also an entry of joint 'b'"):
+        ik.load_robot(p)

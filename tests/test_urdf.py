@@ -646,3 +646,22 @@ def test_the_standard_talos_model_loads_with_its_gripper_mimics_ignored():
     cols = [talos.joint_index(n) for n in arm.joint_names]
     T = np.linalg.inv(talos.fk(q, "torso_2_link")) @ talos.fk(q, "gripper_left_fingertip_3_link")
     np.testing.assert_allclose(arm.fk(q[cols], "gripper_left_fingertip_3_link"), T, atol=1e-12)
+
+
+def test_a_joint_named_like_a_floating_joints_q_entry_is_refused_naming_both(tmp_path):
+    # q entries are looked up by name: a second 'base.x' made joint_index, lock and SRDF values pick
+    # the floating joint's entry
+    text = _robot('  <joint name="base" type="floating"><parent link="a"/><child link="b"/></joint>\n'
+                  + _rev("base.x", "b", "c"))
+    _refused(tmp_path, text, r"<joint name='base.x'> line \d+: joint 'base.x': its q entry 'base.x' is also an "
+                             r"entry of joint 'base'.*rename one")
+
+
+def test_floating_base_refuses_a_model_with_a_joint_named_like_its_entries(tmp_path):
+    p = tmp_path / "r.urdf"
+    p.write_text(_robot(_rev("root_joint.rx", "a", "b"), links=("a", "b")))
+    assert load_urdf(p).joint_names == ("root_joint.rx",)
+    with pytest.raises(ModelError, match=r"already has a joint 'root_joint.rx', which the free joint's q entries "
+                                         r"would repeat; choose another joint= name"):
+        load_robot(p, floating_base=True)
+    assert load_urdf(p).with_floating_base(joint="base").joint_names[:1] == ("base.x",)

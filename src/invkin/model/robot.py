@@ -203,6 +203,11 @@ class Robot:
         if len(set(self.node_names)) != n:
             dup = next(x for x in self.node_names if self.node_names.count(x) > 1)
             raise ModelError(f"Robot {self.name!r}: duplicate frame name {dup!r}")
+        if len(set(self.joint_names)) != dof:
+            dup = next(x for x in self.joint_names if self.joint_names.count(x) > 1)
+            raise ModelError(f"Robot {self.name!r}: two q entries are named {dup!r} (a joint named like an entry "
+                             f"of a ball, free or planar joint, e.g. 'j.x' beside a ball joint 'j'); expected "
+                             f"unique joint names: rename one")
         if np.any((qidx >= dof) | ((jtype == K.BALL) & (qidx + 2 >= dof))):
             raise ModelError(f"Robot {self.name!r}: a q index is out of range for dof {dof}")
         if not self.mimic_leader:
@@ -969,6 +974,10 @@ class Robot:
                                  f"choose another joint= / world= name")
         if joint in self.node_joint_names:
             raise ModelError(f"floating_base: robot {self.name!r} already has a joint {joint!r}; choose another name")
+        for entry in inner + [f"{joint}.rx", f"{joint}.ry", f"{joint}.rz"]:
+            if entry in self.joint_names:
+                raise ModelError(f"floating_base: robot {self.name!r} already has a joint {entry!r}, which the "
+                                 f"free joint's q entries would repeat; choose another joint= name")
         parent = np.concatenate([[-1, 0, 1, 2, 3], np.where(self.parent[1:] >= 0, self.parent[1:] + 4, -1)])
         jtype = np.concatenate([[K.FIXED, K.PRISMATIC, K.PRISMATIC, K.PRISMATIC, K.BALL], self.joint_type[1:]])
         axis = np.concatenate([np.zeros((1, 3)), np.eye(3), np.zeros((1, 3)), self.axis[1:]])
