@@ -30,7 +30,8 @@ Kept for collision and whole-body work (in :attr:`Robot.extras`)
   (sphere, capsule, ellipsoid, cylinder, box, mesh, plane, ...), ``size`` (3,) as MuJoCo stores
   it (sphere: radius; capsule/cylinder: radius, half-length; box: half-sizes; ...), the local pose
   ``T_link_geom`` (4, 4), and ``contype``/``conaffinity``/``group`` (visual-only geoms have
-  ``contype == conaffinity == 0``).
+  ``contype == conaffinity == 0``); a mesh geom carries its compiled ``vertices`` (n, 3) and
+  ``faces`` (f, 3) in the geom frame (``robot.collision`` encloses them in capsules).
 * ``extras["inertials"]`` — {link: (mass [kg], centre of mass (3,) [m] in the link frame)}.
 """
 from __future__ import annotations
@@ -66,6 +67,8 @@ class Geom:
     contype: int = 1
     conaffinity: int = 1
     group: int = 0
+    vertices: np.ndarray | None = None  # a mesh geom's (n, 3) vertices [m] in the geom frame (else None)
+    faces: np.ndarray | None = None  # its (f, 3) triangles, indices into vertices
 
     def __repr__(self) -> str:
         return f"Geom({self.name!r}, {self.type}, size={np.round(self.size, 4).tolist()})"
@@ -200,9 +203,18 @@ def robot_from_mjmodel(m, source: str = "<mjmodel>", name: str | None = None) ->
         T = _T(m.geom_pos[g], m.geom_quat[g])
         size.setflags(write=False)
         T.setflags(write=False)
+        V = F = None
+        mesh = int(m.geom_dataid[g]) if int(m.geom_type[g]) == 7 else -1
+        if mesh >= 0:  # the compiled mesh: vertices in the geom frame (MuJoCo moved them to it), scale applied
+            va, vn = int(m.mesh_vertadr[mesh]), int(m.mesh_vertnum[mesh])
+            fa, fn = int(m.mesh_faceadr[mesh]), int(m.mesh_facenum[mesh])
+            V = np.array(m.mesh_vert[va:va + vn], dtype=np.float64)
+            F = np.array(m.mesh_face[fa:fa + fn], dtype=np.int64)
+            V.setflags(write=False)
+            F.setflags(write=False)
         geoms.setdefault(link, []).append(Geom(
             nm(mujoco.mjtObj.mjOBJ_GEOM, g, "geom"), _GEOM_TYPES.get(int(m.geom_type[g]), str(int(m.geom_type[g]))),
-            size, T, int(m.geom_contype[g]), int(m.geom_conaffinity[g]), int(m.geom_group[g])))
+            size, T, int(m.geom_contype[g]), int(m.geom_conaffinity[g]), int(m.geom_group[g]), V, F))
     inertials = {bodies[i]: (float(m.body_mass[i]), np.array(m.body_ipos[i], dtype=np.float64))
                  for i in range(m.nbody)}
     qpos0 = np.array(m.qpos0, dtype=np.float64)
