@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +85,24 @@ def test_bad_numbers_in_a_shape_are_located_errors():
         parse_urdf(SHAPES_URDF.replace('<sphere radius="0.08"/>', '<mesh/>'))
     with pytest.raises(ik.ModelError, match="negative size"):
         parse_urdf(SHAPES_URDF.replace('radius="0.08"', 'radius="-1"'))
+
+
+def test_a_collision_shape_of_an_unknown_kind_is_left_out_with_one_warning_naming_it():
+    # pybullet_data's plane_implicit.urdf (<plane>) and toys/concave_box.urdf (<cdf>): left out in
+    # silence, a collision check passed through them
+    text = ('<robot name="r"><link name="a"><collision><geometry><plane normal="0 0 1"/></geometry></collision>\n'
+            '<collision><geometry><box size="1 1 1"/></geometry></collision>\n'
+            '<collision><origin xyz="0 0 1"/></collision>\n'
+            '<visual><geometry><cone/></geometry></visual></link></robot>')
+    with pytest.warns(ik.ModelWarning) as rec:
+        r = parse_urdf(text)
+    assert len(rec) == 1 and str(rec[0].message) == (
+        "<string>: 2 <collision> element(s) left out, with no box, cylinder, sphere, capsule or mesh inside "
+        "<geometry>: link 'a' (line 1): <plane>; link 'a' (line 3): no <geometry>")
+    assert [g.kind for g in r.collisions] == ["box"] and r.visuals == ()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ik.ModelWarning)
+        parse_urdf(SHAPES_URDF)  # every shape known: nothing said
 
 
 def test_bundled_panda_carries_its_meshes_and_the_same_kinematics():

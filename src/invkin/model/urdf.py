@@ -10,7 +10,8 @@ length>``, ``<sphere radius>``, ``<capsule radius length>`` or ``<mesh filename 
 visuals ``<material name>`` with ``<color rgba>``, inline or named at the top level), stored as
 :class:`~invkin.model.geometry.Geometry` tuples in ``robot.visuals`` and ``robot.collisions``
 (mesh files are located, not read; see that module for ``package://``). A shape whose
-``<geometry>`` is missing or holds no known shape is skipped. Everything else (``<inertial>``,
+``<geometry>`` is missing or holds no known shape is skipped (a ``<collision>`` one with a
+:class:`~invkin.errors.ModelWarning`: a ``<plane>`` or ``<cdf>`` that no collision check sees). Everything else (``<inertial>``,
 ``<gazebo>``, ``<transmission>``, ...) is skipped; so is anything nested inside those, such as the
 ``<joint>`` of a ``<transmission>`` or an ``<inertial>``'s ``<origin>``.
 
@@ -105,6 +106,7 @@ class _Shape:
     parts: dict = field(default_factory=dict)  # origin / geometry / material -> _Elem (first)
     shape: _Elem | None = None                  # <box>, <mesh>, ... inside <geometry> (first)
     color: _Elem | None = None                  # <color> inside the inline <material>
+    other: str | None = None                    # the first element of another kind inside <geometry>
 
 
 def _q(s: str) -> str:
@@ -234,6 +236,8 @@ class _Reader:
         elif d == 5 and self._shape is not None:
             if self._part == "geometry" and tag in _SHAPE_KINDS and self._shape.shape is None:
                 self._shape.shape = _Elem(tag, attrs, self._line())
+            elif self._part == "geometry" and self._shape.other is None:
+                self._shape.other = tag  # <plane>, <cdf>, ...: said when the shape is left out
             elif self._part == "material" and tag == "color" and self._shape.color is None:
                 self._shape.color = _Elem(tag, attrs, self._line())
 
@@ -350,12 +354,19 @@ def _attach_shapes(rd: _Reader, robot: Robot) -> None:
     base_dir = None if rd.source.startswith("<") else os.path.dirname(os.path.abspath(rd.source))
     kept = set(robot.node_names)
     out = {"visual": [], "collision": []}
+    left_out = []
     for sh in rd.shapes:
         link = sh.link.attrs.get("name")
         if link in kept:
             g = _geometry(rd, sh, link, base_dir)
             if g is not None:
                 out[sh.elem.tag].append(g)
+            elif sh.elem.tag == "collision":
+                what = f"<{sh.other}>" if sh.other else ("no shape" if "geometry" in sh.parts else "no <geometry>")
+                left_out.append(f"link {link!r} (line {sh.elem.line}): {what}")
+    if left_out:  # a collision check without them would pass through them: say so
+        warn_caller(f"{rd.source}: {len(left_out)} <collision> element(s) left out, with no "
+                    f"{', '.join(_SHAPE_KINDS[:-1])} or {_SHAPE_KINDS[-1]} inside <geometry>: {'; '.join(left_out[:8])}", ModelWarning)
     # Robot is frozen; these two read-only tuples ride along as plain attributes
     object.__setattr__(robot, "visuals", tuple(out["visual"]))
     object.__setattr__(robot, "collisions", tuple(out["collision"]))
