@@ -319,3 +319,16 @@ def test_a_hinge_named_like_a_ball_joints_entry_is_refused_not_given_the_balls_q
                  '</worldbody></mujoco>')
     with pytest.raises(ModelError, match=rf"{p}: joint 'b.x': its q entry 'b.x' is also an entry of joint 'b'"):
         ik.load_robot(p)
+
+
+def test_a_chain_based_at_a_body_with_two_joints_starts_at_that_body_as_with_one_joint():
+    # "upper" has two joints (j2, j3): base="upper" started the chain at its parent "base" and kept
+    # j2 and j3, where a one-joint body (or "fore", whose joint is off its origin) starts at itself
+    arm = ik.load_robot(DATA / "arm.xml", base="upper", tip="tip")
+    assert arm.root == "upper" and arm.joint_names == ("j5", "j4.x", "j4.y", "j4.z")
+    whole = ik.load_robot(DATA / "arm.xml")
+    q = whole.sample(rng=np.random.default_rng(7))
+    T_upper_tip = np.linalg.solve(whole.fk(q, "upper"), whole.fk(q, "tip"))
+    qa = q[[whole.joint_index(n) for n in arm.joint_names]]
+    assert np.allclose(arm.fk(qa, "tip"), T_upper_tip, atol=1e-12)
+    assert ik.load_robot(DATA / "arm.xml", base="fore", tip="tip").joint_names == ()

@@ -9,9 +9,11 @@ Kinematics (as in MuJoCo's ``mj_kinematics``)
 Body ``b`` sits at ``T(body_pos[b], body_quat[b])`` in its parent body. Its joints apply in
 order, each about its anchor ``jnt_pos`` (body frame): a hinge is ``Trans(a) Rot(axis, θ)
 Trans(-a)``, a slide ``Trans(axis θ)``, a ball ``Trans(a) R(quat) Trans(-a)``, with
-``θ = qpos - qpos0`` (the joint's ``ref``). Here each joint becomes a node (joint nodes of a body
-with several joints, or with an anchor off the body origin, are internal nodes, not frames);
-the body is the node after its last joint. ``q`` equals MuJoCo's ``qpos`` entry by entry for
+``θ = qpos - qpos0`` (the joint's ``ref``). Here each joint becomes a node: a body with one joint
+anchored at its origin is that joint's node; the joints of a body with several joints, or with an
+anchor off the body origin, are internal nodes (not frames) and the body follows them by a fixed
+joint ``{body}_fixed``, so that ``base=body`` cuts off every joint of the body, as for a URDF
+link (a chain never starts above the body it is asked to start at). ``q`` equals MuJoCo's ``qpos`` entry by entry for
 hinge and slide joints (``offset = -ref``); a ball joint's 4 quaternion entries are a rotation
 vector (3) here, and a free joint's 7 (position, quaternion w x y z) are invkin's free joint
 (``j.x j.y j.z j.rx j.ry j.rz``: position + rotation vector, 6); a free joint must hang from the
@@ -172,7 +174,7 @@ def robot_from_mjmodel(m, source: str = "<mjmodel>", name: str | None = None) ->
             a = np.array(m.jnt_pos[j], dtype=np.float64)
             pending = pending @ _trans(a)
             last = k == nj - 1
-            child = body if last and not np.any(a) else unique(f"{body}/{jn}")
+            child = body if last and nj == 1 and not np.any(a) else unique(f"{body}/{jn}")
             limited = bool(m.jnt_limited[j])
             lo, hi = (float(m.jnt_range[j, 0]), float(m.jnt_range[j, 1])) if limited else (-math.inf, math.inf)
             if t == _BALL:
