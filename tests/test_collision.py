@@ -509,6 +509,16 @@ def test_capsule_distances_never_exceed_coal_on_the_original_meshes():
     assert compared > 300 and touching > 0
 
 
+def test_fit_capsules_refuses_vertices_beyond_the_length_bound_instead_of_overflowing():
+    from invkin.collision.model import fit_capsules
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow RuntimeWarning on the way
+        with pytest.raises(CollisionError, match=r"a vertex lies 1e\+300 m from the origin; expected coordinates "
+                                                 r"within ±1e\+09 m"):
+            fit_capsules(np.array([[1e300, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
+
+
 def test_mjcf_mesh_geoms_are_enclosed_where_mujoco_places_their_vertices(tmp_path, monkeypatch):
     """An MJCF mesh geom was left out with a warning ("MuJoCo's compiled mesh is not kept"): a robot
     of meshes (most of MuJoCo Menagerie's) had no collision shapes. The compiled vertices are now

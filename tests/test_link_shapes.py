@@ -83,8 +83,19 @@ def test_bad_numbers_in_a_shape_are_located_errors():
         parse_urdf(bad)
     with pytest.raises(ik.ModelError, match="no filename"):
         parse_urdf(SHAPES_URDF.replace('<sphere radius="0.08"/>', '<mesh/>'))
-    with pytest.raises(ik.ModelError, match="negative size"):
+    with pytest.raises(ik.ModelError, match=r"negative size \(-1.0,\); expected sizes >= 0"):
         parse_urdf(SHAPES_URDF.replace('radius="0.08"', 'radius="-1"'))
+
+
+@pytest.mark.parametrize("shape, says", [
+    ('<box size="1e300 1 1"/>', r"<box> \(line 1\): size \(1e\+300, 1.0, 1.0\) exceeds 1e\+09"),
+    ('<sphere radius="2e9"/>', r"<sphere> \(line 1\): size \(2000000000.0,\) exceeds 1e\+09"),
+    ('<mesh filename="m.stl" scale="1 1e300 1"/>', r"<mesh> \(line 1\): scale \(1.0, 1e\+300, 1.0\) exceeds 1e\+09"),
+])
+def test_a_shape_beyond_the_length_bound_is_a_located_error_not_an_overflow(shape, says):
+    # a 1e300 box reached the capsule fit, which overflowed (RuntimeWarnings) and raised a raw TypeError
+    with pytest.raises(ik.ModelError, match=says + r"; expected a shape within ±1e\+09 m"):
+        parse_urdf(f'<robot name="r"><link name="a"><collision><geometry>{shape}</geometry></collision></link></robot>')
 
 
 def test_a_collision_shape_of_an_unknown_kind_is_left_out_with_one_warning_naming_it():

@@ -160,9 +160,14 @@ def _crossings(V, E, t, tau):
 def fit_capsules(vertices, edges=None, max_capsules: int = MAX_SLABS) -> np.ndarray:
     """Capsules (k, 7) = ``a, b, r`` [m] whose union encloses the points ``vertices`` (n, 3) and, given
     the mesh ``edges`` (e, 2), the whole mesh (see the module docstring); ``k ≤ max_capsules``."""
+    from .._checks import MAX_LENGTH
+
     V = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
     if len(V) == 0 or not np.all(np.isfinite(V)):
         raise CollisionError(f"fit_capsules: expected finite vertices (n > 0, 3), got shape {V.shape}")
+    if float(np.max(np.abs(V))) > MAX_LENGTH:  # squared distances would overflow to inf
+        raise CollisionError(f"fit_capsules: a vertex lies {float(np.max(np.abs(V))):g} m from the origin; "
+                             f"expected coordinates within ±{MAX_LENGTH:g} m")
     one, vol1 = _fit_one(V)
     best, best_score = one[None], vol1
     if edges is None or max_capsules < 2 or len(V) < 8:

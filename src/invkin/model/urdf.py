@@ -59,6 +59,7 @@ from xml.parsers import expat
 
 import numpy as np
 
+from .._checks import MAX_LENGTH
 from .._io import open_regular, path_str
 from ..errors import FrameError, ModelError, ModelWarning, closest_names, warn_caller
 from ..spatial import rpy_to_matrix
@@ -397,8 +398,12 @@ def _geometry(rd: _Reader, sh: _Shape, link: str, base_dir: str | None) -> Geome
         size = _floats(rd, owner, e, "scale", 3, (1.0, 1.0, 1.0))
         path = resolve_mesh_path(filename, base_dir)
     if any(x < 0 for x in size) and e.tag != "mesh":
-        raise rd.err(f"<{e.tag}> (line {e.line}): negative size {tuple(size)}; expected sizes >= 0 [m]",
-                     _where(owner))
+        raise rd.err(f"<{e.tag}> (line {e.line}): negative size {tuple(float(x) for x in size)}; expected "
+                     f"sizes >= 0 [m]", _where(owner))
+    if any(abs(x) > MAX_LENGTH for x in size):
+        raise rd.err(f"<{e.tag}> (line {e.line}): {'scale' if e.tag == 'mesh' else 'size'} "
+                     f"{tuple(float(x) for x in size)} exceeds {MAX_LENGTH:g}; expected a shape within "
+                     f"±{MAX_LENGTH:g} m", _where(owner))
     mat = sh.parts.get("material")
     mname = mat.attrs.get("name") if mat is not None else None
     color = sh.color if sh.color is not None else rd.materials.get(mname) if mname else None
