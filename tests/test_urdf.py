@@ -292,6 +292,14 @@ def test_unknown_base_or_tip_is_a_frame_error_naming_the_file(two_arms):
         load_urdf(two_arms, base="torso", tip="l_hnd")
 
 
+@pytest.mark.parametrize("kw", [{"base": 1}, {"tip": 3.0}])
+def test_a_base_or_tip_that_is_not_a_name_is_refused_for_files_and_bundled_models_alike(two_arms, kw):
+    # load_robot("panda", base=1) cut the chain at node 1 while a file said "base=1 is not a link"
+    for model in ("panda", two_arms):
+        with pytest.raises(FrameError, match=rf"load_robot: {next(iter(kw))} must be a link name \(str\), got "):
+            load_robot(model, **kw)
+
+
 def test_base_not_above_tip_is_refused(two_arms):
     with pytest.raises(ModelError, match=re.escape(str(two_arms)) + r".*not an ancestor"):
         load_urdf(two_arms, base="l_upper", tip="r_hand")

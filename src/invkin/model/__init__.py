@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import ModelError
+from ..errors import FrameError, ModelError
 from .build import RobotBuilder, Step, chain_from_dh, chain_from_steps
 from .catalog import bundled_names, load_bundled, planar2, seed8dof, tentacle
 from .robot import JOINT_TYPES, Robot
@@ -35,6 +35,9 @@ def load_robot(name_or_path, base: str | None = None, tip: str | None = None, sr
     bundled models (``tentacle(n=12, joint="ball")``); one that nothing reads (a file, a model
     without that parameter, a typo) is a :class:`ModelError`.
     """
+    for flag, v in (("base", base), ("tip", tip)):
+        if v is not None and not isinstance(v, str):  # an int was taken as a node index (bundled models only)
+            raise FrameError(f"load_robot: {flag} must be a link name (str), got {v!r:.200}")
     if srdf is not None:
         from .srdf import load_srdf
 
