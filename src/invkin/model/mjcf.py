@@ -48,7 +48,7 @@ from ..errors import ConfigurationError, ModelError
 from ..spatial import matrix_to_quat, quat_to_matrix, so3_exp, so3_log
 from .build import RobotBuilder
 from .robot import Robot
-from .urdf import DEFAULT_MAX_BYTES, read_bounded
+from .urdf import DEFAULT_MAX_BYTES, _Reader, parse_hardened, read_bounded
 
 __all__ = ["Geom", "load_mjcf", "robot_from_mjmodel", "qpos_from_q", "q_from_qpos"]
 
@@ -91,12 +91,69 @@ def load_mjcf(path, max_bytes: int = DEFAULT_MAX_BYTES) -> Robot:
     :class:`ModelError` naming the file; a missing ``mujoco`` package names its pip install.
     """
     mujoco = _import_mujoco()
-    p, _ = read_bounded(path, max_bytes, "MJCF", "load_mjcf")
+    p, data = read_bounded(path, max_bytes, "MJCF", "load_mjcf")
+    _refuse_special_files(p, data, max_bytes)
     try:
         m = mujoco.MjModel.from_xml_path(p)
     except Exception as e:  # mujoco raises ValueError with the compiler's message (element, line)
         raise ModelError(f"{p}: MuJoCo could not compile the model: {str(e).strip()}") from None
     return robot_from_mjmodel(m, source=p)
+
+
+#: Attributes that name a file MuJoCo's compiler opens (<include>, <mesh>, <hfield>, <skin>, <texture>).
+_FILE_ATTRS = ("file", "fileback", "filedown", "filefront", "fileleft", "fileright", "fileup")
+
+
+class _FileScan(_Reader):
+    """The file names an MJCF document gives (and its <compiler> folders), from expat events."""
+
+    kind = "MJCF"
+
+    def __init__(self, source: str):
+        super().__init__(source)
+        self.files: list = []  # (tag, attribute, value, line)
+        self.dirs: dict = {}   # <compiler meshdir/texturedir/assetdir>
+
+    def _start(self, tag, attrs):
+        self.depth += 1
+        if tag == "compiler":
+            self.dirs.update({k: v for k, v in attrs.items() if k in ("meshdir", "texturedir", "assetdir")})
+        self.files.extend((tag, k, attrs[k], self._line()) for k in _FILE_ATTRS if k in attrs)
+
+    def _end(self, tag):
+        self.depth -= 1
+
+
+def _refuse_special_files(path: str, data: bytes, max_bytes: int, root: str | None = None, seen=None) -> None:
+    """ModelError when the MJCF at ``path`` (or a file it includes) names a file that exists and is not a
+    regular file: MuJoCo's compiler opens it and blocks on a FIFO (a hang, not an error). Names are
+    tried as MuJoCo resolves them: absolute, else from the main file's folder (meshes and textures
+    also under the <compiler> folders). A document expat cannot read is left to MuJoCo's message."""
+    root = root or os.path.dirname(os.path.abspath(path))
+    seen = set() if seen is None else seen
+    seen.add(os.path.realpath(path))
+    rd = _FileScan(path)
+    try:
+        parse_hardened(rd, data, "load_mjcf")
+    except ModelError:
+        return  # malformed XML or a DOCTYPE: MuJoCo's compiler says what is wrong
+    for tag, attr, value, line in rd.files:
+        folders = [""]
+        if tag != "include":
+            folders += [rd.dirs.get("meshdir" if tag in ("mesh", "skin") else "texturedir", ""), rd.dirs.get("assetdir", "")]
+        for folder in folders:
+            cand = os.path.join(root, folder, value)
+            if not os.path.exists(cand):
+                continue
+            if not os.path.isfile(cand):
+                raise ModelError(f"{path}: <{tag} {attr}={value!r}> line {line}: {cand} is not a regular file (a "
+                                 f"FIFO, device or folder); MuJoCo's compiler would block or fail reading it")
+            if tag == "include" and os.path.realpath(cand) not in seen:
+                try:
+                    _, inc = read_bounded(cand, max_bytes, "MJCF", "load_mjcf")
+                except ModelError:
+                    continue  # MuJoCo reports it
+                _refuse_special_files(cand, inc, max_bytes, root, seen)
 
 
 def _T(pos, quat_wxyz) -> np.ndarray:
