@@ -173,6 +173,30 @@ def test_mjcf_primitive_geoms_become_shapes_with_full_lengths():
     assert {g.name for g in collisions_of(r)} == colliding != set(vis)
 
 
+def test_mjcf_mesh_geoms_are_drawn_from_mujocos_compiled_vertices():
+    # mesh geoms were skipped: an MJCF robot of meshes was a stick figure ("no visual shapes")
+    mujoco = pytest.importorskip("mujoco", reason="MJCF needs the [mujoco] extra")
+    from invkin.model.geometry import collisions_of
+    from invkin.viewer.meshes import geometry_parts
+
+    path = ROOT / "tests" / "data" / "mjcf" / "meshes.xml"
+    r = ik.load_robot(path)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+    vis = visuals_of(r)
+    assert [(g.link, g.kind) for g in vis] == [("base", "mesh"), ("link1", "mesh"), ("link2", "mesh")]
+    assert len(collisions_of(r)) == 3
+    Ts = r.fk_all(r.neutral())
+    for g, geom in zip(vis, range(m.ngeom)):
+        (part,) = geometry_parts(g)
+        a, n = m.mesh_vertadr[m.geom_dataid[geom]], m.mesh_vertnum[m.geom_dataid[geom]]
+        assert part.vertices.shape == (n, 3) and part.faces.max() < n
+        world = (Ts[g.link] @ g.T_link_geom)[:3] @ np.c_[part.vertices, np.ones(n)].T
+        mj = m.mesh_vert[a:a + n] @ d.geom_xmat[geom].reshape(3, 3).T + d.geom_xpos[geom]
+        assert np.allclose(world.T, mj, atol=1e-6)  # float32 vertices
+
+
 # ------------------------------------------------------------------ meshes for the viewer
 
 trimesh = pytest.importorskip("trimesh", reason="mesh loading needs the [viewer] extra (trimesh)")
