@@ -231,14 +231,18 @@ def test_a_robot_not_from_mjcf_has_no_qpos_layout():
 
 
 def test_a_nan_position_names_the_file_and_the_joint_once(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # MuJoCo writes its NaN warning to MUJOCO_LOG.TXT in the working folder
+    monkeypatch.chdir(tmp_path)  # MuJoCo's own warning handler appends to MUJOCO_LOG.TXT in the working folder
     p = tmp_path / "nan.xml"
     p.write_text('<mujoco><worldbody><body name="b1"><joint name="h" type="hinge"/><geom size=".1"/>'
                  '<body name="b2" pos="1 nan 0"><joint name="s" type="slide"/><geom size=".1"/></body></body>'
                  '</worldbody></mujoco>')
-    with pytest.raises(ModelError) as e:
+    with pytest.raises(ModelError) as e, pytest.warns(ik.ModelWarning) as rec:
         ik.load_robot(p)
     assert str(e.value) == f"{p}: joint 's': origin must be a finite (4, 4) transform"
+    # MuJoCo's warning is a ModelWarning, not a print and a log file written into the user's folder
+    assert [str(w.message) for w in rec] == [f"{p}: MuJoCo: XML contains a 'NaN'. Please check it carefully."]
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+    assert mujoco.get_mju_user_warning() is None  # MuJoCo's handler is back
 
 
 def test_builder_errors_without_a_where_do_not_repeat_the_joint():

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigurationError, ModelError
+from ..errors import ConfigurationError, ModelError, ModelWarning, warn_caller
 from ..spatial import matrix_to_quat, quat_to_matrix, so3_exp, so3_log
 from .build import RobotBuilder
 from .robot import Robot
@@ -88,15 +88,26 @@ def load_mjcf(path, max_bytes: int = DEFAULT_MAX_BYTES) -> Robot:
     """Compile an MJCF file with MuJoCo and read it into a :class:`Robot` (see the module docstring).
 
     Files larger than ``max_bytes`` [bytes] are refused; MuJoCo's compile errors become a
-    :class:`ModelError` naming the file; a missing ``mujoco`` package names its pip install.
+    :class:`ModelError` naming the file, its warnings a :class:`ModelWarning` each (not MuJoCo's
+    print and MUJOCO_LOG.TXT in the working folder); a missing ``mujoco`` package names its pip install.
     """
     mujoco = _import_mujoco()
     p, data = read_bounded(path, max_bytes, "MJCF", "load_mjcf")
     _refuse_special_files(p, data, max_bytes)
+    said: list = []  # MuJoCo's warnings ("XML contains a 'NaN'"): its own handler prints them and
+    set_handler = getattr(mujoco, "set_mju_user_warning", None)  # appends to MUJOCO_LOG.TXT in the working folder
+    previous = mujoco.get_mju_user_warning() if set_handler is not None else None
+    if set_handler is not None:
+        set_handler(said.append)
     try:
         m = mujoco.MjModel.from_xml_path(p)
     except Exception as e:  # mujoco raises ValueError with the compiler's message (element, line)
         raise ModelError(f"{p}: MuJoCo could not compile the model: {str(e).strip()}") from None
+    finally:
+        if set_handler is not None:
+            set_handler(previous)
+    for msg in dict.fromkeys(said):
+        warn_caller(f"{p}: MuJoCo: {str(msg).strip()}", ModelWarning)
     return robot_from_mjmodel(m, source=p)
 
 
