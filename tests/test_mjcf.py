@@ -336,3 +336,21 @@ def test_a_chain_based_at_a_body_with_two_joints_starts_at_that_body_as_with_one
     qa = q[[whole.joint_index(n) for n in arm.joint_names]]
     assert np.allclose(arm.fk(qa, "tip"), T_upper_tip, atol=1e-12)
     assert ik.load_robot(DATA / "arm.xml", base="fore", tip="tip").joint_names == ()
+
+
+def test_active_equality_constraints_are_named_in_one_warning_as_not_kept(tmp_path):
+    # a gripper's coupled fingers loaded as independent joints, in silence
+    p = tmp_path / "eq.xml"
+    p.write_text('<mujoco><worldbody><body name="a"><joint name="h1" type="hinge"/><geom size=".1"/>'
+                 '<body name="b"><joint name="h2" type="hinge"/><geom size=".1"/></body></body></worldbody>'
+                 '<equality><joint joint1="h2" joint2="h1" polycoef="0 2 0 0 0"/><weld body1="world" body2="b"/>'
+                 '<connect body1="a" body2="b" anchor="0 0 0" active="false"/></equality></mujoco>')
+    with pytest.warns(ik.ModelWarning) as rec:
+        robot = ik.load_robot(p)
+    assert [str(w.message) for w in rec] == [
+        f"{p}: 2 <equality> constraint(s) not kept, the joints move independently of them: joint 'h2'-'h1', "
+        f"weld 'world'-'b'"]
+    assert robot.joint_names == ("h1", "h2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ik.ModelWarning)
+        ik.load_robot(DATA / "arm.xml")  # no constraint: nothing said

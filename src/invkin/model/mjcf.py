@@ -35,6 +35,9 @@ Kept for collision and whole-body work (in :attr:`Robot.extras`)
   ``contype == conaffinity == 0``); a mesh geom carries its compiled ``vertices`` (n, 3) and
   ``faces`` (f, 3) in the geom frame (``robot.collision`` encloses them in capsules).
 * ``extras["inertials"]`` — {link: (mass [kg], centre of mass (3,) [m] in the link frame)}.
+
+Not kept: ``<equality>`` constraints (coupled joints, welds; a ModelWarning lists the active
+ones), tendons, actuators, a ball joint's cone range.
 """
 from __future__ import annotations
 
@@ -290,8 +293,27 @@ def robot_from_mjmodel(m, source: str = "<mjmodel>", name: str | None = None) ->
     qpos0 = np.array(m.qpos0, dtype=np.float64)
     qpos0.setflags(write=False)
     robot = robot.replace(offset=off)
+    _warn_equalities(mujoco, m, source, bodies, joint_names)
     return robot.with_extras(geoms={k: tuple(v) for k, v in geoms.items()}, inertials=inertials,
                              mjcf_joints=tuple(joints), mjcf_qpos0=qpos0)
+
+
+def _warn_equalities(mujoco, m, source: str, bodies, joint_names) -> None:
+    """One ModelWarning listing the active <equality> constraints, which the Robot does not keep: a
+    gripper's coupled fingers, a weld to a mocap body. Its joints move independently of them."""
+    active = getattr(m, "eq_active0", np.ones(m.neq, dtype=bool))
+    said = []
+    for e in range(m.neq):
+        if not active[e]:
+            continue
+        kind = mujoco.mjtEq(int(m.eq_type[e])).name.removeprefix("mjEQ_").lower()
+        a, b = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+        names = joint_names if kind == "joint" else bodies if kind in ("connect", "weld") else None
+        what = (f" {names[a]!r}" + (f"-{names[b]!r}" if b >= 0 else "")) if names is not None and a >= 0 else ""
+        said.append(f"{kind}{what}")
+    if said:
+        warn_caller(f"{source}: {len(said)} <equality> constraint(s) not kept, the joints move independently of "
+                    f"them: {', '.join(said[:6])}{', ...' if len(said) > 6 else ''}", ModelWarning)
 
 
 def _mjcf_map(robot: Robot):
