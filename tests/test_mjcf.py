@@ -354,3 +354,29 @@ def test_active_equality_constraints_are_named_in_one_warning_as_not_kept(tmp_pa
     with warnings.catch_warnings():
         warnings.simplefilter("error", ik.ModelWarning)
         ik.load_robot(DATA / "arm.xml")  # no constraint: nothing said
+
+
+def test_loads_from_several_threads_leave_mujocos_warning_handler_as_it_was(tmp_path, monkeypatch):
+    # the handler that turns MuJoCo's warnings into ModelWarnings is process-wide: unguarded, two
+    # threads restored each other's and one stayed installed (or the process aborted)
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "nan.xml"
+    bad.write_text('<mujoco><worldbody><body name="b" pos="1 nan 0"><joint type="slide"/><geom size=".1"/></body>'
+                   '</worldbody></mujoco>')
+
+    def go():
+        for _ in range(15):
+            with pytest.raises(ModelError):
+                ik.load_robot(bad)
+            ik.load_robot(DATA / "arm.xml")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ik.ModelWarning)
+        threads = [threading.Thread(target=go) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert mujoco.get_mju_user_warning() is None and not (tmp_path / "MUJOCO_LOG.TXT").exists()

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,6 +60,7 @@ _GEOM_TYPES = {0: "plane", 1: "hfield", 2: "sphere", 3: "capsule", 4: "ellipsoid
                6: "box", 7: "mesh", 8: "sdf"}
 _FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3
 _MUJOCO_DEFAULT_NAME = "MuJoCo Model"  # what the compiler names a <mujoco> without model=
+_COMPILE_LOCK = threading.Lock()  # load_mjcf: MuJoCo's warning handler is process-wide
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,16 +101,17 @@ def load_mjcf(path, max_bytes: int = DEFAULT_MAX_BYTES) -> Robot:
     _refuse_special_files(p, data, max_bytes)
     said: list = []  # MuJoCo's warnings ("XML contains a 'NaN'"): its own handler prints them and
     set_handler = getattr(mujoco, "set_mju_user_warning", None)  # appends to MUJOCO_LOG.TXT in the working folder
-    previous = mujoco.get_mju_user_warning() if set_handler is not None else None
-    if set_handler is not None:
-        set_handler(said.append)
-    try:
-        m = mujoco.MjModel.from_xml_path(p)
-    except Exception as e:  # mujoco raises ValueError with the compiler's message (element, line)
-        raise ModelError(f"{p}: MuJoCo could not compile the model: {str(e).strip()}") from None
-    finally:
+    with _COMPILE_LOCK:  # the handler is global: two threads loading at once must not keep each other's
+        previous = mujoco.get_mju_user_warning() if set_handler is not None else None
         if set_handler is not None:
-            set_handler(previous)
+            set_handler(said.append)
+        try:
+            m = mujoco.MjModel.from_xml_path(p)
+        except Exception as e:  # mujoco raises ValueError with the compiler's message (element, line)
+            raise ModelError(f"{p}: MuJoCo could not compile the model: {str(e).strip()}") from None
+        finally:
+            if set_handler is not None:
+                set_handler(previous)
     for msg in dict.fromkeys(said):
         warn_caller(f"{p}: MuJoCo: {str(msg).strip()}", ModelWarning)
     return robot_from_mjmodel(m, source=p)
