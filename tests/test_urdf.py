@@ -365,6 +365,27 @@ def test_oversize_file_is_refused_without_reading(tmp_path):
     _refused(tmp_path, _robot(_rev("j1", "a", "b")), r"larger than max_bytes=64", max_bytes=64)
 
 
+def test_the_size_cap_named_in_the_refusal_can_be_raised_through_load_robot_and_the_command(tmp_path, capsys):
+    # the refusal said "pass a larger max_bytes", which load_robot and the command did not take
+    from invkin.cli import main
+
+    p = tmp_path / "big.urdf"
+    p.write_text(_robot(_rev("j1", "a", "b"), links=("a", "b")))
+    with pytest.raises(ModelError, match=r"larger than max_bytes=64; refused \(pass a larger max_bytes if it is "
+                                         r"trusted: load_robot\(\.\.\., max_bytes=n\), invkin --max-bytes N\)"):
+        load_robot(p, max_bytes=64)
+    assert load_robot(p, max_bytes=10_000).joint_names == ("j1",)
+    assert load_robot(p, max_bytes=10_000, floating_base=True).dof == 7
+    assert main(["info", str(p), "--max-bytes", "64"]) == 2
+    assert "invkin --max-bytes N" in capsys.readouterr().err
+    assert main(["info", str(p), "--max-bytes", "10000", "--json"]) == 0
+    for bad, says in ((0, "expected a positive integer"), ("big", "expected a positive integer")):
+        with pytest.raises(ModelError, match=says):
+            load_robot(p, max_bytes=bad)
+    with pytest.raises(ModelError, match=r"max_bytes applies to URDF, MJCF and SRDF files; 'panda' reads none"):
+        load_robot("panda", max_bytes=10_000)
+
+
 def test_missing_file_is_a_model_error(tmp_path):
     p = tmp_path / "nope.urdf"
     with pytest.raises(ModelError, match=re.escape(str(p)) + r".*no such"):

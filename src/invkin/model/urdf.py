@@ -432,8 +432,8 @@ def read_bounded(path, max_bytes: int, kind: str, caller: str) -> tuple:
     try:
         size = os.path.getsize(p)
         if size > max_bytes:
-            raise ModelError(f"{p}: file is {size} bytes, larger than max_bytes={max_bytes}; "
-                             f"refused (pass a larger max_bytes if it is trusted)")
+            raise ModelError(f"{p}: file is {size} bytes, larger than max_bytes={max_bytes}; refused (pass a "
+                             f"larger max_bytes if it is trusted: load_robot(..., max_bytes=n), invkin --max-bytes N)")
         # a FIFO or device named x.urdf is refused before a read could block on it
         with open_regular(p, f"{kind} file", ModelError) as f:
             data = f.read(max_bytes + 1)  # bounded even if the size lied (special files)
