@@ -197,6 +197,22 @@ def test_mjcf_mesh_geoms_are_drawn_from_mujocos_compiled_vertices():
         assert np.allclose(world.T, mj, atol=1e-6)  # float32 vertices
 
 
+def test_mjcf_visuals_are_the_groups_mujoco_shows_not_the_collision_geoms_over_them(tmp_path):
+    # Menagerie's layout: a visual mesh in group 2, a collision capsule in group 3 (hidden by
+    # MuJoCo's viewer); both were drawn, one inside the other
+    pytest.importorskip("mujoco", reason="MJCF needs the [mujoco] extra")
+    from invkin.model.geometry import collisions_of
+
+    p = tmp_path / "groups.xml"
+    p.write_text('<mujoco><asset><mesh name="bar" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/></asset><worldbody>'
+                 '<body name="l1"><joint name="j1" type="hinge"/>'
+                 '<geom type="mesh" mesh="bar" group="2" contype="0" conaffinity="0"/>'
+                 '<geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" group="3"/></body></worldbody></mujoco>')
+    r = ik.load_robot(p)
+    assert [g.kind for g in visuals_of(r)] == ["mesh"] and [g.kind for g in collisions_of(r)] == ["capsule"]
+    assert len(visuals_of(ik.load_robot(ROOT / "tests" / "data" / "mjcf" / "arm.xml"))) == 4  # groups 0: all
+
+
 # ------------------------------------------------------------------ meshes for the viewer
 
 trimesh = pytest.importorskip("trimesh", reason="mesh loading needs the [viewer] extra (trimesh)")

@@ -89,8 +89,9 @@ def collisions_of(robot) -> tuple:
 def from_mjcf_geoms(robot, visual: bool) -> tuple:
     """An MJCF model's primitive geoms (``robot.geoms``, MuJoCo sizes: half-lengths) as Geometry.
 
-    ``visual``: every geom (MuJoCo draws colliding geoms too); else the colliding ones
-    (``contype`` or ``conaffinity`` not 0). A mesh geom comes with its compiled vertices and
+    ``visual``: the geoms MuJoCo's viewer shows by default, those of groups 0-2 (colliding ones
+    too; MuJoCo Menagerie keeps its collision geoms in group 3), every geom if none is; else the
+    colliding ones (``contype`` or ``conaffinity`` not 0). A mesh geom comes with its compiled vertices and
     triangles (:attr:`Geometry.vertices`); plane, height-field and SDF geoms are skipped; an
     ellipsoid is drawn as its bounding box. MJCF colours are not kept: the viewer's grey.
     """
@@ -99,7 +100,10 @@ def from_mjcf_geoms(robot, visual: bool) -> tuple:
         return ()
     by_link = geoms() if callable(geoms) else geoms
     every = [(link, g) for link, gs in by_link.items() for g in gs]
-    chosen = every if visual else [(link, g) for link, g in every if g.contype != 0 or g.conaffinity != 0]
+    if visual:  # what MuJoCo's viewer shows by default: geom groups 0-2 (Menagerie: visual meshes in
+        chosen = [(link, g) for link, g in every if getattr(g, "group", 0) <= 2] or every  # 2, collision in 3)
+    else:
+        chosen = [(link, g) for link, g in every if g.contype != 0 or g.conaffinity != 0]
     out = []
     for link, g in chosen:
         s = np.asarray(g.size, dtype=float)
