@@ -13,16 +13,16 @@ Trans(-a)``, a slide ``Trans(axis θ)``, a ball ``Trans(a) R(quat) Trans(-a)``, 
 anchored at its origin is that joint's node; the joints of a body with several joints, or with an
 anchor off the body origin, are internal nodes (not frames) and the body follows them by a fixed
 joint ``{body}_fixed``, so that ``base=body`` cuts off every joint of the body, as for a URDF
-link (a chain never starts above the body it is asked to start at). ``q`` equals MuJoCo's ``qpos`` entry by entry for
-hinge and slide joints (``offset = -ref``); a ball joint's 4 quaternion entries are a rotation
+link (a chain never starts above the body it is asked to start at). ``q`` equals MuJoCo's
+``qpos`` entry by entry for hinge and slide joints (``offset = -ref``); a ball joint's 4 quaternion entries are a rotation
 vector (3) here, and a free joint's 7 (position, quaternion w x y z) are invkin's free joint
 (``j.x j.y j.z j.rx j.ry j.rz``: position + rotation vector, 6); a free joint must hang from the
 world body, as MuJoCo's kinematics puts its body at ``qpos`` in world coordinates. :func:`qpos_from_q` and :func:`q_from_qpos` convert. Hinge and slide ranges become limits
 where ``jnt_limited``; a ball joint's cone range is not kept (invkin's ball joints are unbounded).
 
 The robot's name is the ``<mujoco model="...">`` attribute, else the file's name without its
-extension. Frames: the world body (the root, ``"world"``), every body, and every site (a site named like a
-body gets ``"_site"`` appended). Unnamed bodies, joints and sites are named ``body{i}``,
+extension. Frames: the world body (the root, ``"world"``), every body, and every site (a site
+named like a body gets ``"_site"`` appended). Unnamed bodies, joints and sites are named ``body{i}``,
 ``joint{i}``, ``site{i}`` (``_1``, ``_2``, ... appended where the file gives that name to another of
 its kind).
 
