@@ -438,6 +438,14 @@ def test_lock_unknown_joint_names_the_value_and_the_closest_names():
         ik.load_robot("g1", locked={"lft_hip": 0.0})
 
 
+def test_locking_a_locked_joint_again_says_it_is_locked_and_at_what():
+    # it said "unknown joint 'panda_joint1'; closest: 'panda_joint2', ..." of a joint the robot has
+    locked = ik.load_robot("panda").lock({"panda_joint1": 0.3})
+    with pytest.raises(ModelError, match=r"lock: joint 'panda_joint1' of robot 'panda' is already locked \(at "
+                                         r"\[0.3\]\); lock the original robot"):
+        locked.lock({"panda_joint1": 0.5})
+
+
 # --------------------------------------------------------------------------- continuous joints
 
 def pr2_like_arm() -> ik.Robot:

@@ -1020,6 +1020,9 @@ class Robot:
             if name in followers:
                 raise ModelError(f"lock: joint {name!r} mimics {followers[name]!r}; lock its leader "
                                  f"{followers[name]!r} (its followers are fixed with it)")
+            if name not in moving and name in locked_values:
+                raise ModelError(f"lock: joint {name!r} of robot {self.name!r} is already locked (at "
+                                 f"{list(locked_values[name])}); lock the original robot to choose another value")
             if name not in moving:
                 raise FrameError(f"lock: unknown joint {name!r} on robot {self.name!r}; closest: "
                                  f"{closest_names(str(name), list(moving))}")
