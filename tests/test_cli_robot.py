@@ -158,3 +158,37 @@ def test_info_lists_the_srdf_named_configurations_and_disabled_pairs(capsys):
     assert main(["info", str(ERD / "talos_reduced.urdf"), "--srdf", str(ERD / "talos.srdf")]) == 0
     out = capsys.readouterr().out
     assert "named configurations (SRDF): half_sitting" in out and "disabled collision pairs (SRDF): 459" in out
+
+
+def test_fk_and_solve_start_from_an_srdf_named_configuration(capsys):
+    # --srdf loaded the group states, but fk and solve had no way to use them
+    talos, srdf = str(ERD / "talos_reduced.urdf"), str(ERD / "talos.srdf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ik.ModelWarning)
+        assert main(["fk", talos, "--srdf", srdf, "--state", "half_sitting", "--frame", "left_sole_link",
+                     "--json"]) == 0
+        robot = ik.load_robot(ERD / "talos_reduced.urdf", srdf=ERD / "talos.srdf")
+        out = json.loads(capsys.readouterr().out)
+        q = robot.named_configuration("half_sitting")
+        assert out["q"] == q.tolist() and np.allclose(out["T"], robot.fk(q, "left_sole_link"), atol=1e-14)
+        target = robot.fk(q, "arm_left_7_link")[:3, 3] + (0.02, 0.0, 0.0)
+        assert main(["solve", talos, "--srdf", srdf, "--state", "half_sitting", "--frame", "arm_left_7_link",
+                     "--xyz", *map(str, target), "--json"]) == 0
+        res = json.loads(capsys.readouterr().out)
+    legs = [robot.joint_index(f"leg_left_{k}_joint") for k in range(1, 7)]
+    assert res["success"] and np.allclose(np.array(res["q"])[legs], q[legs])  # moved from half_sitting
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["fk", "panda", "--state", "home"], "--state 'home': robot 'panda' has no named configurations; give the "
+                                         "SRDF that defines them with --srdf FILE"),
+    (["fk", str(ERD / "talos_reduced.urdf"), "--srdf", str(ERD / "talos.srdf"), "--state", "half_sittin"],
+     "unknown named configuration 'half_sittin' on robot 'talos'; closest: 'half_sitting'"),
+    (["fk", "panda", "--state", "home", "--q", *["0"] * 7], "give --q or --state, not both"),
+])
+def test_a_wrong_state_is_one_error_line(argv, says, capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ik.ModelWarning)
+        assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"invkin: error: {says}" or err[-1].startswith(f"invkin: error: {says}"), err

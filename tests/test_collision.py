@@ -2,6 +2,7 @@
 which pairs are checked, ik.distances and the distance Jacobian (finite differences)."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -355,6 +356,27 @@ def test_sampled_pairs_drop_adjacent_always_and_never_colliding_links(tmp_path, 
     assert sorted((tmp_path / "collision").glob("pairs-*.npy")) == files
 
 
+def test_sampling_the_pairs_holds_a_bounded_number_of_contact_flags_and_finds_the_same_pairs(monkeypatch):
+    """collision_pairs held (samples, pairs) booleans at once: 0.8 GB for a 400-link chain, a
+    MemoryError (42 GiB) for 3,000 links; the samples are now counted in chunks of at most
+    _HITS_BYTES flags, with the same pairs."""
+    from invkin.collision import pairs as P
+
+    robot = ik.load_robot("g1")
+    whole = P._compute(robot, 3000, 0)
+    seen = []
+    inner = P._in_contact
+
+    def spy(robot, cm, pairs, qs):
+        seen.append(len(qs) * len(pairs))
+        return inner(robot, cm, pairs, qs)
+
+    monkeypatch.setattr(P, "_in_contact", spy)
+    monkeypatch.setattr(P, "_HITS_BYTES", 50_000)
+    assert np.array_equal(P._compute(robot, 3000, 0), whole)
+    assert len(seen) > 10 and max(seen) <= 50_000
+
+
 # ------------------------------------------------------------------ distances and their Jacobian
 
 def _shelf_world():
@@ -485,6 +507,56 @@ def test_capsule_distances_never_exceed_coal_on_the_original_meshes():
             touching += ref <= 0
             assert (v <= ref + 1e-9) if ref > 0 else (v < 0), ((a, b), v, ref)
     assert compared > 300 and touching > 0
+
+
+def test_fit_capsules_refuses_vertices_beyond_the_length_bound_instead_of_overflowing():
+    from invkin.collision.model import fit_capsules
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow RuntimeWarning on the way
+        with pytest.raises(CollisionError, match=r"a vertex lies 1e\+300 m from the origin; expected coordinates "
+                                                 r"within ±1e\+09 m"):
+            fit_capsules(np.array([[1e300, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
+
+
+def test_mjcf_mesh_geoms_are_enclosed_where_mujoco_places_their_vertices(tmp_path, monkeypatch):
+    """An MJCF mesh geom was left out with a warning ("MuJoCo's compiled mesh is not kept"): a robot
+    of meshes (most of MuJoCo Menagerie's) had no collision shapes. The compiled vertices are now
+    enclosed, checked where mj_kinematics puts them (scaled and rotated meshes, moving links)."""
+    mujoco = pytest.importorskip("mujoco")
+    from invkin.model.mjcf import qpos_from_q
+
+    monkeypatch.setenv("INVKIN_CACHE_DIR", str(tmp_path))
+    path = str(DATA / "mjcf" / "meshes.xml")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CollisionWarning)
+        robot = ik.load_robot(path)
+        cm = robot.collision
+    assert cm.link_names == ("base", "link1", "link2") and not cm.exact.any()
+    m = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(m)
+    worst = -np.inf
+    for q in robot.sample(20, rng=np.random.default_rng(2)):
+        d.qpos[:] = qpos_from_q(robot, q)
+        mujoco.mj_kinematics(m, d)
+        Ts = robot.fk_all(q)
+        for g in range(m.ngeom):
+            a, n = m.mesh_vertadr[m.geom_dataid[g]], m.mesh_vertnum[m.geom_dataid[g]]
+            W = m.mesh_vert[a:a + n] @ d.geom_xmat[g].reshape(3, 3).T + d.geom_xpos[g]
+            T = Ts[mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, m.geom_bodyid[g])]
+            P = (W - T[:3, 3]) @ T[:3, :3]  # in the link frame
+            caps = cm.shapes(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, m.geom_bodyid[g]))
+            worst = max(worst, float(np.min([_point_capsule_gap(P, c) for c in caps], axis=0).max()))
+    assert worst <= 1e-9
+    assert sorted((tmp_path / "collision").glob("*.npy"))  # the fits are cached like mesh files'
+
+
+def _point_capsule_gap(P, cap):
+    """Signed distance (n,) of the points P (n, 3) from the capsule (7,)."""
+    a, b, r = cap[:3], cap[3:6], cap[6]
+    ab = b - a
+    t = np.clip((P - a) @ ab / max(float(ab @ ab), 1e-300), 0.0, 1.0)
+    return np.linalg.norm(P - (a + t[:, None] * ab), axis=1) - r
 
 
 def test_mjcf_geoms_become_capsules_and_visual_only_geoms_are_skipped():

@@ -3,6 +3,9 @@ differences through Robot.integrate, the manifold maths, every solver, sampling 
 from __future__ import annotations
 
 import math
+import re
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +17,8 @@ from invkin.model.build import RobotBuilder
 from invkin.spatial import make_transform, so3_exp, so3_log
 
 from support import fd_jacobian
+
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def _T(p=(0.0, 0.0, 0.0), r=(0.0, 0.0, 0.0)):
@@ -433,6 +438,14 @@ def test_lock_unknown_joint_names_the_value_and_the_closest_names():
         ik.load_robot("g1", locked={"lft_hip": 0.0})
 
 
+def test_locking_a_locked_joint_again_says_it_is_locked_and_at_what():
+    # it said "unknown joint 'panda_joint1'; closest: 'panda_joint2', ..." of a joint the robot has
+    locked = ik.load_robot("panda").lock({"panda_joint1": 0.3})
+    with pytest.raises(ModelError, match=r"lock: joint 'panda_joint1' of robot 'panda' is already locked \(at "
+                                         r"\[0.3\]\); lock the original robot"):
+        locked.lock({"panda_joint1": 0.5})
+
+
 # --------------------------------------------------------------------------- continuous joints
 
 def pr2_like_arm() -> ik.Robot:
@@ -619,3 +632,22 @@ def test_load_robot_names_a_directory_as_one(tmp_path):
     # it said "unsupported file type ''" for a folder (no suffix)
     with pytest.raises(ModelError, match="is a directory; expected a .urdf"):
         ik.load_robot(str(tmp_path))
+
+
+@pytest.mark.parametrize("kw", [{"floating_base": True}, {"locked": {"head_1_joint": 0.1}}])
+def test_base_alone_infers_the_tip_or_asks_for_it_whatever_the_other_options(kw):
+    # the URDF reader's rule (test_urdf: base alone); with floating_base or locked the cut was made
+    # later, to the model's last node: "'torso_2_link' is not an ancestor of 'right_sole_link'", or
+    # silently the right leg below base_link
+    talos = DATA / "erd" / "talos_reduced.urdf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ik.ModelWarning)
+        for base in ("torso_2_link", "base_link"):
+            with pytest.raises(ModelError, match=rf"{re.escape(str(talos))}: tip is required: the tree below base "
+                                                 rf"'{base}' branches into \d+ leaf links"):
+                ik.load_robot(talos, base=base, **kw)
+        leg = ik.load_robot(talos, base="leg_left_3_link", **kw)
+    assert leg.frame_names[-1] == "left_sole_link"
+    arm = ik.load_robot("panda", base="panda_link3", **({"floating_base": True} if "floating_base" in kw else
+                                                        {"locked": {"panda_joint5": 0.1}}))
+    assert arm.frame_names[-1] == "panda_hand"

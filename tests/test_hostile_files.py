@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -159,6 +160,28 @@ def test_a_fifo_named_like_a_model_is_refused_at_once(tmp_path, name):
         bounded(lambda: ik.load_robot(str(fifo)))
     p = bounded(lambda: run("info", fifo))
     assert "FIFO" in one_line_error(p)
+
+
+@pytest.mark.parametrize("element", ['<include file="{fifo}"/>',
+                                     '<asset><mesh name="m" file="{fifo}"/></asset>',
+                                     '<compiler meshdir="{folder}"/><asset><mesh name="m" file="feed.stl"/></asset>'])
+def test_an_mjcf_that_names_a_fifo_is_refused_before_mujoco_blocks_on_it(tmp_path, element):
+    # the main file was checked, but MuJoCo's compiler opened an included file or a mesh that is a
+    # FIFO and waited for a writer forever
+    pytest.importorskip("mujoco")
+    fifo = tmp_path / "feed.stl"
+    os.mkfifo(fifo)
+    p = tmp_path / "robot.xml"
+    p.write_text("<mujoco>" + element.format(fifo=fifo, folder=tmp_path) + "<worldbody/></mujoco>")
+    try:
+        with pytest.raises(ik.ModelError, match=rf"{re.escape(str(p))}: <(include|mesh) file=.*> line 1: "
+                                                 rf"{re.escape(str(fifo))} is not a regular file"):
+            bounded(lambda: ik.load_robot(p), seconds=20.0)
+    finally:  # a reader left blocked on the FIFO by a failed run: let it go
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
 
 
 def test_fifos_named_like_gltf_or_targets_are_refused_at_once(tmp_path):

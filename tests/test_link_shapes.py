@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -82,8 +83,37 @@ def test_bad_numbers_in_a_shape_are_located_errors():
         parse_urdf(bad)
     with pytest.raises(ik.ModelError, match="no filename"):
         parse_urdf(SHAPES_URDF.replace('<sphere radius="0.08"/>', '<mesh/>'))
-    with pytest.raises(ik.ModelError, match="negative size"):
+    with pytest.raises(ik.ModelError, match=r"negative size \(-1.0,\); expected sizes >= 0"):
         parse_urdf(SHAPES_URDF.replace('radius="0.08"', 'radius="-1"'))
+
+
+@pytest.mark.parametrize("shape, says", [
+    ('<box size="1e300 1 1"/>', r"<box> \(line 1\): size \(1e\+300, 1.0, 1.0\) exceeds 1e\+09"),
+    ('<sphere radius="2e9"/>', r"<sphere> \(line 1\): size \(2000000000.0,\) exceeds 1e\+09"),
+    ('<mesh filename="m.stl" scale="1 1e300 1"/>', r"<mesh> \(line 1\): scale \(1.0, 1e\+300, 1.0\) exceeds 1e\+09"),
+])
+def test_a_shape_beyond_the_length_bound_is_a_located_error_not_an_overflow(shape, says):
+    # a 1e300 box reached the capsule fit, which overflowed (RuntimeWarnings) and raised a raw TypeError
+    with pytest.raises(ik.ModelError, match=says + r"; expected a shape within ±1e\+09 m"):
+        parse_urdf(f'<robot name="r"><link name="a"><collision><geometry>{shape}</geometry></collision></link></robot>')
+
+
+def test_a_collision_shape_of_an_unknown_kind_is_left_out_with_one_warning_naming_it():
+    # pybullet_data's plane_implicit.urdf (<plane>) and toys/concave_box.urdf (<cdf>): left out in
+    # silence, a collision check passed through them
+    text = ('<robot name="r"><link name="a"><collision><geometry><plane normal="0 0 1"/></geometry></collision>\n'
+            '<collision><geometry><box size="1 1 1"/></geometry></collision>\n'
+            '<collision><origin xyz="0 0 1"/></collision>\n'
+            '<visual><geometry><cone/></geometry></visual></link></robot>')
+    with pytest.warns(ik.ModelWarning) as rec:
+        r = parse_urdf(text)
+    assert len(rec) == 1 and str(rec[0].message) == (
+        "<string>: 2 <collision> element(s) left out, with no box, cylinder, sphere, capsule or mesh inside "
+        "<geometry>: link 'a' (line 1): <plane>; link 'a' (line 3): no <geometry>")
+    assert [g.kind for g in r.collisions] == ["box"] and r.visuals == ()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ik.ModelWarning)
+        parse_urdf(SHAPES_URDF)  # every shape known: nothing said
 
 
 def test_bundled_panda_carries_its_meshes_and_the_same_kinematics():
@@ -141,6 +171,46 @@ def test_mjcf_primitive_geoms_become_shapes_with_full_lengths():
         assert g.kind == m.type and np.allclose(g.size, full)
     colliding = {g.name for gs in r.geoms.values() for g in gs if g.contype or g.conaffinity}
     assert {g.name for g in collisions_of(r)} == colliding != set(vis)
+
+
+def test_mjcf_mesh_geoms_are_drawn_from_mujocos_compiled_vertices():
+    # mesh geoms were skipped: an MJCF robot of meshes was a stick figure ("no visual shapes")
+    mujoco = pytest.importorskip("mujoco", reason="MJCF needs the [mujoco] extra")
+    from invkin.model.geometry import collisions_of
+    from invkin.viewer.meshes import geometry_parts
+
+    path = ROOT / "tests" / "data" / "mjcf" / "meshes.xml"
+    r = ik.load_robot(path)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+    vis = visuals_of(r)
+    assert [(g.link, g.kind) for g in vis] == [("base", "mesh"), ("link1", "mesh"), ("link2", "mesh")]
+    assert len(collisions_of(r)) == 3
+    Ts = r.fk_all(r.neutral())
+    for g, geom in zip(vis, range(m.ngeom)):
+        (part,) = geometry_parts(g)
+        a, n = m.mesh_vertadr[m.geom_dataid[geom]], m.mesh_vertnum[m.geom_dataid[geom]]
+        assert part.vertices.shape == (n, 3) and part.faces.max() < n
+        world = (Ts[g.link] @ g.T_link_geom)[:3] @ np.c_[part.vertices, np.ones(n)].T
+        mj = m.mesh_vert[a:a + n] @ d.geom_xmat[geom].reshape(3, 3).T + d.geom_xpos[geom]
+        assert np.allclose(world.T, mj, atol=1e-6)  # float32 vertices
+
+
+def test_mjcf_visuals_are_the_groups_mujoco_shows_not_the_collision_geoms_over_them(tmp_path):
+    # Menagerie's layout: a visual mesh in group 2, a collision capsule in group 3 (hidden by
+    # MuJoCo's viewer); both were drawn, one inside the other
+    pytest.importorskip("mujoco", reason="MJCF needs the [mujoco] extra")
+    from invkin.model.geometry import collisions_of
+
+    p = tmp_path / "groups.xml"
+    p.write_text('<mujoco><asset><mesh name="bar" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/></asset><worldbody>'
+                 '<body name="l1"><joint name="j1" type="hinge"/>'
+                 '<geom type="mesh" mesh="bar" group="2" contype="0" conaffinity="0"/>'
+                 '<geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" group="3"/></body></worldbody></mujoco>')
+    r = ik.load_robot(p)
+    assert [g.kind for g in visuals_of(r)] == ["mesh"] and [g.kind for g in collisions_of(r)] == ["capsule"]
+    assert len(visuals_of(ik.load_robot(ROOT / "tests" / "data" / "mjcf" / "arm.xml"))) == 4  # groups 0: all
 
 
 # ------------------------------------------------------------------ meshes for the viewer

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -230,14 +231,18 @@ def test_a_robot_not_from_mjcf_has_no_qpos_layout():
 
 
 def test_a_nan_position_names_the_file_and_the_joint_once(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # MuJoCo writes its NaN warning to MUJOCO_LOG.TXT in the working folder
+    monkeypatch.chdir(tmp_path)  # MuJoCo's own warning handler appends to MUJOCO_LOG.TXT in the working folder
     p = tmp_path / "nan.xml"
     p.write_text('<mujoco><worldbody><body name="b1"><joint name="h" type="hinge"/><geom size=".1"/>'
                  '<body name="b2" pos="1 nan 0"><joint name="s" type="slide"/><geom size=".1"/></body></body>'
                  '</worldbody></mujoco>')
-    with pytest.raises(ModelError) as e:
+    with pytest.raises(ModelError) as e, pytest.warns(ik.ModelWarning) as rec:
         ik.load_robot(p)
     assert str(e.value) == f"{p}: joint 's': origin must be a finite (4, 4) transform"
+    # MuJoCo's warning is a ModelWarning, not a print and a log file written into the user's folder
+    assert [str(w.message) for w in rec] == [f"{p}: MuJoCo: XML contains a 'NaN'. Please check it carefully."]
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+    assert mujoco.get_mju_user_warning() is None  # MuJoCo's handler is back
 
 
 def test_builder_errors_without_a_where_do_not_repeat_the_joint():
@@ -247,3 +252,131 @@ def test_builder_errors_without_a_where_do_not_repeat_the_joint():
     with pytest.raises(ModelError) as e:
         b.add_joint("j1", "base", "l1", "revolute", origin=np.full((4, 4), np.nan))
     assert str(e.value).count("joint 'j1'") == 1, str(e.value)
+
+
+def test_unnamed_bodies_joints_and_sites_never_take_a_name_the_file_gives_another(tmp_path):
+    # body 2 and joint 0 are unnamed; the file names body 1 "body2" and joint 1 "joint0"
+    p = tmp_path / "names.xml"
+    p.write_text('<mujoco><worldbody><body name="body2" pos="0 0 1"><joint type="hinge" axis="0 0 1"/>'
+                 '<geom size=".1"/><site/><body pos="0 0 1"><joint name="joint0" type="hinge" axis="0 1 0"/>'
+                 '<geom size=".1"/><site name="site0" pos="0 0 .2"/></body></body></worldbody></mujoco>')
+    robot = ik.load_robot(p)
+    m = mujoco.MjModel.from_xml_path(str(p))
+    assert robot.joint_names == ("joint0_1", "joint0")
+    assert set(robot.frame_names) == {"world", "body2", "body2_1", "site0_1", "site0"}
+    assert robot.node_names[robot.ancestors("site0_1")[1]] == "body2"  # the unnamed site of body2
+    q = np.array([0.4, -0.7])
+    qpos = qpos_from_q(robot, q)
+    assert np.allclose(robot.fk(q, "body2_1"), _mj_pose(m, qpos, body=2), atol=1e-12)
+    assert np.allclose(robot.fk(q, "site0"), _mj_pose(m, qpos, site=1), atol=1e-12)
+    assert set(robot.geoms) == {"body2", "body2_1"}
+
+
+def test_qpos_of_a_locked_or_cut_model_keeps_the_locked_values_and_fk_equals_mujoco():
+    robot = ik.load_robot(DATA / "arm.xml")
+    m = mujoco.MjModel.from_xml_path(str(DATA / "arm.xml"))
+    locked = robot.lock({"j1": 0.3, "j4": [0.1, -0.2, 0.3]})  # a hinge and a ball joint
+    assert "j1" not in locked.joint_names
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        q = locked.sample(rng=rng)
+        qpos = qpos_from_q(locked, q)
+        assert qpos[0] == 0.3
+        assert np.allclose(qpos_from_q(robot, q_from_qpos(robot, qpos)), qpos, atol=1e-12)
+        for frame in ("hand", "tip"):
+            T = _mj_pose(m, qpos, body=m.body(frame).id) if frame == "hand" else _mj_pose(m, qpos, site=m.site(frame).id)
+            assert np.allclose(locked.fk(q, frame), T, atol=1e-12)
+        assert np.allclose(q_from_qpos(locked, qpos), q, atol=1e-12)
+    cut = ik.load_robot(DATA / "arm.xml", base="world", tip="hand")  # the head's joint is cut off
+    qpos = qpos_from_q(cut, cut.neutral())
+    assert qpos.shape == (m.nq,) and np.allclose(q_from_qpos(cut, qpos), cut.neutral())
+
+
+@pytest.mark.parametrize("qpos, pattern", [
+    (np.zeros(9), r"joint 'j4': qpos\[4:8\] = \[0.0, 0.0, 0.0, 0.0\] is not a rotation; expected a nonzero quaternion"),
+    (np.full(9, np.nan), r"q_from_qpos: qpos: expected finite numbers"),
+    ("abc", r"q_from_qpos: qpos: expected numbers, got 'abc'"),
+])
+def test_q_from_qpos_refuses_a_zero_quaternion_nan_and_text_naming_them(qpos, pattern):
+    robot = ik.load_robot(DATA / "arm.xml")  # qpos: j1 j2 j3 j5, j4's quaternion w x y z, pan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from a division by zero on the way
+        with pytest.raises(ik.InvkinError, match=pattern):
+            q_from_qpos(robot, qpos)
+    tiny = np.r_[np.zeros(4), 1e-200, 0.0, 0.0, 1e-200, 0.0]  # a tiny quaternion is still a rotation
+    assert np.allclose(q_from_qpos(robot, tiny)[4:7], [0.0, 0.0, np.pi / 2])
+
+
+def test_a_model_without_a_model_attribute_is_named_after_its_file(tmp_path):
+    p = tmp_path / "two_link_arm.xml"  # MuJoCo names it "MuJoCo Model"
+    p.write_text('<mujoco><worldbody><body name="a"><joint name="h" type="hinge"/><geom size=".1"/></body>'
+                 '</worldbody></mujoco>')
+    assert ik.load_robot(p).name == "two_link_arm"
+    p.write_text(p.read_text().replace("<mujoco>", '<mujoco model="arm2">'))
+    assert ik.load_robot(p).name == "arm2"
+
+
+def test_a_hinge_named_like_a_ball_joints_entry_is_refused_not_given_the_balls_qpos(tmp_path):
+    p = tmp_path / "dup.xml"  # qpos_from_q wrote the ball's x component into the hinge 'b.x'
+    p.write_text('<mujoco><worldbody><body name="a"><joint name="b" type="ball"/><geom size=".1"/>'
+                 '<body name="c" pos="0 0 1"><joint name="b.x" type="hinge"/><geom size=".1"/></body></body>'
+                 '</worldbody></mujoco>')
+    with pytest.raises(ModelError, match=rf"{p}: joint 'b.x': its q entry 'b.x' is also an entry of joint 'b'"):
+        ik.load_robot(p)
+
+
+def test_a_chain_based_at_a_body_with_two_joints_starts_at_that_body_as_with_one_joint():
+    # "upper" has two joints (j2, j3): base="upper" started the chain at its parent "base" and kept
+    # j2 and j3, where a one-joint body (or "fore", whose joint is off its origin) starts at itself
+    arm = ik.load_robot(DATA / "arm.xml", base="upper", tip="tip")
+    assert arm.root == "upper" and arm.joint_names == ("j5", "j4.x", "j4.y", "j4.z")
+    whole = ik.load_robot(DATA / "arm.xml")
+    q = whole.sample(rng=np.random.default_rng(7))
+    T_upper_tip = np.linalg.solve(whole.fk(q, "upper"), whole.fk(q, "tip"))
+    qa = q[[whole.joint_index(n) for n in arm.joint_names]]
+    assert np.allclose(arm.fk(qa, "tip"), T_upper_tip, atol=1e-12)
+    assert ik.load_robot(DATA / "arm.xml", base="fore", tip="tip").joint_names == ()
+
+
+def test_active_equality_constraints_are_named_in_one_warning_as_not_kept(tmp_path):
+    # a gripper's coupled fingers loaded as independent joints, in silence
+    p = tmp_path / "eq.xml"
+    p.write_text('<mujoco><worldbody><body name="a"><joint name="h1" type="hinge"/><geom size=".1"/>'
+                 '<body name="b"><joint name="h2" type="hinge"/><geom size=".1"/></body></body></worldbody>'
+                 '<equality><joint joint1="h2" joint2="h1" polycoef="0 2 0 0 0"/><weld body1="world" body2="b"/>'
+                 '<connect body1="a" body2="b" anchor="0 0 0" active="false"/></equality></mujoco>')
+    with pytest.warns(ik.ModelWarning) as rec:
+        robot = ik.load_robot(p)
+    assert [str(w.message) for w in rec] == [
+        f"{p}: 2 <equality> constraint(s) not kept, the joints move independently of them: joint 'h2'-'h1', "
+        f"weld 'world'-'b'"]
+    assert robot.joint_names == ("h1", "h2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ik.ModelWarning)
+        ik.load_robot(DATA / "arm.xml")  # no constraint: nothing said
+
+
+def test_loads_from_several_threads_leave_mujocos_warning_handler_as_it_was(tmp_path, monkeypatch):
+    # the handler that turns MuJoCo's warnings into ModelWarnings is process-wide: unguarded, two
+    # threads restored each other's and one stayed installed (or the process aborted)
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "nan.xml"
+    bad.write_text('<mujoco><worldbody><body name="b" pos="1 nan 0"><joint type="slide"/><geom size=".1"/></body>'
+                   '</worldbody></mujoco>')
+
+    def go():
+        for _ in range(15):
+            with pytest.raises(ModelError):
+                ik.load_robot(bad)
+            ik.load_robot(DATA / "arm.xml")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ik.ModelWarning)
+        threads = [threading.Thread(target=go) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert mujoco.get_mju_user_warning() is None and not (tmp_path / "MUJOCO_LOG.TXT").exists()

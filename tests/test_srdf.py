@@ -235,3 +235,47 @@ def test_a_group_state_value_outside_the_joint_limits_warns_naming_the_line(tmp_
     with warnings.catch_warnings():
         warnings.simplefilter("error", ModelWarning)
         load_srdf(robot, p)
+
+
+def _planar_arm():
+    b = RobotBuilder("arm")
+    b.add_root("world")
+    b.add_joint("base_joint", "world", "base", "planar", axis=(0, 0, 1))
+    b.add_joint("j1", "base", "arm", "revolute", None, (0, 0, 1), -1, 1)
+    return b.build()
+
+
+def test_a_planar_joint_takes_x_y_yaw_or_pinocchios_x_y_cos_sin(tmp_path):
+    c, s = float(np.cos(0.5)), float(np.sin(0.5))
+    p = _write(tmp_path, _srdf('<group_state name="moveit" group="all"><joint name="base_joint" value="1 2 0.5"/>'
+                               '<joint name="j1" value="0.3"/></group_state><group_state name="pin" group="all">'
+                               f'<joint name="base_joint" value="1 2 {c!r} {s!r}"/></group_state>'))
+    arm = load_srdf(_planar_arm(), p)
+    assert arm.joint_names == ("base_joint.x", "base_joint.y", "base_joint.yaw", "j1")
+    assert arm.named_configuration("moveit").tolist() == [1.0, 2.0, 0.5, 0.3]  # the yaw was dropped
+    assert np.allclose(arm.named_configuration("pin"), [1.0, 2.0, 0.5, 0.0], atol=1e-15)
+
+
+@pytest.mark.parametrize("value, pattern", [
+    ("1 2", r"planar joint 'base_joint' takes 3 values \(x y yaw\) or 4 \(x y cos\(yaw\) sin\(yaw\)\), got 2"),
+    ("1 2 0.5 0.5", r"planar joint 'base_joint': \(cos, sin\) = \(0.5, 0.5\) has norm 0.707107; expected 1"),
+])
+def test_a_planar_joint_value_of_the_wrong_size_or_norm_is_refused_as_planar(tmp_path, value, pattern):
+    p = _write(tmp_path, _srdf(f'<group_state name="a" group="g"><joint name="base_joint" value="{value}"/>'
+                               '</group_state>'))
+    with pytest.raises(ModelError, match=pattern):
+        load_srdf(_planar_arm(), p)
+
+
+def test_a_chain_floating_from_its_base_is_placed_where_the_whole_robot_puts_that_base():
+    # the SRDF's root_joint value is the pose of base_link; torso_2_link sits above it, moved by the
+    # torso joints: the named configuration puts the chain's free joint there
+    whole = _talos(floating_base=True)
+    arm = _talos(floating_base=True, base="torso_2_link", tip="arm_left_7_link")
+    qw, qa = whole.named_configuration("half_sitting"), arm.named_configuration("half_sitting")
+    assert arm.joint_names[:6] == tuple(f"root_joint.{c}" for c in ("x", "y", "z", "rx", "ry", "rz"))
+    for frame in ("torso_2_link", "arm_left_4_link", "arm_left_7_link"):
+        np.testing.assert_allclose(arm.fk(qa, frame), whole.fk(qw, frame), atol=1e-12)
+    assert qa[2] == pytest.approx(whole.fk(qw, "torso_2_link")[2, 3]) and qa[2] != qw[2]
+    tip_only = _talos(floating_base=True, tip="arm_left_7_link")  # the free joint stays at base_link
+    assert tip_only.named_configuration("half_sitting")[:6].tolist() == qw[:6].tolist()

@@ -292,6 +292,14 @@ def test_unknown_base_or_tip_is_a_frame_error_naming_the_file(two_arms):
         load_urdf(two_arms, base="torso", tip="l_hnd")
 
 
+@pytest.mark.parametrize("kw", [{"base": 1}, {"tip": 3.0}])
+def test_a_base_or_tip_that_is_not_a_name_is_refused_for_files_and_bundled_models_alike(two_arms, kw):
+    # load_robot("panda", base=1) cut the chain at node 1 while a file said "base=1 is not a link"
+    for model in ("panda", two_arms):
+        with pytest.raises(FrameError, match=rf"load_robot: {next(iter(kw))} must be a link name \(str\), got "):
+            load_robot(model, **kw)
+
+
 def test_base_not_above_tip_is_refused(two_arms):
     with pytest.raises(ModelError, match=re.escape(str(two_arms)) + r".*not an ancestor"):
         load_urdf(two_arms, base="l_upper", tip="r_hand")
@@ -357,6 +365,27 @@ def test_oversize_file_is_refused_without_reading(tmp_path):
     _refused(tmp_path, _robot(_rev("j1", "a", "b")), r"larger than max_bytes=64", max_bytes=64)
 
 
+def test_the_size_cap_named_in_the_refusal_can_be_raised_through_load_robot_and_the_command(tmp_path, capsys):
+    # the refusal said "pass a larger max_bytes", which load_robot and the command did not take
+    from invkin.cli import main
+
+    p = tmp_path / "big.urdf"
+    p.write_text(_robot(_rev("j1", "a", "b"), links=("a", "b")))
+    with pytest.raises(ModelError, match=r"larger than max_bytes=64; refused \(pass a larger max_bytes if it is "
+                                         r"trusted: load_robot\(\.\.\., max_bytes=n\), invkin --max-bytes N\)"):
+        load_robot(p, max_bytes=64)
+    assert load_robot(p, max_bytes=10_000).joint_names == ("j1",)
+    assert load_robot(p, max_bytes=10_000, floating_base=True).dof == 7
+    assert main(["info", str(p), "--max-bytes", "64"]) == 2
+    assert "invkin --max-bytes N" in capsys.readouterr().err
+    assert main(["info", str(p), "--max-bytes", "10000", "--json"]) == 0
+    for bad, says in ((0, "expected a positive integer"), ("big", "expected a positive integer")):
+        with pytest.raises(ModelError, match=says):
+            load_robot(p, max_bytes=bad)
+    with pytest.raises(ModelError, match=r"max_bytes applies to URDF, MJCF and SRDF files; 'panda' reads none"):
+        load_robot("panda", max_bytes=10_000)
+
+
 def test_missing_file_is_a_model_error(tmp_path):
     p = tmp_path / "nope.urdf"
     with pytest.raises(ModelError, match=re.escape(str(p)) + r".*no such"):
@@ -373,6 +402,18 @@ def test_directory_is_a_model_error(tmp_path):
 def test_malformed_xml_is_refused_with_its_line(tmp_path):
     _refused(tmp_path, '<?xml version="1.0"?>\n<robot name="x">\n  <link name="a">\n</robot>\n',
              r"line 4, column \d+: malformed XML: mismatched tag")
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_blank_lines_before_the_xml_declaration_are_read_as_pinocchio_reads_them(tmp_path, as_bytes):
+    # pybullet_data's differential/diff_ring.urdf starts with a newline; expat alone refuses it
+    text = "\n\n" + _robot(_rev("j1", "a", "b"), links=("a", "b")).replace('<robot name="bad">', '<robot name="ok">')
+    p = tmp_path / "blank.urdf"
+    p.write_text(text)
+    robot = load_urdf(p) if not as_bytes else parse_urdf(text.encode())
+    assert robot.name == "ok" and robot.joint_names == ("j1",)
+    bad = "\n\n" + _robot(_rev("j1", "a", "b", extra=""))  # line numbers still count the blank lines
+    _refused(tmp_path, bad, rf"<joint name='j1'> line {_line_of(bad, '<joint')}: revolute joint 'j1' has no <limit")
 
 
 def test_empty_document_is_refused(tmp_path):
@@ -609,6 +650,18 @@ def test_a_600_joint_chain_loads_and_its_fk_and_jacobian_match_finite_difference
     assert np.allclose(fd, J[:3, k], atol=1e-7)
 
 
+def test_the_tree_of_a_chain_deeper_than_the_recursion_limit_is_drawn_in_linear_size():
+    n = 3000  # Robot.tree() walked recursively: RecursionError from about 1,000 links
+    links = "".join(f'<link name="l{i}"/>' for i in range(n + 1))
+    joints = "".join(f'<joint name="j{i}" type="revolute"><parent link="l{i}"/><child link="l{i + 1}"/>'
+                     f'<limit lower="-1" upper="1"/></joint>' for i in range(n))
+    lines = parse_urdf(f'<robot name="deep">{links}{joints}</robot>').tree().splitlines()
+    assert len(lines) == n + 1 and lines[0] == "l0"
+    assert lines[1] == "└─ l1  <- j0 (revolute [-1, 1])"
+    assert lines[-1] == "… " + "   " * 48 + f"└─ l{n}  <- j{n - 1} (revolute [-1, 1])"  # indentation stops at 48
+    assert max(map(len, lines)) < 200
+
+
 def test_the_standard_talos_model_loads_with_its_gripper_mimics_ignored():
     with pytest.warns(ModelWarning, match=r"12 <mimic> element\(s\) ignored.*gripper_left_inner_double_joint.*"
                                           r"on a fixed joint") as seen:
@@ -622,3 +675,22 @@ def test_the_standard_talos_model_loads_with_its_gripper_mimics_ignored():
     cols = [talos.joint_index(n) for n in arm.joint_names]
     T = np.linalg.inv(talos.fk(q, "torso_2_link")) @ talos.fk(q, "gripper_left_fingertip_3_link")
     np.testing.assert_allclose(arm.fk(q[cols], "gripper_left_fingertip_3_link"), T, atol=1e-12)
+
+
+def test_a_joint_named_like_a_floating_joints_q_entry_is_refused_naming_both(tmp_path):
+    # q entries are looked up by name: a second 'base.x' made joint_index, lock and SRDF values pick
+    # the floating joint's entry
+    text = _robot('  <joint name="base" type="floating"><parent link="a"/><child link="b"/></joint>\n'
+                  + _rev("base.x", "b", "c"))
+    _refused(tmp_path, text, r"<joint name='base.x'> line \d+: joint 'base.x': its q entry 'base.x' is also an "
+                             r"entry of joint 'base'.*rename one")
+
+
+def test_floating_base_refuses_a_model_with_a_joint_named_like_its_entries(tmp_path):
+    p = tmp_path / "r.urdf"
+    p.write_text(_robot(_rev("root_joint.rx", "a", "b"), links=("a", "b")))
+    assert load_urdf(p).joint_names == ("root_joint.rx",)
+    with pytest.raises(ModelError, match=r"already has a joint 'root_joint.rx', which the free joint's q entries "
+                                         r"would repeat; choose another joint= name"):
+        load_robot(p, floating_base=True)
+    assert load_urdf(p).with_floating_base(joint="base").joint_names[:1] == ("base.x",)

@@ -318,6 +318,8 @@ def test_an_mjcf_model_is_drawn_with_its_primitive_geoms(started):
     app = started(ViewerApp(robot, port=0, targets=[]))
     assert app._shapes is not None and app._shapes.n_faces > 0 and not app._shapes.errors
     assert f"{sum(len(v) for v in robot.geoms.values())} visual shapes" in app.mesh_note
+    meshes = started(ViewerApp(ROOT / "tests" / "data" / "mjcf" / "meshes.xml", port=0, targets=[]))
+    assert meshes._shapes is not None and meshes._shapes.n_faces == 4 + 12 + 12  # mesh geoms, not sticks
 
 
 def test_a_gltf_clip_plays_in_the_viewer(started):

@@ -56,9 +56,16 @@ def _load(args):
     return robot_from_args(args)
 
 
-def _q_arg(robot, values, flag="--q") -> np.ndarray:
+def _q_arg(robot, values, flag="--q", state=None) -> np.ndarray:
     import numpy as np
 
+    if state is not None:
+        if values is not None:
+            raise UsageError(f"give {flag} or --state, not both")
+        if not robot.named_configurations:
+            raise UsageError(f"--state {state!r}: robot {robot.name!r} has no named configurations; "
+                             f"give the SRDF that defines them with --srdf FILE")
+        return robot.named_configuration(state)  # an unknown name: FrameError listing the names
     if values is None:
         return robot.neutral()
     if len(values) != robot.dof:
@@ -106,7 +113,7 @@ def cmd_info(args) -> int:
 
 def cmd_fk(args) -> int:
     robot = _load(args)
-    q = _q_arg(robot, args.q)
+    q = _q_arg(robot, args.q, state=args.state)
     frame = args.frame or robot.node_names[-1]
     T = robot.fk(q, frame)
     if args.json:
@@ -148,7 +155,7 @@ def cmd_solve(args) -> int:
 
     robot = _load(args)
     goal = target_goal(args)
-    q0 = _q_arg(robot, args.q0, "--q0") if args.q0 is not None else None
+    q0 = _q_arg(robot, args.q0, "--q0", args.state) if args.q0 is not None or args.state is not None else None
     res = solve(robot, [goal], q0=q0, method=args.method, position_tolerance=args.position_tolerance,
                 rotation_tolerance=args.rotation_tolerance, timeout=args.timeout, seed=args.seed)
     if args.json:
@@ -215,9 +222,11 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("fk", help="forward kinematics of a frame",
-                       description="Pose of a frame for a joint configuration (default: neutral).")
+                       description="Pose of a frame for a joint configuration (default: neutral; --state: "
+                                   "an SRDF named configuration).")
     p.add_argument("robot")
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="joint values [rad or m], one per DOF")
+    p.add_argument("--state", metavar="NAME", help="the SRDF named configuration NAME (with --srdf) instead of --q")
     p.add_argument("--frame", help="frame name (default: the last frame)")
     p.add_argument("--json", action="store_true")
     add_robot_options(p)
@@ -235,6 +244,7 @@ def register(sub) -> None:
                    help="target orientation, unit quaternion scalar last (ROS, SciPy)")
     p.add_argument("--method", default="lm", help="solver name (see `invkin methods`)")
     p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="start configuration")
+    p.add_argument("--state", metavar="NAME", help="start from the SRDF named configuration NAME (with --srdf)")
     p.add_argument("--position-tolerance", type=float, default=1e-6, help="[m] (default 1e-6)")
     p.add_argument("--rotation-tolerance", type=float, default=1e-6, help="[rad] (default 1e-6)")
     p.add_argument("--timeout", type=float, default=0.05, help="[s] (default 0.05)")

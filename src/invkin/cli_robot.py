@@ -1,4 +1,5 @@
-"""The options every command that loads one robot shares: --base, --tip, --floating-base, --srdf.
+"""The options every command that loads one robot shares: --base, --tip, --floating-base, --srdf,
+--max-bytes.
 
 ``add_robot_options(parser)`` adds them next to the command's ROBOT argument;
 ``robot_from_args(args)`` loads the robot with them (:func:`invkin.load_robot`). With
@@ -16,10 +17,12 @@ def add_robot_options(p) -> None:
     g.add_argument("--floating-base", action="store_true",
                    help="put a free joint (x y z + rotation vector) at the root (with --base: at that link)")
     g.add_argument("--srdf", metavar="FILE", help="SRDF file: named configurations, disabled collision pairs")
+    g.add_argument("--max-bytes", type=int, metavar="N",
+                   help="size cap of the URDF/MJCF/SRDF files read (default 16 MiB; for a larger trusted file)")
 
 
 def robot_options_given(args) -> bool:
-    return bool(args.base or args.tip or args.floating_base or args.srdf)
+    return bool(args.base or args.tip or args.floating_base or args.srdf or getattr(args, "max_bytes", None))
 
 
 def robot_from_args(args, keep_name: bool = False):
@@ -33,4 +36,6 @@ def robot_from_args(args, keep_name: bool = False):
         kw["floating_base"] = True
     if args.srdf:
         kw["srdf"] = args.srdf
+    if getattr(args, "max_bytes", None) is not None:
+        kw["max_bytes"] = args.max_bytes
     return load_robot(args.robot, base=args.base, tip=args.tip, **kw)

@@ -14,7 +14,8 @@ is never larger than the distance between the real shapes:
   computed once per file and cached in ``<user cache>/invkin/collision/`` (:func:`cache_folder`) keyed by the SHA-256 of the
   file's bytes, the scale and the fit's version. A mesh file that is missing or unreadable is
   skipped with a :class:`~invkin.collision.errors.CollisionWarning` naming it (the link keeps its
-  other shapes). MJCF mesh geoms are skipped with a warning (MuJoCo's compiled mesh is not kept).
+  other shapes). An MJCF mesh geom: its vertices as MuJoCo compiled them (scale applied, in the
+  geom frame), fitted and cached the same way (:func:`vertex_capsules`).
 
 Fitting (:func:`fit_capsules`). For a point set ``P`` and a unit axis ``u`` through a centre ``c``
 (the centre of the points' projection on the plane ⟂ ``u``: bounding-box centre or a few
@@ -49,7 +50,7 @@ from .._io import atomic_path
 from ..errors import InvkinError, warn_caller
 from .errors import CollisionError, CollisionWarning
 
-__all__ = ["CollisionModel", "collision_model", "fit_capsules", "mesh_capsules"]
+__all__ = ["CollisionModel", "collision_model", "fit_capsules", "mesh_capsules", "vertex_capsules"]
 
 _FIT_VERSION = 1           # bump when the fit changes (cache keys)
 _PAD = 1e-9                # [m] added to every fitted radius: enclosure survives rounding
@@ -159,9 +160,14 @@ def _crossings(V, E, t, tau):
 def fit_capsules(vertices, edges=None, max_capsules: int = MAX_SLABS) -> np.ndarray:
     """Capsules (k, 7) = ``a, b, r`` [m] whose union encloses the points ``vertices`` (n, 3) and, given
     the mesh ``edges`` (e, 2), the whole mesh (see the module docstring); ``k ≤ max_capsules``."""
+    from .._checks import MAX_LENGTH
+
     V = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
     if len(V) == 0 or not np.all(np.isfinite(V)):
         raise CollisionError(f"fit_capsules: expected finite vertices (n > 0, 3), got shape {V.shape}")
+    if float(np.max(np.abs(V))) > MAX_LENGTH:  # squared distances would overflow to inf
+        raise CollisionError(f"fit_capsules: a vertex lies {float(np.max(np.abs(V))):g} m from the origin; "
+                             f"expected coordinates within ±{MAX_LENGTH:g} m")
     one, vol1 = _fit_one(V)
     best, best_score = one[None], vol1
     if edges is None or max_capsules < 2 or len(V) < 8:
@@ -231,6 +237,30 @@ def mesh_capsules(path: str, scale=(1.0, 1.0, 1.0), max_capsules: int = MAX_SLAB
             pass  # a truncated or foreign file: fit again
     V, E = _mesh_vertices_edges(path)
     caps = fit_capsules(V * scale, E, max_capsules)
+    save_cached(fn, caps)
+    return caps
+
+
+def vertex_capsules(V, F=None, max_capsules: int = MAX_SLABS) -> np.ndarray:
+    """Capsules (k, 7) enclosing a mesh given by its vertices ``V`` (n, 3) [m] and triangles ``F``
+    (f, 3) (an MJCF mesh geom, compiled by MuJoCo), cached like :func:`mesh_capsules` under the
+    SHA-256 of the arrays."""
+    V = np.ascontiguousarray(V, dtype=np.float64).reshape(-1, 3)
+    F = np.zeros((0, 3), dtype=np.int64) if F is None else np.ascontiguousarray(F, dtype=np.int64).reshape(-1, 3)
+    h = hashlib.sha256(V.tobytes())
+    h.update(F.tobytes())
+    key = hashlib.sha256(f"{h.hexdigest()}{max_capsules}v{_FIT_VERSION}".encode()).hexdigest()[:32]
+    fn = os.path.join(cache_folder(), f"{key}.npy")
+    if os.path.isfile(fn):
+        try:
+            caps = np.load(fn)
+            if caps.ndim == 2 and caps.shape[1] == 7 and np.all(np.isfinite(caps)):
+                return caps
+        except (OSError, ValueError):
+            pass  # a truncated or foreign file: fit again
+    E = (np.unique(np.sort(np.concatenate([F[:, [0, 1]], F[:, [1, 2]], F[:, [2, 0]]]), axis=1), axis=0)
+         if len(F) else None)  # without triangles: one capsule around the points (no slab can be clipped)
+    caps = fit_capsules(V, E, max_capsules)
     save_cached(fn, caps)
     return caps
 
@@ -328,11 +358,13 @@ def _geom_capsules(link, g):
         caps, exact = _axis_capsule(s[0], s[1]), False
     elif t in ("box", "ellipsoid") and _check_size(link, t, s[:3]):
         caps, exact = fit_capsules(_box_corners(s[:3])), False
+    elif t == "mesh" and getattr(g, "vertices", None) is not None and len(g.vertices):
+        caps, exact = vertex_capsules(g.vertices, g.faces), False
     elif t in ("sphere", "capsule", "cylinder", "box", "ellipsoid"):
         return None  # warned by _check_size
     else:
         warn_caller(f"link {link!r}: MJCF geom {g.name!r} of type {t!r} is not used for collision "
-                      f"(supported: sphere, capsule, cylinder, box, ellipsoid)", CollisionWarning)
+                      f"(supported: sphere, capsule, cylinder, box, ellipsoid, mesh)", CollisionWarning)
         return None
     return _apply(np.asarray(g.T_link_geom), caps), exact
 

@@ -213,6 +213,7 @@ class RobotBuilder:
         qidx: dict[str, int] = {}  # joint name -> its first q entry (mimic leaders)
         qnode: dict[str, int] = {}  # node name -> its q entry
         joint_names, lower, upper = [], [], []
+        owner: dict[str, str] = {}  # q entry name -> its joint
         for n in order:
             nd = nodes[n]
             if nd.parent is None or nd.jtype == "fixed" or nd.mimic is not None:
@@ -225,6 +226,12 @@ class RobotBuilder:
                 names = [f"{nd.joint}.x", f"{nd.joint}.y", f"{nd.joint}.z"]
             else:
                 names = [nd.joint]
+            for e in names:
+                if e in owner:
+                    raise self._err(f"joint {nd.joint!r}: its q entry {e!r} is also an entry of joint {owner[e]!r} "
+                                    f"(a joint named like an entry of a ball, free or planar joint); expected "
+                                    f"unique joint names: rename one", self._where[n])
+                owner[e] = nd.joint
             joint_names += names
             lower += [nd.lower] * len(names)
             upper += [nd.upper] * len(names)

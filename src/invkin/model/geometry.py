@@ -50,6 +50,8 @@ class Geometry:
         rgba: colour (r, g, b, a) in [0, 1] when the file gives one (inline or a named material).
         material: the material's name, when given.
         name: the element's ``name`` attribute, when given.
+        vertices, faces: a mesh given by its arrays instead of a file (an MJCF mesh geom as MuJoCo
+            compiled it: vertices (n, 3) [m] in the shape frame, scale applied; triangles (f, 3)).
     """
 
     link: str
@@ -61,6 +63,8 @@ class Geometry:
     rgba: tuple | None = None
     material: str | None = None
     name: str | None = None
+    vertices: np.ndarray | None = field(default=None, repr=False)  # an MJCF mesh: (n, 3) [m], shape frame
+    faces: np.ndarray | None = field(default=None, repr=False)     # and its (f, 3) triangles
 
     def __post_init__(self):
         T = np.array(self.T_link_geom, dtype=np.float64).reshape(4, 4)
@@ -85,17 +89,21 @@ def collisions_of(robot) -> tuple:
 def from_mjcf_geoms(robot, visual: bool) -> tuple:
     """An MJCF model's primitive geoms (``robot.geoms``, MuJoCo sizes: half-lengths) as Geometry.
 
-    ``visual``: every geom (MuJoCo draws colliding geoms too); else the colliding ones
-    (``contype`` or ``conaffinity`` not 0). Mesh, plane, height-field and SDF geoms are
-    skipped (the compiled model does not keep their files); an ellipsoid is drawn as its bounding
-    box. MJCF colours are not kept: the viewer's grey.
+    ``visual``: the geoms MuJoCo's viewer shows by default, those of groups 0-2 (colliding ones
+    too; MuJoCo Menagerie keeps its collision geoms in group 3), every geom if none is; else the
+    colliding ones (``contype`` or ``conaffinity`` not 0). A mesh geom comes with its compiled vertices and
+    triangles (:attr:`Geometry.vertices`); plane, height-field and SDF geoms are skipped; an
+    ellipsoid is drawn as its bounding box. MJCF colours are not kept: the viewer's grey.
     """
     geoms = getattr(robot, "geoms", None)
     if not callable(geoms) and not isinstance(geoms, dict):
         return ()
     by_link = geoms() if callable(geoms) else geoms
     every = [(link, g) for link, gs in by_link.items() for g in gs]
-    chosen = every if visual else [(link, g) for link, g in every if g.contype != 0 or g.conaffinity != 0]
+    if visual:  # what MuJoCo's viewer shows by default: geom groups 0-2 (Menagerie: visual meshes in
+        chosen = [(link, g) for link, g in every if getattr(g, "group", 0) <= 2] or every  # 2, collision in 3)
+    else:
+        chosen = [(link, g) for link, g in every if g.contype != 0 or g.conaffinity != 0]
     out = []
     for link, g in chosen:
         s = np.asarray(g.size, dtype=float)
@@ -105,6 +113,10 @@ def from_mjcf_geoms(robot, visual: bool) -> tuple:
             kind, size = g.type, (s[0], 2.0 * s[1])
         elif g.type in ("box", "ellipsoid"):
             kind, size = "box", tuple(2.0 * s[:3])
+        elif g.type == "mesh" and getattr(g, "vertices", None) is not None and len(g.vertices):
+            out.append(Geometry(link, "mesh", (1.0, 1.0, 1.0), g.T_link_geom, name=g.name or None,
+                                vertices=g.vertices, faces=g.faces))
+            continue
         else:
             continue
         out.append(Geometry(link, kind, size, g.T_link_geom, name=g.name or None))

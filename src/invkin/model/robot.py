@@ -62,6 +62,7 @@ _T_SCRATCH = np.empty((4, 4))  # chain_jacobian_checked's transform output (neve
 #: Names of the joint types, indexed by the integer codes of kinematics.kernels (the model arrays
 #: hold only the first four: free and planar joints are expanded into nodes of those).
 JOINT_TYPES = ("fixed", "revolute", "prismatic", "ball", "free", "planar")
+_TREE_DEPTH = 48  # Robot.tree(): levels drawn indented
 
 #: Restarts and :meth:`Robot.sample` draw the q entries of free and planar joints (the floating
 #: base) within this distance of the given configuration, not over their infinite range:
@@ -160,7 +161,8 @@ class Robot:
     #: Name-keyed data read from model files, carried through subchain/add_frame (see
     #: :meth:`with_extras`): "named_configurations" {name: {q entry name: value}} (SRDF group
     #: states), "disabled_collision_pairs" ((link, link), ...) (SRDF), "geoms" {link: (Geom, ...)}
-    #: and "inertials" {link: (mass [kg], com (3,) [m] in the link frame)} (MJCF).
+    #: and "inertials" {link: (mass [kg], com (3,) [m] in the link frame)} (MJCF), "locked_values"
+    #: {joint: its q entries} (:meth:`lock`; MJCF's :func:`~invkin.model.mjcf.qpos_from_q` reads them).
     extras: dict = field(default_factory=dict, repr=False)
     _frame_index: dict = field(init=False, repr=False)
     _ni: np.ndarray = field(init=False, repr=False)
@@ -201,6 +203,11 @@ class Robot:
         if len(set(self.node_names)) != n:
             dup = next(x for x in self.node_names if self.node_names.count(x) > 1)
             raise ModelError(f"Robot {self.name!r}: duplicate frame name {dup!r}")
+        if len(set(self.joint_names)) != dof:
+            dup = next(x for x in self.joint_names if self.joint_names.count(x) > 1)
+            raise ModelError(f"Robot {self.name!r}: two q entries are named {dup!r} (a joint named like an entry "
+                             f"of a ball, free or planar joint, e.g. 'j.x' beside a ball joint 'j'); expected "
+                             f"unique joint names: rename one")
         if np.any((qidx >= dof) | ((jtype == K.BALL) & (qidx + 2 >= dof))):
             raise ModelError(f"Robot {self.name!r}: a q index is out of range for dof {dof}")
         if not self.mimic_leader:
@@ -662,19 +669,24 @@ class Robot:
                     extra = f" [{lo:.3g}, {hi:.3g}]"
             return f"{nm}  <- {jn} ({t}{extra})"
 
-        def walk(i, prefix, last, top):
-            if top:
-                lines.append(label(i))
-                child_prefix = ""
-            else:
-                lines.append(prefix + ("└─ " if last else "├─ ") + label(i))
-                child_prefix = prefix + ("   " if last else "│  ")
-            for k, j in enumerate(kids[i]):
-                walk(j, child_prefix, k == len(kids[i]) - 1, False)
-
+        # depth-first with an explicit stack (a chain of thousands of links is deeper than Python's
+        # recursion limit); below _TREE_DEPTH levels the indentation stops growing ("… " marks it),
+        # so the drawing stays proportional to the number of frames
         for r in range(self.n_nodes):
-            if self.parent[r] < 0:
-                walk(r, "", True, True)
+            if self.parent[r] >= 0:
+                continue
+            stack = [(r, 0, (), True)]  # (node, depth, its last _TREE_DEPTH prefix segments, last child)
+            while stack:
+                i, depth, segs, last = stack.pop()
+                if depth == 0:
+                    lines.append(label(i))
+                    child = ()
+                else:
+                    lines.append(("… " if depth - 1 > _TREE_DEPTH else "") + "".join(segs)
+                                 + ("└─ " if last else "├─ ") + label(i))
+                    child = (segs + ("   " if last else "│  ",))[-_TREE_DEPTH:]
+                n = len(kids[i])
+                stack.extend((j, depth + 1, child, k == n - 1) for k, j in reversed(list(enumerate(kids[i]))))
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ configurations
@@ -962,6 +974,10 @@ class Robot:
                                  f"choose another joint= / world= name")
         if joint in self.node_joint_names:
             raise ModelError(f"floating_base: robot {self.name!r} already has a joint {joint!r}; choose another name")
+        for entry in inner + [f"{joint}.rx", f"{joint}.ry", f"{joint}.rz"]:
+            if entry in self.joint_names:
+                raise ModelError(f"floating_base: robot {self.name!r} already has a joint {entry!r}, which the "
+                                 f"free joint's q entries would repeat; choose another joint= name")
         parent = np.concatenate([[-1, 0, 1, 2, 3], np.where(self.parent[1:] >= 0, self.parent[1:] + 4, -1)])
         jtype = np.concatenate([[K.FIXED, K.PRISMATIC, K.PRISMATIC, K.PRISMATIC, K.BALL], self.joint_type[1:]])
         axis = np.concatenate([np.zeros((1, 3)), np.eye(3), np.zeros((1, 3)), self.axis[1:]])
@@ -998,11 +1014,15 @@ class Robot:
                 moving[jn] = (min(first, c), count + k)
         q = self._neutral.copy()
         locked_dofs = set()
+        locked_values = dict(self.extras.get("locked_values", {}))  # {joint: its q entries}, read by mjcf.qpos_from_q
         followers = {self.node_joint_names[i]: self.mimic_leader[i] for i in range(self.n_nodes) if self.mimic_leader[i]}
         for name, v in values.items():
             if name in followers:
                 raise ModelError(f"lock: joint {name!r} mimics {followers[name]!r}; lock its leader "
                                  f"{followers[name]!r} (its followers are fixed with it)")
+            if name not in moving and name in locked_values:
+                raise ModelError(f"lock: joint {name!r} of robot {self.name!r} is already locked (at "
+                                 f"{list(locked_values[name])}); lock the original robot to choose another value")
             if name not in moving:
                 raise FrameError(f"lock: unknown joint {name!r} on robot {self.name!r}; closest: "
                                  f"{closest_names(str(name), list(moving))}")
@@ -1018,6 +1038,7 @@ class Robot:
                                          f"[{self.lower[first]}, {self.upper[first]}]")
             q[first:first + count] = a
             locked_dofs.update(range(first, first + count))
+            locked_values[name] = tuple(float(x) for x in a)
         if not locked_dofs:
             return self
         Ts = self.fk_all_array(q)
@@ -1046,7 +1067,8 @@ class Robot:
         return self.replace(origin=origin, joint_type=jtype, qidx=qidx, axis=axis,
                                    mimic_leader=tuple(leaders), composite=tuple(composite),
                                    joint_names=tuple(self.joint_names[c] for c in keep),
-                                   lower=self.lower[keep], upper=self.upper[keep])
+                                   lower=self.lower[keep], upper=self.upper[keep],
+                                   extras={**self.extras, "locked_values": locked_values})
 
     def replace(self, **kw) -> "Robot":
         """A new Robot with the constructor fields in ``kw`` replaced (``origin=``, ``lower=``,

@@ -8,7 +8,8 @@ The Semantic Robot Description Format (MoveIt, Pinocchio) that goes with a URDF:
   (:meth:`Robot.named_configuration`, e.g. Talos' ``half_sitting``). Values are one number per
   revolute/prismatic joint; a ball joint takes a rotation vector (3) or a quaternion ``x y z w``
   (4, Pinocchio's order); a free joint ``x y z`` + rotation vector (6) or ``x y z qx qy qz qw``
-  (7, Pinocchio's free flyer). Joints that are fixed in the model, and mimic followers, are
+  (7, Pinocchio's free flyer); a planar joint ``x y yaw`` (3, MoveIt's) or ``x y cos(yaw)
+  sin(yaw)`` (4, Pinocchio's). Joints that are fixed in the model, and mimic followers, are
   accepted and ignored.
   A revolute or prismatic value outside the joint's limits is kept, with one
   :class:`~invkin.errors.ModelWarning` per file listing each such value, its limits and its line
@@ -243,6 +244,17 @@ def _state_entries(robot: Robot, whole: Robot, state: str, joints, source, outsi
                 raise _err(source, e, f"group_state {state!r}: free joint {jn!r} takes 6 values (x y z "
                                       f"rotation vector) or 7 (x y z qx qy qz qw), got {v.size}")
             for s, x in zip((".x", ".y", ".z", ".rx", ".ry", ".rz"), v):
+                out[jn + s] = float(x)
+        elif jn + ".yaw" in entries:  # planar: x y yaw
+            if v.size == 4:  # Pinocchio's planar joint: x y cos(yaw) sin(yaw)
+                if not abs(np.hypot(v[2], v[3]) - 1.0) <= 1e-6:
+                    raise _err(source, e, f"group_state {state!r}: planar joint {jn!r}: (cos, sin) = "
+                                          f"({v[2]:g}, {v[3]:g}) has norm {np.hypot(v[2], v[3]):g}; expected 1")
+                v = np.array([v[0], v[1], np.arctan2(v[3], v[2])])
+            if v.size != 3:
+                raise _err(source, e, f"group_state {state!r}: planar joint {jn!r} takes 3 values (x y yaw) "
+                                      f"or 4 (x y cos(yaw) sin(yaw)), got {v.size}")
+            for s, x in zip((".x", ".y", ".yaw"), v):
                 out[jn + s] = float(x)
         elif jn + ".x" in entries:  # ball: rotation vector
             if v.size == 4:

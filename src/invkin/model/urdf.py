@@ -10,7 +10,8 @@ length>``, ``<sphere radius>``, ``<capsule radius length>`` or ``<mesh filename 
 visuals ``<material name>`` with ``<color rgba>``, inline or named at the top level), stored as
 :class:`~invkin.model.geometry.Geometry` tuples in ``robot.visuals`` and ``robot.collisions``
 (mesh files are located, not read; see that module for ``package://``). A shape whose
-``<geometry>`` is missing or holds no known shape is skipped. Everything else (``<inertial>``,
+``<geometry>`` is missing or holds no known shape is skipped (a ``<collision>`` one with a
+:class:`~invkin.errors.ModelWarning`: a ``<plane>`` or ``<cdf>`` that no collision check sees). Everything else (``<inertial>``,
 ``<gazebo>``, ``<transmission>``, ...) is skipped; so is anything nested inside those, such as the
 ``<joint>`` of a ``<transmission>`` or an ``<inertial>``'s ``<origin>``.
 
@@ -58,6 +59,7 @@ from xml.parsers import expat
 
 import numpy as np
 
+from .._checks import MAX_LENGTH
 from .._io import open_regular, path_str
 from ..errors import FrameError, ModelError, ModelWarning, closest_names, warn_caller
 from ..spatial import rpy_to_matrix
@@ -105,6 +107,7 @@ class _Shape:
     parts: dict = field(default_factory=dict)  # origin / geometry / material -> _Elem (first)
     shape: _Elem | None = None                  # <box>, <mesh>, ... inside <geometry> (first)
     color: _Elem | None = None                  # <color> inside the inline <material>
+    other: str | None = None                    # the first element of another kind inside <geometry>
 
 
 def _q(s: str) -> str:
@@ -234,6 +237,8 @@ class _Reader:
         elif d == 5 and self._shape is not None:
             if self._part == "geometry" and tag in _SHAPE_KINDS and self._shape.shape is None:
                 self._shape.shape = _Elem(tag, attrs, self._line())
+            elif self._part == "geometry" and self._shape.other is None:
+                self._shape.other = tag  # <plane>, <cdf>, ...: said when the shape is left out
             elif self._part == "material" and tag == "color" and self._shape.color is None:
                 self._shape.color = _Elem(tag, attrs, self._line())
 
@@ -350,12 +355,19 @@ def _attach_shapes(rd: _Reader, robot: Robot) -> None:
     base_dir = None if rd.source.startswith("<") else os.path.dirname(os.path.abspath(rd.source))
     kept = set(robot.node_names)
     out = {"visual": [], "collision": []}
+    left_out = []
     for sh in rd.shapes:
         link = sh.link.attrs.get("name")
         if link in kept:
             g = _geometry(rd, sh, link, base_dir)
             if g is not None:
                 out[sh.elem.tag].append(g)
+            elif sh.elem.tag == "collision":
+                what = f"<{sh.other}>" if sh.other else ("no shape" if "geometry" in sh.parts else "no <geometry>")
+                left_out.append(f"link {link!r} (line {sh.elem.line}): {what}")
+    if left_out:  # a collision check without them would pass through them: say so
+        warn_caller(f"{rd.source}: {len(left_out)} <collision> element(s) left out, with no "
+                    f"{', '.join(_SHAPE_KINDS[:-1])} or {_SHAPE_KINDS[-1]} inside <geometry>: {'; '.join(left_out[:8])}", ModelWarning)
     # Robot is frozen; these two read-only tuples ride along as plain attributes
     object.__setattr__(robot, "visuals", tuple(out["visual"]))
     object.__setattr__(robot, "collisions", tuple(out["collision"]))
@@ -386,8 +398,12 @@ def _geometry(rd: _Reader, sh: _Shape, link: str, base_dir: str | None) -> Geome
         size = _floats(rd, owner, e, "scale", 3, (1.0, 1.0, 1.0))
         path = resolve_mesh_path(filename, base_dir)
     if any(x < 0 for x in size) and e.tag != "mesh":
-        raise rd.err(f"<{e.tag}> (line {e.line}): negative size {tuple(size)}; expected sizes >= 0 [m]",
-                     _where(owner))
+        raise rd.err(f"<{e.tag}> (line {e.line}): negative size {tuple(float(x) for x in size)}; expected "
+                     f"sizes >= 0 [m]", _where(owner))
+    if any(abs(x) > MAX_LENGTH for x in size):
+        raise rd.err(f"<{e.tag}> (line {e.line}): {'scale' if e.tag == 'mesh' else 'size'} "
+                     f"{tuple(float(x) for x in size)} exceeds {MAX_LENGTH:g}; expected a shape within "
+                     f"±{MAX_LENGTH:g} m", _where(owner))
     mat = sh.parts.get("material")
     mname = mat.attrs.get("name") if mat is not None else None
     color = sh.color if sh.color is not None else rd.materials.get(mname) if mname else None
@@ -416,8 +432,8 @@ def read_bounded(path, max_bytes: int, kind: str, caller: str) -> tuple:
     try:
         size = os.path.getsize(p)
         if size > max_bytes:
-            raise ModelError(f"{p}: file is {size} bytes, larger than max_bytes={max_bytes}; "
-                             f"refused (pass a larger max_bytes if it is trusted)")
+            raise ModelError(f"{p}: file is {size} bytes, larger than max_bytes={max_bytes}; refused (pass a "
+                             f"larger max_bytes if it is trusted: load_robot(..., max_bytes=n), invkin --max-bytes N)")
         # a FIFO or device named x.urdf is refused before a read could block on it
         with open_regular(p, f"{kind} file", ModelError) as f:
             data = f.read(max_bytes + 1)  # bounded even if the size lied (special files)
@@ -432,6 +448,20 @@ def read_bounded(path, max_bytes: int, kind: str, caller: str) -> tuple:
     return p, data
 
 
+def _declaration_first(doc):
+    """``doc`` with the blank lines before its ``<?xml ...?>`` declaration moved after it (files
+    written by tools that print a newline first; expat refuses a declaration that is not at the
+    start, Pinocchio's tinyxml reads them); the line numbers of everything after it are unchanged."""
+    ws, decl = (b" \t\r\n", b"<?xml") if isinstance(doc, bytes) else (" \t\r\n", "<?xml")
+    body = doc.lstrip(ws)
+    if len(body) == len(doc) or not body.startswith(decl):
+        return doc
+    end = body.find(b"?>" if isinstance(doc, bytes) else "?>")
+    if end < 0:
+        return doc
+    return body[:end + 2] + doc[:len(doc) - len(body)] + body[end + 2:]
+
+
 def parse_hardened(rd: "_Reader", text_or_bytes, caller: str) -> None:
     """Feed a document to ``rd``'s hardened expat parser (no DOCTYPE/entities); ModelError with the
     line and column of malformed XML."""
@@ -439,6 +469,7 @@ def parse_hardened(rd: "_Reader", text_or_bytes, caller: str) -> None:
         text_or_bytes = bytes(text_or_bytes)
     if not isinstance(text_or_bytes, (str, bytes)):
         raise ModelError(f"{rd.source}: {caller} expects str or bytes, got {type(text_or_bytes).__name__}")
+    text_or_bytes = _declaration_first(text_or_bytes)
     p = rd.make_parser()
     try:
         p.Parse(text_or_bytes, True)

@@ -191,6 +191,11 @@ def geometry_parts(g, max_faces: int = DEFAULT_MAX_FACES) -> list:
         V, F = _primitive(g.kind, g.size)
         c = urdf_rgba or DEFAULT_GREY + (1.0,)
         return [MeshPart(V, F, tuple(c[:3]), float(c[3]))]
+    if getattr(g, "vertices", None) is not None:  # an MJCF mesh geom: MuJoCo's compiled arrays
+        V, F = _decimate(np.asarray(g.vertices, dtype=np.float32), np.asarray(g.faces, dtype=np.int64), max_faces)
+        c = urdf_rgba or DEFAULT_GREY + (1.0,)
+        return [MeshPart(np.asarray(V, dtype=np.float32) * np.asarray(g.size, dtype=np.float32),
+                         np.asarray(F, dtype=np.uint32), tuple(c[:3]), float(c[3]))]
     if g.path is None:
         raise MeshLoadError(f"mesh {g.filename!r} of link {g.link!r} was not found (package:// names are "
                             f"searched above the robot file and in ROS_PACKAGE_PATH)")
