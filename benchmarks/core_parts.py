@@ -8,7 +8,11 @@ core's parts, each in a compiled loop on the solve's own prepared arrays (the fa
 ``core_attempts_packed`` inputs): one evaluation (``core_eval_rows``: FK, Jacobians, rows), its forward
 kinematics alone, one step (``_reduced_step``, the legs eliminated) and that step cut after each of
 its sections (cumulative), and ``core_iterate`` for k = 0..3 iterations (one iteration = the
-difference). Fastest of 7 loops; µs.
+difference). Fastest of 7 loops; µs. Last, the active-set step (``_active_step``, the general
+step when joints are at their bounds) at q0 with the joints' bounds a box of ±0.05 around it (the
+case of ``max_joint_step=0.05``) and 0, 10 or 20 actuated joints (drawn with a fixed seed) at a face
+of the box, warm-started as core_iterate does; the step holds most joints at the box (the row says
+how many), the regime of a box-bounded solve whose targets lie beyond the box.
 
     PYTHONPATH=$PWD/src ~/.cache/invkin-peers-env/bin/python benchmarks/core_parts.py
     PYTHONPATH=$PWD/src ~/.cache/invkin-peers-env/bin/python benchmarks/core_parts.py --robots g1
@@ -126,6 +130,30 @@ def _step_loops():
     return out
 
 
+@njit(_nrt=False)
+def _held_steps(a, q0, rw, lo, hi, N):
+    """N active-set steps at q0 within lo, hi (core_iterate's damping for lam = 0.1); returns how
+    many joints the last one held."""
+    model, table, ws = _unpack(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], q0.shape[0])
+    ni, nf, origin, mass, com, coll = model
+    gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft, hard = table
+    Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam_h, col, dq, qn, hold, bias, zero, \
+        dqc, qc, hardx, rw2, rowsx, ballx = ws
+    C.core_eval_rows(ni, nf, origin, mass, com, q0, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, wvec, wR, Tall,
+                     Jf, Jr, sub, e, J, errs, True, rw)
+    cs, ch = C._costs(e, soft, hard)
+    mu = 0.1 * 0.5 * (cs + ch) + C.EPS_DAMP
+    mu_h = (0.1 * 0.5 * ch + C.EPS_HARD) / mu
+    for _ in range(N):
+        C._active_step(J, e, soft, hard, a[0][2], lo, hi, q0, mu, mu_h, zero, hold, H, Jm, Z, S, r, lam_h, col, dq,
+                       True)
+    held = 0
+    for k in range(hold.shape[0]):
+        if hold[k] == hold[k]:
+            held += 1
+    return held
+
+
 def _best(f, *args, n):
     best = np.inf
     for _ in range(REPEAT):
@@ -188,6 +216,15 @@ def run(name, loops, N=20000):
         its.append(_best(_iterations, a, q0, rw, q, st, N // 10, k, n=N // 10))
     rows.append(("core_iterate, set-up and first evaluation (k = 0)", its[0]))
     rows.append(("one iteration ((k = 3) - (k = 0)) / 3", (its[3] - its[0]) / 3))
+    rng = np.random.default_rng(1)
+    actuated = np.arange(6, robot.dof)  # (the floating base: the first six entries of q)
+    for at in (0, 10, 20):
+        lo, hi = np.maximum(q0 - 0.05, prepared[3]), np.minimum(q0 + 0.05, prepared[4])
+        for k in rng.permutation(actuated)[:at]:
+            (lo if rng.random() < 0.5 else hi)[k] = q0[k]
+        held = _held_steps(a, q0, rw, lo, hi, 1)
+        rows.append((f"active-set step, ±0.05 box, {at} joints at its faces (holds {held})",
+                     _best(_held_steps, a, q0, rw, lo, hi, N // 10, n=N // 10)))
     return robot.dof, rows
 
 
