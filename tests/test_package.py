@@ -66,6 +66,25 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     assert cache.cache_dir() == tmp_path / "x" / "invkin" / "numba"
 
 
+
+def test_readme_and_warmup_help_name_every_variable_that_moves_the_cache(capsys):
+    """A user who sets NUMBA_CACHE_DIR (a Docker image, CI) finds the kernels under it: the README's
+    "First use" and ``invkin warmup --help`` said only INVKIN_CACHE_DIR / XDG_CACHE_HOME."""
+    import inspect
+    import re
+
+    from invkin.cli import main
+
+    read = set(re.findall(r'os\.environ\.get\("(\w+)"\)', inspect.getsource(cache.cache_dir)))
+    assert read == {"INVKIN_CACHE_DIR", "NUMBA_CACHE_DIR", "XDG_CACHE_HOME"}
+    first_use = (Path(__file__).resolve().parents[1] / "README.md").read_text().split("**First use.**")[1]
+    first_use = first_use.split("\n\n")[0]
+    assert main(["warmup", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    for name in read:
+        assert f"${name}" in first_use, name
+        assert f"${name}" in help_text, name
+
 def test_source_digest_covers_the_modules_a_kernel_imports():
     pkg = Path(ik.__file__).parent
     ccd = pkg / "solvers" / "ccd.py"
