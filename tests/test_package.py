@@ -199,3 +199,17 @@ def test_robot_memo_builds_once_and_reach_bound_is_cached():
     anchor, radius = robot.reach_bound(robot.frame_names[-1])
     assert robot.reach_bound(robot.frame_names[-1]) == (anchor, radius)
     assert radius == pytest.approx(1.8)  # planar2: bones of 1 m and 0.8 m
+
+
+def test_every_module_is_on_the_architecture_pages_map():
+    """docs/architecture.md's layout ("keep it true") had lost model/euler.py and solvers/_chain.py:
+    a reader looking for where Euler angles or the ccd/fabrik chain helpers live found no entry."""
+    import re
+
+    root = Path(ik.__file__).resolve().parent
+    page = (root.parents[1] / "docs" / "architecture.md").read_text()
+    layout = page.split("```")[1]  # the first code block: the layer map
+    words = set(re.findall(r"[\w.]+", layout))
+    missing = [str(f.relative_to(root)) for f in sorted(root.rglob("*.py"))
+               if f.name not in ("__main__.py", "__init__.py") and f.name not in words and f.stem not in words]
+    assert not missing, f"modules the architecture page's layout does not name: {missing}"
