@@ -24,6 +24,12 @@ def test_every_name_in_all_resolves_to_a_public_object():
     assert set(ik.__all__) <= set(dir(ik))
 
 
+def test_every_public_function_and_class_has_a_docstring():
+    """help(ik.bundled_names) said nothing: every callable of ``__all__`` says what it does."""
+    bare = [n for n in ik.__all__ if callable(getattr(ik, n)) and not (getattr(ik, n).__doc__ or "").strip()]
+    assert not bare, f"public names without a docstring: {bare}"
+
+
 def test_star_import_gives_exactly_all():
     ns: dict = {}
     exec("from invkin import *", ns)
