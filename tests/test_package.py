@@ -219,3 +219,27 @@ def test_every_module_is_on_the_architecture_pages_map():
     missing = [str(f.relative_to(root)) for f in sorted(root.rglob("*.py"))
                if f.name not in ("__main__.py", "__init__.py") and f.name not in words and f.stem not in words]
     assert not missing, f"modules the architecture page's layout does not name: {missing}"
+
+
+def test_the_bundled_robots_sources_page_says_what_the_files_hold():
+    """data/robots/SOURCES.md said the chain URDFs had their <visual> removed and listed the Panda as
+    panda_link0 → panda_link8, while panda.urdf names its visual meshes and ends in the panda_hand
+    frame (the one the README's examples solve for)."""
+    import re
+
+    from invkin.model.catalog import URDF_MODELS
+
+    folder = Path(ik.__file__).resolve().parent / "data" / "robots"
+    page = (folder / "SOURCES.md").read_text()
+    header = " ".join(page.split("|", 1)[0].split())
+    for name, (fname, base, tip) in URDF_MODELS.items():
+        text = (folder / fname).read_text()
+        row = next(line for line in page.splitlines() if line.startswith(f"| {name} |"))
+        assert f"`{base}` → `{tip}`" in row, name
+        robot = ik.load_robot(name)
+        beyond = robot.frame_names[robot.frame_names.index(tip) + 1:]
+        assert all(f"`{f}`" in row for f in beyond), (name, beyond)
+        if "<visual" in text:
+            assert re.search(rf"`<visual>` removed but for the {name}'s", header, re.I), name
+        else:
+            assert "`<visual>` removed" in header, name
