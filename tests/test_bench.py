@@ -267,3 +267,19 @@ def test_summary_wall_times_keep_two_digits_below_ten_seconds():
     assert seconds(0.42) == "0.42 s"
     assert seconds(3.14159) == "3.1 s"
     assert seconds(12.4) == "12 s"
+
+
+def test_the_suite_says_which_robots_it_runs(capsys):
+    """`invkin bench --help` and the suite's docstrings said "every bundled robot"; the suite runs the
+    six fixed-base chains of SUITE_ROBOTS (not g1, go2, planar2, tentacle)."""
+    import invkin.bench as bench_pkg
+    from invkin.bench import suite
+    from invkin.cli import main
+    from invkin.model.catalog import bundled_names
+
+    assert set(suite.SUITE_ROBOTS) < set(bundled_names())
+    assert main(["bench", "--help"]) == 0
+    texts = [capsys.readouterr().out, suite.__doc__, bench_pkg.__doc__]
+    for text in texts:
+        assert "every bundled robot" not in " ".join(text.split())
+    assert all(name in " ".join(suite.__doc__.split()) for name in suite.SUITE_ROBOTS)

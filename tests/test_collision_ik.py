@@ -304,6 +304,22 @@ def test_tracker_with_a_world_never_enters_an_obstacle_on_the_path(panda):
     assert step.status == ik.Status.CONVERGED      # past the sphere it reaches the end of the line
 
 
+
+def test_a_tracker_held_by_its_bound_says_iteration_limit_with_or_without_a_world(panda):
+    """tracking's docstring: iteration_limit when "the update bound held the robot while the target was
+    still ahead", stalled for no progress. With world= / self_collision=True (the general LM core)
+    an update that moved the whole bound toward a target 0.25 m away said stalled; a world that
+    never binds must not change the verdict."""
+    far = ik.World([ik.Sphere((2.0, 2.0, 2.0), 0.05)])
+    target = np.array([0.4, 0.1, 0.5])
+    for kw in (dict(), dict(world=far), dict(self_collision=True), dict(method="lm", world=far)):
+        tr = ik.Tracker(panda, "panda_hand", max_joint_step=0.1, **kw)
+        steps = [tr.update(target) for _ in range(3)]
+        for s in steps:
+            assert s.jump == pytest.approx(0.1) and s.flagged, kw
+            assert s.status == ik.Status.ITERATION_LIMIT, (kw, s.status)
+        assert steps[-1].position_error < steps[0].position_error - 0.05, kw  # it was making progress
+
 def test_correct_clip_takes_the_collision_options():
     robot, clip = ik.read_bvh(DATA / "two_joints.bvh")
     with pytest.raises(CollisionError, match="margin"):

@@ -288,7 +288,7 @@ def test_start_pose_is_zero_inside_the_limits_and_mid_range_elsewhere():
     assert np.all((r.lower <= q) & (q <= r.upper))
 
 
-def test_q_and_state_options_refuse_bad_input_clearly():
+def test_q_and_state_options_refuse_bad_input_clearly(capsys):
     from invkin.viewer import ViewerError
     from invkin.viewer.pose import named_pose, parse_q
 
@@ -298,8 +298,18 @@ def test_q_and_state_options_refuse_bad_input_clearly():
         parse_q(r, "0 1")
     with pytest.raises(ViewerError, match="expected 7 numbers"):
         parse_q(r, "0 a 0 0 0 0 0")
-    with pytest.raises(ViewerError, match="--state 'half_sitting'.*named configurations: none"):
+    # a command-line user is told the option, not the Python call (was: 'load an SRDF: ik.load_srdf(robot,
+    # path)'), and --help no longer promises a bundled SRDF: no bundled model carries one
+    with pytest.raises(ViewerError, match="--state 'half_sitting'.*no SRDF group states; give its SRDF with --srdf"):
         named_pose(r, "half_sitting")
+    from invkin.cli import main
+    from invkin.model.catalog import bundled_names
+
+    assert not any(ik.load_robot(n).named_configurations for n in bundled_names())
+    assert main(["view", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    state = help_text.split("--state NAME")[-1].split(" --up ")[0]
+    assert "bundled SRDF" not in state and "needs --srdf" in state
 
 
 def test_state_starts_in_the_srdf_group_state():

@@ -380,3 +380,26 @@ def test_loads_from_several_threads_leave_mujocos_warning_handler_as_it_was(tmp_
         for t in threads:
             t.join()
     assert mujoco.get_mju_user_warning() is None and not (tmp_path / "MUJOCO_LOG.TXT").exists()
+
+
+def test_centre_of_mass_against_pinocchio_differs_only_by_the_base_link():
+    """A user checking Robot.center_of_mass against Pinocchio finds ~2 cm on the Panda: Pinocchio's
+    centerOfMass leaves out the inertia fixed to its universe (panda_link0), invkin counts every
+    link (as MuJoCo's subtree_com of the world body, above). The docstring says so; here the
+    two agree once that link is taken out."""
+    pin = pytest.importorskip("pinocchio")
+    path = Path(__file__).parent / "data" / "erd" / "panda_fingers.urdf"
+    robot = ik.load_robot(path)
+    model = pin.buildModelFromUrdf(str(path))
+    data = model.createData()
+    base = robot.node_names.index("panda_link0")
+    m0, M = robot.link_mass[base], robot.link_mass.sum()
+    for q in robot.sample(5, rng=0):
+        qp = pin.neutral(model)
+        for i, name in enumerate(robot.joint_names):
+            qp[model.idx_qs[model.getJointId(name)]] = q[i]
+        qp[model.idx_qs[model.getJointId("panda_finger_joint2")]] = q[-1]  # the mimic follower
+        c = robot.center_of_mass(q)
+        p0 = robot.fk(q, "panda_link0") @ np.r_[robot.link_com[base], 1.0]
+        np.testing.assert_allclose((M * c - m0 * p0[:3]) / (M - m0), pin.centerOfMass(model, data, qp), atol=1e-12)
+        assert np.linalg.norm(c - pin.centerOfMass(model, data, qp)) > 0.005

@@ -24,6 +24,12 @@ def test_every_name_in_all_resolves_to_a_public_object():
     assert set(ik.__all__) <= set(dir(ik))
 
 
+def test_every_public_function_and_class_has_a_docstring():
+    """help(ik.bundled_names) said nothing: every callable of ``__all__`` says what it does."""
+    bare = [n for n in ik.__all__ if callable(getattr(ik, n)) and not (getattr(ik, n).__doc__ or "").strip()]
+    assert not bare, f"public names without a docstring: {bare}"
+
+
 def test_star_import_gives_exactly_all():
     ns: dict = {}
     exec("from invkin import *", ns)
@@ -65,6 +71,25 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
     assert cache.cache_dir() == tmp_path / "x" / "invkin" / "numba"
 
+
+
+def test_readme_and_warmup_help_name_every_variable_that_moves_the_cache(capsys):
+    """A user who sets NUMBA_CACHE_DIR (a Docker image, CI) finds the kernels under it: the README's
+    "First use" and ``invkin warmup --help`` said only INVKIN_CACHE_DIR / XDG_CACHE_HOME."""
+    import inspect
+    import re
+
+    from invkin.cli import main
+
+    read = set(re.findall(r'os\.environ\.get\("(\w+)"\)', inspect.getsource(cache.cache_dir)))
+    assert read == {"INVKIN_CACHE_DIR", "NUMBA_CACHE_DIR", "XDG_CACHE_HOME"}
+    first_use = (Path(__file__).resolve().parents[1] / "README.md").read_text().split("**First use.**")[1]
+    first_use = first_use.split("\n\n")[0]
+    assert main(["warmup", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    for name in read:
+        assert f"${name}" in first_use, name
+        assert f"${name}" in help_text, name
 
 def test_source_digest_covers_the_modules_a_kernel_imports():
     pkg = Path(ik.__file__).parent
@@ -180,3 +205,41 @@ def test_robot_memo_builds_once_and_reach_bound_is_cached():
     anchor, radius = robot.reach_bound(robot.frame_names[-1])
     assert robot.reach_bound(robot.frame_names[-1]) == (anchor, radius)
     assert radius == pytest.approx(1.8)  # planar2: bones of 1 m and 0.8 m
+
+
+def test_every_module_is_on_the_architecture_pages_map():
+    """docs/architecture.md's layout ("keep it true") had lost model/euler.py and solvers/_chain.py:
+    a reader looking for where Euler angles or the ccd/fabrik chain helpers live found no entry."""
+    import re
+
+    root = Path(ik.__file__).resolve().parent
+    page = (root.parents[1] / "docs" / "architecture.md").read_text()
+    layout = page.split("```")[1]  # the first code block: the layer map
+    words = set(re.findall(r"[\w.]+", layout))
+    missing = [str(f.relative_to(root)) for f in sorted(root.rglob("*.py"))
+               if f.name not in ("__main__.py", "__init__.py") and f.name not in words and f.stem not in words]
+    assert not missing, f"modules the architecture page's layout does not name: {missing}"
+
+
+def test_the_bundled_robots_sources_page_says_what_the_files_hold():
+    """data/robots/SOURCES.md said the chain URDFs had their <visual> removed and listed the Panda as
+    panda_link0 → panda_link8, while panda.urdf names its visual meshes and ends in the panda_hand
+    frame (the one the README's examples solve for)."""
+    import re
+
+    from invkin.model.catalog import URDF_MODELS
+
+    folder = Path(ik.__file__).resolve().parent / "data" / "robots"
+    page = (folder / "SOURCES.md").read_text()
+    header = " ".join(page.split("|", 1)[0].split())
+    for name, (fname, base, tip) in URDF_MODELS.items():
+        text = (folder / fname).read_text()
+        row = next(line for line in page.splitlines() if line.startswith(f"| {name} |"))
+        assert f"`{base}` → `{tip}`" in row, name
+        robot = ik.load_robot(name)
+        beyond = robot.frame_names[robot.frame_names.index(tip) + 1:]
+        assert all(f"`{f}`" in row for f in beyond), (name, beyond)
+        if "<visual" in text:
+            assert re.search(rf"`<visual>` removed but for the {name}'s", header, re.I), name
+        else:
+            assert "`<visual>` removed" in header, name

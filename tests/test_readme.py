@@ -128,3 +128,24 @@ def test_every_command_has_help_as_the_readme_says_and_it_reads_as_written(capsy
         helptext = capsys.readouterr().out
         assert helptext.startswith("usage: invkin " + " ".join(cmd)), cmd
         assert "%%" not in helptext and "%(" not in helptext, (cmd, helptext)  # a description is not %-formatted
+
+
+def test_the_readme_names_every_exit_code_the_commands_use():
+    """The README's "Exit codes" said 0, 1, 2 and 141, while `invkin clip fix-feet` exits 3 when it
+    finds no contact, Ctrl-C gives 130 and SIGTERM gives `invkin batch` 143: a script that reads the
+    code needs every one of them."""
+    import inspect
+    import signal
+
+    from invkin import cli_clip, cli_retarget
+    from invkin.jobs import cli as jobs_cli
+
+    codes = {cli.EXIT_OK, cli.EXIT_NOT_CONVERGED, cli.EXIT_BAD_INPUT, cli.EXIT_BROKEN_PIPE}
+    for mod in (cli_clip, cli_retarget, jobs_cli):
+        codes |= {v for k, v in vars(mod).items() if k.startswith("EXIT_") and isinstance(v, int)}
+    assert "return 130" in inspect.getsource(cli.main)  # Ctrl-C
+    assert "128 + int(signal.SIGTERM)" in inspect.getsource(jobs_cli)
+    codes |= {130, 128 + int(signal.SIGTERM)}
+    paragraph = README.split("Exit codes:")[1].split("\n\n")[0]
+    named = {int(n) for n in re.findall(r"(?<![\w.-])(\d{1,3})(?![\w.])", paragraph)}
+    assert codes <= named, f"exit codes the commands use but the README does not name: {sorted(codes - named)}"

@@ -447,6 +447,8 @@ def test_rest_springs_blend_the_result_and_report_when_the_goal_is_lost(panda):
     (dict(nullspace="bogus"), "null-space objective"),
     (dict(rest=dict(theta_orig=np.zeros(7), p_orig=-1.0, p_ik=1.0)), "p_orig"),
     (dict(rest=dict(p_orig=1.0)), "theta_orig"),
+    # a misspelt spring was ignored in silence (the solve ran without the damping the caller asked for)
+    (dict(rest=dict(theta_orig=np.zeros(7), p_orig=1.0, p_ik=1.0, d_IK=0.1)), "unknown.*'d_IK'.*did you mean 'd_ik'"),
 ])
 def test_bad_nullspace_and_rest_options_are_goal_errors(panda, kwargs, match):
     with pytest.raises(GoalError, match=match):

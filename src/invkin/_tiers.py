@@ -24,7 +24,7 @@ makes that the first tier:
 
 The interpreted tier computes what the compiled one does with the same arithmetic (IEEE
 doubles; ``fma`` becomes ``a * b + c``, which may differ in the last bit). The solve drivers keep
-interpreted time out of ``timeout`` like compile time, up to :data:`INTERPRETED_GRACE_S` seconds
+interpreted time out of ``timeout`` like compile time, up to :data:`invkin._compile_clock.INTERPRETED_GRACE_S` seconds
 per solve (:class:`invkin._compile_clock.Budget`), so a first solve does the iterations a compiled
 one would do in its timeout.
 

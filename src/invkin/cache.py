@@ -374,8 +374,9 @@ def _cmd_warmup(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("warmup", help="compile the solver kernels now (once per install), with progress",
                        description="Compile (or load) the kernels each step needs, so that later first "
-                                   "calls are fast. Kernels are cached in "
-                                   "$INVKIN_CACHE_DIR or ~/.cache/invkin/numba and survive reinstalls.")
+                                   "calls are fast. Kernels are cached in $INVKIN_CACHE_DIR, else "
+                                   "$NUMBA_CACHE_DIR/invkin, else ~/.cache/invkin/numba ($XDG_CACHE_HOME "
+                                   "for ~/.cache), and survive reinstalls.")
     p.add_argument("steps", nargs="*", metavar="STEP",
                    help="what to compile (default all): " + ", ".join(WARMUP_STEPS))
     p.add_argument("--list", action="store_true", help="list the steps and exit")

@@ -1,6 +1,8 @@
 """The ``invkin`` command.
 
-Exit codes: 0 success (solved), 1 ran but did not converge, 2 bad input. Errors print one line
+Exit codes: 0 success (solved), 1 ran but did not converge, 2 bad input, 130 interrupted (Ctrl-C),
+141 the reader closed the pipe (quietly); some commands add their own (``invkin clip fix-feet`` 3,
+``invkin batch`` 143 on SIGTERM). Errors print one line
 (``invkin: error: ...``) without a traceback unless ``--debug`` is given; so does any other
 exception (named by its type, exit code 2), so that no input ever ends in a traceback.
 

@@ -164,7 +164,8 @@ def register(sub) -> None:
                    help="foot joints (default: LeftFoot RightFoot, or the joints named like a foot)")
     q.add_argument("--up", choices=("y", "z"), help="up axis (default: detected)")
     q.add_argument("--max-step", type=float, metavar="DEG",
-                   help="largest change of the correction per frame [deg] (default 600 deg/s x frame time)")
+                   help="largest change of the correction per frame [deg] (default 600 deg/s x frame time, "
+                        "at most 20)")
     q.add_argument("--pin", choices=("start", "mean"), default="start",
                    help="pin each contact at its start position (default) or its mean position")
     q.add_argument("--floor", type=float, metavar="H",

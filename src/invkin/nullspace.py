@@ -41,7 +41,7 @@ from .solvers.shared import compile_problem, problem_rows, task_eval
 
 __all__ = ["Objective", "make_objective", "refine_in_nullspace", "OBJECTIVES"]
 
-#: Names accepted by :func:`objective`.
+#: Names accepted by :func:`make_objective` (and ``solve(nullspace=...)``).
 OBJECTIVES = ("joint_limits", "manipulability", "posture")
 
 _FD_STEP = 1e-6

@@ -580,7 +580,10 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
         if not isinstance(rest, dict) or not {"theta_orig", "p_orig", "p_ik"} <= set(rest):
             raise GoalError(f"rest: expected dict(theta_orig=..., p_orig=..., p_ik=..., [d_orig, d_ik]), "
                             f"got {rest!r:.200}")
+        from ._checks import no_unknown_kwargs
         from .rest import rest_blend
+
+        no_unknown_kwargs("rest", rest, ("theta_orig", "p_orig", "p_ik", "d_orig", "d_ik", "mode"))  # a typo
 
         rest_blend(rest["theta_orig"], robot.neutral(), rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
                    rest.get("d_ik", 0.0), robot=robot)  # validates the springs before solving

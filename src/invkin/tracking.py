@@ -690,13 +690,16 @@ class Tracker:
         q = res.q if np.all(np.isfinite(res.q)) else q_before
         self._q[:] = q
         status = res.status
+        jump = float(_jump(q_before, q, p.balls, self._is_ball))  # the kernels' measure, the bound's
+        bound_active = bool(np.any(np.abs(q - q_before) >= self._box - 1e-12))
         if self._coll is not None and res.position_error <= p.tol_p and res.rotation_error <= p.tol_r \
                 and not rows_clear(self.robot, q, self._coll):
             status = Status.IN_COLLISION
-        elif status == Status.TIME_LIMIT:
+        elif status == Status.TIME_LIMIT or (bound_active and status == Status.STALLED):
+            # held by the update bound, the target still ahead: iteration_limit, as the plain route says
+            # (was: stalled, "no progress", for a robot that had moved the whole bound toward it); a
+            # proven unreachable stays unreachable
             status = Status.ITERATION_LIMIT
-        jump = float(_jump(q_before, q, p.balls, self._is_ball))  # the kernels' measure, the bound's
-        bound_active = bool(np.any(np.abs(q - q_before) >= self._box - 1e-12))
         return TrackStep(self._q.copy(), status, float(res.position_error), float(res.rotation_error), jump,
                          bool(status != Status.CONVERGED and bound_active), False, int(res.iterations))
 

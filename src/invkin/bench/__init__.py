@@ -2,7 +2,7 @@
 
 * :mod:`invkin.bench.accuracy` — Welman's comparison (1993, figures 4.4/4.5): time and iterations
   against the requested accuracy, and where the joint motion goes along the chain.
-* :mod:`invkin.bench.suite` — the TRAC-IK protocol for every method on every bundled robot, with
+* :mod:`invkin.bench.suite` — the TRAC-IK protocol for every method on the six bundled fixed-base chains, with
   the peer libraries (``../shared/peers/bench_peers.py``) merged in when their venv is available.
 * :mod:`invkin.bench.plots` — matplotlib figures (Agg), PNG and SVG.
 """

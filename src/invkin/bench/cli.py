@@ -263,7 +263,7 @@ def register(sub) -> None:
                                                "--quick: 1)")
     q.set_defaults(func=_timed(cmd_accuracy))
 
-    q = bsub.add_parser("suite", help="TRAC-IK protocol: every method x every bundled robot (+ peers)",
+    q = bsub.add_parser("suite", help="TRAC-IK protocol: every method x the six bundled chains (+ peers)",
                         description="TRAC-IK protocol (random reachable targets, mid-range seed, 5 ms, success at "
                                     "1e-5 m / 1e-5 rad inside the limits, checked with FK) for every method on "
                                     "panda, ur5, iiwa14, baxter_left, g1_left_arm (pose) and seed8dof (position); "

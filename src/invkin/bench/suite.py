@@ -1,5 +1,6 @@
-"""``invkin bench suite``: the TRAC-IK protocol for every method on every bundled robot, with the
-peer libraries of ``../shared/peers`` in the same run when their venv is available.
+"""``invkin bench suite``: the TRAC-IK protocol for every method on the bundled fixed-base chains
+(:data:`SUITE_ROBOTS`: panda, ur5, iiwa14, baxter_left, g1_left_arm, seed8dof), with the peer
+libraries of ``../shared/peers`` in the same run when their venv is available.
 
 Protocol (Beeson & Ames 2015; ``../shared/peers/REPORT.md`` §2):
 

@@ -656,7 +656,8 @@ def _check_names_writable(clip: Clip) -> None:
 
 def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=None, file_up="y") -> None:
     """Write ``clip`` as a BVH file atomically (:func:`invkin._io.atomic_open`: only a regular
-    file is replaced, a symlink is written through, the file's mode is kept, 0644 for a new one).
+    file is replaced, a symlink is written through, the file's mode is kept; a new one gets
+    0o666 less the umask, as ``open(path, "w")`` would give it).
 
     The hierarchy (names, offsets, channel orders) comes from the clip; ``robot``, if given, must be
     the clip's skeleton (its ``joint_names`` equal ``clip.channel_names``). Rotations are written in

@@ -99,6 +99,8 @@ _BUILTIN = {"seed8dof": seed8dof, "planar2": planar2, "tentacle": tentacle}
 
 
 def bundled_names() -> list:
+    """The names :func:`invkin.load_robot` loads without a file, sorted (``tentacle`` takes ``n`` and
+    ``joint``; ``g1`` and ``go2`` stand on a floating base)."""
     return sorted(list(_BUILTIN) + list(URDF_MODELS) + list(FLOATING_MODELS))
 
 

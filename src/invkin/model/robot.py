@@ -900,7 +900,10 @@ class Robot:
 
         ``c = Σ m_i (p_i + R_i c_i) / M`` over the nodes' inertials (:attr:`link_mass`,
         :attr:`link_com`: URDF/MJCF ``<inertial>``), the point an :class:`invkin.CenterOfMass`
-        goal places. A model without masses is a ModelError.
+        goal places. Every node counts, the root link too (as MuJoCo's ``subtree_com`` of the world
+        body); Pinocchio's ``centerOfMass`` leaves out the inertia fixed to its universe, the base
+        link of a fixed-base URDF (the Panda's 0.63 kg ``panda_link0``: its CoM lies ~2 cm farther
+        from the base). A model without masses is a ModelError.
         """
         return self._com(q, "center_of_mass", False)[0]
 

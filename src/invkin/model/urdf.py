@@ -3,17 +3,20 @@
 What is read
 ------------
 The kinematics: every top-level ``<link name>`` and every top-level ``<joint>`` with its
-``<parent link>``, ``<child link>``, ``<origin xyz rpy>``, ``<axis xyz>``, ``<limit lower upper>``
-and ``<mimic joint multiplier offset>``. And the shapes of each link: its ``<visual>`` and
-``<collision>`` elements (``<origin>``, ``<geometry>`` with one ``<box size>``, ``<cylinder radius
+``<parent link>``, ``<child link>``, ``<origin xyz rpy>``, ``<axis xyz>``, ``<limit lower upper
+velocity>`` and ``<mimic joint multiplier offset>``. The mass of each link: its ``<inertial>``'s
+``<mass value>`` and ``<origin xyz>`` (the centre of mass in the link frame; the inertia tensor is
+not read), kept in ``robot.extras["inertials"]`` (:attr:`Robot.link_mass`, :attr:`Robot.link_com`:
+``Robot.center_of_mass`` and :class:`~invkin.CenterOfMass` goals). And the shapes of each link:
+its ``<visual>`` and ``<collision>`` elements (``<origin>``, ``<geometry>`` with one ``<box size>``, ``<cylinder radius
 length>``, ``<sphere radius>``, ``<capsule radius length>`` or ``<mesh filename scale>``, and for
 visuals ``<material name>`` with ``<color rgba>``, inline or named at the top level), stored as
 :class:`~invkin.model.geometry.Geometry` tuples in ``robot.visuals`` and ``robot.collisions``
 (mesh files are located, not read; see that module for ``package://``). A shape whose
 ``<geometry>`` is missing or holds no known shape is skipped (a ``<collision>`` one with a
-:class:`~invkin.errors.ModelWarning`: a ``<plane>`` or ``<cdf>`` that no collision check sees). Everything else (``<inertial>``,
-``<gazebo>``, ``<transmission>``, ...) is skipped; so is anything nested inside those, such as the
-``<joint>`` of a ``<transmission>`` or an ``<inertial>``'s ``<origin>``.
+:class:`~invkin.errors.ModelWarning`: a ``<plane>`` or ``<cdf>`` that no collision check sees).
+Everything else (``<gazebo>``, ``<transmission>``, ...) is skipped; so is anything nested inside
+those, such as the ``<joint>`` of a ``<transmission>``.
 
 Conventions (as in the URDF specification)
 ------------------------------------------

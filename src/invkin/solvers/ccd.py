@@ -28,7 +28,7 @@ summed over the vector pairs (e current, t desired) of every goal whose frame th
 
 (gw² because g is, up to a constant, minus half the squared error that ``lm`` minimises with
 weights gw.) Φ = atan(k3/(k2 − k1)) or Φ ± π — the candidate in (−π, π] with g'' < 0 and the
-largest g (:func:`welman_angle`); with limits, the best angle inside the joint's range
+largest g (:func:`invkin.solvers._rotfit.welman_angle`); with limits, the best angle inside the joint's range
 (:func:`best_arc_angle`). A joint whose g is flat — amplitude |(k2 − k1, k3)| ≤ 1e-12 Σ w s (|e| + |t|),
 s = W for points and 1 for unit axes — cannot move the goal (its axis passes through the goal
 point, or the goal axis lies along it) and is not moved: otherwise rounding noise in k2 − k1 and

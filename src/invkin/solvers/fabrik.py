@@ -22,7 +22,7 @@ works on joint values q, so each iteration is:
 
    * revolute (hinge): the angle about the world axis a maximising Σ w t̂·R_a(Φ) ê over the
      bones, i.e. the angle between the bone and its target projected onto the plane ⟂ a
-     (Welman's k1, k2, k3 with unit vectors, :func:`welman_angle`); bones leaving the joint's
+     (Welman's k1, k2, k3 with unit vectors, :func:`~invkin.solvers._rotfit.welman_angle`); bones leaving the joint's
      point weigh 1, points further down 1e-3 (that only decides joints whose own bone lies on
      their axis, such as the twist of a coincident X-Y-Z group); the best angle inside
      [lower, upper] (:func:`best_arc_angle`);

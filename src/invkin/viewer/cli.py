@@ -139,7 +139,8 @@ def register(sub) -> None:
                    help="start configuration, one value per DOF [rad or m] (default: 0 where the limits "
                         "allow it, else mid-range)")
     p.add_argument("--state", default=None, metavar="NAME",
-                   help="start in this SRDF group state (e.g. half_sitting; needs --srdf or a bundled SRDF)")
+                   help="start in this SRDF group state (e.g. half_sitting; needs --srdf: no bundled model "
+                        "carries an SRDF)")
     p.add_argument("--up", default=None, choices=("x", "y", "z", "-x", "-y", "-z"),
                    help="up axis of a BVH or glTF clip (default: found from the clip: head above the feet)")
     p.add_argument("--clip", default=None, metavar="CLIP.bvh",

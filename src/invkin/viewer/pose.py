@@ -23,13 +23,13 @@ def start_pose(robot: Robot) -> np.ndarray:
 
 def named_pose(robot: Robot, name: str) -> np.ndarray:
     """The SRDF group state ``name`` (``--state half_sitting``), through ``robot.named_configuration``
-    (set by ``load_robot(..., srdf=...)``); a robot without SRDF states raises ViewerError."""
-    fn = getattr(robot, "named_configuration", None)
-    if fn is None:
-        raise ViewerError(f"--state {name!r}: robot {robot.name!r} carries no SRDF group states (this "
-                          f"invkin has no Robot.named_configuration); pass the pose with --q instead")
+    (set by ``load_robot(..., srdf=...)``, ``--srdf FILE``; no bundled model carries one); a robot
+    without SRDF states raises ViewerError."""
+    if not robot.named_configurations:
+        raise ViewerError(f"--state {name!r}: robot {robot.name!r} carries no SRDF group states; give its "
+                          f"SRDF with --srdf FILE, or the pose with --q")
     try:
-        q = fn(name)
+        q = robot.named_configuration(name)
     except ViewerError:
         raise
     except Exception as exc:  # the SRDF reader's own error names the states it has
