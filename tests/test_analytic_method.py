@@ -244,3 +244,21 @@ def test_fast_two_bone_2d_broadcasts_and_validates():
     tt[12345, 1] = np.inf
     with pytest.raises(ik.GoalError, match="target_xy"):
         ik.two_bone_2d(big, big, tt)
+
+
+def test_a_urdf_leg_on_a_floating_base_gets_the_planar_message_and_a_subchain_that_works():
+    # go2's and G1's floating bases have internal nodes: the refusal read them as a skeleton and advised
+    # robot.subchain('FL_thigh', 'FL_foot') (one joint: refused again) and two_bone_3d (refused: no channels)
+    go2 = ik.load_robot("go2")
+    with pytest.raises(ik.SolverError) as ei:
+        ik.solve(go2, [ik.Position("FL_foot", [0.2, 0.1, -0.2])], method="analytic")
+    msg = str(ei.value)
+    assert "exactly two revolute joints" in msg and "'root_joint' (free)" in msg and "two_bone_3d" not in msg
+    assert "robot.subchain('FL_hip', 'FL_foot')" in msg
+    leg = go2.subchain("FL_hip", "FL_foot")
+    p = leg.fk(leg.sample(rng=3), "FL_foot")[:3, 3]
+    assert ik.solve(leg, [ik.Position("FL_foot", p)], method="analytic").success
+    g1 = ik.load_robot("g1")
+    with pytest.raises(ik.SolverError, match="exactly two revolute joints") as ei:
+        ik.solve(g1, [ik.Position("left_ankle_roll_link", [0.0, 0.1, -0.6])], method="analytic")
+    assert "subchain" not in str(ei.value)  # its ankle's last two joints are not parallel: no advice

@@ -42,7 +42,7 @@ import math
 
 import numpy as np
 
-from ..errors import SolverError
+from ..errors import InvkinError, SolverError
 from ..goals import KIND_POSITION
 from ..kinematics import kernels as K
 from ._common import CONVERGED, STALLED, goal_errors
@@ -83,12 +83,19 @@ def _chain(problem) -> dict:
     return info
 
 
+class _NotALimb(SolverError):
+    """The goal frame's two nearest rotating joints are not skeleton joints (three rotation channels
+    or a ball): the problem is not a skeleton limb, so the planar arm's message is the one to give."""
+
+
 def _analyse(robot, node: int) -> dict:
     try:
         return _analyse_planar(robot, node)
     except SolverError as planar:
         try:
             return _analyse_limb(robot, node)
+        except _NotALimb:  # a URDF arm or leg (a floating base's internal nodes are not a skeleton's)
+            raise planar from None
         except SolverError as limb:
             if all(robot.is_frame):  # not a skeleton: the planar message says what is supported
                 raise planar from None
@@ -98,8 +105,21 @@ def _analyse(robot, node: int) -> dict:
 def _analyse_limb(robot, node: int) -> dict:
     """A skeleton limb (hip/knee groups of three rotation channels or ball joints): solved in 3-D by
     :func:`~invkin.solvers.two_bone_limb.two_bone_limb`, keeping the current bend plane."""
-    names = limb_joints(robot, robot.node_names[node])
+    try:
+        names = limb_joints(robot, robot.node_names[node])
+    except SolverError as exc:
+        raise _NotALimb(str(exc)) from None
     groups = [set(_frame_groups(robot, robot.frame_index(nm))) for nm in names]
+    for g in groups[:2]:
+        ball = len(g) == 1 and all(robot.joint_type[i] == K.BALL for i in g)
+        axes = {int(np.argmax(np.abs(robot.axis[i]))) for i in g if np.count_nonzero(robot.axis[i]) == 1}
+        if not ball and not (len(g) == 3 and len(axes) == 3 and all(robot.joint_type[i] == K.REVOLUTE for i in g)):
+            # a single URDF hinge (go2's thigh, G1's knee) is no skeleton joint: the planar message applies;
+            # channels in internal nodes (a BVH joint with fewer than three) are a skeleton's
+            skeleton = any(not robot.is_frame[i] for i in g)
+            raise (SolverError if skeleton else _NotALimb)(
+                f"analytic: a limb joint needs three rotation channels about x, y, z or one ball joint; "
+                f"{[robot.node_joint_names[i] for i in sorted(g)]} is neither")
     path = robot.ancestors(node)
     moving = {i for i in path if robot.qidx[i] >= 0 and robot.joint_type[i] != K.FIXED}
     extra = moving - groups[0] - groups[1] - groups[2]
@@ -108,12 +128,6 @@ def _analyse_limb(robot, node: int) -> dict:
                           f"{names}: {[robot.node_joint_names[i] for i in sorted(extra)][:6]}...; solve the "
                           f"limb alone: robot.subchain({names[0]!r}, {names[2]!r}), or use "
                           f"ik.two_bone_3d(robot, q, {names[2]!r}, target) on the whole skeleton")
-    for g in groups[:2]:
-        ball = len(g) == 1 and all(robot.joint_type[i] == K.BALL for i in g)
-        axes = {int(np.argmax(np.abs(robot.axis[i]))) for i in g if np.count_nonzero(robot.axis[i]) == 1}
-        if not ball and not (len(g) == 3 and len(axes) == 3 and all(robot.joint_type[i] == K.REVOLUTE for i in g)):
-            raise SolverError(f"analytic: a limb joint needs three rotation channels about x, y, z or one ball "
-                              f"joint; {[robot.node_joint_names[i] for i in sorted(g)]} is neither")
     for i in groups[0] | groups[1]:
         if robot.mimic_leader[i]:
             raise SolverError(f"analytic: joint {robot.node_joint_names[i]!r} is mimic-coupled")
@@ -124,12 +138,15 @@ def _analyse_planar(robot, node: int) -> dict:
     frame = robot.node_names[node]
     path = robot.ancestors(node)[::-1]  # root first
     moving = [i for i in path if robot.qidx[i] >= 0 and robot.joint_type[i] != K.FIXED]
-    desc = ", ".join(f"{robot.node_joint_names[i]!r} ({_TYPE_NAMES.get(int(robot.joint_type[i]), '?')})"
-                     for i in moving) or "none"
     if len(moving) != 2:
+        # a free or planar joint (several internal nodes) is named once, with its kind
+        joints = [f"{robot.node_joint_names[i]!r} ({robot.composite[i] or _TYPE_NAMES.get(int(robot.joint_type[i]), '?')})"
+                  for k, i in enumerate(moving) if not (k and robot.composite[i]
+                                                        and robot.node_joint_names[moving[k - 1]] == robot.node_joint_names[i])]
         raise SolverError(f"analytic needs the goal frame {frame!r} to be moved by exactly two revolute joints "
                           f"with parallel axes (a planar two-bone arm such as planar2); robot {robot.name!r} "
-                          f"moves it with {len(moving)} joint(s): {desc}; use method='lm'")
+                          f"moves it with {len(joints)} joint(s): {', '.join(joints) or 'none'}; use method='lm'"
+                          + _planar_subchain_hint(robot, node, moving))
     for i in moving:
         if robot.joint_type[i] != K.REVOLUTE:
             raise SolverError(f"analytic handles revolute joints only; joint {robot.node_joint_names[i]!r} of "
@@ -185,6 +202,25 @@ def _analyse_planar(robot, node: int) -> dict:
                 m1=float(robot.multiplier[n1]), o1=float(robot.offset[n1]),
                 m2=float(robot.multiplier[n2]), o2=float(robot.offset[n2]))
     return info
+
+
+def _planar_subchain_hint(robot, node: int, moving) -> str:
+    """", or solve its last two joints alone: robot.subchain(base, frame)" when the goal frame's last two
+    moving joints form a planar two-bone arm (go2's thigh and calf below its hip), else ""."""
+    if len(moving) < 3:
+        return ""
+    base = int(robot.parent[moving[-2]])
+    while base >= 0 and not robot.is_frame[base]:
+        base = int(robot.parent[base])
+    if base < 0:
+        return ""
+    base_name, frame = robot.node_names[base], robot.node_names[node]
+    try:
+        sub = robot.subchain(base_name, frame)
+        _analyse_planar(sub, sub.frame_index(frame))
+    except InvkinError:
+        return ""
+    return f", or solve its last two joints alone: robot.subchain({base_name!r}, {frame!r})"
 
 
 def _check(problem):
