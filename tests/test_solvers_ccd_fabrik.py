@@ -359,3 +359,27 @@ def test_the_tracker_runs_the_same_sweeps_as_solve_frame_by_frame(method):
     tr = ik.Tracker(robot, "tip", max_joint_step=0.01, method=method, iterations=200)
     step = tr.update([0.3, 0.3, 0.4])
     assert step.jump <= 0.01 + 1e-12 and step.flagged and step.status == ik.Status.ITERATION_LIMIT
+
+
+@pytest.mark.parametrize("method", ["ccd", "fabrik"])
+def test_a_posture_goal_is_refused_by_methods_without_a_rest_term(method):
+    # ccd and fabrik solved as if the Posture goal were not there
+    robot = ik.load_robot("tentacle", n=6)
+    goals = [ik.Position("tip", [0.3, 0.0, 0.4]), ik.Posture(robot.neutral() + 0.2, weight=0.5)]
+    with pytest.raises(ik.SolverError, match=f"Posture goal: method '{method}' does not use it"):
+        ik.solve(robot, goals, method=method)
+    res = ik.solve(robot, goals, method=method, nullspace="posture", position_tolerance=1e-4, timeout=1.0)
+    assert res.success and res.info["nullspace"] == "posture"
+
+
+def test_fabrik_refuses_joint_weights():
+    robot = ik.load_robot("tentacle", n=6)
+    with pytest.raises(ik.SolverError, match="joint_weights: method 'fabrik'"):
+        ik.solve(robot, [ik.Position("tip", [0.3, 0.0, 0.4])], method="fabrik", joint_weights=np.ones(robot.dof))
+
+
+@pytest.mark.parametrize("method, option", [("ccd", "variant"), ("ccd", "twist"), ("fabrik", "twist")])
+def test_an_array_for_a_named_option_is_a_solver_error(method, option):
+    robot = ik.load_robot("tentacle", n=6)
+    with pytest.raises(ik.SolverError, match=option):
+        ik.solve(robot, [ik.Position("tip", [0.3, 0.0, 0.4])], method=method, **{option: np.array(["a", "b"])})

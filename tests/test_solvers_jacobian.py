@@ -362,3 +362,36 @@ def test_bad_option_values_are_solver_errors(seed8, method, options):
 
 def test_methods_are_registered():
     assert set(METHODS) <= set(ik.methods())
+
+
+def test_gauss_seidel_refuses_joint_weights_it_would_not_use(seed8):
+    # Gauss–Seidel takes the same step whatever the scale of each unknown: the weights changed nothing
+    p = _reachable(seed8, 1, seed=9)[0]
+    with pytest.raises(ik.SolverError, match="joint_weights: method 'gauss-seidel' does not use them"):
+        ik.solve(seed8, [ik.Position("effector", p)], method="gauss-seidel", joint_weights=np.arange(1.0, 9.0))
+    # mode="distance" picks among restarts by the weighted distance to q0: there they count
+    res = ik.solve(seed8, [ik.Position("effector", p)], method="gauss-seidel", joint_weights=np.arange(1.0, 9.0),
+                   mode="distance", timeout=0.02)
+    assert res.success
+
+
+@pytest.mark.parametrize("options", [dict(p_orig=5.0), dict(p_ik=3.0), dict(p_orig="x"), dict(p_ik=-1.0)])
+def test_gauss_seidel_springs_without_theta_orig_are_solver_errors(seed8, options):
+    # they were accepted, bad values included, and did nothing
+    name = next(iter(options))
+    with pytest.raises(ik.SolverError, match=name):
+        ik.solve(seed8, [ik.Position("effector", [1.0, 1.0, 1.0])], method="gauss-seidel", **options)
+
+
+def test_rest_with_a_misspelt_key_is_a_goal_error(seed8):
+    rest = dict(theta_orig=seed8.neutral(), p_orig=1.0, p_ik=1.0, mdoe="blend")
+    with pytest.raises(ik.GoalError, match="unknown key.*'mdoe'"):
+        ik.solve(seed8, [ik.Position("effector", [1.0, 1.0, 1.0])], method="gauss-seidel", rest=rest)
+
+
+@pytest.mark.parametrize("kw, words", [(dict(mode=np.array(["speed", "distance"])), "mode"),
+                                       (dict(method=np.array(["lm", "dls"])), "method"),
+                                       (dict(nullspace=np.array([1.0, 2.0])), "null-space objective")])
+def test_array_valued_names_are_invkin_errors_not_numpys_ambiguous_truth(seed8, kw, words):
+    with pytest.raises(ik.InvkinError, match=words):
+        ik.solve(seed8, [ik.Position("effector", [1.0, 1.0, 1.0])], **kw)

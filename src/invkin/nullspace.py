@@ -190,6 +190,9 @@ def make_objective(spec, robot, problem=None, **params) -> Objective:
             return eta
 
         return Objective(getattr(spec, "__name__", "eta"), robot, None, None, direction)
+    if not isinstance(spec, str):  # (an array compared with a name: numpy's ambiguous truth value)
+        raise GoalError(f"unknown null-space objective {spec!r:.200}; choose one of: {', '.join(OBJECTIVES)}, "
+                        f"or pass a callable eta(q)")
     try:
         if spec == "joint_limits":
             if params:

@@ -308,7 +308,9 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             :data:`ITERATION_CAP` = 1,000,000). Every attempt counts at least one, so a loop of
             attempts that each do nothing (``mode="distance"`` on a goal met everywhere) ends.
         seed: RNG seed for restarts: an int in [0, 2**63), a numpy Generator, or None (fresh entropy).
-        joint_weights: (dof,) > 0, stiffness of each joint (weighted least norm).
+        joint_weights: (dof,) > 0, stiffness of each joint (weighted least norm; ccd: relative stiffness).
+            Methods that would not use them (gauss-seidel, fabrik, analytic) refuse them (SolverError),
+            except with mode="distance" or a ``nullspace`` refinement, which measure with them.
         restarts: True: restart from random configurations when an attempt stalls, while the
             budget lasts; False: one attempt (anything else is a GoalError).
         mode: "speed" returns the first solution; "distance" keeps solving until the budget is
@@ -354,8 +356,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
     """
     robot_arg(robot)
-    common = (method == "lm" and mode == "speed" and nullspace is None and rest is None and nullspace_gain is None
-              and joint_weights is None and restarts is True and max_iterations is None and not options
+    common = (type(method) is str and method == "lm" and type(mode) is str and mode == "speed"  # (no array's truth)
+              and nullspace is None and rest is None and nullspace_gain is None and joint_weights is None and restarts is True and max_iterations is None and not options
               and max_joint_step is None and dt is None)  # (read once: a collision solve asks it twice)
     if common and world is None and self_collision is False and type(margin) is float and margin == 0.005:
         if type(goals) is list and len(goals) > 1:  # (a whole-body list: not the chain's case)
@@ -373,6 +375,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
                                      collision)
         if res is not None:
             return res
+    _check_unused(method, goals, joint_weights, mode, nullspace)
     if nullspace is None and rest is None and nullspace_gain is None:
         res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
                      seed, joint_weights, restarts, mode, options, max_joint_step, dt, collision, first)
@@ -390,6 +393,26 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     if first is not None:  # the time and iterations of the first solve too
         object.__setattr__(res, "time", res.time + first[1].time)
     return res
+
+
+def _check_unused(method, goals, joint_weights, mode, nullspace) -> None:
+    """SolverError for an input the method's iterations do not use (``Method.ignores``): joint_weights
+    (unless mode="distance" measures the distance to q0 with them over restarts, or a null-space
+    refinement after the solve uses them) and a Posture goal (unless nullspace="posture" takes its
+    q_rest). Solving as if they were not given would be a silent no-op."""
+    ignores = get_method(method).ignores
+    if not ignores:
+        return
+    if joint_weights is not None and "joint_weights" in ignores and nullspace is None \
+            and (mode != "distance" or not get_method(method).restarts):
+        raise SolverError(f"joint_weights: method {method!r} does not use them ({ignores['joint_weights']}); "
+                          f"use method 'lm', 'dls', 'pinv', 'transpose' or 'ccd' (stiffness) for weighted joints")
+    if "posture" in ignores and not (isinstance(nullspace, str) and nullspace == "posture"):
+        listed = goals if isinstance(goals, (list, tuple)) else [goals]
+        if any(isinstance(g, Posture) and g.weight > 0 for g in listed):
+            raise SolverError(f"Posture goal: method {method!r} does not use it ({ignores['posture']}); use "
+                              f"nullspace='posture' (a refinement toward q_rest after the solve, in the goals' "
+                              f"null space) or method 'lm', 'dls', 'pinv', 'transpose' or 'gauss-seidel'")
 
 
 _ROWS = []  # invkin.collision.rows (and .retry) once a collision solve has imported it (_collision_rows)
@@ -543,6 +566,9 @@ def _wrap_near(robot, q, q0) -> None:
         q[..., c] -= 2.0 * np.pi * np.round(d / (2.0 * np.pi))
 
 
+_REST_KEYS = frozenset(("theta_orig", "p_orig", "p_ik", "d_orig", "d_ik", "mode"))
+
+
 def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
                     seed, joint_weights, restarts, mode, options, nullspace, nullspace_gain, nullspace_iterations,
                     rest, max_joint_step=None, dt=None) -> Result:
@@ -575,6 +601,10 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
         if not isinstance(rest, dict) or not {"theta_orig", "p_orig", "p_ik"} <= set(rest):
             raise GoalError(f"rest: expected dict(theta_orig=..., p_orig=..., p_ik=..., [d_orig, d_ik]), "
                             f"got {rest!r:.200}")
+        unknown = sorted(map(str, set(rest) - _REST_KEYS))
+        if unknown:  # (a misspelt mode or damper was dropped without a word)
+            raise GoalError(f"rest: unknown key(s) {', '.join(map(repr, unknown))}; the keys are "
+                            f"{', '.join(sorted(_REST_KEYS))}")
         from .rest import rest_blend
 
         rest_blend(rest["theta_orig"], robot.neutral(), rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0),
@@ -646,7 +676,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
     else:
         max_iterations = ITERATION_CAP
     check_seed("seed", seed)
-    if mode not in ("speed", "distance"):
+    if not (isinstance(mode, str) and mode in ("speed", "distance")):
         raise SolverError(f"mode: expected 'speed' or 'distance', got {mode!r}")
     if not isinstance(restarts, (bool, np.bool_)):  # (5 or "no" were taken as True: unlimited restarts)
         raise GoalError(f"restarts: expected True (restart from random configurations while the budget lasts) "

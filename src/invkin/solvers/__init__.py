@@ -30,6 +30,9 @@ class Method:
     attempt_iterations: int | None = None  # restart an attempt not converged after this many
     check: Callable | None = field(default=None, repr=False)  # (problem) -> None, raises SolverError
     defaults: dict = field(default_factory=dict)
+    # inputs its iterations do not use, with the reason: "joint_weights", "posture" (a Posture goal);
+    # the driver refuses them (solve._check_unused) instead of solving as if they were not given
+    ignores: dict = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, Method] = {}

@@ -314,7 +314,8 @@ def _register():
 
     register(Method(NAME, _iterate, "closed-form two-bone arm (two parallel revolute joints, one Position goal)",
                     JOINT_TYPES, goal_kinds=("position",), restarts=False, check=_check,
-                    defaults=dict(elbow_up=True)))
+                    defaults=dict(elbow_up=True),
+                    ignores=dict(joint_weights="a closed-form answer, with no weighting to apply")))
 
 
 _register()

@@ -64,7 +64,8 @@ article's value unless the requested tolerance needs finer rotations (with 0.001
 reach W stops moving once the tip is within about 0.001 W of the target).
 
 Mimic followers are not visited themselves; their leader's update moves them (full FK then).
-Posture goals are ignored. STALLED when the weighted squared residual has not dropped by
+A Posture goal is refused (SolverError: the sweeps have no rest term; ``nullspace="posture"``
+refines a converged answer toward it instead). STALLED when the weighted squared residual has not dropped by
 1e-4 (relative) within 10 sweeps (a local minimum, a limit, or the stretched pose of an
 unreachable target).
 """
@@ -545,7 +546,7 @@ def goal_scales(problem) -> np.ndarray:
 
 def _options(problem, options):
     variant = options.get("variant", "welman")
-    if variant not in VARIANTS:
+    if not (isinstance(variant, str) and variant in VARIANTS):  # (an array here: numpy's ambiguous truth)
         raise SolverError(f"ccd: variant must be one of {', '.join(map(repr, VARIANTS))}, got {variant!r}")
     simple = variant == "simple"
     if simple and not problem.is_position_only():
@@ -594,7 +595,7 @@ def twist_option(method, options) -> bool:
     """The option ``twist``: "previous" (default: every free bone keeps its twist from the start of the
     solve, :func:`invkin.solvers._twist.resolve_twist`) or "free" (whatever the updates leave)."""
     tw = options.get("twist", "previous")
-    if tw not in ("previous", "free"):
+    if not (isinstance(tw, str) and tw in ("previous", "free")):
         raise SolverError(f"{method}: twist must be 'previous' or 'free', got {tw!r}")
     return tw == "previous"
 
@@ -605,7 +606,8 @@ def _register():
     register(Method(NAME, _iterate,
                     "cyclic coordinate descent (Welman: position + orientation, limits, stiffness; or simple)",
                     JOINT_TYPES, defaults=dict(variant="welman", threshold=None, position_gain=1.0, stiffness=None,
-                                  twist="previous")))
+                                  twist="previous"),
+                    ignores=dict(posture="its sweeps turn each joint to the goals, with no rest term")))
 
 
 _register()

@@ -34,6 +34,9 @@ reference, ``θ_ik ← clamp(θ_ik ⊕ ω)``, and the joint settles at the sprin
 computed at the settled θ, so the reference keeps moving until the goal is met: the springs slow
 the motion by ``p_ik/(p_orig + p_ik)`` and keep it near θ_orig, and the goal is lost only when
 θ_ik would have to leave the joint range, i.e. when p_orig ≫ p_ik (then the attempt stalls).
+The springs are the method's per-joint stiffness: ``joint_weights`` are refused (SolverError),
+since Gauss–Seidel takes the same step whatever the scale of each unknown (ω_i = D_i ω̃_i gives
+α̃_i = D_i² α_i, β̃_i = D_i β_i, γ̃_ij = D_i D_j γ_ij: the same ω).
 :func:`invkin.motion.solve_with_rest` and ``solve(rest=...)`` run it and report a lost goal.
 """
 from __future__ import annotations
@@ -360,23 +363,27 @@ def spring_arrays(problem, theta_orig, p_orig, p_ik):
 
     p_orig ≥ 0 and p_ik > 0 are one number or one per q entry; a ball joint takes the ratio of its
     first entry (one spring per joint, as in :func:`invkin.motion.rest_blend`)."""
-    if theta_orig is None:
-        return NO_SPRINGS, NO_SPRINGS
     robot = problem.robot
     dof = robot.dof
     try:
-        th = np.array(theta_orig, dtype=np.float64)
+        th = None if theta_orig is None else np.array(theta_orig, dtype=np.float64)
         po = np.array(np.broadcast_to(np.asarray(p_orig, dtype=np.float64), (dof,)))
         pi = np.array(np.broadcast_to(np.asarray(p_ik, dtype=np.float64), (dof,)))
     except (TypeError, ValueError):
         raise SolverError(f"options theta_orig, p_orig, p_ik: expected ({dof},) angles and springs (one number "
                           f"or {dof}), got {theta_orig!r:.100}, {p_orig!r:.100}, {p_ik!r:.100}") from None
-    if th.shape != (dof,) or not np.all(np.isfinite(th)):
-        raise SolverError(f"option theta_orig: expected {dof} finite joint values, got shape {th.shape}")
     if not np.all(np.isfinite(po) & (po >= 0)):
         raise SolverError(f"option p_orig: expected springs >= 0, got {po.tolist()}")
     if not np.all(np.isfinite(pi) & (pi > 0)):
         raise SolverError(f"option p_ik: expected springs > 0, got {pi.tolist()}")
+    if th is None:
+        if np.any(po != 0.0) or np.any(pi != 1.0):  # springs with no rest posture to pull toward: a no-op
+            raise SolverError(f"options p_orig, p_ik: the rest springs pull toward theta_orig, which is not "
+                              f"given (p_orig={p_orig!r:.100}, p_ik={p_ik!r:.100}); give theta_orig ({dof},) "
+                              f"too, or rest=dict(theta_orig=..., p_orig=..., p_ik=...)")
+        return NO_SPRINGS, NO_SPRINGS
+    if th.shape != (dof,) or not np.all(np.isfinite(th)):
+        raise SolverError(f"option theta_orig: expected {dof} finite joint values, got shape {th.shape}")
     ratio = po / pi
     for s in robot.ball_starts:
         ratio[s + 1:s + 3] = ratio[s]
@@ -406,7 +413,10 @@ def _register():
 
     register(Method(NAME, _iterate, "Springhead2 block Gauss–Seidel on JᵀJ ω = Jᵀv, multi control point (SEEDS §3)",
                     JOINT_TYPES, defaults=dict(gain=1.0, sweeps=5, max_step=0.5, theta_orig=None, p_orig=0.0,
-                                               p_ik=1.0)))
+                                               p_ik=1.0),
+                    ignores=dict(joint_weights="Gauss-Seidel on JᵀJ ω = Jᵀv takes the same step whatever the scale "
+                                               "of each unknown, and Springhead's IK has no joint weights; its rest "
+                                               "springs p_orig, p_ik hold joints instead")))
 
 
 _register()
