@@ -395,3 +395,19 @@ def test_rest_with_a_misspelt_key_is_a_goal_error(seed8):
 def test_array_valued_names_are_invkin_errors_not_numpys_ambiguous_truth(seed8, kw, words):
     with pytest.raises(ik.InvkinError, match=words):
         ik.solve(seed8, [ik.Position("effector", [1.0, 1.0, 1.0])], **kw)
+
+
+@pytest.mark.parametrize("kw", [dict(method="lm", nullspace_iterations="x"), dict(method="ccd", nullspace_iterations=-5),
+                                dict(method="lm", nullspace="joint_limits", nullspace_iterations=2.5)])
+def test_bad_nullspace_iterations_are_goal_errors_with_or_without_a_refinement(seed8, kw):
+    # without nullspace=... they went unchecked ('x', -5); with it the message said "iterations"
+    with pytest.raises(ik.GoalError, match="nullspace_iterations: expected an integer"):
+        ik.solve(seed8, [ik.Position("effector", _reachable(seed8, 1, seed=9)[0])], **kw)
+
+
+def test_nullspace_gain_scales_a_posture_goal_for_pinv_and_dls(seed8):
+    p = _reachable(seed8, 1, seed=9)[0]
+    goals = [ik.Position("effector", p), ik.Posture(seed8.neutral() + 0.3, weight=1.0)]
+    a = ik.solve(seed8, goals, method="pinv", nullspace_gain=0.02, timeout=None, max_iterations=300)
+    b = ik.solve(seed8, goals, method="pinv", nullspace_gain=0.3, timeout=None, max_iterations=300)
+    assert a.success and b.success and not np.allclose(a.q, b.q)

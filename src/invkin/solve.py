@@ -357,7 +357,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     """
     robot_arg(robot)
     common = (type(method) is str and method == "lm" and type(mode) is str and mode == "speed"  # (no array's truth)
-              and nullspace is None and rest is None and nullspace_gain is None and joint_weights is None and restarts is True and max_iterations is None and not options
+              and nullspace is None and rest is None and nullspace_gain is None and joint_weights is None
+              and type(nullspace_iterations) is int and nullspace_iterations == 50 and restarts is True and max_iterations is None and not options
               and max_joint_step is None and dt is None)  # (read once: a collision solve asks it twice)
     if common and world is None and self_collision is False and type(margin) is float and margin == 0.005:
         if type(goals) is list and len(goals) > 1:  # (a whole-body list: not the chain's case)
@@ -375,7 +376,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
                                      collision)
         if res is not None:
             return res
-    _check_unused(method, goals, joint_weights, mode, nullspace)
+    _check_unused(method, goals, joint_weights, mode, nullspace, nullspace_iterations)
     if nullspace is None and rest is None and nullspace_gain is None:
         res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
                      seed, joint_weights, restarts, mode, options, max_joint_step, dt, collision, first)
@@ -395,16 +396,26 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     return res
 
 
-def _check_unused(method, goals, joint_weights, mode, nullspace) -> None:
+NULLSPACE_ITERATIONS = 50  # solve()'s default nullspace_iterations
+
+
+def _check_unused(method, goals, joint_weights, mode, nullspace, nullspace_iterations=NULLSPACE_ITERATIONS) -> None:
     """SolverError for an input the method's iterations do not use (``Method.ignores``): joint_weights
     (unless mode="distance" measures the distance to q0 with them over restarts, or a null-space
     refinement after the solve uses them) and a Posture goal (unless nullspace="posture" takes its
-    q_rest). Solving as if they were not given would be a silent no-op."""
-    ignores = get_method(method).ignores
+    q_rest). Solving as if they were not given would be a silent no-op. Also checks
+    ``nullspace_iterations`` (an integer >= 0) whether or not a refinement runs (a null-space setting
+    passed to every solve of a loop over objectives, None among them, is no error)."""
+    m = get_method(method)
+    if not (type(nullspace_iterations) is int and nullspace_iterations == NULLSPACE_ITERATIONS):
+        if isinstance(nullspace_iterations, bool) or not isinstance(nullspace_iterations, (int, np.integer)) \
+                or nullspace_iterations < 0:
+            raise GoalError(f"nullspace_iterations: expected an integer >= 0, got {nullspace_iterations!r:.50}")
+    ignores = m.ignores
     if not ignores:
         return
     if joint_weights is not None and "joint_weights" in ignores and nullspace is None \
-            and (mode != "distance" or not get_method(method).restarts):
+            and (mode != "distance" or not m.restarts):
         raise SolverError(f"joint_weights: method {method!r} does not use them ({ignores['joint_weights']}); "
                           f"use method 'lm', 'dls', 'pinv', 'transpose' or 'ccd' (stiffness) for weighted joints")
     if "posture" in ignores and not (isinstance(nullspace, str) and nullspace == "posture"):
