@@ -262,3 +262,31 @@ def test_a_urdf_leg_on_a_floating_base_gets_the_planar_message_and_a_subchain_th
     with pytest.raises(ik.SolverError, match="exactly two revolute joints") as ei:
         ik.solve(g1, [ik.Position("left_ankle_roll_link", [0.0, 0.1, -0.6])], method="analytic")
     assert "subchain" not in str(ei.value)  # its ankle's last two joints are not parallel: no advice
+
+
+def _cmu_walk():
+    from importlib import resources
+
+    path = resources.files("invkin") / "data" / "mocap" / "cmu_02_01_walk.bvh"
+    with resources.as_file(path) as p:
+        return ik.read_bvh(p)
+
+
+def test_a_whole_skeleton_is_refused_with_the_limb_advice_not_a_recursion():
+    skeleton, clip = _cmu_walk()
+    with pytest.raises(ik.SolverError, match=r"robot.subchain\('LeftUpLeg', 'LeftFoot'\)"):
+        ik.solve(skeleton, [ik.Position("LeftFoot", [0.0, 0.0, 0.0])], method="analytic")
+
+
+def test_elbow_up_on_a_skeleton_limb_is_checked_and_false_is_refused():
+    # it was dropped without a word: elbow_up=False and elbow_up="x" gave the same answer as True
+    skeleton, _ = _cmu_walk()
+    leg = skeleton.subchain("LeftUpLeg", "LeftFoot")
+    target = leg.fk(leg.neutral(), "LeftFoot")[:3, 3] + [3.0, 3.0, 0.0]
+    goal = [ik.Position("LeftFoot", target)]
+    assert ik.solve(leg, goal, method="analytic").success
+    assert ik.solve(leg, goal, method="analytic", elbow_up=None).success
+    with pytest.raises(ik.SolverError, match="elbow_up=False does not apply to the skeleton limb"):
+        ik.solve(leg, goal, method="analytic", elbow_up=False)
+    with pytest.raises(ik.SolverError, match="elbow_up must be True, False or None"):
+        ik.solve(leg, goal, method="analytic", elbow_up="x")

@@ -13,7 +13,8 @@ Supported problems (``check`` raises :class:`~invkin.SolverError` for anything e
   (hip and knee) each turn about their own position through three rotation channels about x, y, z
   or one ball joint; the goal frame's own rotations are left alone. Solved in 3-D by
   :func:`~invkin.solvers.two_bone_limb.two_bone_limb` keeping the current bend plane (``q0``'s),
-  so the knee keeps its side and twist.
+  so the knee keeps its side and twist (``elbow_up=False`` is refused there; True, the default, and
+  None keep q0's side).
 
 Not supported: prismatic joints on the path, other moving joints, two revolute joints whose axes are
 not parallel and are not a skeleton limb. Use ``lm`` for those.
@@ -134,7 +135,7 @@ def _analyse_limb(robot, node: int) -> dict:
     return dict(limb=names)
 
 
-def _analyse_planar(robot, node: int) -> dict:
+def _analyse_planar(robot, node: int, hint: bool = True) -> dict:
     frame = robot.node_names[node]
     path = robot.ancestors(node)[::-1]  # root first
     moving = [i for i in path if robot.qidx[i] >= 0 and robot.joint_type[i] != K.FIXED]
@@ -146,7 +147,7 @@ def _analyse_planar(robot, node: int) -> dict:
         raise SolverError(f"analytic needs the goal frame {frame!r} to be moved by exactly two revolute joints "
                           f"with parallel axes (a planar two-bone arm such as planar2); robot {robot.name!r} "
                           f"moves it with {len(joints)} joint(s): {', '.join(joints) or 'none'}; use method='lm'"
-                          + _planar_subchain_hint(robot, node, moving))
+                          + (_planar_subchain_hint(robot, node, moving) if hint else ""))
     for i in moving:
         if robot.joint_type[i] != K.REVOLUTE:
             raise SolverError(f"analytic handles revolute joints only; joint {robot.node_joint_names[i]!r} of "
@@ -217,7 +218,7 @@ def _planar_subchain_hint(robot, node: int, moving) -> str:
     base_name, frame = robot.node_names[base], robot.node_names[node]
     try:
         sub = robot.subchain(base_name, frame)
-        _analyse_planar(sub, sub.frame_index(frame))
+        _analyse_planar(sub, sub.frame_index(frame), hint=False)
     except InvkinError:
         return ""
     return f", or solve its last two joints alone: robot.subchain({base_name!r}, {frame!r})"
@@ -257,7 +258,14 @@ def _iterate(problem, q, max_iter, state, options):
         return STALLED
     ch = _chain(problem)
     robot = problem.robot
+    elbow_up = options.get("elbow_up", True)
+    if elbow_up is not None and not isinstance(elbow_up, (bool, np.bool_)):
+        raise SolverError(f"analytic: elbow_up must be True, False or None (nearest to q0), got {elbow_up!r}")
     if "limb" in ch:
+        if elbow_up is not None and not elbow_up:  # (it was dropped without a word)
+            raise SolverError(f"analytic: elbow_up=False does not apply to the skeleton limb {ch['limb']}: the "
+                              f"knee keeps the side of q0's bend plane; to choose it, start from a q0 bent that "
+                              f"way, or use ik.two_bone_3d(robot, q, {ch['limb'][2]!r}, target, pole=...)")
         q[:] = robot.clamp(two_bone_limb(robot, q, ch["limb"][2], problem.gvec[0], limb=ch["limb"]).q)
         perr, _ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
@@ -265,9 +273,6 @@ def _iterate(problem, q, max_iter, state, options):
         state[2] = perr
         state[3] = 0.0
         return CONVERGED if perr <= problem.tol_p else STALLED
-    elbow_up = options.get("elbow_up", True)
-    if elbow_up is not None and not isinstance(elbow_up, (bool, np.bool_)):
-        raise SolverError(f"analytic: elbow_up must be True, False or None (nearest to q0), got {elbow_up!r}")
     t = ch["F1inv"][:3, :3] @ problem.gvec[0] + ch["F1inv"][:3, 3]
     xy = np.array([t @ ch["ex"], t @ ch["ey"]])
     lo, hi = problem.lower, problem.upper
