@@ -793,9 +793,19 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         now = time.perf_counter()
         if deadline is not None and now >= deadline:
             stop_reason = Status.TIME_LIMIT
-            break
-        if max_iterations is not None and total_it + idle >= max_iterations:
+        elif max_iterations is not None and total_it + idle >= max_iterations:
             stop_reason = Status.ITERATION_LIMIT
+        if stop_reason is not None:
+            if code == RUNNING and "qbest" in problem.scratch and state[6] > 0.0:
+                # pinv, dls and gauss-seidel take every step and keep the best point of the attempt
+                # (restored when they stall): cut off while running, the last q may be worse than it,
+                # even worse than the start (pinv on Panda: 1.10 m from 0.84 m after 23 iterations)
+                qb = problem.scratch["qbest"]
+                pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, qb, problem.gnode,
+                                      problem.gkind, problem.gvec, problem.gR, problem.gaxis, problem.gw)
+                kb = (max(pe / position_tolerance, re_ / rotation_tolerance), pe + re_)
+                if kb < best_key:
+                    best_q, best_key = qb.copy(), kb
             break
         if code == STALLED or converged or done == 0:
             if code == STALLED:
