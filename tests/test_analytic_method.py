@@ -290,3 +290,18 @@ def test_elbow_up_on_a_skeleton_limb_is_checked_and_false_is_refused():
         ik.solve(leg, goal, method="analytic", elbow_up=False)
     with pytest.raises(ik.SolverError, match="elbow_up must be True, False or None"):
         ik.solve(leg, goal, method="analytic", elbow_up="x")
+
+
+def test_too_close_and_off_plane_targets_are_unreachable_and_clamped_answers_only_stalled():
+    # the closed form's answer is the closest reachable point: those targets said "stalled"
+    robot = ik.load_robot("planar2")
+    for p in ([0.05, 0.0, 0.0], [0.0, 0.0, 0.0], [1.0, 0.5, 0.3]):
+        res = ik.solve(robot, [ik.Position("hand", p)], method="analytic")
+        assert res.status == ik.Status.UNREACHABLE, (p, res)
+    skeleton, _ = _cmu_walk()
+    leg = skeleton.subchain("LeftUpLeg", "LeftFoot")
+    far = leg.fk(leg.neutral(), "LeftFoot")[:3, 3] * 3.0  # three times the leg's length from the hip
+    assert ik.solve(leg, [ik.Position("LeftFoot", far)], method="analytic").status == ik.Status.UNREACHABLE
+    robot = _arm(elbow_lo=0.5, elbow_hi=0.6)  # a limit binds: not proven closest
+    p = robot.fk(np.array([0.3, 1.5, 0.0]), "hand")[:3, 3]
+    assert ik.solve(robot, [ik.Position("hand", p)], method="analytic").status == ik.Status.STALLED

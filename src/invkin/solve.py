@@ -755,6 +755,8 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         it_before = state[1]
         t0 = time.perf_counter()
         code = m.iterate(problem, q, budget_it, state, opts)
+        if code == STALLED and m.closest and state[5] == 1.0:
+            unreachable_known = True  # a closed form's closest reachable point: the goal is out of reach
         t0 += clock.update(t0)  # a first call's compile (or interpreted run) is not the solve's time
         deadline = clock.deadline
         if cones:  # swing-cone/twist limits the method's iterations do not see: projected every iteration

@@ -33,6 +33,9 @@ class Method:
     # inputs its iterations do not use, with the reason: "joint_weights", "posture" (a Posture goal);
     # the driver refuses them (solve._check_unused) instead of solving as if they were not given
     ignores: dict = field(default_factory=dict)
+    # a closed form: when an iterate call returns STALLED with state[5] == 1, its q is the closest
+    # reachable point of the goal, so the target is out of reach (the driver reports UNREACHABLE)
+    closest: bool = False
 
 
 _REGISTRY: dict[str, Method] = {}

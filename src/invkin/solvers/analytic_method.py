@@ -35,7 +35,9 @@ the first joint's axis (``θ2 ≤ 0`` in ``two_bone_2d``'s terms); ``elbow_up=Fa
 violates a limit the other one is used when it fits; if neither fits, both are clamped into
 the limits and the one whose hand lands closer to the target is returned (not converged unless
 it still meets the tolerance). One call computes the answer: ``iterate`` reports CONVERGED only
-if the goal is met within ``position_tolerance``, else STALLED; the method never restarts.
+if the goal is met within ``position_tolerance``, else STALLED; the method never restarts. A missed
+goal whose answer no limit bound (the arm stretched or folded toward the target, or a target off the
+arm's plane) is the closest point the arm can reach: the result's status is ``unreachable``.
 """
 from __future__ import annotations
 
@@ -266,12 +268,14 @@ def _iterate(problem, q, max_iter, state, options):
             raise SolverError(f"analytic: elbow_up=False does not apply to the skeleton limb {ch['limb']}: the "
                               f"knee keeps the side of q0's bend plane; to choose it, start from a q0 bent that "
                               f"way, or use ik.two_bone_3d(robot, q, {ch['limb'][2]!r}, target, pole=...)")
-        q[:] = robot.clamp(two_bone_limb(robot, q, ch["limb"][2], problem.gvec[0], limb=ch["limb"]).q)
+        sol = two_bone_limb(robot, q, ch["limb"][2], problem.gvec[0], limb=ch["limb"])
+        q[:] = robot.clamp(sol.q)
         perr, _ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
         state[1] += 1
         state[2] = perr
         state[3] = 0.0
+        state[5] = 0.0 if sol.limited else 1.0  # no limit bound: the closest point of the limb's reach
         return CONVERGED if perr <= problem.tol_p else STALLED
     t = ch["F1inv"][:3, :3] @ problem.gvec[0] + ch["F1inv"][:3, 3]
     xy = np.array([t @ ch["ex"], t @ ch["ey"]])
@@ -290,12 +294,13 @@ def _iterate(problem, q, max_iter, state, options):
     else:
         order = [0, 1] if elbow_up else [1, 0]
     fitting = [cands[k] for k in order if cands[k][3]]
-    if fitting:
+    if fitting:  # the law of cosines' answer within the limits: the closest point the arm can reach
         _, q1, q2, _ = fitting[0]
         q[c1] = q1
         q[c2] = q2
         perr, _ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
+        state[5] = 1.0
     else:  # neither branch fits the limits: clamp both, keep the closer hand
         best = None
         q_try = q.copy()
@@ -318,7 +323,7 @@ def _register():
     from . import Method, register
 
     register(Method(NAME, _iterate, "closed-form two-bone arm (two parallel revolute joints, one Position goal)",
-                    JOINT_TYPES, goal_kinds=("position",), restarts=False, check=_check,
+                    JOINT_TYPES, goal_kinds=("position",), restarts=False, check=_check, closest=True,
                     defaults=dict(elbow_up=True),
                     ignores=dict(joint_weights="a closed-form answer, with no weighting to apply")))
 
