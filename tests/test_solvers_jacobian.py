@@ -427,3 +427,16 @@ def test_a_solve_cut_off_while_running_returns_the_best_point_of_its_attempt(met
             res = ik.solve(robot, [ik.Position("panda_hand", p)], q0=q0, method=method, restarts=False, timeout=None,
                            max_iterations=n)
             assert res.position_error <= start * (1 + 1e-12), (n, start, res)
+
+
+def test_a_costly_iteration_does_not_run_a_hundred_times_past_the_timeout():
+    # the driver ran 100 iterations before its first look at the clock: dls with the manipulability
+    # objective on G1 (~10 ms per iteration) took 750-900 ms under timeout=0.01
+    robot = ik.load_robot("g1")
+    q = robot.sample(rng=1)
+    goals = [ik.Pose(f, robot.fk(q, f)) for f in ("left_wrist_yaw_link", "right_wrist_yaw_link",
+                                                   "left_ankle_roll_link", "right_ankle_roll_link")]
+    kw = dict(method="dls", nullspace="manipulability", position_tolerance=1e-12, rotation_tolerance=1e-12)
+    ik.solve(robot, goals, timeout=None, max_iterations=1, **kw)  # (compiled, or loaded, outside the timing)
+    res = ik.solve(robot, goals, timeout=0.01, **kw)
+    assert res.status == ik.Status.TIME_LIMIT and res.time < 0.15, res
