@@ -88,6 +88,7 @@ DEFAULT_MAX_ITERATIONS = 1000
 #: max_iterations when a timeout is given and max_iterations is None: a hard bound that holds
 #: whatever the clock says (a timeout of 1e300 s, a clock that stalls).
 ITERATION_CAP = 1_000_000
+_MAX_RESTARTS_KEY = "_max_restarts"  # solve_many -> solve -> _solve: restarts per target (methods other than lm)
 #: solve_many's largest max_restarts (per target).
 MAX_RESTARTS = 10_000
 
@@ -360,7 +361,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     robot_arg(robot)
     common = (type(method) is str and method == "lm" and type(mode) is str and mode == "speed"  # (no array's truth)
               and nullspace is None and rest is None and nullspace_gain is None and joint_weights is None
-              and type(nullspace_iterations) is int and nullspace_iterations == 50 and restarts is True and max_iterations is None and not options
+              and type(nullspace_iterations) is int and nullspace_iterations == 50 and restarts is True
+              and max_iterations is None and not options
               and max_joint_step is None and dt is None)  # (read once: a collision solve asks it twice)
     if common and world is None and self_collision is False and type(margin) is float and margin == 0.005:
         if type(goals) is list and len(goals) > 1:  # (a whole-body list: not the chain's case)
@@ -699,6 +701,10 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
     if m.check is not None:
         m.check(problem)
     opts = m.defaults
+    max_restarts = None
+    if options and _MAX_RESTARTS_KEY in options:  # solve_many's per-target bound (not a method option)
+        options = dict(options)
+        max_restarts = options.pop(_MAX_RESTARTS_KEY)
     if options:
         unknown = set(options) - set(opts)
         if unknown:
@@ -822,7 +828,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
                 if unreachable_known and len(stalled_errs) >= 3:
                     stop_reason = Status.UNREACHABLE
                     break
-            if not (restarts and m.restarts):
+            if not (restarts and m.restarts) or (max_restarts is not None and n_restarts >= max_restarts):
                 stop_reason = Status.STALLED if code == STALLED else Status.ITERATION_LIMIT
                 break
             if rng is None:
@@ -1623,8 +1629,10 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         Ts: (B, 4, 4) poses, or (B, 3) positions [m] (position-only goals).
         q0: (dof,) or (B, dof) start configurations (default ``robot.neutral()``).
         max_restarts: random restarts per target after the first attempt, 0 to
-            :data:`MAX_RESTARTS` = 10,000 (no clock inside the parallel kernel: the budget is
-            iterations, so results are deterministic for a seed).
+            :data:`MAX_RESTARTS` = 10,000 (lm: no clock inside the parallel kernel, the budget is
+            iterations, so results are deterministic for a seed; other methods run :func:`solve`
+            per target, with its ``timeout``, default 0.05 s, as well: pass ``timeout=None`` (and
+            ``max_iterations``) for results that do not depend on the clock).
         seed: an int in [0, 2**63 - B); target ``b`` is seeded with ``seed + b``.
         axes: orientation axes that matter for pose targets ("xyz", or "x"/"y"/"z").
         world, self_collision, margin: collision distances as in :func:`solve` (lm only); then
@@ -1699,12 +1707,17 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         get_method(method)  # unknown names fail here, listing the methods
         if collision is not None:
             options = {**options, "world": collision[0], "self_collision": collision[1], "margin": collision[2]}
+        if _MAX_RESTARTS_KEY in options:
+            raise SolverError(f"solve_many: unknown option {_MAX_RESTARTS_KEY!r}; use max_restarts")
+        # max_restarts bounds each target's restarts (it was ignored: 2-6 restarts with max_restarts=0);
+        # lm's collision solves keep their own retries
+        bound = {} if method == "lm" else {_MAX_RESTARTS_KEY: int(max_restarts)}
         results = []
         for b in range(B):
             goal = (Position(name, Ts[b]) if position_only else Pose(name, Ts[b], axes=axes))
             results.append(solve(robot, [goal], q0=q0s[b], method=method, position_tolerance=position_tolerance,
                                  rotation_tolerance=rotation_tolerance, seed=seed + b, joint_weights=joint_weights,
-                                 **options))
+                                 **options, **bound))
         codes = np.array([STATUS_CODES.index(r.status) for r in results], dtype=np.int64)  # q wrapped by solve
         return BatchResult(np.array([r.q for r in results]).reshape(B, robot.dof),
                            np.array([r.success for r in results], dtype=bool), codes,
