@@ -383,3 +383,19 @@ def test_an_array_for_a_named_option_is_a_solver_error(method, option):
     robot = ik.load_robot("tentacle", n=6)
     with pytest.raises(ik.SolverError, match=option):
         ik.solve(robot, [ik.Position("tip", [0.3, 0.0, 0.4])], method=method, **{option: np.array(["a", "b"])})
+
+
+def test_a_joint_of_stiffness_zero_stays_frozen_through_restarts():
+    # Welman's w_i = 0 freezes a joint, but the driver's restarts drew it at random: it came back turned
+    # by up to 1.9 rad
+    robot = ik.load_robot("panda")
+    q0 = robot.neutral()
+    stiffness = np.array([1, 0, 1, 1, 0, 1, 1.0])
+    restarted = 0
+    for k in range(6):
+        p = robot.fk(robot.sample(rng=k), "panda_hand")[:3, 3]
+        res = ik.solve(robot, [ik.Position("panda_hand", p)], method="ccd", stiffness=stiffness, q0=q0,
+                       timeout=None, max_iterations=3000, seed=k)
+        restarted += res.restarts > 0
+        assert res.q[1] == q0[1] and res.q[4] == q0[4], (k, res)
+    assert restarted

@@ -837,6 +837,10 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
             q = lo + span * rng.random(robot.dof)
             if robot.has_ball_joints:
                 q = robot.sample(rng=rng, around=q_start)
+            if m.held is not None:  # joints the method never moves (ccd's stiffness 0) stay where they started
+                held = m.held(problem, opts)
+                if held is not None:
+                    q[held] = q_start[held]
             state[:] = 0.0
             if is_lm:
                 state[4] = 1.0 if n_restarts % 2 == 1 else 0.0

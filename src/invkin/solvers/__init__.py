@@ -36,6 +36,9 @@ class Method:
     # a closed form: when an iterate call returns STALLED with state[5] == 1, its q is the closest
     # reachable point of the goal, so the target is out of reach (the driver reports UNREACHABLE)
     closest: bool = False
+    # (problem, options) -> (dof,) bool mask or None: q entries the method never moves (ccd's
+    # stiffness 0), which restarts keep at the start configuration instead of drawing them at random
+    held: Callable | None = field(default=None, repr=False)
 
 
 _REGISTRY: dict[str, Method] = {}

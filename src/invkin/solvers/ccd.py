@@ -34,7 +34,7 @@ s = W for points and 1 for unit axes — cannot move the goal (its axis passes t
 point, or the goal axis lies along it) and is not moved: otherwise rounding noise in k2 − k1 and
 k3 would choose an arbitrary angle every sweep. Stiffness: q_i ← q_i + w_i Φ, then clamp into
 [lower, upper]. The option ``stiffness`` gives Welman's w_i ∈ [0, 1] directly (one number for every
-joint, or one per q entry; 0 freezes a joint); without it w_i = min_j(jw_j) / jw_i from
+joint, or one per q entry; 0 freezes a joint, restarts included); without it w_i = min_j(jw_j) / jw_i from
 ``joint_weights`` (stiffnesses as in the weighted least-norm methods: the loosest joint moves
 fully, a joint twice as heavy half as far; default all 1).
 
@@ -591,6 +591,17 @@ def _iterate(problem, q, max_iter, state, options):
     return kernel(*problem.args, q, max_iter, state, *tail)
 
 
+def _held(problem, options):
+    """The q entries whose stiffness w_i is 0 (a ball joint: all three), which no sweep moves: the
+    driver's restarts keep them at q0 (drawn at random, a frozen joint came back turned by a radian)."""
+    if options.get("stiffness", None) is None:
+        return None
+    held = column_factors(problem, options["stiffness"]) == 0.0
+    for s in problem.robot.ball_starts:
+        held[s:s + 3] = held[s:s + 3].all()
+    return held if held.any() else None
+
+
 def twist_option(method, options) -> bool:
     """The option ``twist``: "previous" (default: every free bone keeps its twist from the start of the
     solve, :func:`invkin.solvers._twist.resolve_twist`) or "free" (whatever the updates leave)."""
@@ -606,7 +617,7 @@ def _register():
     register(Method(NAME, _iterate,
                     "cyclic coordinate descent (Welman: position + orientation, limits, stiffness; or simple)",
                     JOINT_TYPES, defaults=dict(variant="welman", threshold=None, position_gain=1.0, stiffness=None,
-                                  twist="previous"),
+                                  twist="previous"), held=_held,
                     ignores=dict(posture="its sweeps turn each joint to the goals, with no rest term")))
 
 
