@@ -399,3 +399,15 @@ def test_a_joint_of_stiffness_zero_stays_frozen_through_restarts():
         restarted += res.restarts > 0
         assert res.q[1] == q0[1] and res.q[4] == q0[4], (k, res)
     assert restarted
+
+
+@pytest.mark.parametrize("method, options, words", [
+    ("ccd", dict(threshold=0.01), "threshold=0.01 is the skip angle of variant='simple'"),
+    ("ccd", dict(variant="simple", position_gain=5.0), "position_gain=5.0 weighs Welman's"),
+    ("fabrik", dict(cone_angle=0.3), "cone_angle bounds ball joints"),
+])
+def test_an_option_the_chosen_variant_or_robot_does_not_use_is_refused(method, options, words):
+    # each was accepted and changed nothing: the solve gave the same q as without it
+    robot = ik.load_robot("seed8dof")
+    with pytest.raises(ik.SolverError, match=words):
+        ik.solve(robot, [ik.Position("effector", [1.0, 1.0, 1.0])], method=method, **options)

@@ -556,6 +556,14 @@ def _options(problem, options):
     if isinstance(k_pos, bool) or not isinstance(k_pos, (int, float, np.integer, np.floating)) \
             or not (k_pos > 0 and math.isfinite(k_pos)):
         raise SolverError(f"ccd: position_gain must be a finite number > 0, got {k_pos!r}")
+    # each variant's own setting, given to the other, changed nothing
+    if simple and k_pos != 1.0:
+        raise SolverError(f"ccd: position_gain={k_pos!r} weighs Welman's position pairs against orientation "
+                          f"pairs (variant='welman'); variant='simple' has only position goals, each turned "
+                          f"by its own angle")
+    if not simple and options.get("threshold", None) is not None:
+        raise SolverError(f"ccd: threshold={options['threshold']!r} is the skip angle of variant='simple' "
+                          f"(SEEDS.md §4); variant='welman' turns every joint to its best angle")
     scales = goal_scales(problem)
     thr = options.get("threshold", None)
     if isinstance(thr, str):

@@ -421,6 +421,10 @@ def kernel_call(problem, options):
     elif isinstance(cone, bool) or not isinstance(cone, (int, float, np.integer, np.floating)) \
             or not (cone > 0 and math.isfinite(cone)):
         raise SolverError(f"fabrik: cone_angle must be a finite angle > 0 [rad] or None, got {cone!r}")
+    elif not problem.robot.has_ball_joints:  # (it changed nothing)
+        raise SolverError(f"fabrik: cone_angle bounds ball joints (|q| <= cone_angle on each one's rotation "
+                          f"vector); robot {problem.robot.name!r} has none: its hinges keep their [lower, upper], "
+                          f"a skeleton's three-channel joints the cones of robot.with_limits")
     tw_axes, tw_modes = twist_structure(problem.robot, problem)
     return fabrik_iterate, (visit_flags(problem.robot), float(cone), cone_rows(problem.robot), tw_axes, tw_modes,
                             twist_option("fabrik", options), *cone_groups_table(problem.robot))
