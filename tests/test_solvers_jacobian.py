@@ -440,3 +440,16 @@ def test_a_costly_iteration_does_not_run_a_hundred_times_past_the_timeout():
     ik.solve(robot, goals, timeout=None, max_iterations=1, **kw)  # (compiled, or loaded, outside the timing)
     res = ik.solve(robot, goals, timeout=0.01, **kw)
     assert res.status == ik.Status.TIME_LIMIT and res.time < 0.15, res
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(e=np.ones(4)), "e must be"), (dict(e=np.ones(3), eta=np.ones(4)), "eta must be"),
+    (dict(e=np.ones(3), joint_weights=np.ones(4)), "joint_weights must be"),
+    (dict(e=np.ones(3), joint_weights=-np.ones(5)), "joint_weights must be > 0"),
+    (dict(e=np.ones(3), damping=-1.0), "damping"), (dict(e=[np.nan, 1.0, 1.0]), "NaN"),
+    (dict(e="abc"), "e must be"),
+])
+def test_pinv_step_bad_inputs_are_solver_errors(kw, words):
+    # they were numpy's reshape ValueError, a ZeroDivisionError, or NaN steps (weights <= 0, damping NaN)
+    with pytest.raises(ik.SolverError, match=words):
+        pinv_step(np.ones((3, 5)), **kw)

@@ -627,17 +627,31 @@ def pinv_step(J, e, eta=None, joint_weights=None, damping: float = 0.0, regulari
     ``dq_null = (I − J⁺_W J) η`` (so ``J @ dq_null ≈ 0`` wherever J has full row rank), computed by
     the same kernel the solvers run.
     """
-    J = np.ascontiguousarray(J, dtype=np.float64)
+    def arr(name, v, shape):  # (a wrong length was numpy's reshape error, a weight <= 0 a NaN step)
+        try:
+            a = np.ascontiguousarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise SolverError(f"pinv_step: {name} must be finite numbers of shape {shape}, got {v!r:.100}") from None
+        if (shape is not None and a.shape != shape) or not np.all(np.isfinite(a)):
+            raise SolverError(f"pinv_step: {name} must be finite numbers of shape {shape or '(m, dof)'}, got "
+                              f"shape {a.shape}" + ("" if np.all(np.isfinite(a)) else " with NaN or inf"))
+        return a
+
+    J = arr("J", J, None)
     if J.ndim != 2:
         raise SolverError(f"pinv_step: J must be (m, dof), got shape {J.shape}")
     m, dof = J.shape
-    e = np.ascontiguousarray(e, dtype=np.float64).reshape(m)
-    eta = np.zeros(dof) if eta is None else np.ascontiguousarray(eta, dtype=np.float64).reshape(dof)
+    e = arr("e", e, (m,))
+    eta = np.zeros(dof) if eta is None else arr("eta", eta, (dof,))
+    damping = _positive("damping", damping, allow_zero=True)
+    regularization = _positive("regularization", regularization, allow_zero=True)
     ones = np.ones(dof)
     if joint_weights is not None and np.ndim(joint_weights) == 2:
         jw, Lt = ones, weight_factor(joint_weights, dof)
     else:
-        jw = ones if joint_weights is None else np.ascontiguousarray(joint_weights, dtype=np.float64)
+        jw = ones if joint_weights is None else arr("joint_weights", joint_weights, (dof,))
+        if not np.all(jw > 0):
+            raise SolverError(f"pinv_step: joint_weights must be > 0, got {jw.tolist()}")
         Lt = NO_MATRIX
     k = min(m, dof)
     lam2 = regularization + damping * damping
