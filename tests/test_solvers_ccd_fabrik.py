@@ -434,3 +434,15 @@ def test_fabrik_treats_coincident_hinges_as_hinges_a_hair_apart():
         np.testing.assert_allclose(a.q, b.q, atol=1e-4)
         solved += ik.solve(merged, [ik.Position("tool", p)], max_iterations=2000, **kw).success
     assert solved >= 7
+
+
+def test_fabrik_leaves_a_hinge_alone_whose_points_lie_on_its_axis():
+    # Panda's hand lies on joint 7's axis: that joint cannot move it, and rounding noise turned it by up
+    # to 2 rad an iteration (ccd already skips such a joint)
+    robot = ik.load_robot("panda")
+    q0 = robot.neutral()
+    for k in range(5):
+        p = robot.fk(robot.sample(rng=k), "panda_hand")[:3, 3]
+        res = ik.solve(robot, [ik.Position("panda_hand", p)], method="fabrik", q0=q0, timeout=None,
+                       max_iterations=30, restarts=False)
+        assert res.q[6] == q0[6], (k, res.q)

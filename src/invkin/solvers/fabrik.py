@@ -28,7 +28,9 @@ works on joint values q, so each iteration is:
      with a joint below it (Panda's joints 1 and 2) weighs all its points alike, as it would with
      the two a hair apart along its axis (else a base yaw fitted the next point alone and crept:
      1 of 30 reachable targets of a yaw-pitch-pitch-pitch arm, 25 of 30 a micrometre apart);
-     the best angle inside [lower, upper] (:func:`best_arc_angle`);
+     the best angle inside [lower, upper] (:func:`best_arc_angle`); a hinge whose points all lie on
+     its axis (a flange joint over the goal frame) is left alone, as in ccd (flat g: rounding noise
+     would pick its angle);
    * ball: the smallest rotation taking the bone's *current* direction to the target direction,
      applied as an increment ``R ← R exp(Rᵀ_world rv)`` (a minimal-rotation update: its axis is
      perpendicular to the bone, so the bone's twist is the previous frame's — no candy-wrapper
@@ -75,7 +77,7 @@ from ._rotfit import (ball_update, best_arc_angle, clamp_swing_twist_quat, has_c
 from ._chain import fk_quat, position_errors, sync_ball_q
 from ._twist import (cone_groups_table, cone_rows, group_quat, project_groups, resolve_twist, twist_structure,
                      write_group)
-from .ccd import STALL_SWEEPS, set_joint, set_revolute, sweep_progress, twist_option, visit_flags, welman_terms
+from .ccd import FLAT_REL, STALL_SWEEPS, set_joint, set_revolute, sweep_progress, twist_option, visit_flags, welman_terms
 
 NAME = "fabrik"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -282,6 +284,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
             k3 = 0.0
             S[:, :] = 0.0
             nb = 0
+            wsum = 0.0
             ax = Tcur[i, 0, 0] * nf[i, 0] + Tcur[i, 0, 1] * nf[i, 1] + Tcur[i, 0, 2] * nf[i, 2]
             ay = Tcur[i, 1, 0] * nf[i, 0] + Tcur[i, 1, 1] * nf[i, 1] + Tcur[i, 1, 2] * nf[i, 2]
             az = Tcur[i, 2, 0] * nf[i, 0] + Tcur[i, 2, 1] * nf[i, 1] + Tcur[i, 2, 2] * nf[i, 2]
@@ -319,6 +322,7 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
                 if ne < 1e-12 or nt < 1e-12:
                     continue
                 w = (1.0 if child and not (lead[i] and jt == REVOLUTE and grp < 0) else W_DEEP) / (ne * nt)
+                wsum += w * ne * nt
                 nb += 1
                 if nb == 1:
                     for r in range(3):
@@ -361,6 +365,10 @@ def fabrik_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, 
             if jt == REVOLUTE:
                 m = nf[i, 3]
                 if m == 0.0:
+                    continue
+                if math.sqrt((k2 - k1) * (k2 - k1) + k3 * k3) <= FLAT_REL * wsum:
+                    # its points lie on its axis (Panda's flange joint over the hand): it cannot move
+                    # them, and rounding noise turned it by up to 2 rad an iteration (ccd's rule)
                     continue
                 lo = m * (lower[ci] - q[ci])
                 hi = m * (upper[ci] - q[ci])
