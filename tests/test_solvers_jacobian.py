@@ -453,3 +453,10 @@ def test_pinv_step_bad_inputs_are_solver_errors(kw, words):
     # they were numpy's reshape ValueError, a ZeroDivisionError, or NaN steps (weights <= 0, damping NaN)
     with pytest.raises(ik.SolverError, match=words):
         pinv_step(np.ones((3, 5)), **kw)
+
+
+def test_rest_and_the_spring_options_together_are_a_solver_error(seed8):
+    # rest's springs replaced the options theta_orig / p_orig / p_ik without a word
+    rest = dict(theta_orig=seed8.neutral(), p_orig=1.0, p_ik=1.0)
+    with pytest.raises(ik.SolverError, match="rest and the option.*p_orig"):
+        ik.solve(seed8, [ik.Position("effector", [1.0, 1.0, 1.0])], method="gauss-seidel", rest=rest, p_orig=5.0)

@@ -633,6 +633,10 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
                               "(it moved G1's hard feet 3.5 mm); give a Posture goal (the null space of the "
                               "goals) instead")
         if rest_in_loop(m.name, rest.get("mode")):
+            both = sorted({"theta_orig", "p_orig", "p_ik"} & set(options))
+            if both:  # (rest's values replaced the options without a word)
+                raise SolverError(f"rest and the option(s) {', '.join(both)} both set the springs; give them once, "
+                                  f"in rest=dict(...)")
             options = {**options, "theta_orig": rest["theta_orig"], "p_orig": rest["p_orig"], "p_ik": rest["p_ik"]}
             _, p, d = rest_blend(0.0, 0.0, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0), rest.get("d_ik", 0.0))
             rest_loop, rest = {"stiffness": p, "damping": d}, None  # in the loop: nothing to blend after it
