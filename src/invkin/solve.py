@@ -323,7 +323,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             (pinv, dls) get it as their option (``nullspace_gain`` overrides their default gain);
             for the others a converged result is refined by
             :func:`invkin.nullspace.refine_in_nullspace` (``nullspace_gain``, default 0.5,
-            ``nullspace_iterations``) without leaving the tolerances.
+            ``nullspace_iterations``, in what is left of ``timeout``) without leaving the tolerances.
         rest: rest-pose springs (SEEDS.md §3, 5.1): ``dict(theta_orig=(dof,), p_orig=..., p_ik=...,
             d_orig=0, d_ik=0, mode=None)``. mode "loop" (the default for gauss-seidel, the only
             method that has it): the springs act inside Springhead's loop (options theta_orig,
@@ -647,10 +647,13 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
     if refine is not None and res.success:
         from .nullspace import refine_in_nullspace
 
+        # what is left of the timeout (the refinement ran past it: 830 ms under timeout=0.02, G1's
+        # four limbs with the manipulability objective); the compile of a first call is not charged
+        left = None if timeout is None else max(t_start + timeout - time.perf_counter(), 0.0)
         q = refine_in_nullspace(robot, goals, q, refine, gain=0.5 if nullspace_gain is None else nullspace_gain,
                                 iterations=nullspace_iterations,
                                 position_tolerance=position_tolerance, rotation_tolerance=rotation_tolerance,
-                                joint_weights=joint_weights)
+                                joint_weights=joint_weights, timeout=left)
         info["nullspace"] = refine if isinstance(refine, str) else "callable"
     if rest_loop is not None:
         info["rest"] = {**rest_loop, "goal_reached": bool(res.success)}
