@@ -114,17 +114,28 @@ def test_posture_goal_is_a_nullspace_task_for_pinv_and_dls(seed8, method):
 
 @pytest.mark.parametrize("method", ["transpose", "gauss-seidel"])
 def test_posture_goal_is_a_weighted_term_for_transpose_and_gauss_seidel(seed8, method):
-    # the posture rows join the least-squares cost (as in lm): the attempt settles on the
-    # compromise, a little off the target and nearer the rest posture
+    # the posture rows join the least-squares cost until the attempt settles on the compromise, a
+    # little off the target; then the posture yields and the goal is met, nearer the rest posture
+    # (the attempt ended 'stalled' there: 0-2 of 20 Panda targets met with any Posture weight)
     p = _reachable(seed8, 1, seed=6)[0]
     q_rest = np.full(seed8.dof, 0.3)
     # start bent: from the straight (singular) neutral pose gauss-seidel without restarts may stall
     kw = dict(method=method, position_tolerance=1e-8, timeout=2.0, restarts=False, q0=np.full(seed8.dof, 0.1))
     plain = ik.solve(seed8, [ik.Position("effector", p)], **kw)
     biased = ik.solve(seed8, [ik.Position("effector", p), ik.Posture(q_rest, weight=0.05)], **kw)
-    assert plain.success
-    assert biased.status == ik.Status.STALLED and biased.position_error < 5e-3
+    assert plain.success and biased.success, (plain, biased)
     assert np.linalg.norm(biased.q - q_rest) < np.linalg.norm(plain.q - q_rest)
+
+
+@pytest.mark.parametrize("method", ["transpose", "gauss-seidel"])
+def test_a_posture_goal_never_costs_transpose_or_gauss_seidel_their_goals(method):
+    robot = ik.load_robot("panda")
+    met = 0
+    for k in range(10):
+        p = robot.fk(robot.sample(rng=k), "panda_hand")[:3, 3]
+        goals = [ik.Position("panda_hand", p), ik.Posture(robot.sample(rng=100 + k), weight=0.05)]
+        met += ik.solve(robot, goals, method=method, q0=robot.neutral(), seed=k, timeout=0.2).success
+    assert met >= 8
 
 
 # --------------------------------------------------------------------------- limits, NaN, unreachable

@@ -24,7 +24,9 @@ moves) and ``Nd_n`` (nodes sharing one with n), ``α_i = Σ_{c∈Cp_n} |J[c][n]_
 ``β_i = Σ_{c∈Cp_n} J[c][n]_{:,i}ᵀ v_c``, ``γ_ij = Σ_{c∈Cp_n∩Cp_m} J[c][n]_{:,i}ᵀ J[c][m]_{:,j}``;
 (4) ``θ ← clamp(θ ⊕ ω)`` (capped at ``max_step``). The sets are built once per problem from the
 tree and the goal frames. A Posture goal adds the rows ``w_p I ω = w_p (q_rest ⊖ q)``
-(``α += w_p²``, ``β += w_p² (q_rest ⊖ q)``).
+(``α += w_p²``, ``β += w_p² (q_rest ⊖ q)``) until the attempt settles on that compromise short of
+the goals; then the posture yields (the lowest priority, as in transpose) and the goals converge
+from there, near the rest posture.
 
 Rest springs (§5.1), options ``theta_orig`` (dof,), ``p_orig`` ≥ 0, ``p_ik`` > 0 (one number or
 one per q entry): Springhead moves a joint by changing the reference angle of its spring, and a
@@ -52,7 +54,8 @@ from ..kinematics.kernels import BALL
 from ._common import CONVERGED, RUNNING, STALLED, posture_residual, step_and_clamp, task_eval
 from ._iterate import end_iterations
 from ._linalg import cap_step, sqnorm
-from .jacobian import S_BEST, _positive, _track_best, problem_scratch, restore_best, start_attempt
+from .jacobian import S_BEST, S_POSTURE_OFF, S_REF, S_SINCE, _positive, _track_best, problem_scratch, restore_best, \
+    start_attempt
 
 NAME = "gauss-seidel"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -222,6 +225,8 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
     qn = np.empty(dof)
     e1 = np.empty(3)
     e2 = np.empty(3)
+    if state[S_POSTURE_OFF] != 0.0:  # the posture has yielded to the goals in this attempt
+        w_post = 0.0
     w2 = w_post * w_post
     springs = th_orig.shape[0] > 0
     t_settle = np.empty(dof if springs else 0)
@@ -345,9 +350,19 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
         task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
         cost = 0.5 * sqnorm(e)
         if _track_best(q, qbest, cost, state):
-            if not (errs[0] <= tol_p and errs[1] <= tol_r):
-                code = STALLED
-                restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
+            if errs[0] <= tol_p and errs[1] <= tol_r:
+                break
+            if w_post > 0.0:
+                # settled on the posture's compromise, short of the goals: the posture yields (the
+                # lowest priority) and the goals go on from here, near the rest posture
+                w_post = 0.0
+                w2 = 0.0
+                state[S_POSTURE_OFF] = 1.0
+                state[S_REF] = cost
+                state[S_SINCE] = 0.0
+                continue
+            code = STALLED
+            restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
             break
     return end_iterations(code, it, errs[0], errs[1], tol_p, tol_r, state)
 
