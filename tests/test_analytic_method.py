@@ -244,3 +244,64 @@ def test_fast_two_bone_2d_broadcasts_and_validates():
     tt[12345, 1] = np.inf
     with pytest.raises(ik.GoalError, match="target_xy"):
         ik.two_bone_2d(big, big, tt)
+
+
+def test_a_urdf_leg_on_a_floating_base_gets_the_planar_message_and_a_subchain_that_works():
+    # go2's and G1's floating bases have internal nodes: the refusal read them as a skeleton and advised
+    # robot.subchain('FL_thigh', 'FL_foot') (one joint: refused again) and two_bone_3d (refused: no channels)
+    go2 = ik.load_robot("go2")
+    with pytest.raises(ik.SolverError) as ei:
+        ik.solve(go2, [ik.Position("FL_foot", [0.2, 0.1, -0.2])], method="analytic")
+    msg = str(ei.value)
+    assert "exactly two revolute joints" in msg and "'root_joint' (free)" in msg and "two_bone_3d" not in msg
+    assert "robot.subchain('FL_hip', 'FL_foot')" in msg
+    leg = go2.subchain("FL_hip", "FL_foot")
+    p = leg.fk(leg.sample(rng=3), "FL_foot")[:3, 3]
+    assert ik.solve(leg, [ik.Position("FL_foot", p)], method="analytic").success
+    g1 = ik.load_robot("g1")
+    with pytest.raises(ik.SolverError, match="exactly two revolute joints") as ei:
+        ik.solve(g1, [ik.Position("left_ankle_roll_link", [0.0, 0.1, -0.6])], method="analytic")
+    assert "subchain" not in str(ei.value)  # its ankle's last two joints are not parallel: no advice
+
+
+def _cmu_walk():
+    from importlib import resources
+
+    path = resources.files("invkin") / "data" / "mocap" / "cmu_02_01_walk.bvh"
+    with resources.as_file(path) as p:
+        return ik.read_bvh(p)
+
+
+def test_a_whole_skeleton_is_refused_with_the_limb_advice_not_a_recursion():
+    skeleton, clip = _cmu_walk()
+    with pytest.raises(ik.SolverError, match=r"robot.subchain\('LeftUpLeg', 'LeftFoot'\)"):
+        ik.solve(skeleton, [ik.Position("LeftFoot", [0.0, 0.0, 0.0])], method="analytic")
+
+
+def test_elbow_up_on_a_skeleton_limb_is_checked_and_false_is_refused():
+    # it was dropped without a word: elbow_up=False and elbow_up="x" gave the same answer as True
+    skeleton, _ = _cmu_walk()
+    leg = skeleton.subchain("LeftUpLeg", "LeftFoot")
+    target = leg.fk(leg.neutral(), "LeftFoot")[:3, 3] + [3.0, 3.0, 0.0]
+    goal = [ik.Position("LeftFoot", target)]
+    assert ik.solve(leg, goal, method="analytic").success
+    assert ik.solve(leg, goal, method="analytic", elbow_up=None).success
+    with pytest.raises(ik.SolverError, match="elbow_up=False does not apply to the skeleton limb"):
+        ik.solve(leg, goal, method="analytic", elbow_up=False)
+    with pytest.raises(ik.SolverError, match="elbow_up must be True, False or None"):
+        ik.solve(leg, goal, method="analytic", elbow_up="x")
+
+
+def test_too_close_and_off_plane_targets_are_unreachable_and_clamped_answers_only_stalled():
+    # the closed form's answer is the closest reachable point: those targets said "stalled"
+    robot = ik.load_robot("planar2")
+    for p in ([0.05, 0.0, 0.0], [0.0, 0.0, 0.0], [1.0, 0.5, 0.3]):
+        res = ik.solve(robot, [ik.Position("hand", p)], method="analytic")
+        assert res.status == ik.Status.UNREACHABLE, (p, res)
+    skeleton, _ = _cmu_walk()
+    leg = skeleton.subchain("LeftUpLeg", "LeftFoot")
+    far = leg.fk(leg.neutral(), "LeftFoot")[:3, 3] * 3.0  # three times the leg's length from the hip
+    assert ik.solve(leg, [ik.Position("LeftFoot", far)], method="analytic").status == ik.Status.UNREACHABLE
+    robot = _arm(elbow_lo=0.5, elbow_hi=0.6)  # a limit binds: not proven closest
+    p = robot.fk(np.array([0.3, 1.5, 0.0]), "hand")[:3, 3]
+    assert ik.solve(robot, [ik.Position("hand", p)], method="analytic").status == ik.Status.STALLED

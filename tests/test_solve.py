@@ -453,3 +453,28 @@ def test_rest_springs_blend_the_result_and_report_when_the_goal_is_lost(panda):
 def test_bad_nullspace_and_rest_options_are_goal_errors(panda, kwargs, match):
     with pytest.raises(GoalError, match=match):
         ik.solve(panda, [ik.Position("panda_hand", [0.4, 0, 0.4])], **kwargs)
+
+
+@pytest.mark.parametrize("method", ["ccd", "dls", "transpose"])
+def test_solve_many_bounds_the_restarts_of_every_method(panda, method):
+    # other methods ran solve() per target with unbounded restarts: 2-6 restarts with max_restarts=0
+    Ts = panda.fk(panda.sample(12, rng=3), "panda_hand")
+    kw = dict(method=method, timeout=None, max_iterations=4000, position_tolerance=1e-10, rotation_tolerance=1e-10)
+    for n in (0, 2):
+        batch = ik.solve_many(panda, "panda_hand", Ts, max_restarts=n, **kw)
+        assert batch.restarts.max() <= n
+        assert np.array_equal(batch.q, ik.solve_many(panda, "panda_hand", Ts, max_restarts=n, **kw).q)  # no clock
+
+
+def test_the_nullspace_refinement_stays_inside_the_timeout():
+    # the refinement after the solve ran past it: 830 ms under timeout=0.02 (G1's four limbs, the
+    # manipulability objective); it now gets what is left of the budget (one iteration may overrun it)
+    g1 = ik.load_robot("g1")
+    q = g1.sample(rng=1)
+    goals = [ik.Pose(f, g1.fk(q, f)) for f in ("left_wrist_yaw_link", "right_wrist_yaw_link",
+                                                "left_ankle_roll_link", "right_ankle_roll_link")]
+    ik.solve(g1, goals, nullspace="manipulability", nullspace_iterations=1, timeout=None)  # (compiled outside)
+    res = ik.solve(g1, goals, nullspace="manipulability", timeout=0.02)
+    assert res.success and res.time < 0.2, res
+    with pytest.raises(GoalError, match="timeout"):
+        ik.refine_in_nullspace(g1, goals, res.q, "joint_limits", timeout=-1.0)

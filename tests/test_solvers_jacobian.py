@@ -114,17 +114,28 @@ def test_posture_goal_is_a_nullspace_task_for_pinv_and_dls(seed8, method):
 
 @pytest.mark.parametrize("method", ["transpose", "gauss-seidel"])
 def test_posture_goal_is_a_weighted_term_for_transpose_and_gauss_seidel(seed8, method):
-    # the posture rows join the least-squares cost (as in lm): the attempt settles on the
-    # compromise, a little off the target and nearer the rest posture
+    # the posture rows join the least-squares cost until the attempt settles on the compromise, a
+    # little off the target; then the posture yields and the goal is met, nearer the rest posture
+    # (the attempt ended 'stalled' there: 0-2 of 20 Panda targets met with any Posture weight)
     p = _reachable(seed8, 1, seed=6)[0]
     q_rest = np.full(seed8.dof, 0.3)
     # start bent: from the straight (singular) neutral pose gauss-seidel without restarts may stall
     kw = dict(method=method, position_tolerance=1e-8, timeout=2.0, restarts=False, q0=np.full(seed8.dof, 0.1))
     plain = ik.solve(seed8, [ik.Position("effector", p)], **kw)
     biased = ik.solve(seed8, [ik.Position("effector", p), ik.Posture(q_rest, weight=0.05)], **kw)
-    assert plain.success
-    assert biased.status == ik.Status.STALLED and biased.position_error < 5e-3
+    assert plain.success and biased.success, (plain, biased)
     assert np.linalg.norm(biased.q - q_rest) < np.linalg.norm(plain.q - q_rest)
+
+
+@pytest.mark.parametrize("method", ["transpose", "gauss-seidel"])
+def test_a_posture_goal_never_costs_transpose_or_gauss_seidel_their_goals(method):
+    robot = ik.load_robot("panda")
+    met = 0
+    for k in range(10):
+        p = robot.fk(robot.sample(rng=k), "panda_hand")[:3, 3]
+        goals = [ik.Position("panda_hand", p), ik.Posture(robot.sample(rng=100 + k), weight=0.05)]
+        met += ik.solve(robot, goals, method=method, q0=robot.neutral(), seed=k, timeout=0.2).success
+    assert met >= 8
 
 
 # --------------------------------------------------------------------------- limits, NaN, unreachable
@@ -362,3 +373,101 @@ def test_bad_option_values_are_solver_errors(seed8, method, options):
 
 def test_methods_are_registered():
     assert set(METHODS) <= set(ik.methods())
+
+
+def test_gauss_seidel_refuses_joint_weights_it_would_not_use(seed8):
+    # Gauss–Seidel takes the same step whatever the scale of each unknown: the weights changed nothing
+    p = _reachable(seed8, 1, seed=9)[0]
+    with pytest.raises(ik.SolverError, match="joint_weights: method 'gauss-seidel' does not use them"):
+        ik.solve(seed8, [ik.Position("effector", p)], method="gauss-seidel", joint_weights=np.arange(1.0, 9.0))
+    # mode="distance" picks among restarts by the weighted distance to q0: there they count
+    res = ik.solve(seed8, [ik.Position("effector", p)], method="gauss-seidel", joint_weights=np.arange(1.0, 9.0),
+                   mode="distance", timeout=0.02)
+    assert res.success
+
+
+@pytest.mark.parametrize("options", [dict(p_orig=5.0), dict(p_ik=3.0), dict(p_orig="x"), dict(p_ik=-1.0)])
+def test_gauss_seidel_springs_without_theta_orig_are_solver_errors(seed8, options):
+    # they were accepted, bad values included, and did nothing
+    name = next(iter(options))
+    with pytest.raises(ik.SolverError, match=name):
+        ik.solve(seed8, [ik.Position("effector", [1.0, 1.0, 1.0])], method="gauss-seidel", **options)
+
+
+def test_rest_with_a_misspelt_key_is_a_goal_error(seed8):
+    rest = dict(theta_orig=seed8.neutral(), p_orig=1.0, p_ik=1.0, mdoe="blend")
+    with pytest.raises(ik.GoalError, match="unknown key.*'mdoe'"):
+        ik.solve(seed8, [ik.Position("effector", [1.0, 1.0, 1.0])], method="gauss-seidel", rest=rest)
+
+
+@pytest.mark.parametrize("kw, words", [(dict(mode=np.array(["speed", "distance"])), "mode"),
+                                       (dict(method=np.array(["lm", "dls"])), "method"),
+                                       (dict(nullspace=np.array([1.0, 2.0])), "null-space objective")])
+def test_array_valued_names_are_invkin_errors_not_numpys_ambiguous_truth(seed8, kw, words):
+    with pytest.raises(ik.InvkinError, match=words):
+        ik.solve(seed8, [ik.Position("effector", [1.0, 1.0, 1.0])], **kw)
+
+
+@pytest.mark.parametrize("kw", [dict(method="lm", nullspace_iterations="x"), dict(method="ccd", nullspace_iterations=-5),
+                                dict(method="lm", nullspace="joint_limits", nullspace_iterations=2.5)])
+def test_bad_nullspace_iterations_are_goal_errors_with_or_without_a_refinement(seed8, kw):
+    # without nullspace=... they went unchecked ('x', -5); with it the message said "iterations"
+    with pytest.raises(ik.GoalError, match="nullspace_iterations: expected an integer"):
+        ik.solve(seed8, [ik.Position("effector", _reachable(seed8, 1, seed=9)[0])], **kw)
+
+
+def test_nullspace_gain_scales_a_posture_goal_for_pinv_and_dls(seed8):
+    p = _reachable(seed8, 1, seed=9)[0]
+    goals = [ik.Position("effector", p), ik.Posture(seed8.neutral() + 0.3, weight=1.0)]
+    a = ik.solve(seed8, goals, method="pinv", nullspace_gain=0.02, timeout=None, max_iterations=300)
+    b = ik.solve(seed8, goals, method="pinv", nullspace_gain=0.3, timeout=None, max_iterations=300)
+    assert a.success and b.success and not np.allclose(a.q, b.q)
+
+
+@pytest.mark.parametrize("method", ["pinv", "dls", "gauss-seidel"])
+def test_a_solve_cut_off_while_running_returns_the_best_point_of_its_attempt(method):
+    # these methods take every step and keep the attempt's best point; cut off by max_iterations (or the
+    # clock) the driver returned the last step's q, worse than the start on Panda (pinv: 1.10 m from 0.84 m)
+    robot = ik.load_robot("panda")
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        q0 = robot.sample(rng=rng)
+        p = robot.fk(robot.sample(rng=rng), "panda_hand")[:3, 3]
+        start = np.linalg.norm(robot.fk(q0, "panda_hand")[:3, 3] - p)
+        for n in (3, 8, 23):
+            res = ik.solve(robot, [ik.Position("panda_hand", p)], q0=q0, method=method, restarts=False, timeout=None,
+                           max_iterations=n)
+            assert res.position_error <= start * (1 + 1e-12), (n, start, res)
+
+
+def test_a_costly_iteration_does_not_run_a_hundred_times_past_the_timeout():
+    # the driver ran 100 iterations before its first look at the clock: dls with the manipulability
+    # objective on G1 (~10 ms per iteration) took 750-900 ms under timeout=0.01
+    robot = ik.load_robot("g1")
+    q = robot.sample(rng=1)
+    goals = [ik.Pose(f, robot.fk(q, f)) for f in ("left_wrist_yaw_link", "right_wrist_yaw_link",
+                                                   "left_ankle_roll_link", "right_ankle_roll_link")]
+    kw = dict(method="dls", nullspace="manipulability", position_tolerance=1e-12, rotation_tolerance=1e-12)
+    ik.solve(robot, goals, timeout=None, max_iterations=1, **kw)  # (compiled, or loaded, outside the timing)
+    res = ik.solve(robot, goals, timeout=0.01, **kw)
+    assert res.status == ik.Status.TIME_LIMIT and res.time < 0.15, res
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(e=np.ones(4)), "e must be"), (dict(e=np.ones(3), eta=np.ones(4)), "eta must be"),
+    (dict(e=np.ones(3), joint_weights=np.ones(4)), "joint_weights must be"),
+    (dict(e=np.ones(3), joint_weights=-np.ones(5)), "joint_weights must be > 0"),
+    (dict(e=np.ones(3), damping=-1.0), "damping"), (dict(e=[np.nan, 1.0, 1.0]), "NaN"),
+    (dict(e="abc"), "e must be"),
+])
+def test_pinv_step_bad_inputs_are_solver_errors(kw, words):
+    # they were numpy's reshape ValueError, a ZeroDivisionError, or NaN steps (weights <= 0, damping NaN)
+    with pytest.raises(ik.SolverError, match=words):
+        pinv_step(np.ones((3, 5)), **kw)
+
+
+def test_rest_and_the_spring_options_together_are_a_solver_error(seed8):
+    # rest's springs replaced the options theta_orig / p_orig / p_ik without a word
+    rest = dict(theta_orig=seed8.neutral(), p_orig=1.0, p_ik=1.0)
+    with pytest.raises(ik.SolverError, match="rest and the option.*p_orig"):
+        ik.solve(seed8, [ik.Position("effector", [1.0, 1.0, 1.0])], method="gauss-seidel", rest=rest, p_orig=5.0)

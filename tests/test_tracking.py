@@ -268,3 +268,17 @@ def test_tracker_bad_goals():
         ik.Tracker(PANDA, [])
     with pytest.raises(GoalError):
         ik.Tracker(PANDA, [ik.Posture(np.zeros(7))])
+
+
+@pytest.mark.parametrize("method, kw, words", [
+    ("fabrik", dict(joint_weights=np.arange(1.0, 8.0)), "joint_weights: method 'fabrik' does not use it"),
+    ("ccd", dict(posture=True), "a Posture goal: method 'ccd' does not use it"),
+])
+def test_a_tracker_refuses_what_its_geometric_method_would_not_use(method, kw, words):
+    # accepted and silently ignored, as solve() did before it refused them
+    robot = ik.load_robot("panda")
+    goals = ["panda_hand"]
+    if kw.pop("posture", False):
+        goals = [ik.Position("panda_hand", [0.4, 0.1, 0.5]), ik.Posture(robot.neutral(), 0.5)]
+    with pytest.raises(ik.SolverError, match=words):
+        ik.Tracker(robot, goals, method=method, **kw)

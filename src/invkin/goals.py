@@ -483,8 +483,10 @@ class Plane(Goal):
 class Posture(Goal):
     """The rest configuration ``q_rest`` (dof,) as a regulariser: the lowest priority (LM moves
     toward it inside the null space of the goals once they are met); never decides success.
-    ``weight`` > 0 turns it on (lm: its size does not matter, the goals come first; other methods:
-    the weight of the soft bias ``w² I``). Being a regulariser, it cannot be hard: ``hard=True``
+    ``weight`` > 0 turns it on (lm: its size does not matter, the goals come first; pinv, dls: the
+    secondary task of their null-space term, scaled by ``nullspace_gain``; transpose, gauss-seidel:
+    the weight of the soft bias ``w² I`` until it settles short of the goals, then the goals go on
+    without it; ccd, fabrik and analytic refuse it, SolverError). Being a regulariser, it cannot be hard: ``hard=True``
     or any ``priority`` is a GoalError, and so is a second Posture in one solve."""
 
     q_rest: np.ndarray

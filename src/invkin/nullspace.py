@@ -31,6 +31,7 @@ still within tolerance and the cost fell (a backtracking line search on the gain
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -190,6 +191,9 @@ def make_objective(spec, robot, problem=None, **params) -> Objective:
             return eta
 
         return Objective(getattr(spec, "__name__", "eta"), robot, None, None, direction)
+    if not isinstance(spec, str):  # (an array compared with a name: numpy's ambiguous truth value)
+        raise GoalError(f"unknown null-space objective {spec!r:.200}; choose one of: {', '.join(OBJECTIVES)}, "
+                        f"or pass a callable eta(q)")
     try:
         if spec == "joint_limits":
             if params:
@@ -253,7 +257,7 @@ def _converge(robot, ev, q, W, tol_p, tol_r, iterations, free):
 def refine_in_nullspace(robot, goals, q, objective, gain: float = 0.5, iterations: int = 50,
                         position_tolerance: float = 1e-6, rotation_tolerance: float = 1e-6,
                         joint_weights=None, max_step: float = 0.2, corrections: int = 10,
-                        **objective_params) -> np.ndarray:
+                        timeout: float | None = None, **objective_params) -> np.ndarray:
     """Improve ``objective`` at q while keeping every goal within tolerance → q (dof,).
 
     Each iteration moves ``δq = α N_W W⁻¹ η`` (``N_W = I − J⁺_W J`` on the weighted task Jacobian
@@ -267,7 +271,9 @@ def refine_in_nullspace(robot, goals, q, objective, gain: float = 0.5, iteration
     If the goals are not within tolerance at q, they are first re-converged from q; if that
     fails, q (clamped into the limits) is returned unchanged. Inputs are never modified.
     ``objective``: a name of :data:`OBJECTIVES`, a callable ``eta(q)`` or an :class:`Objective`;
-    ``objective_params`` go to :func:`make_objective`.
+    ``objective_params`` go to :func:`make_objective`. ``timeout`` [s] (None: no clock): no new
+    iteration starts after it (the q reached so far keeps the goals); ``solve(nullspace=...)``
+    gives it what is left of its own timeout.
     """
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
     obj = make_objective(objective, robot, problem=problem, **objective_params)
@@ -275,6 +281,11 @@ def refine_in_nullspace(robot, goals, q, objective, gain: float = 0.5, iteration
     max_step = positive("max_step", max_step)
     iterations = count("iterations", iterations)
     corrections = count("corrections", corrections)
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float, np.integer, np.floating)) \
+                or not (timeout >= 0 and math.isfinite(timeout)):
+            raise GoalError(f"timeout: expected a finite number >= 0 [s] or None, got {timeout!r:.50}")
+        deadline = time.perf_counter() + timeout
     q_in = robot.check_q(q, "q")
     if q_in.ndim != 1:
         raise GoalError(f"q: expected shape ({robot.dof},), got {q_in.shape}")
@@ -290,7 +301,7 @@ def refine_in_nullspace(robot, goals, q, objective, gain: float = 0.5, iteration
     alpha = gain
     w_isqrt = 1.0 / np.sqrt(W)
     for _ in range(iterations):
-        if alpha < 1e-6 * gain:
+        if alpha < 1e-6 * gain or (timeout is not None and time.perf_counter() >= deadline):
             break
         _, J, _, _ = ev(q)
         eta = obj.direction(q) / W

@@ -81,11 +81,14 @@ __all__ = ["solve", "solve_many", "methods", "DEFAULTS"]
 DEFAULTS = dict(position_tolerance=1e-6, rotation_tolerance=1e-6, timeout=0.05, max_iterations=None)
 
 _FIRST_CHUNK = 100  # iterations of the first attempt before the clock is looked at
+_TIMED_FIRST_CHUNK = 1  # the same with a timeout, for the methods of _solve (measured, then sized)
+_MIN_CHUNK = 1  # the fewest iterations per kernel call of _solve once they are measured
 #: max_iterations when timeout is None and max_iterations is None.
 DEFAULT_MAX_ITERATIONS = 1000
 #: max_iterations when a timeout is given and max_iterations is None: a hard bound that holds
 #: whatever the clock says (a timeout of 1e300 s, a clock that stalls).
 ITERATION_CAP = 1_000_000
+_MAX_RESTARTS_KEY = "_max_restarts"  # solve_many -> solve -> _solve: restarts per target (methods other than lm)
 #: solve_many's largest max_restarts (per target).
 MAX_RESTARTS = 10_000
 
@@ -308,7 +311,9 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             :data:`ITERATION_CAP` = 1,000,000). Every attempt counts at least one, so a loop of
             attempts that each do nothing (``mode="distance"`` on a goal met everywhere) ends.
         seed: RNG seed for restarts: an int in [0, 2**63), a numpy Generator, or None (fresh entropy).
-        joint_weights: (dof,) > 0, stiffness of each joint (weighted least norm).
+        joint_weights: (dof,) > 0, stiffness of each joint (weighted least norm; ccd: relative stiffness).
+            Methods that would not use them (gauss-seidel, fabrik, analytic) refuse them (SolverError),
+            except with mode="distance" or a ``nullspace`` refinement, which measure with them.
         restarts: True: restart from random configurations when an attempt stalls, while the
             budget lasts; False: one attempt (anything else is a GoalError).
         mode: "speed" returns the first solution; "distance" keeps solving until the budget is
@@ -318,7 +323,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             (pinv, dls) get it as their option (``nullspace_gain`` overrides their default gain);
             for the others a converged result is refined by
             :func:`invkin.nullspace.refine_in_nullspace` (``nullspace_gain``, default 0.5,
-            ``nullspace_iterations``) without leaving the tolerances.
+            ``nullspace_iterations``, in what is left of ``timeout``) without leaving the tolerances.
         rest: rest-pose springs (SEEDS.md §3, 5.1): ``dict(theta_orig=(dof,), p_orig=..., p_ik=...,
             d_orig=0, d_ik=0, mode=None)``. mode "loop" (the default for gauss-seidel, the only
             method that has it): the springs act inside Springhead's loop (options theta_orig,
@@ -359,8 +364,10 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     Returns a :class:`Result`; an unreachable or hard target is a status, never an exception.
     """
     robot_arg(robot)
-    common = (method == "lm" and mode == "speed" and nullspace is None and rest is None and nullspace_gain is None
-              and joint_weights is None and restarts is True and max_iterations is None and not options
+    common = (type(method) is str and method == "lm" and type(mode) is str and mode == "speed"  # (no array's truth)
+              and nullspace is None and rest is None and nullspace_gain is None and joint_weights is None
+              and type(nullspace_iterations) is int and nullspace_iterations == 50 and restarts is True
+              and max_iterations is None and not options
               and max_joint_step is None and dt is None)  # (read once: a collision solve asks it twice)
     if common and world is None and self_collision is False and type(margin) is float and margin == 0.005:
         if type(goals) is list and len(goals) > 1:  # (a whole-body list: not the chain's case)
@@ -378,6 +385,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
                                      collision)
         if res is not None:
             return res
+    _check_unused(method, goals, joint_weights, mode, nullspace, nullspace_iterations)
     if nullspace is None and rest is None and nullspace_gain is None:
         res = _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
                      seed, joint_weights, restarts, mode, options, max_joint_step, dt, collision, first)
@@ -395,6 +403,36 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     if first is not None:  # the time and iterations of the first solve too
         object.__setattr__(res, "time", res.time + first[1].time)
     return res
+
+
+NULLSPACE_ITERATIONS = 50  # solve()'s default nullspace_iterations
+
+
+def _check_unused(method, goals, joint_weights, mode, nullspace, nullspace_iterations=NULLSPACE_ITERATIONS) -> None:
+    """SolverError for an input the method's iterations do not use (``Method.ignores``): joint_weights
+    (unless mode="distance" measures the distance to q0 with them over restarts, or a null-space
+    refinement after the solve uses them) and a Posture goal (unless nullspace="posture" takes its
+    q_rest). Solving as if they were not given would be a silent no-op. Also checks
+    ``nullspace_iterations`` (an integer >= 0) whether or not a refinement runs (a null-space setting
+    passed to every solve of a loop over objectives, None among them, is no error)."""
+    m = get_method(method)
+    if not (type(nullspace_iterations) is int and nullspace_iterations == NULLSPACE_ITERATIONS):
+        if isinstance(nullspace_iterations, bool) or not isinstance(nullspace_iterations, (int, np.integer)) \
+                or nullspace_iterations < 0:
+            raise GoalError(f"nullspace_iterations: expected an integer >= 0, got {nullspace_iterations!r:.50}")
+    ignores = m.ignores
+    if not ignores:
+        return
+    if joint_weights is not None and "joint_weights" in ignores and nullspace is None \
+            and (mode != "distance" or not m.restarts):
+        raise SolverError(f"joint_weights: method {method!r} does not use them ({ignores['joint_weights']}); "
+                          f"use method 'lm', 'dls', 'pinv', 'transpose' or 'ccd' (stiffness) for weighted joints")
+    if "posture" in ignores and not (isinstance(nullspace, str) and nullspace == "posture"):
+        listed = goals if isinstance(goals, (list, tuple)) else [goals]
+        if any(isinstance(g, Posture) and g.weight > 0 for g in listed):
+            raise SolverError(f"Posture goal: method {method!r} does not use it ({ignores['posture']}); use "
+                              f"nullspace='posture' (a refinement toward q_rest after the solve, in the goals' "
+                              f"null space) or method 'lm', 'dls', 'pinv', 'transpose' or 'gauss-seidel'")
 
 
 _ROWS = []  # invkin.collision.rows (and .retry) once a collision solve has imported it (_collision_rows)
@@ -596,6 +634,10 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
                               "(it moved G1's hard feet 3.5 mm); give a Posture goal (the null space of the "
                               "goals) instead")
         if rest_in_loop(m.name, rest.get("mode")):
+            both = sorted({"theta_orig", "p_orig", "p_ik"} & set(options))
+            if both:  # (rest's values replaced the options without a word)
+                raise SolverError(f"rest and the option(s) {', '.join(both)} both set the springs; give them once, "
+                                  f"in rest=dict(...)")
             options = {**options, "theta_orig": rest["theta_orig"], "p_orig": rest["p_orig"], "p_ik": rest["p_ik"]}
             _, p, d = rest_blend(0.0, 0.0, rest["p_orig"], rest["p_ik"], rest.get("d_orig", 0.0), rest.get("d_ik", 0.0))
             rest_loop, rest = {"stiffness": p, "damping": d}, None  # in the loop: nothing to blend after it
@@ -606,10 +648,13 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
     if refine is not None and res.success:
         from .nullspace import refine_in_nullspace
 
+        # what is left of the timeout (the refinement ran past it: 830 ms under timeout=0.02, G1's
+        # four limbs with the manipulability objective); the compile of a first call is not charged
+        left = None if timeout is None else max(t_start + timeout - time.perf_counter(), 0.0)
         q = refine_in_nullspace(robot, goals, q, refine, gain=0.5 if nullspace_gain is None else nullspace_gain,
                                 iterations=nullspace_iterations,
                                 position_tolerance=position_tolerance, rotation_tolerance=rotation_tolerance,
-                                joint_weights=joint_weights)
+                                joint_weights=joint_weights, timeout=left)
         info["nullspace"] = refine if isinstance(refine, str) else "callable"
     if rest_loop is not None:
         info["rest"] = {**rest_loop, "goal_reached": bool(res.success)}
@@ -654,7 +699,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
     else:
         max_iterations = ITERATION_CAP
     check_seed("seed", seed)
-    if mode not in ("speed", "distance"):
+    if not (isinstance(mode, str) and mode in ("speed", "distance")):
         raise SolverError(f"mode: expected 'speed' or 'distance', got {mode!r}")
     if not isinstance(restarts, (bool, np.bool_)):  # (5 or "no" were taken as True: unlimited restarts)
         raise GoalError(f"restarts: expected True (restart from random configurations while the budget lasts) "
@@ -664,6 +709,10 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
     if m.check is not None:
         m.check(problem)
     opts = m.defaults
+    max_restarts = None
+    if options and _MAX_RESTARTS_KEY in options:  # solve_many's per-target bound (not a method option)
+        options = dict(options)
+        max_restarts = options.pop(_MAX_RESTARTS_KEY)
     if options:
         unknown = set(options) - set(opts)
         if unknown:
@@ -704,7 +753,10 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
     n_restarts = 0
     stalled_errs = []
     stop_reason = None
-    chunk = _FIRST_CHUNK
+    # with a clock, a first call of one iteration measures its cost before the chunks are sized by
+    # the time left: 100 unmeasured iterations overran a 10 ms budget 75-fold (dls with the
+    # manipulability objective on G1, ~10 ms per iteration; gauss-seidel with sweeps=1000, 3-fold)
+    chunk = _FIRST_CHUNK if timeout is None else _TIMED_FIRST_CHUNK
     # ccd and fabrik apply cone limits inside their updates; the other methods get one iteration per
     # call and a projection after it (a projected iteration; solvers/_twist.py, model/limits.py)
     cones = bool(robot.extras.get("cone_limits")) and m.name not in ("ccd", "fabrik")
@@ -722,6 +774,8 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         it_before = state[1]
         t0 = time.perf_counter()
         code = m.iterate(problem, q, budget_it, state, opts)
+        if code == STALLED and m.closest and state[5] == 1.0:
+            unreachable_known = True  # a closed form's closest reachable point: the goal is out of reach
         t0 += clock.update(t0)  # a first call's compile (or interpreted run) is not the solve's time
         deadline = clock.deadline
         if cones:  # swing-cone/twist limits the method's iterations do not see: projected every iteration
@@ -760,9 +814,19 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         now = time.perf_counter()
         if deadline is not None and now >= deadline:
             stop_reason = Status.TIME_LIMIT
-            break
-        if max_iterations is not None and total_it + idle >= max_iterations:
+        elif max_iterations is not None and total_it + idle >= max_iterations:
             stop_reason = Status.ITERATION_LIMIT
+        if stop_reason is not None:
+            if code == RUNNING and "qbest" in problem.scratch and state[6] > 0.0:
+                # pinv, dls and gauss-seidel take every step and keep the best point of the attempt
+                # (restored when they stall): cut off while running, the last q may be worse than it,
+                # even worse than the start (pinv on Panda: 1.10 m from 0.84 m after 23 iterations)
+                qb = problem.scratch["qbest"]
+                pe, re_ = goal_errors(robot.node_table, robot.node_params, robot.origin, qb, problem.gnode,
+                                      problem.gkind, problem.gvec, problem.gR, problem.gaxis, problem.gw)
+                kb = (max(pe / position_tolerance, re_ / rotation_tolerance), pe + re_)
+                if kb < best_key:
+                    best_q, best_key = qb.copy(), kb
             break
         if code == STALLED or converged or done == 0:
             if code == STALLED:
@@ -772,7 +836,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
                 if unreachable_known and len(stalled_errs) >= 3:
                     stop_reason = Status.UNREACHABLE
                     break
-            if not (restarts and m.restarts):
+            if not (restarts and m.restarts) or (max_restarts is not None and n_restarts >= max_restarts):
                 stop_reason = Status.STALLED if code == STALLED else Status.ITERATION_LIMIT
                 break
             if rng is None:
@@ -781,13 +845,17 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
             q = lo + span * rng.random(robot.dof)
             if robot.has_ball_joints:
                 q = robot.sample(rng=rng, around=q_start)
+            if m.held is not None:  # joints the method never moves (ccd's stiffness 0) stay where they started
+                held = m.held(problem, opts)
+                if held is not None:
+                    q[held] = q_start[held]
             state[:] = 0.0
             if is_lm:
                 state[4] = 1.0 if n_restarts % 2 == 1 else 0.0
             attempt_it = 0
             n_restarts += 1
         if deadline is not None and per_iter and not cones:
-            chunk = int(min(max(16, 0.25 * (deadline - now) / per_iter), 10_000))
+            chunk = int(min(max(_MIN_CHUNK, 0.25 * (deadline - now) / per_iter), 10_000))
     if best_conv_q is not None:
         best_q = best_conv_q
         perr, rerr = goal_errors(robot.node_table, robot.node_params, robot.origin, best_q, problem.gnode, problem.gkind,
@@ -1573,8 +1641,10 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         Ts: (B, 4, 4) poses, or (B, 3) positions [m] (position-only goals).
         q0: (dof,) or (B, dof) start configurations (default ``robot.neutral()``).
         max_restarts: random restarts per target after the first attempt, 0 to
-            :data:`MAX_RESTARTS` = 10,000 (no clock inside the parallel kernel: the budget is
-            iterations, so results are deterministic for a seed).
+            :data:`MAX_RESTARTS` = 10,000 (lm: no clock inside the parallel kernel, the budget is
+            iterations, so results are deterministic for a seed; other methods run :func:`solve`
+            per target, with its ``timeout``, default 0.05 s, as well: pass ``timeout=None`` (and
+            ``max_iterations``) for results that do not depend on the clock).
         seed: an int in [0, 2**63 - B); target ``b`` is seeded with ``seed + b``.
         axes: orientation axes that matter for pose targets ("xyz", or "x"/"y"/"z").
         world, self_collision, margin: collision distances as in :func:`solve` (lm only); then
@@ -1649,12 +1719,17 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         get_method(method)  # unknown names fail here, listing the methods
         if collision is not None:
             options = {**options, "world": collision[0], "self_collision": collision[1], "margin": collision[2]}
+        if _MAX_RESTARTS_KEY in options:
+            raise SolverError(f"solve_many: unknown option {_MAX_RESTARTS_KEY!r}; use max_restarts")
+        # max_restarts bounds each target's restarts (it was ignored: 2-6 restarts with max_restarts=0);
+        # lm's collision solves keep their own retries
+        bound = {} if method == "lm" else {_MAX_RESTARTS_KEY: int(max_restarts)}
         results = []
         for b in range(B):
             goal = (Position(name, Ts[b]) if position_only else Pose(name, Ts[b], axes=axes))
             results.append(solve(robot, [goal], q0=q0s[b], method=method, position_tolerance=position_tolerance,
                                  rotation_tolerance=rotation_tolerance, seed=seed + b, joint_weights=joint_weights,
-                                 **options))
+                                 **options, **bound))
         codes = np.array([STATUS_CODES.index(r.status) for r in results], dtype=np.int64)  # q wrapped by solve
         return BatchResult(np.array([r.q for r in results]).reshape(B, robot.dof),
                            np.array([r.success for r in results], dtype=bool), codes,

@@ -30,6 +30,15 @@ class Method:
     attempt_iterations: int | None = None  # restart an attempt not converged after this many
     check: Callable | None = field(default=None, repr=False)  # (problem) -> None, raises SolverError
     defaults: dict = field(default_factory=dict)
+    # inputs its iterations do not use, with the reason: "joint_weights", "posture" (a Posture goal);
+    # the driver refuses them (solve._check_unused) instead of solving as if they were not given
+    ignores: dict = field(default_factory=dict)
+    # a closed form: when an iterate call returns STALLED with state[5] == 1, its q is the closest
+    # reachable point of the goal, so the target is out of reach (the driver reports UNREACHABLE)
+    closest: bool = False
+    # (problem, options) -> (dof,) bool mask or None: q entries the method never moves (ccd's
+    # stiffness 0), which restarts keep at the start configuration instead of drawing them at random
+    held: Callable | None = field(default=None, repr=False)
 
 
 _REGISTRY: dict[str, Method] = {}

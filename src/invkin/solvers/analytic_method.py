@@ -13,7 +13,8 @@ Supported problems (``check`` raises :class:`~invkin.SolverError` for anything e
   (hip and knee) each turn about their own position through three rotation channels about x, y, z
   or one ball joint; the goal frame's own rotations are left alone. Solved in 3-D by
   :func:`~invkin.solvers.two_bone_limb.two_bone_limb` keeping the current bend plane (``q0``'s),
-  so the knee keeps its side and twist.
+  so the knee keeps its side and twist (``elbow_up=False`` is refused there; True, the default, and
+  None keep q0's side).
 
 Not supported: prismatic joints on the path, other moving joints, two revolute joints whose axes are
 not parallel and are not a skeleton limb. Use ``lm`` for those.
@@ -34,7 +35,9 @@ the first joint's axis (``θ2 ≤ 0`` in ``two_bone_2d``'s terms); ``elbow_up=Fa
 violates a limit the other one is used when it fits; if neither fits, both are clamped into
 the limits and the one whose hand lands closer to the target is returned (not converged unless
 it still meets the tolerance). One call computes the answer: ``iterate`` reports CONVERGED only
-if the goal is met within ``position_tolerance``, else STALLED; the method never restarts.
+if the goal is met within ``position_tolerance``, else STALLED; the method never restarts. A missed
+goal whose answer no limit bound (the arm stretched or folded toward the target, or a target off the
+arm's plane) is the closest point the arm can reach: the result's status is ``unreachable``.
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ import math
 
 import numpy as np
 
-from ..errors import SolverError
+from ..errors import InvkinError, SolverError
 from ..goals import KIND_POSITION
 from ..kinematics import kernels as K
 from ._common import CONVERGED, STALLED, goal_errors
@@ -83,12 +86,19 @@ def _chain(problem) -> dict:
     return info
 
 
+class _NotALimb(SolverError):
+    """The goal frame's two nearest rotating joints are not skeleton joints (three rotation channels
+    or a ball): the problem is not a skeleton limb, so the planar arm's message is the one to give."""
+
+
 def _analyse(robot, node: int) -> dict:
     try:
         return _analyse_planar(robot, node)
     except SolverError as planar:
         try:
             return _analyse_limb(robot, node)
+        except _NotALimb:  # a URDF arm or leg (a floating base's internal nodes are not a skeleton's)
+            raise planar from None
         except SolverError as limb:
             if all(robot.is_frame):  # not a skeleton: the planar message says what is supported
                 raise planar from None
@@ -98,8 +108,21 @@ def _analyse(robot, node: int) -> dict:
 def _analyse_limb(robot, node: int) -> dict:
     """A skeleton limb (hip/knee groups of three rotation channels or ball joints): solved in 3-D by
     :func:`~invkin.solvers.two_bone_limb.two_bone_limb`, keeping the current bend plane."""
-    names = limb_joints(robot, robot.node_names[node])
+    try:
+        names = limb_joints(robot, robot.node_names[node])
+    except SolverError as exc:
+        raise _NotALimb(str(exc)) from None
     groups = [set(_frame_groups(robot, robot.frame_index(nm))) for nm in names]
+    for g in groups[:2]:
+        ball = len(g) == 1 and all(robot.joint_type[i] == K.BALL for i in g)
+        axes = {int(np.argmax(np.abs(robot.axis[i]))) for i in g if np.count_nonzero(robot.axis[i]) == 1}
+        if not ball and not (len(g) == 3 and len(axes) == 3 and all(robot.joint_type[i] == K.REVOLUTE for i in g)):
+            # a single URDF hinge (go2's thigh, G1's knee) is no skeleton joint: the planar message applies;
+            # channels in internal nodes (a BVH joint with fewer than three) are a skeleton's
+            skeleton = any(not robot.is_frame[i] for i in g)
+            raise (SolverError if skeleton else _NotALimb)(
+                f"analytic: a limb joint needs three rotation channels about x, y, z or one ball joint; "
+                f"{[robot.node_joint_names[i] for i in sorted(g)]} is neither")
     path = robot.ancestors(node)
     moving = {i for i in path if robot.qidx[i] >= 0 and robot.joint_type[i] != K.FIXED}
     extra = moving - groups[0] - groups[1] - groups[2]
@@ -108,28 +131,25 @@ def _analyse_limb(robot, node: int) -> dict:
                           f"{names}: {[robot.node_joint_names[i] for i in sorted(extra)][:6]}...; solve the "
                           f"limb alone: robot.subchain({names[0]!r}, {names[2]!r}), or use "
                           f"ik.two_bone_3d(robot, q, {names[2]!r}, target) on the whole skeleton")
-    for g in groups[:2]:
-        ball = len(g) == 1 and all(robot.joint_type[i] == K.BALL for i in g)
-        axes = {int(np.argmax(np.abs(robot.axis[i]))) for i in g if np.count_nonzero(robot.axis[i]) == 1}
-        if not ball and not (len(g) == 3 and len(axes) == 3 and all(robot.joint_type[i] == K.REVOLUTE for i in g)):
-            raise SolverError(f"analytic: a limb joint needs three rotation channels about x, y, z or one ball "
-                              f"joint; {[robot.node_joint_names[i] for i in sorted(g)]} is neither")
     for i in groups[0] | groups[1]:
         if robot.mimic_leader[i]:
             raise SolverError(f"analytic: joint {robot.node_joint_names[i]!r} is mimic-coupled")
     return dict(limb=names)
 
 
-def _analyse_planar(robot, node: int) -> dict:
+def _analyse_planar(robot, node: int, hint: bool = True) -> dict:
     frame = robot.node_names[node]
     path = robot.ancestors(node)[::-1]  # root first
     moving = [i for i in path if robot.qidx[i] >= 0 and robot.joint_type[i] != K.FIXED]
-    desc = ", ".join(f"{robot.node_joint_names[i]!r} ({_TYPE_NAMES.get(int(robot.joint_type[i]), '?')})"
-                     for i in moving) or "none"
     if len(moving) != 2:
+        # a free or planar joint (several internal nodes) is named once, with its kind
+        joints = [f"{robot.node_joint_names[i]!r} ({robot.composite[i] or _TYPE_NAMES.get(int(robot.joint_type[i]), '?')})"
+                  for k, i in enumerate(moving) if not (k and robot.composite[i]
+                                                        and robot.node_joint_names[moving[k - 1]] == robot.node_joint_names[i])]
         raise SolverError(f"analytic needs the goal frame {frame!r} to be moved by exactly two revolute joints "
                           f"with parallel axes (a planar two-bone arm such as planar2); robot {robot.name!r} "
-                          f"moves it with {len(moving)} joint(s): {desc}; use method='lm'")
+                          f"moves it with {len(joints)} joint(s): {', '.join(joints) or 'none'}; use method='lm'"
+                          + (_planar_subchain_hint(robot, node, moving) if hint else ""))
     for i in moving:
         if robot.joint_type[i] != K.REVOLUTE:
             raise SolverError(f"analytic handles revolute joints only; joint {robot.node_joint_names[i]!r} of "
@@ -187,6 +207,25 @@ def _analyse_planar(robot, node: int) -> dict:
     return info
 
 
+def _planar_subchain_hint(robot, node: int, moving) -> str:
+    """", or solve its last two joints alone: robot.subchain(base, frame)" when the goal frame's last two
+    moving joints form a planar two-bone arm (go2's thigh and calf below its hip), else ""."""
+    if len(moving) < 3:
+        return ""
+    base = int(robot.parent[moving[-2]])
+    while base >= 0 and not robot.is_frame[base]:
+        base = int(robot.parent[base])
+    if base < 0:
+        return ""
+    base_name, frame = robot.node_names[base], robot.node_names[node]
+    try:
+        sub = robot.subchain(base_name, frame)
+        _analyse_planar(sub, sub.frame_index(frame), hint=False)
+    except InvkinError:
+        return ""
+    return f", or solve its last two joints alone: robot.subchain({base_name!r}, {frame!r})"
+
+
 def _check(problem):
     _chain(problem)
 
@@ -221,17 +260,23 @@ def _iterate(problem, q, max_iter, state, options):
         return STALLED
     ch = _chain(problem)
     robot = problem.robot
+    elbow_up = options.get("elbow_up", True)
+    if elbow_up is not None and not isinstance(elbow_up, (bool, np.bool_)):
+        raise SolverError(f"analytic: elbow_up must be True, False or None (nearest to q0), got {elbow_up!r}")
     if "limb" in ch:
-        q[:] = robot.clamp(two_bone_limb(robot, q, ch["limb"][2], problem.gvec[0], limb=ch["limb"]).q)
+        if elbow_up is not None and not elbow_up:  # (it was dropped without a word)
+            raise SolverError(f"analytic: elbow_up=False does not apply to the skeleton limb {ch['limb']}: the "
+                              f"knee keeps the side of q0's bend plane; to choose it, start from a q0 bent that "
+                              f"way, or use ik.two_bone_3d(robot, q, {ch['limb'][2]!r}, target, pole=...)")
+        sol = two_bone_limb(robot, q, ch["limb"][2], problem.gvec[0], limb=ch["limb"])
+        q[:] = robot.clamp(sol.q)
         perr, _ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
         state[1] += 1
         state[2] = perr
         state[3] = 0.0
+        state[5] = 0.0 if sol.limited else 1.0  # no limit bound: the closest point of the limb's reach
         return CONVERGED if perr <= problem.tol_p else STALLED
-    elbow_up = options.get("elbow_up", True)
-    if elbow_up is not None and not isinstance(elbow_up, (bool, np.bool_)):
-        raise SolverError(f"analytic: elbow_up must be True, False or None (nearest to q0), got {elbow_up!r}")
     t = ch["F1inv"][:3, :3] @ problem.gvec[0] + ch["F1inv"][:3, 3]
     xy = np.array([t @ ch["ex"], t @ ch["ey"]])
     lo, hi = problem.lower, problem.upper
@@ -249,12 +294,13 @@ def _iterate(problem, q, max_iter, state, options):
     else:
         order = [0, 1] if elbow_up else [1, 0]
     fitting = [cands[k] for k in order if cands[k][3]]
-    if fitting:
+    if fitting:  # the law of cosines' answer within the limits: the closest point the arm can reach
         _, q1, q2, _ = fitting[0]
         q[c1] = q1
         q[c2] = q2
         perr, _ = goal_errors(robot.node_table, robot.node_params, robot.origin, q, problem.gnode, problem.gkind,
                               problem.gvec, problem.gR, problem.gaxis, problem.gw)
+        state[5] = 1.0
     else:  # neither branch fits the limits: clamp both, keep the closer hand
         best = None
         q_try = q.copy()
@@ -277,8 +323,9 @@ def _register():
     from . import Method, register
 
     register(Method(NAME, _iterate, "closed-form two-bone arm (two parallel revolute joints, one Position goal)",
-                    JOINT_TYPES, goal_kinds=("position",), restarts=False, check=_check,
-                    defaults=dict(elbow_up=True)))
+                    JOINT_TYPES, goal_kinds=("position",), restarts=False, check=_check, closest=True,
+                    defaults=dict(elbow_up=True),
+                    ignores=dict(joint_weights="a closed-form answer, with no weighting to apply")))
 
 
 _register()

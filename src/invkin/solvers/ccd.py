@@ -34,7 +34,7 @@ s = W for points and 1 for unit axes — cannot move the goal (its axis passes t
 point, or the goal axis lies along it) and is not moved: otherwise rounding noise in k2 − k1 and
 k3 would choose an arbitrary angle every sweep. Stiffness: q_i ← q_i + w_i Φ, then clamp into
 [lower, upper]. The option ``stiffness`` gives Welman's w_i ∈ [0, 1] directly (one number for every
-joint, or one per q entry; 0 freezes a joint); without it w_i = min_j(jw_j) / jw_i from
+joint, or one per q entry; 0 freezes a joint, restarts included); without it w_i = min_j(jw_j) / jw_i from
 ``joint_weights`` (stiffnesses as in the weighted least-norm methods: the loosest joint moves
 fully, a joint twice as heavy half as far; default all 1).
 
@@ -64,7 +64,8 @@ article's value unless the requested tolerance needs finer rotations (with 0.001
 reach W stops moving once the tip is within about 0.001 W of the target).
 
 Mimic followers are not visited themselves; their leader's update moves them (full FK then).
-Posture goals are ignored. STALLED when the weighted squared residual has not dropped by
+A Posture goal is refused (SolverError: the sweeps have no rest term; ``nullspace="posture"``
+refines a converged answer toward it instead). STALLED when the weighted squared residual has not dropped by
 1e-4 (relative) within 10 sweeps (a local minimum, a limit, or the stretched pose of an
 unreachable target).
 """
@@ -545,7 +546,7 @@ def goal_scales(problem) -> np.ndarray:
 
 def _options(problem, options):
     variant = options.get("variant", "welman")
-    if variant not in VARIANTS:
+    if not (isinstance(variant, str) and variant in VARIANTS):  # (an array here: numpy's ambiguous truth)
         raise SolverError(f"ccd: variant must be one of {', '.join(map(repr, VARIANTS))}, got {variant!r}")
     simple = variant == "simple"
     if simple and not problem.is_position_only():
@@ -555,6 +556,14 @@ def _options(problem, options):
     if isinstance(k_pos, bool) or not isinstance(k_pos, (int, float, np.integer, np.floating)) \
             or not (k_pos > 0 and math.isfinite(k_pos)):
         raise SolverError(f"ccd: position_gain must be a finite number > 0, got {k_pos!r}")
+    # each variant's own setting, given to the other, changed nothing
+    if simple and k_pos != 1.0:
+        raise SolverError(f"ccd: position_gain={k_pos!r} weighs Welman's position pairs against orientation "
+                          f"pairs (variant='welman'); variant='simple' has only position goals, each turned "
+                          f"by its own angle")
+    if not simple and options.get("threshold", None) is not None:
+        raise SolverError(f"ccd: threshold={options['threshold']!r} is the skip angle of variant='simple' "
+                          f"(SEEDS.md §4); variant='welman' turns every joint to its best angle")
     scales = goal_scales(problem)
     thr = options.get("threshold", None)
     if isinstance(thr, str):
@@ -590,11 +599,22 @@ def _iterate(problem, q, max_iter, state, options):
     return kernel(*problem.args, q, max_iter, state, *tail)
 
 
+def _held(problem, options):
+    """The q entries whose stiffness w_i is 0 (a ball joint: all three), which no sweep moves: the
+    driver's restarts keep them at q0 (drawn at random, a frozen joint came back turned by a radian)."""
+    if options.get("stiffness", None) is None:
+        return None
+    held = column_factors(problem, options["stiffness"]) == 0.0
+    for s in problem.robot.ball_starts:
+        held[s:s + 3] = held[s:s + 3].all()
+    return held if held.any() else None
+
+
 def twist_option(method, options) -> bool:
     """The option ``twist``: "previous" (default: every free bone keeps its twist from the start of the
     solve, :func:`invkin.solvers._twist.resolve_twist`) or "free" (whatever the updates leave)."""
     tw = options.get("twist", "previous")
-    if tw not in ("previous", "free"):
+    if not (isinstance(tw, str) and tw in ("previous", "free")):
         raise SolverError(f"{method}: twist must be 'previous' or 'free', got {tw!r}")
     return tw == "previous"
 
@@ -605,7 +625,8 @@ def _register():
     register(Method(NAME, _iterate,
                     "cyclic coordinate descent (Welman: position + orientation, limits, stiffness; or simple)",
                     JOINT_TYPES, defaults=dict(variant="welman", threshold=None, position_gain=1.0, stiffness=None,
-                                  twist="previous")))
+                                  twist="previous"), held=_held,
+                    ignores=dict(posture="its sweeps turn each joint to the goals, with no rest term")))
 
 
 _register()

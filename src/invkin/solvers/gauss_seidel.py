@@ -24,7 +24,9 @@ moves) and ``Nd_n`` (nodes sharing one with n), ``α_i = Σ_{c∈Cp_n} |J[c][n]_
 ``β_i = Σ_{c∈Cp_n} J[c][n]_{:,i}ᵀ v_c``, ``γ_ij = Σ_{c∈Cp_n∩Cp_m} J[c][n]_{:,i}ᵀ J[c][m]_{:,j}``;
 (4) ``θ ← clamp(θ ⊕ ω)`` (capped at ``max_step``). The sets are built once per problem from the
 tree and the goal frames. A Posture goal adds the rows ``w_p I ω = w_p (q_rest ⊖ q)``
-(``α += w_p²``, ``β += w_p² (q_rest ⊖ q)``).
+(``α += w_p²``, ``β += w_p² (q_rest ⊖ q)``) until the attempt settles on that compromise short of
+the goals; then the posture yields (the lowest priority, as in transpose) and the goals converge
+from there, near the rest posture.
 
 Rest springs (§5.1), options ``theta_orig`` (dof,), ``p_orig`` ≥ 0, ``p_ik`` > 0 (one number or
 one per q entry): Springhead moves a joint by changing the reference angle of its spring, and a
@@ -34,6 +36,9 @@ reference, ``θ_ik ← clamp(θ_ik ⊕ ω)``, and the joint settles at the sprin
 computed at the settled θ, so the reference keeps moving until the goal is met: the springs slow
 the motion by ``p_ik/(p_orig + p_ik)`` and keep it near θ_orig, and the goal is lost only when
 θ_ik would have to leave the joint range, i.e. when p_orig ≫ p_ik (then the attempt stalls).
+The springs are the method's per-joint stiffness: ``joint_weights`` are refused (SolverError),
+since Gauss–Seidel takes the same step whatever the scale of each unknown (ω_i = D_i ω̃_i gives
+α̃_i = D_i² α_i, β̃_i = D_i β_i, γ̃_ij = D_i D_j γ_ij: the same ω).
 :func:`invkin.motion.solve_with_rest` and ``solve(rest=...)`` run it and report a lost goal.
 """
 from __future__ import annotations
@@ -49,7 +54,8 @@ from ..kinematics.kernels import BALL
 from ._common import CONVERGED, RUNNING, STALLED, posture_residual, step_and_clamp, task_eval
 from ._iterate import end_iterations
 from ._linalg import cap_step, sqnorm
-from .jacobian import S_BEST, _positive, _track_best, problem_scratch, restore_best, start_attempt
+from .jacobian import S_BEST, S_POSTURE_OFF, S_REF, S_SINCE, _positive, _track_best, problem_scratch, restore_best, \
+    start_attempt
 
 NAME = "gauss-seidel"
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
@@ -219,6 +225,8 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
     qn = np.empty(dof)
     e1 = np.empty(3)
     e2 = np.empty(3)
+    if state[S_POSTURE_OFF] != 0.0:  # the posture has yielded to the goals in this attempt
+        w_post = 0.0
     w2 = w_post * w_post
     springs = th_orig.shape[0] > 0
     t_settle = np.empty(dof if springs else 0)
@@ -342,9 +350,19 @@ def gs_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, gR, gaxi
         task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
         cost = 0.5 * sqnorm(e)
         if _track_best(q, qbest, cost, state):
-            if not (errs[0] <= tol_p and errs[1] <= tol_r):
-                code = STALLED
-                restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
+            if errs[0] <= tol_p and errs[1] <= tol_r:
+                break
+            if w_post > 0.0:
+                # settled on the posture's compromise, short of the goals: the posture yields (the
+                # lowest priority) and the goals go on from here, near the rest posture
+                w_post = 0.0
+                w2 = 0.0
+                state[S_POSTURE_OFF] = 1.0
+                state[S_REF] = cost
+                state[S_SINCE] = 0.0
+                continue
+            code = STALLED
+            restore_best(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q, qbest, Tall, Jf, e, J, errs)
             break
     return end_iterations(code, it, errs[0], errs[1], tol_p, tol_r, state)
 
@@ -360,23 +378,27 @@ def spring_arrays(problem, theta_orig, p_orig, p_ik):
 
     p_orig ≥ 0 and p_ik > 0 are one number or one per q entry; a ball joint takes the ratio of its
     first entry (one spring per joint, as in :func:`invkin.motion.rest_blend`)."""
-    if theta_orig is None:
-        return NO_SPRINGS, NO_SPRINGS
     robot = problem.robot
     dof = robot.dof
     try:
-        th = np.array(theta_orig, dtype=np.float64)
+        th = None if theta_orig is None else np.array(theta_orig, dtype=np.float64)
         po = np.array(np.broadcast_to(np.asarray(p_orig, dtype=np.float64), (dof,)))
         pi = np.array(np.broadcast_to(np.asarray(p_ik, dtype=np.float64), (dof,)))
     except (TypeError, ValueError):
         raise SolverError(f"options theta_orig, p_orig, p_ik: expected ({dof},) angles and springs (one number "
                           f"or {dof}), got {theta_orig!r:.100}, {p_orig!r:.100}, {p_ik!r:.100}") from None
-    if th.shape != (dof,) or not np.all(np.isfinite(th)):
-        raise SolverError(f"option theta_orig: expected {dof} finite joint values, got shape {th.shape}")
     if not np.all(np.isfinite(po) & (po >= 0)):
         raise SolverError(f"option p_orig: expected springs >= 0, got {po.tolist()}")
     if not np.all(np.isfinite(pi) & (pi > 0)):
         raise SolverError(f"option p_ik: expected springs > 0, got {pi.tolist()}")
+    if th is None:
+        if np.any(po != 0.0) or np.any(pi != 1.0):  # springs with no rest posture to pull toward: a no-op
+            raise SolverError(f"options p_orig, p_ik: the rest springs pull toward theta_orig, which is not "
+                              f"given (p_orig={p_orig!r:.100}, p_ik={p_ik!r:.100}); give theta_orig ({dof},) "
+                              f"too, or rest=dict(theta_orig=..., p_orig=..., p_ik=...)")
+        return NO_SPRINGS, NO_SPRINGS
+    if th.shape != (dof,) or not np.all(np.isfinite(th)):
+        raise SolverError(f"option theta_orig: expected {dof} finite joint values, got shape {th.shape}")
     ratio = po / pi
     for s in robot.ball_starts:
         ratio[s + 1:s + 3] = ratio[s]
@@ -406,7 +428,10 @@ def _register():
 
     register(Method(NAME, _iterate, "Springhead2 block Gauss–Seidel on JᵀJ ω = Jᵀv, multi control point (SEEDS §3)",
                     JOINT_TYPES, defaults=dict(gain=1.0, sweeps=5, max_step=0.5, theta_orig=None, p_orig=0.0,
-                                               p_ik=1.0)))
+                                               p_ik=1.0),
+                    ignores=dict(joint_weights="Gauss-Seidel on JᵀJ ω = Jᵀv takes the same step whatever the scale "
+                                               "of each unknown, and Springhead's IK has no joint weights; its rest "
+                                               "springs p_orig, p_ik hold joints instead")))
 
 
 _register()

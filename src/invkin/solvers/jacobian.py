@@ -39,7 +39,10 @@ Null-space objectives (``pinv``, ``dls``; ``η = nullspace_gain ·`` the objecti
   kernel call per iteration.
 
 A Posture goal (weight > 0) is handled the way each method can: ``transpose`` descends the full
-cost ``½|e|² + ½ w_p² |q_rest ⊖ q|²`` (its residual stacked under the task rows, as in LM);
+cost ``½|e|² + ½ w_p² |q_rest ⊖ q|²`` (its residual stacked under the task rows) until it settles on
+that compromise, short of the goals; then the posture yields (``state[S_POSTURE_OFF]``) and the goals
+converge from there, near the rest posture (the posture is the lowest priority: it held 18-20 of 20
+Panda targets off their 1e-6 m tolerance at weights 1e-3 to 0.5);
 ``pinv`` and ``dls`` treat it as the secondary task of the task-priority scheme, i.e. it adds the
 ``"posture"`` objective to η (never disturbing the goals to first order).
 
@@ -95,9 +98,10 @@ NULLSPACE_NAMES = {None: NS_NONE, "joint_limits": NS_JOINT_LIMITS, "posture": NS
 MODE_PINV = 0
 MODE_DLS = 1
 
-# slots of the driver's state array (8,) used here; 1-3 are the driver's (iterations, errors)
-# and 4 is left alone (the driver marks LM's free attempts there)
+# slots of the driver's state array (8,) used here; 1-3 are the driver's (iterations, errors);
+# the driver marks LM's free attempts in 4, which transpose and gauss-seidel use as S_POSTURE_OFF
 S_SCALAR = 0  # transpose: step cap; pinv/dls: η scale
+S_POSTURE_OFF = 4  # transpose, gauss-seidel: 1 once the attempt's posture term has yielded to the goals
 S_SINCE = 5   # iterations since the progress window's reference cost fell
 S_BEST = 6    # best cost of the attempt (<= 0: a fresh attempt)
 S_REF = 7     # reference cost of the progress window
@@ -168,7 +172,7 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
     pr = np.zeros(dof)
     pr2 = np.zeros(dof)
     qn = np.empty(dof)
-    w2 = w_post * w_post
+    w2 = w_post * w_post if state[S_POSTURE_OFF] == 0.0 else 0.0
     cap = state[S_SCALAR] if state[S_SCALAR] > 0.0 else max_step
     task_eval(ni, nf, origin, q, gnode, gkind, gvec, gR, gaxis, gw, Tall, Jf, e, J, errs)
     if w_post > 0.0:
@@ -184,6 +188,17 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
         if errs[0] <= tol_p and errs[1] <= tol_r:
             code = CONVERGED
             break
+        if code == STALLED:
+            if w2 > 0.0:  # settled on the posture's compromise: the posture yields, the goals go on
+                w2 = 0.0
+                state[S_POSTURE_OFF] = 1.0
+                cost = 0.5 * sqnorm(e)
+                state[S_REF] = cost
+                state[S_SINCE] = 0.0
+                cap = max_step
+                code = RUNNING
+            else:
+                break
         it += 1
         for c in range(dof):
             s = 0.0
@@ -207,7 +222,7 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
             den += s * s
         if not (num > 0.0 and den > 0.0):
             code = STALLED  # Jᵀe = 0: the pull points along a singular direction
-            break
+            continue
         alpha = num / den if alpha_fixed <= 0.0 else alpha_fixed
         for c in range(dof):
             d[c] *= alpha
@@ -228,7 +243,7 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
             cap *= 0.5
             if cap < 1e-14:
                 code = STALLED
-                break
+                continue
         if cost < state[S_REF] * (1.0 - PROGRESS):
             state[S_REF] = cost
             state[S_SINCE] = 0.0
@@ -236,7 +251,13 @@ def transpose_iterate(ni, nf, origin, lower, upper, balls, gnode, gkind, gvec, g
             state[S_SINCE] += 1.0
             if state[S_SINCE] >= PATIENCE_TRANSPOSE:
                 code = STALLED
-                break
+                continue
+    if code == STALLED and w2 > 0.0 and not (errs[0] <= tol_p and errs[1] <= tol_r):
+        code = RUNNING  # (stalled on the last iteration of the call: the next call drops the posture)
+        state[S_POSTURE_OFF] = 1.0
+        state[S_REF] = 0.5 * sqnorm(e)
+        state[S_SINCE] = 0.0
+        cap = max_step
     state[S_SCALAR] = cap
     return end_iterations(code, it, errs[0], errs[1], tol_p, tol_r, state)
 
@@ -627,17 +648,31 @@ def pinv_step(J, e, eta=None, joint_weights=None, damping: float = 0.0, regulari
     ``dq_null = (I − J⁺_W J) η`` (so ``J @ dq_null ≈ 0`` wherever J has full row rank), computed by
     the same kernel the solvers run.
     """
-    J = np.ascontiguousarray(J, dtype=np.float64)
+    def arr(name, v, shape):  # (a wrong length was numpy's reshape error, a weight <= 0 a NaN step)
+        try:
+            a = np.ascontiguousarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise SolverError(f"pinv_step: {name} must be finite numbers of shape {shape}, got {v!r:.100}") from None
+        if (shape is not None and a.shape != shape) or not np.all(np.isfinite(a)):
+            raise SolverError(f"pinv_step: {name} must be finite numbers of shape {shape or '(m, dof)'}, got "
+                              f"shape {a.shape}" + ("" if np.all(np.isfinite(a)) else " with NaN or inf"))
+        return a
+
+    J = arr("J", J, None)
     if J.ndim != 2:
         raise SolverError(f"pinv_step: J must be (m, dof), got shape {J.shape}")
     m, dof = J.shape
-    e = np.ascontiguousarray(e, dtype=np.float64).reshape(m)
-    eta = np.zeros(dof) if eta is None else np.ascontiguousarray(eta, dtype=np.float64).reshape(dof)
+    e = arr("e", e, (m,))
+    eta = np.zeros(dof) if eta is None else arr("eta", eta, (dof,))
+    damping = _positive("damping", damping, allow_zero=True)
+    regularization = _positive("regularization", regularization, allow_zero=True)
     ones = np.ones(dof)
     if joint_weights is not None and np.ndim(joint_weights) == 2:
         jw, Lt = ones, weight_factor(joint_weights, dof)
     else:
-        jw = ones if joint_weights is None else np.ascontiguousarray(joint_weights, dtype=np.float64)
+        jw = ones if joint_weights is None else arr("joint_weights", joint_weights, (dof,))
+        if not np.all(jw > 0):
+            raise SolverError(f"pinv_step: joint_weights must be > 0, got {jw.tolist()}")
         Lt = NO_MATRIX
     k = min(m, dof)
     lam2 = regularization + damping * damping

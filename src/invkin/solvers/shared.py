@@ -71,6 +71,14 @@ def geometric_kernel(problem, method: str, options: dict):
         raise SolverError(f"method {method!r} has no option(s) {sorted(unknown)}; its options: {sorted(m.defaults)}")
     if m.check is not None:
         m.check(problem)
+    # what solve() refuses for these methods (solve._check_unused): its iterations would not use it
+    given = {"posture": problem.w_posture > 0.0,
+             "joint_weights": problem.joint_weights is not problem.robot.unit_weights}
+    for what, reason in m.ignores.items():
+        if given.get(what):
+            from ..errors import SolverError
+            raise SolverError(f"{'a Posture goal' if what == 'posture' else what}: method {method!r} does not use "
+                              f"it ({reason})")
     if method == "ccd":
         from .ccd import kernel_call
     else:
