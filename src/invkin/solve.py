@@ -1613,7 +1613,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     if q0 is None:
         q0s = np.broadcast_to(robot.q_neutral, (B, robot.dof))
     else:
-        q0s = robot.check_q(q0, "q0")
+        q0s = robot.check_q(q0, "q0")  # (numbers within ±MAX_LENGTH, as solve's q0)
         if q0s.ndim == 1:
             q0s = np.broadcast_to(q0s, (B, robot.dof))
         elif q0s.shape[0] != B:

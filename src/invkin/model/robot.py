@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from .._tiers import call_interpreted, entry_point
+from .._checks import MAX_LENGTH
 from ..errors import ConfigurationError, FrameError, ModelError, closest_names
 from ..kinematics import kernels as K
 
@@ -679,7 +680,8 @@ class Robot:
 
     # ------------------------------------------------------------------ configurations
     def check_q(self, q, what: str = "q") -> np.ndarray:
-        """Validate a configuration (dof,) or batch (B, dof): float64, finite, contiguous."""
+        """Validate a configuration (dof,) or batch (B, dof): float64, contiguous, every entry a number
+        within ±:data:`invkin._checks.MAX_LENGTH` (1e9 rad or m)."""
         try:
             if type(q) is not np.ndarray or q.dtype.kind not in "fiub":
                 if isinstance(q, (str, bytes)) or np.asarray(q).dtype.kind not in "fiub":
@@ -694,10 +696,14 @@ class Robot:
                 f"{what}: expected shape ({self.dof},) or (B, {self.dof}) for robot {self.name!r}, "
                 f"got {a.shape}"
             )
-        if not K.all_finite(a):
-            bad = np.argwhere(~np.isfinite(a))[0]
-            raise ConfigurationError(f"{what}: expected finite values, got {a[tuple(bad)]} at index "
-                                     f"{tuple(int(x) for x in bad)}")
+        if not K.all_within(a, MAX_LENGTH):  # (one pass: NaN and inf fail it too)
+            if not K.all_finite(a):
+                bad = np.argwhere(~np.isfinite(a))[0]
+                raise ConfigurationError(f"{what}: expected finite values, got {a[tuple(bad)]} at index "
+                                         f"{tuple(int(x) for x in bad)}")
+            bad = np.argwhere(np.abs(a) > MAX_LENGTH)[0]
+            raise ConfigurationError(f"{what}: expected values within ±{MAX_LENGTH:g} (rad or m; beyond it FK loses "
+                                     f"every digit), got {a[tuple(bad)]:g} at index {tuple(int(x) for x in bad)}")
         return a
 
     def neutral(self) -> np.ndarray:
