@@ -110,6 +110,25 @@ def test_a_batch_item_says_whether_its_goal_is_met(panda):
     assert [batch[i].goals_met for i in range(2)] == [(True,), (False,)]
 
 
+def test_a_batch_sliced_or_masked_is_a_batch_of_those_targets(panda):
+    """batch[1:3] and batch[batch.success] raised NumPy's 'only 0-dimensional arrays can be
+    converted to Python scalars'."""
+    Ts = panda.fk(panda.sample(4, rng=3), "panda_hand")
+    Ts[2, :3, 3] = [3.0, 0.0, 0.0]  # out of reach
+    batch = ik.solve_many(panda, "panda_hand", Ts)
+    part = batch[1:3]
+    assert isinstance(part, ik.BatchResult) and len(part) == 2
+    np.testing.assert_array_equal(part.q, batch.q[1:3])
+    assert part.status == batch.status[1:3] and list(part.success) == [True, False]
+    met = batch[batch.success]
+    assert len(met) == 3 and met.success.all() and met[2].status is Status.CONVERGED
+    assert batch[[3, 0]].iterations.tolist() == [batch.iterations[3], batch.iterations[0]]
+    assert math.isclose(part.time, batch.time / 2)
+    for bad in (1.5, "0", (0, 1), True):
+        with pytest.raises(TypeError, match="BatchResult indices"):
+            batch[bad]
+
+
 @pytest.mark.parametrize("kw", [{}, {"timeout": None}, {"method": "dls"}, {"method": "pinv"}])
 def test_restarts_false_runs_and_counts_no_restart(panda, kw):
     far = panda.fk(panda.neutral(), "panda_hand")
