@@ -9,6 +9,7 @@ its command.
 """
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 import warnings
@@ -128,3 +129,18 @@ def test_every_command_has_help_as_the_readme_says_and_it_reads_as_written(capsy
         helptext = capsys.readouterr().out
         assert helptext.startswith("usage: invkin " + " ".join(cmd)), cmd
         assert "%%" not in helptext and "%(" not in helptext, (cmd, helptext)  # a description is not %-formatted
+
+
+def test_every_argument_of_every_command_has_help_text_and_every_command_a_description():
+    """`invkin solve --help` listed `robot` and `--seed` without a word (as did fk's robot and
+    --json, fix-feet's IN.bvh/OUT.bvh, retarget's input), and `invkin methods --help` had no description."""
+    missing = []
+    for cmd, parser in _parsers(cli.build_parser()):
+        if not parser.description:
+            missing.append(f"invkin {' '.join(cmd)}: no description")
+        for action in parser._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            if not action.help:
+                missing.append(f"invkin {' '.join(cmd)} {'/'.join(action.option_strings) or action.dest}")
+    assert not missing, missing
