@@ -456,7 +456,7 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
             object.__setattr__(res, "rotation_error", s[5])
         object.__setattr__(res, "iterations", iters + int(s[0]))
         object.__setattr__(res, "restarts", restarts + int(s[1]))
-        if ok and fast[6]:  # continuous joints wrapped near q0, as _solve_lm_fast does
+        if ok and fast[6]:  # Robot.wrap_dofs shifted by turns near q0, as _solve_lm_fast does
             res = _post_solve(robot, goals, res, q0, tol_p, tol_r)
     object.__setattr__(res, "time", t_first + time.perf_counter() - t0)
     if res.success and closest[0] >= check.margin - 1e-9:
@@ -498,8 +498,8 @@ def _collision_result(robot, res, collision, tol_p, tol_r) -> Result:
 
 
 def _needs_post(robot) -> bool:
-    """True when a result of ``robot`` needs the driver's last steps (continuous joints to wrap
-    near q0, swing/twist limits to project onto); cached per robot."""
+    """True when a result of ``robot`` needs the driver's last steps (joints of Robot.wrap_dofs to
+    shift by turns near q0, swing/twist limits to project onto); cached per robot."""
     memo = robot.cache
     post = memo.get("post_solve")
     if post is None:
@@ -522,7 +522,7 @@ def _project_cones(robot, problem, q, state, code):
 
 
 def _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance):
-    """The driver's last steps on a result: continuous joints wrapped near q0 (None: the neutral
+    """The driver's last steps on a result: Robot.wrap_dofs shifted by turns near q0 (None: the neutral
     configuration), the swing/twist limits respected (respect_cone_limits)."""
     if robot.wrap_dofs.size:
         _wrap_near(robot, res.q, robot.q_neutral if q0 is None else robot.check_q(q0, "q0"))
@@ -534,13 +534,47 @@ def _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance):
 
 
 def _wrap_near(robot, q, q0) -> None:
-    """Shift every continuous joint of q ((dof,) or (B, dof), in place) by a multiple of 2 pi to
-    within pi of its value in q0: the same poses (Robot.wrap_dofs lists only joints where a
-    turn changes no frame), without spinning a wrist most of a turn away from the seed."""
+    """Shift every joint of Robot.wrap_dofs in q ((dof,) or (B, dof), in place) by the multiple
+    of 2 pi that brings it nearest its value in q0 while inside its limits: the same poses (a
+    turn changes no frame of those joints), without spinning a joint most of a turn away from the
+    seed. A continuous joint ends within pi of q0; a joint limited to ±2 pi (a UR arm) kept the
+    representative the LM kernel wrapped into the limits (the lowest one), a turn from q0 in 42
+    of 100 random UR5 solves where the nearer one was within the limits too."""
     c = robot.wrap_dofs
-    if c.size:
-        d = q[..., c] - np.asarray(q0)[..., c]
-        q[..., c] -= 2.0 * np.pi * np.round(d / (2.0 * np.pi))
+    if not c.size:
+        return
+    if q.ndim == 1:  # one solve: a loop over the few joints (NumPy's calls cost ~40 µs here)
+        spec = robot.cache.get("wrap_near")
+        if spec is None:
+            spec = robot.cache["wrap_near"] = tuple(zip(c.tolist(), robot.lower[c].tolist(),
+                                                        robot.upper[c].tolist()))
+        qs, q0s = q.tolist(), q0.tolist()
+        for j, lo, hi in spec:
+            v = qs[j]
+            d = v - q0s[j]
+            if -math.pi <= d <= math.pi:
+                continue  # already the nearest
+            k = -round(d / _TURN)
+            if lo > -math.inf:
+                k = max(k, math.ceil((lo - v) / _TURN))
+            if hi < math.inf:
+                k = min(k, math.floor((hi - v) / _TURN))
+            w = v + _TURN * k
+            if k and lo <= w <= hi:  # (none inside the limits, or rounding at a bound: unshifted)
+                q[j] = w
+        return
+    qc = q[..., c]
+    lo, hi = robot.lower[c], robot.upper[c]
+    k = -np.round((qc - np.asarray(q0)[..., c]) / _TURN)
+    with np.errstate(invalid="ignore"):  # (a continuous joint's infinite bound: no bound on k)
+        k_lo = np.where(np.isneginf(lo), -np.inf, np.ceil((lo - qc) / _TURN))
+        k_hi = np.where(np.isposinf(hi), np.inf, np.floor((hi - qc) / _TURN))
+    k = np.minimum(np.maximum(k, k_lo), k_hi)
+    v = qc + _TURN * k
+    q[..., c] = np.where((v >= lo) & (v <= hi), v, qc)
+
+
+_TURN = 2.0 * math.pi
 
 
 def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,

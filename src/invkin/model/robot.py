@@ -216,9 +216,10 @@ class Robot:
             if self.composite[i] and qidx[i] >= 0:
                 base[qidx[i]:qidx[i] + (3 if jtype[i] == K.BALL else 1)] = True
         object.__setattr__(self, "_base_dofs", _readonly(np.nonzero(base)[0].astype(np.int64)))
-        # continuous joints that a turn of 2 pi leaves in place (every node on the entry is a
-        # revolute joint with an integer multiplier): solve() wraps them to within pi of q0
-        wrap = np.isneginf(lower) & np.isposinf(upper)
+        # revolute joints whose range spans more than a turn (continuous joints, a UR arm's ±2 pi)
+        # and that a turn of 2 pi leaves in place (every node on the entry is a revolute joint with
+        # an integer multiplier): solve() shifts them by whole turns to nearest q0 within the limits
+        wrap = (upper - lower) > 2.0 * math.pi
         for i in range(n):
             c = qidx[i]
             if c >= 0 and not (jtype[i] == K.REVOLUTE and mult[i] == math.floor(mult[i])):
@@ -461,9 +462,10 @@ class Robot:
 
     @property
     def wrap_dofs(self) -> np.ndarray:
-        """int64, read-only: the q indices of continuous joints that a turn of 2 pi leaves in place
-        (every node on the entry is a revolute joint with an integer multiplier); solve() wraps
-        them to within pi of q0."""
+        """int64, read-only: the q indices of revolute joints whose range spans more than a turn
+        (continuous joints, a UR arm's ±2 pi) and that a turn of 2 pi leaves in place (every node on
+        the entry is a revolute joint with an integer multiplier); solve() shifts them by whole
+        turns to the value nearest q0 within the limits."""
         return self._wrap_dofs
 
     def has_frame(self, name) -> bool:
