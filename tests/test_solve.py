@@ -161,6 +161,20 @@ def test_a_joint_near_its_limit_takes_the_nearest_representative_inside_the_limi
     np.testing.assert_allclose(res.q[1:], qt[1:], atol=1e-3)
 
 
+@pytest.mark.parametrize("kw", [{"self_collision": True}, {"world": "sphere"}])
+def test_collision_options_on_a_robot_without_shapes_leave_an_unreachable_target_a_status(panda, kw):
+    """The bundled panda has no collision shapes: an out-of-reach target with world= or
+    self_collision=True raised numpy's "ufunc 'bitwise_and' not supported" (collision/limbs.py)
+    after the warning that the distances do nothing."""
+    if kw.get("world") == "sphere":
+        kw = {"world": ik.World([ik.Sphere((2.0, 2.0, 2.0), 0.1)])}
+    T = panda.fk(panda.sample(rng=1), "panda_hand")
+    T[:3, 3] *= 3.0
+    with pytest.warns(ik.CollisionWarning, match="did nothing"):
+        res = ik.solve(panda, [ik.Pose("panda_hand", T)], timeout=0.02, **kw)
+    assert res.status is Status.UNREACHABLE and not res.success
+
+
 def test_a_batch_sliced_or_masked_is_a_batch_of_those_targets(panda):
     """batch[1:3] and batch[batch.success] raised NumPy's 'only 0-dimensional arrays can be
     converted to Python scalars'."""
