@@ -191,6 +191,14 @@ def test_solve_many_max_restarts_zero_means_one_attempt_for_every_method(panda):
         ik.solve_many(panda, "panda_hand", np.array([T]), method="dls")  # the default: no warning
 
 
+def test_solve_many_lm_refuses_a_timeout_saying_what_bounds_it(panda):
+    """The message named the option only ("takes no options ['timeout']") while the docstring
+    speaks of a timeout: it now says that max_restarts is the lm kernel's budget."""
+    T = panda.fk(panda.neutral(), "panda_hand")[None]
+    with pytest.raises(SolverError, match=r"\['timeout'\].*budget per target is max_restarts"):
+        ik.solve_many(panda, "panda_hand", T, timeout=0.01)
+
+
 def test_a_batch_sliced_or_masked_is_a_batch_of_those_targets(panda):
     """batch[1:3] and batch[batch.success] raised NumPy's 'only 0-dimensional arrays can be
     converted to Python scalars'."""

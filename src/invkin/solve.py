@@ -1702,7 +1702,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
                            time.perf_counter() - t0, method,
                            None if collision is None else tuple(r.info.get("collision") for r in results))
     if options:
-        raise SolverError(f"solve_many(method='lm') takes no options {sorted(options)}")
+        raise SolverError(f"solve_many(method='lm') takes no options {sorted(options)}: its parallel kernel has no "
+                          f"clock, its budget per target is max_restarts (timeout and method options apply with "
+                          f"another method or with world= / self_collision=True, where each target is one solve)")
     q_out = np.empty((B, robot.dof))
     errs = np.full((B, 2), np.inf)
     iters = np.zeros(B, dtype=np.int64)
