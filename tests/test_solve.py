@@ -225,6 +225,25 @@ def test_joint_weights_for_a_method_that_does_not_weight_joints_are_refused(pand
         ik.solve(panda, [goal], method=weighting, joint_weights=[1000.0, 1, 1, 1, 1, 1, 1], timeout=0.01)
 
 
+@pytest.mark.parametrize("method", ["lm", "pinv", "dls"])
+def test_a_nullspace_gain_without_a_nullspace_objective_says_it_does_nothing(panda, method):
+    """solve(nullspace_gain=0.5) without nullspace= returned the plain answer: the gain did nothing,
+    without a word (pinv's and dls's null-space term is off without an objective too)."""
+    goal = ik.Position("panda_hand", [0.4, 0.1, 0.5])
+    with pytest.warns(ik.InvkinWarning, match="nullspace_gain=0.5 without nullspace does nothing"):
+        plain = ik.solve(panda, [goal], method=method, nullspace_gain=0.5)
+    assert plain.success
+    res = ik.solve(panda, [goal], method=method, nullspace="joint_limits", nullspace_gain=0.5)
+    assert res.success
+
+
+def test_a_bad_nullspace_iterations_is_named_as_given(panda):
+    """The error said 'iterations: expected an integer >= 0', a name solve() does not take."""
+    with pytest.raises(GoalError, match="^nullspace_iterations: expected an integer"):
+        ik.solve(panda, [ik.Position("panda_hand", [0.4, 0.1, 0.5])], nullspace="joint_limits",
+                 nullspace_iterations=2.5)
+
+
 def test_a_batch_sliced_or_masked_is_a_batch_of_those_targets(panda):
     """batch[1:3] and batch[batch.success] raised NumPy's 'only 0-dimensional arrays can be
     converted to Python scalars'."""

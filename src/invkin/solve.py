@@ -592,6 +592,13 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
         raise SolverError(f"nullspace / rest: not combined with {given} (the refinement or blend after the solve "
                           f"would move joints past the step bound); for a rest posture under a bound, give a "
                           f"Posture goal")
+    if nullspace is None and nullspace_gain is not None:  # (it did nothing, without a word)
+        warn_caller(f"nullspace_gain={nullspace_gain!r} without nullspace does nothing: it is the gain of a "
+                    f"null-space objective; give nullspace='joint_limits', 'manipulability', 'posture' or a callable")
+    if nullspace is not None:
+        from ._checks import count
+
+        count("nullspace_iterations", nullspace_iterations)  # (named as given, before the solve)
     if nullspace_gain is not None and "nullspace_gain" in m.defaults:
         options = {**options, "nullspace_gain": nullspace_gain}  # the method validates it
     elif nullspace_gain is not None and not (isinstance(nullspace_gain, (int, float)) and nullspace_gain > 0
