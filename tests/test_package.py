@@ -195,6 +195,19 @@ def test_warmup_command_lists_its_steps_and_runs_one(capsys):
     assert "[1/1] analytic" in err and "ready in" in err
 
 
+@pytest.mark.slow  # loads (or compiles) kernels in a fresh subprocess
+def test_warmup_covers_whole_body_solves_and_the_tracker():
+    """`invkin warmup` ("compile every kernel now") left a first whole-body solve (a list of goals:
+    the general LM core, ~100 s of compile) and a first Tracker update (~40 s) to compile later."""
+    out = _python("from invkin import cache\n"
+                  "cache.warmup(['whole_body', 'tracker'], progress=False)\n"
+                  "from invkin import tracking\n"
+                  "from invkin.solvers import lm_core\n"
+                  "print(bool(lm_core.core_attempts.signatures), bool(lm_core.core_attempts_packed.signatures),\n"
+                  "      bool(tracking.track_update.signatures))", INVKIN_COMPILE="wait")
+    assert out.stdout.split() == ["True", "True", "True"], out
+
+
 def test_robot_memo_builds_once_and_reach_bound_is_cached():
     robot = ik.load_robot("planar2")
     calls = []
