@@ -246,6 +246,15 @@ def test_unknown_bundled_model_lists_the_bundled_names():
         ik.load_robot("pandaa")
 
 
+def test_the_closest_names_ignore_case():
+    """load_robot('PANDA') suggested 'baxter_left', 'g1', 'g1_left_arm' (difflib is case-sensitive)."""
+    with pytest.raises(ModelError, match=r"\(closest: 'panda'"):
+        ik.load_robot("PANDA")
+    robot = ik.load_robot("panda")
+    with pytest.raises(FrameError, match=r"closest: 'panda_hand'"):
+        robot.fk(robot.neutral(), "PANDA_HAND")
+
+
 def test_model_arrays_are_read_only():
     robot = ik.load_robot("panda")
     with pytest.raises(ValueError):
