@@ -244,6 +244,21 @@ def test_a_bad_nullspace_iterations_is_named_as_given(panda):
                  nullspace_iterations=2.5)
 
 
+def test_goals_compare_and_hash_by_value():
+    """`goal in goals` raised "The truth value of an array with more than one element is
+    ambiguous" (the dataclass's == on array fields) and a goal could not be a dict key or set
+    member ("unhashable type: 'numpy.ndarray'")."""
+    T = make_transform(so3_exp(np.array([0.1, 0.2, 0.3])), np.array([0.4, 0.1, 0.5]))
+    a, b = ik.Pose("panda_hand", T), ik.Pose("panda_hand", T.copy())
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a in [ik.Pose("panda_hand", np.eye(4)), b]
+    assert a != ik.Pose("panda_hand", T, weight=2.0) and a != ik.Pose("panda_hand", T, hard=True)
+    assert a != ik.Position("panda_hand", T[:3, 3]) and a != ik.Pose("panda_link8", T)
+    goals = {ik.Position("panda_hand", [0.4, 0.1, 0.5]): "hand", ik.Posture(np.zeros(7), weight=0.1): "rest"}
+    assert goals[ik.Position("panda_hand", (0.4, 0.1, 0.5))] == "hand"
+    assert goals[ik.Posture(np.zeros(7), weight=0.1)] == "rest"
+
+
 def test_a_batch_sliced_or_masked_is_a_batch_of_those_targets(panda):
     """batch[1:3] and batch[batch.success] raised NumPy's 'only 0-dimensional arrays can be
     converted to Python scalars'."""
