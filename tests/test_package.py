@@ -195,6 +195,16 @@ def test_warmup_command_lists_its_steps_and_runs_one(capsys):
     assert "[1/1] analytic" in err and "ready in" in err
 
 
+def test_warmup_prints_no_warning_about_its_own_clip(capsys):
+    """`invkin warmup` printed "warning: FootPlant('LeftFoot'): no contact found ... Raise the
+    thresholds" about the 20 frames its correct_clip step runs on, not anything of the user's."""
+    from invkin.cli import main
+
+    assert main(["warmup", "correct_clip"]) == 0
+    err = capsys.readouterr().err
+    assert "ready in" in err and "warning" not in err.lower(), err
+
+
 @pytest.mark.slow  # loads (or compiles) kernels in a fresh subprocess
 def test_warmup_covers_whole_body_solves_and_the_tracker():
     """`invkin warmup` ("compile every kernel now") left a first whole-body solve (a list of goals:
