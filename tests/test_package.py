@@ -218,6 +218,30 @@ def test_warmup_covers_whole_body_solves_and_the_tracker():
     assert out.stdout.split() == ["True", "True", "True"], out
 
 
+def test_parallel_kernels_from_several_threads_on_numbas_workqueue_layer():
+    """With Numba's workqueue threading layer (where neither TBB nor OpenMP is installed: macOS
+    without libomp), solve_many or a batched fk from a thread pool aborted the process ("Concurrent
+    access has been detected", exit 134)."""
+    code = ("import numpy as np, numba\n"
+            "from concurrent.futures import ThreadPoolExecutor\n"
+            "import invkin as ik\n"
+            "r = ik.load_robot('panda')\n"
+            "Ts = r.fk(r.sample(64, rng=7), 'panda_hand')\n"
+            "one = ik.solve_many(r, 'panda_hand', Ts, seed=1, max_restarts=5)\n"
+            "with ThreadPoolExecutor(4) as ex:\n"
+            "    many = list(ex.map(lambda _: ik.solve_many(r, 'panda_hand', Ts, seed=1, max_restarts=5), range(8)))\n"
+            "    Q = r.sample(4000, rng=1)\n"
+            "    fks = list(ex.map(lambda _: r.fk(Q, 'panda_hand'), range(8)))\n"
+            "    jacs = list(ex.map(lambda _: r.jacobian(Q, 'panda_hand'), range(8)))\n"
+            "assert all(np.array_equal(one.q, b.q) for b in many)\n"
+            "assert all(np.array_equal(fks[0], f) for f in fks) and all(np.array_equal(jacs[0], j) for j in jacs)\n"
+            "print(numba.threading_layer())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "NUMBA_THREADING_LAYER": "workqueue", "INVKIN_COMPILE": "wait"})
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert out.stdout.strip() == "workqueue"
+
+
 def test_robot_memo_builds_once_and_reach_bound_is_cached():
     robot = ik.load_robot("planar2")
     calls = []

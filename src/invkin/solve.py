@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from ._parallel import call as parallel_call
 from ._compile_clock import Budget, interpreted_seconds, moved_seconds, one_solve
 from ._tiers import call_interpreted, entry_point
 from ._tiers import ready as _tier_ready
@@ -1745,9 +1746,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         for b in range(B):
             lims, free, _ = _lm_tables(robot, jw, q0s[b])
             sl = slice(b, b + 1)
-            lm_chain_batch(ch, lims, p.gkind, gvecs[sl], gRs[sl], p.gaxis, p.gw, p.tol_p, p.tol_r, q0s[sl], free,
-                           ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b, q_out[sl], errs[sl], iters[sl],
-                           rest[sl], conv[sl])
+            parallel_call(lm_chain_batch, ch, lims, p.gkind, gvecs[sl], gRs[sl], p.gaxis, p.gw, p.tol_p, p.tol_r,
+                           q0s[sl], free, ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b, q_out[sl], errs[sl],
+                           iters[sl], rest[sl], conv[sl])
     else:
         lims, free, _ = _lm_tables(robot, jw, q0s[0] if B else None)
         b0 = 0
@@ -1758,9 +1759,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
                     rest[piece], conv[piece])
             n = B - b0 if _tier_ready(lm_chain_batch, args) else min(B - b0, INTERPRETED_BATCH)
             sl = slice(b0, b0 + n)
-            lm_chain_batch(ch, lims, p.gkind, gvecs[sl], gRs[sl], p.gaxis, p.gw, p.tol_p, p.tol_r, q0s[sl], free,
-                           ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b0, q_out[sl], errs[sl], iters[sl],
-                           rest[sl], conv[sl])
+            parallel_call(lm_chain_batch, ch, lims, p.gkind, gvecs[sl], gRs[sl], p.gaxis, p.gw, p.tol_p, p.tol_r,
+                           q0s[sl], free, ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b0, q_out[sl], errs[sl],
+                           iters[sl], rest[sl], conv[sl])
             b0 += n
     _wrap_near(robot, q_out, q0s)
     # an item that did not converge ran all its max_restarts + 1 attempts; the kernel also counts the

@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from .._tiers import call_interpreted, entry_point
+from .._parallel import call as parallel_call
 from .._checks import MAX_LENGTH
 from ..errors import ConfigurationError, FrameError, ModelError, closest_names
 from ..kinematics import kernels as K
@@ -830,7 +831,7 @@ class Robot:
             out = np.empty((4, 4))
             _entry(_FK_ENTRY, K.chain_fk_checked, ch, q, self._dof, out)(ch, q, self._dof, out)
             return out
-        return K.chain_fk_batch(ch, q)
+        return parallel_call(K.chain_fk_batch, ch, q)
 
     def fk_all(self, q) -> dict:
         """World pose of every frame: {name: (4, 4) or (B, 4, 4)}."""
@@ -844,7 +845,7 @@ class Robot:
             out = np.empty((self.n_nodes, 4, 4))
             K.fk_all_into(self._ni, self._nf, self.origin, q, out)
             return out
-        return K.fk_all_batch(self._ni, self._nf, self.origin, q)
+        return parallel_call(K.fk_all_batch, self._ni, self._nf, self.origin, q)
 
     def jacobian(self, q, frame=None) -> np.ndarray:
         """Geometric Jacobian (6, dof) of ``frame``'s origin; (B, 6, dof) for a batch of q.
@@ -871,7 +872,7 @@ class Robot:
             if not _entry(_JAC_ENTRY, K.chain_jacobian_checked, ch, q, J, T)(ch, q, J, T):
                 K.chain_fk_jacobian_into(ch, q, T, J)  # a chain with mimic joints (shared q entries)
             return J
-        return K.chain_jacobian_batch(ch, q, self.dof)
+        return parallel_call(K.chain_jacobian_batch, ch, q, self.dof)
 
     def fk_jacobian(self, q, frame=None):
         """(T (4, 4), J (6, dof)) of one frame in one kernel call."""
