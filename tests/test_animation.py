@@ -520,3 +520,15 @@ def test_cli_clip_refuses_a_gltf_or_npz_file_by_name(tmp_path, capsys):
         assert "invkin clip reads BVH files" in err and "MOTION" not in err
     assert main(["clip", "fix-feet", str(tmp_path / "x.glb"), str(tmp_path / "out.bvh")]) == 2
     assert "invkin clip reads BVH files" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # the CLI
+def test_cli_fix_feet_summary_accounts_for_every_frame(tmp_path, capsys):
+    """The summary line counted ok, clipped and missed frames only: on the Daz run it said
+    "140 ok, 0 clipped, 0 missed of 174", leaving 34 frames (no foot in contact) unaccounted for."""
+    code, text, err = run_main(capsys, "clip", "fix-feet", MOCAP / "cmu_02_03_run_dazfriendly.bvh",
+                               tmp_path / "run.bvh", "--no-progress")
+    assert code == 0, err
+    counts = {w: int(text.split(f" {w}")[0].rsplit(" ", 1)[1]) for w in ("ok", "clipped", "missed", "free")}
+    total = int(text.split(" of ")[-1].split(";")[0])
+    assert counts["free"] > 0 and sum(counts.values()) == total == 174

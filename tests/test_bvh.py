@@ -360,3 +360,28 @@ def test_write_bvh_of_edited_frames_reads_back(tmp_path):
     robot2, clip2 = read_bvh(tmp_path / "o.bvh")
     np.testing.assert_allclose(clip2.frames, q, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(robot2.fk(clip2.frames, "Spine_End"), robot.fk(q, "Spine_End"), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["x\ny", "", " lead", "Left  Hand", "tab\tname", "a { b", "Hips"])
+def test_write_refuses_joint_names_that_would_not_read_back(tmp_path, name):
+    """write_bvh wrote a name with a line break or an empty name into a file that did not read back
+    ("line 7: expected '{'"), and a name with a run of spaces or a leading space came back as another
+    name; a name used twice wrote a file the reader refuses. Now a ModelError names it, nothing written."""
+    robot, clip = read_bvh(_write(tmp_path / "s.bvh", SMALL))
+    bad = dataclasses.replace(clip, names=(clip.names[0], name) + clip.names[2:])
+    with pytest.raises(ik.ModelError, match="write_bvh: joint name"):
+        write_bvh(tmp_path / "out.bvh", None, bad)
+    assert not (tmp_path / "out.bvh").exists()
+    ok = dataclasses.replace(clip, names=(clip.names[0], "a{b c}") + clip.names[2:])
+    write_bvh(tmp_path / "ok.bvh", None, ok)
+    assert read_bvh(tmp_path / "ok.bvh")[1].names[1] == "a{b c}"
+
+
+def test_channels_after_the_children_are_refused_not_misread(tmp_path):
+    """A CHANNELS line after a joint's children put the motion columns in another order than the
+    file's: the parent took the first value on each line although the child's CHANNELS came first in
+    the file (Blender reads them in file order). The reader refuses OFFSET there already; CHANNELS too."""
+    text = ("HIERARCHY\nROOT a\n{\nOFFSET 0 0 0\nJOINT b\n{\nOFFSET 0 1 0\nCHANNELS 1 Xrotation\nEnd Site\n{\n"
+            "OFFSET 0 1 0\n}\n}\nCHANNELS 1 Zrotation\n}\nMOTION\nFrames: 1\nFrame Time: 0.1\n10 20\n")
+    with pytest.raises(ik.ModelError, match=r"line 14: CHANNELS of 'a' after its children"):
+        read_bvh(_write(tmp_path / "late.bvh", text))

@@ -252,3 +252,202 @@ def test_a_planted_gltf_clip_writes_back_into_its_file(tmp_path):
     r2, c2 = ik.read_gltf(tmp_path / "planted.glb")
     for foot in ("LeftFoot", "RightToeBase"):
         np.testing.assert_allclose(r2.fk(c2.frames, foot)[:, :3, 3], robot.fk(new.frames, foot)[:, :3, 3], atol=2e-6)
+
+
+def test_rest_pose_and_inverse_bind_matrices_follow_the_reading_conversion():
+    """``clip.rest`` is a q of the returned robot and ``inverse_bind`` the skin's matrices in the
+    clip's world: read with up="z", scale=100 they were left in the file's Y-up metres (FK of the
+    rest pose put Bone.001 8.4 units off)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ik.ModelWarning)  # RiggedSimple's 0.99999988 scales
+        r0, c0 = ik.read_gltf(RIGGED)
+        r, c = ik.read_gltf(RIGGED, up="z", scale=100.0)
+    A = np.eye(4)
+    A[:3, :3] = [[1, 0, 0], [0, 0, -1], [0, 1, 0]]
+    S = np.diag([100.0, 100.0, 100.0, 1.0])
+
+    def conv(T):
+        return S @ A @ T @ A.T @ np.linalg.inv(S)
+
+    T0, T = r0.fk_all(c0.rest), r.fk_all(c.rest)
+    for n in c.names:
+        np.testing.assert_allclose(T[n], conv(T0[n]), atol=1e-9)
+    for k, j in enumerate(c.skin_joints):
+        n = c.names[j]
+        np.testing.assert_allclose(T[n] @ c.inverse_bind[k], conv(T0[n] @ c0.inverse_bind[k]), atol=1e-9)
+    assert not c.rest.flags.writeable  # read-only, as documented
+
+
+def test_scale_or_up_on_writing_into_the_source_file_is_refused_not_ignored(tmp_path):
+    """A clip read by read_gltf is written into its file in the file's own units: write_gltf's scale=
+    and up= (for new files) were silently ignored there (the file came out unchanged)."""
+    robot, clip = ik.read_gltf(WALKER)
+    for kw in ({"scale": 100.0}, {"up": "z"}, {"scale": 1.0}):
+        with pytest.raises(ik.ModelError, match=r"write_gltf: (scale|up)=.* drop"):
+            ik.write_gltf(tmp_path / "w.glb", robot, clip, **kw)
+        assert not (tmp_path / "w.glb").exists()
+
+
+def test_a_corrected_node_given_as_a_matrix_is_written_as_trs(tmp_path):
+    """A joint stored as a ``matrix`` (unanimated in the file) that the correction turns got rotation
+    samplers while keeping its matrix: glTF 2.0 forbids a matrix on an animated node (§3.7.2.1)."""
+    from invkin.model.gltf import _quat_to_matrix
+    doc = pg.GLTF2().load(str(WALKER))
+    k = [n.name for n in doc.nodes].index("LeftLeg")
+    for an in doc.animations:
+        an.channels = [c for c in an.channels if c.target.node != k]
+    n = doc.nodes[k]
+    M = np.eye(4)
+    M[:3, :3] = _quat_to_matrix(np.array(n.rotation or [0, 0, 0, 1.0]))
+    M[:3, 3] = n.translation or [0, 0, 0]
+    n.matrix, n.rotation, n.translation, n.scale = [float(x) for x in M.T.ravel()], None, None, None
+    doc.save(str(tmp_path / "matrix.glb"))
+    robot, clip = ik.read_gltf(tmp_path / "matrix.glb")
+    new, rep = ik.correct_clip(robot, clip, ik.FootPlant("LeftFoot", contacts=[(10, 30)], toe=False))
+    assert np.any(new.frames != clip.frames)
+    ik.write_gltf(tmp_path / "out.glb", robot, new)
+    out = pg.GLTF2().load(str(tmp_path / "out.glb"))
+    animated = {c.target.node for an in out.animations for c in an.channels}
+    assert k in animated
+    assert all(out.nodes[i].matrix is None for i in animated)
+    r2, c2 = ik.read_gltf(tmp_path / "out.glb")
+    np.testing.assert_allclose(r2.fk(c2.frames, "LeftFoot")[:, :3, 3], robot.fk(new.frames, "LeftFoot")[:, :3, 3],
+                               atol=2e-6)
+
+
+def test_a_texture_beside_the_source_stays_found_when_written_elsewhere(tmp_path):
+    """Image URIs are relative to the glTF file: written into another folder, the corrected file
+    pointed at textures that are not there (the URI was copied as it was)."""
+    import urllib.parse
+    doc = pg.GLTF2().load(str(WALKER))
+    doc.images = [pg.Image(uri="textures/skin%20a.png"), pg.Image(uri="data:image/png;base64,AAAA")]
+    (tmp_path / "assets" / "textures").mkdir(parents=True)
+    (tmp_path / "assets" / "textures" / "skin a.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    doc.save(str(tmp_path / "assets" / "char.glb"))
+    robot, clip = ik.read_gltf(tmp_path / "assets" / "char.glb")
+    for dst in (tmp_path / "out" / "char.glb", tmp_path / "assets" / "same.gltf",
+                tmp_path / "assets" / "textures" / "deep" / "x.glb"):
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        ik.write_gltf(dst, robot, clip)
+        images = pg.GLTF2().load(str(dst)).images
+        assert (dst.parent / urllib.parse.unquote(images[0].uri)).resolve() == \
+            (tmp_path / "assets" / "textures" / "skin a.png").resolve()
+        assert images[1].uri == "data:image/png;base64,AAAA"
+    assert pg.GLTF2().load(str(tmp_path / "assets" / "same.gltf")).images[0].uri == "textures/skin%20a.png"
+
+
+def test_writing_into_a_file_of_another_skeleton_is_refused(tmp_path):
+    """source= naming a file whose nodes are not the clip's gave a raw IndexError (walker into
+    RiggedSimple) or wrote the motion onto other nodes without a word (RiggedSimple into walker)."""
+    import warnings
+    robot, clip = ik.read_gltf(WALKER)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ik.ModelWarning)
+        r_rig, c_rig = ik.read_gltf(RIGGED)
+    for r, c, other, msg in ((robot, clip, RIGGED, "'LeftToeBase' \\(glTF node 5\\) is not there"),
+                             (r_rig, c_rig, WALKER, "'node0' \\(glTF node 0\\) is 'Hips' there")):
+        new = dataclasses.replace(c, frames=c.frames + 0.01)
+        with pytest.raises(ik.ModelError, match=f"does not hold this clip's skeleton: the clip's node {msg}"):
+            ik.write_gltf(tmp_path / "x.glb", r, new, source=other)
+        assert not (tmp_path / "x.glb").exists()
+    copy = tmp_path / "moved.glb"
+    copy.write_bytes(WALKER.read_bytes())
+    ik.write_gltf(tmp_path / "ok.glb", robot, clip, source=copy)  # the same file moved: fine
+    np.testing.assert_array_equal(ik.read_gltf(tmp_path / "ok.glb")[1].frames, clip.frames)
+
+
+def test_quaternion_signs_are_continuous():
+    """_quats flips each quaternion to the sign nearest the previous one (the first nearest ``ref``);
+    it did so in a Python loop over frames, most of write_gltf's time on long clips (5.4 of 8.5 s
+    for 100k frames of the walk; vectorised, 1.8 s). The result is checked here; speed belongs to
+    benchmarks, not tests."""
+    from invkin.model.gltf import _matrix_to_quat, _quats
+    rng = np.random.default_rng(0)
+    ang = np.cumsum(rng.normal(0, 0.4, (3000, 3)), axis=0)
+    R = _axis_rot(2, ang[:, 0]) @ _axis_rot(0, ang[:, 1]) @ _axis_rot(1, ang[:, 2])
+    for ref in (None, np.array([0.0, 0.0, 0.0, 1.0]), np.array([0.0, 0.0, 0.0, -1.0])):
+        Q = _quats(R, ref)
+        np.testing.assert_allclose(np.abs(Q), np.abs(_matrix_to_quat(R)))
+        assert np.all(np.sum(Q[1:] * Q[:-1], axis=1) >= 0)
+        if ref is not None:
+            assert Q[0] @ ref >= 0
+
+
+def test_a_long_clip_keeps_its_frames_through_float32_key_times(tmp_path):
+    """A 120 fps clip of 20,000 frames (167 s) written by write_gltf read back as 5,000 frames at
+    30 fps: its float32 key times past ~70 s are uniform only to float32 precision, more than the
+    0.1 % the reader allowed, so it re-sampled them without a word."""
+    rb, cb = ik.read_bvh(Path(ik.__file__).parent / "data" / "mocap" / "cmu_02_01_walk.bvh")
+    n = 20000
+    long = dataclasses.replace(cb, frames=np.resize(cb.frames, (n, cb.dof)), frame_time=1 / 120)
+    ik.write_gltf(tmp_path / "long.glb", rb, long)
+    r2, c2 = ik.read_gltf(tmp_path / "long.glb")
+    assert c2.n_frames == n
+    assert c2.frame_time == pytest.approx(1 / 120, rel=1e-6)
+    for f in (0, 9999, n - 1):
+        np.testing.assert_allclose(r2.fk(c2.frames[f], "LeftFoot")[:3, 3], rb.fk(long.frames[f], "LeftFoot")[:3, 3],
+                                   atol=1e-4)
+
+
+@pytest.mark.parametrize("fps", ["abc", [30], True, -5, float("nan"), 0])
+def test_a_bad_fps_is_a_model_error_whatever_the_keys(fps):
+    """read_gltf(fps="abc") raised a raw ValueError (a list: TypeError), fps=True read as 1 fps, and a
+    file whose keys needed no re-sampling (or no animation) took any fps without a look."""
+    for animation in (0, None):
+        with pytest.raises(ik.ModelError, match="read_gltf: fps must be a number > 0"):
+            ik.read_gltf(WALKER, fps=fps, animation=animation)
+
+
+def test_bad_scale_or_up_names_the_argument_the_caller_gave(tmp_path):
+    """read_gltf(up="w") said "up_to: up axis must be ...", write_gltf(up="w") "up_from: ..." and a bad
+    scale "convert_clip: scale: ...": names the caller never wrote (and read_gltf parsed the whole
+    file first)."""
+    rb, cb = ik.read_bvh(Path(ik.__file__).parent / "data" / "mocap" / "cmu_02_01_walk.bvh")
+    for fn, call in (("read_gltf", lambda **kw: ik.read_gltf(WALKER, **kw)),
+                     ("write_gltf", lambda **kw: ik.write_gltf(tmp_path / "w.glb", rb, cb, **kw))):
+        with pytest.raises(ik.ModelError, match=f"^{fn}: up: up axis must be one of .* got 'w'"):
+            call(up="w")
+        with pytest.raises(ik.ModelError, match=f"^{fn}: scale: expected a finite number > 0, got 'abc'"):
+            call(scale="abc")
+    assert not (tmp_path / "w.glb").exists()
+
+
+def test_resampling_at_the_files_own_rate_keeps_the_last_key():
+    """read_gltf(fps=30) of the walker (60 keys at 30 fps) gave 59 frames, fps=60 118: float32 key
+    times end a little short of the grid (1.96666658 s), and the grid stopped one frame early."""
+    _, ref = ik.read_gltf(WALKER)
+    for fps, n in ((30, 60), (60, 119)):
+        _, c = ik.read_gltf(WALKER, fps=fps)
+        assert c.n_frames == n
+        np.testing.assert_allclose(c.frames[-1], ref.frames[-1], atol=1e-12)  # the last key, clamped
+
+
+@pytest.mark.parametrize("name", ["walk_fixed.bvh", "walk_fixed", "walk.glb.txt"])
+def test_a_path_that_is_not_glb_or_gltf_is_refused(tmp_path, name):
+    """write_gltf("walk_fixed.bvh", ...) wrote a JSON glTF under a .bvh name (any suffix but .glb gave
+    JSON): the suffix picks the format, so anything else is a ModelError and nothing is written."""
+    robot, clip = ik.read_gltf(WALKER)
+    with pytest.raises(ik.ModelError, match=r"expected a \.glb \(binary\) or \.gltf \(JSON\) path"):
+        ik.write_gltf(tmp_path / name, robot, clip)
+    assert not list(tmp_path.iterdir())
+    ik.write_gltf(tmp_path / "ok.GLTF", robot, clip)  # the suffix in any case
+    np.testing.assert_array_equal(ik.read_gltf(tmp_path / "ok.GLTF")[1].frames, clip.frames)
+
+
+def test_a_retimed_clip_is_written_with_its_new_times_everywhere(tmp_path):
+    """dataclasses.replace(clip, frame_time=dt / 2) of a GltfClip was written at the file's old key
+    times (duration unchanged) without a word; and with new times, the nodes the correction left
+    alone kept their old samplers at the old times (the legs at double speed, the rest not). Now the
+    frame time must agree with the times, and a retimed clip rewrites every node."""
+    robot, clip = ik.read_gltf(WALKER)
+    new, _ = ik.correct_clip(robot, clip, ik.FootPlant("LeftFoot"), max_iterations=10)
+    dt = clip.frame_time / 2
+    with pytest.raises(ik.ModelError, match="frame_time .* disagrees with its times"):
+        dataclasses.replace(new, frame_time=dt)
+    fast = dataclasses.replace(new, frame_time=dt, times=clip.times[0] + np.arange(new.n_frames) * dt)
+    ik.write_gltf(tmp_path / "fast.glb", robot, fast)
+    r2, c2 = ik.read_gltf(tmp_path / "fast.glb")
+    assert c2.n_frames == fast.n_frames and c2.duration == pytest.approx(fast.duration, rel=1e-6)
+    for name in ("Head", "LeftFoot", "RightHand"):  # moved by the correction or not: all on the new times
+        np.testing.assert_allclose(r2.fk(c2.frames, name)[:, :3, 3], robot.fk(fast.frames, name)[:, :3, 3], atol=2e-6)

@@ -164,3 +164,73 @@ def test_reach_blends_are_velocity_continuous_and_the_edge_does_not_wobble():
     for join in (40, 99):
         assert acc[join - 3:join + 2].max() <= 0.3 * acc.max(), join
     assert np.isfinite(acc0).all()
+
+
+def test_a_root_offset_that_position_channels_replace_changes_no_contact():
+    """The ROOT OFFSET of a clip with root position channels does not move anything (the channels
+    replace it), and the root has no bone above it: the default thresholds (a fraction of the limb
+    length) must not grow with it. With OFFSET 1000 0 0 on the walk's root every frame read as a
+    contact and the sliding went 22.6 -> 17.8 instead of 1.6 -> 0.05."""
+    robot, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    offsets = np.array(clip.offsets)
+    offsets[0] = (1000.0, 0.0, 0.0)
+    moved = dataclasses.replace(clip, offsets=offsets)
+    robot_m = ik.model.bvh.skeleton_robot(moved)
+    np.testing.assert_array_equal(track(robot_m, moved.frames, "LeftFoot"), track(robot, clip.frames, "LeftFoot"))
+    for foot in ("LeftFoot", "RightFoot"):
+        assert ik.detect_contacts(robot_m, moved, foot) == ik.detect_contacts(robot, clip, foot)
+    new, rep = ik.correct_clip(robot, clip, ik.FootPlant("LeftFoot"), max_iterations=10)
+    new_m, rep_m = ik.correct_clip(robot_m, moved, ik.FootPlant("LeftFoot"), max_iterations=10)
+    assert rep_m.contacts == rep.contacts
+    np.testing.assert_allclose(new_m.frames, new.frames, atol=1e-9)
+
+
+def test_bone_lengths_follow_position_channels_that_replace_offsets():
+    """A joint whose position channels replace its OFFSET (mocapdata.com files) has the bone the
+    channels give; a root has none."""
+    from invkin.animation.skeleton import _bone_lengths, _limb_length
+    robot, clip = ik.read_bvh(MOCAP / "eyesjapan_mocapdata_sample_6ch.bvh")
+    T = robot.fk_all(clip.frames[0])
+    for i, (nm, p) in enumerate(zip(clip.names, clip.parents)):
+        want = 0.0 if p < 0 else np.linalg.norm(T[nm][:3, 3] - T[clip.names[p]][:3, 3])
+        assert _bone_lengths(clip)[i] == pytest.approx(want, rel=1e-9, abs=1e-9)
+    assert _limb_length(clip, "Hips") == 0.0
+    offsets = np.array(clip.offsets)
+    offsets[1:] *= 3.0  # offsets that the position channels replace change nothing
+    assert _limb_length(dataclasses.replace(clip, offsets=offsets), "LeftAnkle") == \
+        pytest.approx(_limb_length(clip, "LeftAnkle"), rel=1e-12)
+
+
+def test_an_up_axis_the_clip_contradicts_is_said():
+    """fix-feet --up z on the Y-up walk planted along the wrong floor (3 contacts, "RightFoot 0 -> 0")
+    and exited 0 without a word; now an InvkinWarning names the axis the root is above the feet along."""
+    robot, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    short = dataclasses.replace(clip, frames=clip.frames[:40])
+    with pytest.warns(ik.InvkinWarning, match=r"up 'z', but the root is not above the feet along z.*y-up"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ik.NoContactWarning)
+            ik.correct_clip(robot, short, ik.FootPlant("LeftFoot", toe=False), up="z", max_iterations=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ik.InvkinWarning)
+        warnings.simplefilter("ignore", ik.NoContactWarning)
+        ik.correct_clip(robot, short, ik.FootPlant("LeftFoot", toe=False), up="y", max_iterations=5)
+
+
+def test_detect_contacts_refuses_settings_it_would_ignore():
+    """detect_contacts(robot, clip, FootPlant(...), height_threshold=1e-6) used the FootPlant's own
+    thresholds and dropped the keyword without a word (3 contacts instead of none)."""
+    robot, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    with pytest.raises(ik.GoalError, match=r"detect_contacts: height_threshold=1e-06 would be ignored"):
+        ik.detect_contacts(robot, clip, ik.FootPlant("LeftFoot"), height_threshold=1e-6)
+    assert ik.detect_contacts(robot, clip, "LeftFoot", height_threshold=1e-6) == []
+    assert ik.detect_contacts(robot, clip, ik.FootPlant("LeftFoot", height_threshold=1e-6)) == []
+    assert len(ik.detect_contacts(robot, clip, ik.FootPlant("LeftFoot"))) == 3
+
+
+def test_a_foot_and_its_toe_planted_as_two_goals_are_refused():
+    """fix-feet --feet LeftFoot LeftToeBase planted the toe twice (as LeftFoot's toe and as a foot of
+    its own, with LeftFoot in its chain): the goals fought, 259 of 344 frames missed and the sliding
+    went up (LeftFoot 1.68 -> 0.18 instead of -> 6e-5). Now a GoalError says to plant the foot alone."""
+    robot, clip = ik.read_bvh(MOCAP / "cmu_02_01_walk.bvh")
+    with pytest.raises(ik.GoalError, match=r"FootPlant\('LeftToeBase'\) is below FootPlant\('LeftFoot'\)"):
+        ik.correct_clip(robot, clip, [ik.FootPlant("LeftFoot"), ik.FootPlant("LeftToeBase")])

@@ -155,7 +155,8 @@ def test_npz_round_trip_keeps_every_link_pose(wave, g1, tmp_path):
     motion.save(path)
     z = np.load(path)
     assert set(z.files) == {"root_position", "root_quat_wxyz", "joint_positions", "joint_names", "fps", "robot",
-                            "robot_spec", "clip"}
+                            "robot_spec", "clip", "floating_base"}
+    assert str(z["floating_base"]) == "root_joint"
     np.testing.assert_allclose(np.linalg.norm(z["root_quat_wxyz"], axis=1), 1.0, atol=1e-12)
     back = ik.read_motion(path)
     assert back.joint_names == motion.joint_names and back.fps == motion.fps and back.n_frames == motion.n_frames
@@ -428,3 +429,32 @@ def test_a_motion_of_the_floating_base_alone_round_trips(tmp_path):
     back = ik.read_motion(tmp_path / "m.npz")
     assert back.joint_names == m.joint_names
     np.testing.assert_allclose(back.q, m.q, atol=1e-15)
+
+
+def test_a_fixed_base_motion_reads_back_without_a_floating_base(tmp_path):
+    """A fixed-base robot's motion came back with six zero base columns (the file had no flag):
+    q no longer fitted its robot."""
+    panda = ik.load_robot("panda")
+    q = np.array([panda.neutral(), panda.neutral() + 0.1])
+    m = ik.RobotMotion(q, 25.0, panda.joint_names, robot_name=panda.name)
+    m.save(tmp_path / "m.npz")
+    back = ik.read_motion(tmp_path / "m.npz")
+    assert not back.floating and back.joint_names == panda.joint_names
+    np.testing.assert_array_equal(back.q, q)
+    np.testing.assert_allclose(panda.fk(back.q, "panda_hand"), panda.fk(q, "panda_hand"), atol=0)
+
+
+def test_a_floating_base_keeps_its_joint_name(tmp_path):
+    names = tuple(f"base.{a}" for a in ("x", "y", "z", "rx", "ry", "rz")) + ("j",)
+    m = ik.RobotMotion(np.zeros((2, 7)) + 0.1, 30.0, names)
+    m.save(tmp_path / "m.npz")
+    back = ik.read_motion(tmp_path / "m.npz")
+    assert back.joint_names == names and back.base_joint == "base"
+    np.testing.assert_allclose(back.q, m.q, atol=1e-15)
+
+
+def test_a_fixed_base_file_with_a_moving_root_is_a_file_error(tmp_path):
+    p = tmp_path / "m.npz"
+    np.savez(p, **{**_GOOD_NPZ, "floating_base": np.array(""), "root_position": np.ones((4, 3))})
+    with pytest.raises(ik.FileError, match=r"floating_base is \"\" .* not the identity"):
+        ik.read_motion(p)

@@ -498,6 +498,13 @@ def test_goal_on_unknown_frame_names_the_closest(panda):
         ik.solve(panda, [ik.Position("panda_hnd", [0.4, 0, 0.4])])
 
 
+def test_a_frame_name_near_nothing_is_not_given_near_misses(panda):
+    """With no close name, the first names were listed as 'closest'."""
+    with pytest.raises(FrameError) as e:
+        panda.fk(panda.neutral(), "zzzz")
+    assert f"closest: none of the {len(panda.frame_names)} names is close (they begin 'panda_link0'" in str(e.value)
+
+
 def test_wrong_q0_shape_is_refused(panda):
     with pytest.raises(ik.ConfigurationError, match=r"\(7,\)"):
         ik.solve(panda, [ik.Position("panda_hand", [0.4, 0, 0.4])], q0=np.zeros(3))

@@ -132,8 +132,8 @@ def cmd_fix_feet(args) -> int:
         per = ", ".join(f"{f} {rep.sliding_before[f]:.4g} -> {rep.sliding_after[f]:.4g}" for f in parts)
         n_contacts = sum(len(c) for c in rep.contacts.values())
         print(f"fix-feet: sliding {before:.4g} -> {after:.4g} units/s ({per}; {n_contacts} contacts, up "
-              f"{rep.up}); frames: {rep.count('ok')} ok, {rep.count('clipped')} clipped, {missed} missed "
-              f"of {rep.n_frames}; wrote {dst}")
+              f"{rep.up}); frames: {rep.count('ok')} ok, {rep.count('clipped')} clipped, {missed} missed, "
+              f"{rep.count('free')} free (no contact) of {rep.n_frames}; wrote {dst}")
     return EXIT_NOT_CONVERGED if missed else EXIT_OK
 
 

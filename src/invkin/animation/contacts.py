@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import GoalError, ModelError
 from .goals import Contact, FootPlant, _frame_arg
-from .skeleton import _clip_node, _limb_length, _robot_for, _track
+from .skeleton import _clip_node, _limb_length, _motion_root, _robot_for, _track
 
 _UP = {"x": 0, "y": 1, "z": 2}
 
@@ -28,25 +28,47 @@ def _up_arg(up):
 
 def detect_up_axis(robot, clip, feet=None) -> str:
     """The clip's up axis, ``"y"`` or ``"z"``: the axis along which the root lies highest above the
-    feet on average (feet default: the joints whose name contains "foot", else "toe")."""
+    feet on average (feet default: the joints whose name contains "foot", else "ankle", else "toe")."""
     robot = _robot_for(robot, clip)
     if feet is None:
-        low = [n for n in clip.joint_names if "foot" in n.lower()] or \
-              [n for n in clip.joint_names if "toe" in n.lower()]
+        low = next(([n for n in clip.joint_names if w in n.lower()] for w in ("foot", "ankle", "toe")
+                    if any(w in n.lower() for n in clip.joint_names)), None)
         if not low:
-            raise ModelError("cannot detect the up axis: no joint named like a foot; pass up='y' or up='z'")
+            raise ModelError("cannot detect the up axis: no joint named like a foot, an ankle or a toe; pass "
+                             "up='y' or up='z'")
         feet = low
     elif isinstance(feet, str):
         feet = [feet]
-    root = next(n for n, p in zip(clip.names, clip.parents) if p < 0)
-    sel = clip.frames[np.linspace(0, clip.n_frames - 1, min(clip.n_frames, 64)).astype(int)]
-    pr = _track(robot, sel, root)
-    d = np.mean([pr - _track(robot, sel, f) for f in feet], axis=(0, 1))
+    d = _root_above_feet(robot, clip, feet)
     k = int(np.argmax(np.abs(d[1:]))) + 1  # y or z
     if d[k] <= 0:
         raise ModelError(f"cannot detect the up axis: the root is not above the feet along y or z "
                          f"(mean root - feet = {d.round(4).tolist()}); pass up='y' or up='z'")
     return "xyz"[k]
+
+
+def _root_above_feet(robot, clip, feet) -> np.ndarray:
+    """(3,) mean of root − foot positions over (up to 64) frames and the feet (the motion root:
+    the hips below a glTF armature node)."""
+    root = clip.names[_motion_root(clip)]
+    sel = clip.frames[np.linspace(0, clip.n_frames - 1, min(clip.n_frames, 64)).astype(int)]
+    pr = _track(robot, sel, root)
+    return np.mean([pr - _track(robot, sel, f) for f in feet], axis=(0, 1))
+
+
+def check_up_axis(robot, clip, feet, up: str, what: str) -> None:
+    """An InvkinWarning when the root is not mostly above the feet along ``up`` (an up axis given
+    by the caller that the clip contradicts: the floor would be a wall)."""
+    if clip.n_frames == 0:
+        return
+    d = _root_above_feet(robot, clip, feet)
+    k = _UP[up]
+    if d[k] <= 0.5 * float(np.max(np.abs(d))):
+        from ..errors import InvkinWarning, warn_caller
+        best = "xyz"[int(np.argmax(np.abs(d)))]
+        warn_caller(f"{what}: up {up!r}, but the root is not above the feet along {up} (mean root - feet = "
+                    f"{d.round(4).tolist()}: most along {'-' if d['xyz'.index(best)] < 0 else ''}{best}); is the "
+                    f"clip {best}-up? (leave up unset to detect it)", InvkinWarning)
 
 
 def _horizontal(up: str):
@@ -96,8 +118,8 @@ def _detect(P, clip, up, floor, h_on, v_on, hysteresis, min_duration, foot):
 
 
 def _root_speed(robot, clip, up) -> float:
-    """Median horizontal speed of the clip's root [units/s]."""
-    root = next(n for n, p in zip(clip.names, clip.parents) if p < 0)
+    """Median horizontal speed of the clip's (motion) root [units/s]."""
+    root = clip.names[_motion_root(clip)]
     R = _track(robot, clip.frames, root)[:, _horizontal(up)]
     if R.shape[0] < 2 or not clip.frame_time > 0:
         return 0.0
@@ -144,13 +166,23 @@ def detect_contacts(robot, clip, foot, *, up=None, floor=None, height_threshold=
                     hysteresis: float = 1.5, min_duration: float = 0.05, floor_percentile: float = 5.0) -> list:
     """Contacts of ``foot`` with the floor in ``clip``: a list of :class:`Contact`, in frame order.
 
-    ``foot`` is a frame name or a :class:`FootPlant` (whose settings are then used). A frame is in
+    ``foot`` is a frame name or a :class:`FootPlant` (whose settings are then used; giving the
+    threshold keywords with one is a GoalError, ``floor`` is the fallback for its own). A frame is in
     contact when the foot frame's height above ``floor`` is below ``height_threshold`` and its
     smoothed speed below ``speed_threshold``, with hysteresis and a minimum duration; see
     :class:`FootPlant` for the defaults. ``up``: "y" or "z" (default: :func:`detect_up_axis`).
     """
     robot = _robot_for(robot, clip)
     _need_fps(clip, "detect_contacts")
+    if isinstance(foot, FootPlant):
+        given = {k: v for k, v, default in (("height_threshold", height_threshold, None),
+                                             ("speed_threshold", speed_threshold, None),
+                                             ("hysteresis", hysteresis, 1.5), ("min_duration", min_duration, 0.05),
+                                             ("floor_percentile", floor_percentile, 5.0)) if v != default}
+        if given:
+            raise GoalError(f"detect_contacts: {', '.join(f'{k}={v!r}' for k, v in given.items())} would be ignored: "
+                            f"the FootPlant's own settings are used; set them on the FootPlant "
+                            f"(dataclasses.replace(plant, ...)) or pass the foot's name")
     plant = foot if isinstance(foot, FootPlant) else FootPlant(
         _frame_arg(foot, "detect_contacts: foot"), height_threshold=height_threshold,
         speed_threshold=speed_threshold, hysteresis=hysteresis, min_duration=min_duration, floor=floor,

@@ -16,8 +16,8 @@ from ..errors import GoalError
 from ..goals import Orientation, Position
 from ..spatial import so3_exp, so3_log
 from ..model.bvh import Clip, need_frames
-from .contacts import (NoContactWarning, _detect, _need_fps, _plant_params, _up_arg, detect_up_axis,
-                       foot_sliding, foot_toe)
+from .contacts import (NoContactWarning, _detect, _need_fps, _plant_params, _up_arg, check_up_axis,
+                       detect_up_axis, foot_sliding, foot_toe)
 from .goals import Contact, FootPlant, Reach, _opt_finite, _opt_positive
 from .skeleton import _chain_cols, _chain_joints, _clip_node, _limb_length, _robot_for, _skeleton_scale, _track
 from .targets import _default_blend, _plant_targets, _raised_cos, SOFT_REACH, _reach_targets, _soft_radius, _soft_reach
@@ -239,7 +239,7 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
         clip: the motion; never modified (the result is ``dataclasses.replace(clip, frames=...)``).
         goals: a :class:`FootPlant` / :class:`Reach` or a list of them.
         up: "y" or "z" (default: detected from the feet, :func:`detect_up_axis`; only needed with
-            FootPlant goals).
+            FootPlant goals); an InvkinWarning says when the root is not above the feet along it.
         floor: floor height for every FootPlant that does not set its own (see FootPlant.floor).
         max_step: bound on the per-frame change of the correction [rad per frame] (default
             600 deg/s × frame_time, at most 20 deg).
@@ -287,10 +287,19 @@ def correct_clip(robot, clip: Clip, goals, *, up=None, floor=None, max_step=None
     up = _up_arg(up)
     if plants:
         _need_fps(clip, "correct_clip (foot planting)")
-        for p in plants:
-            _clip_node(clip, p.frame, f"FootPlant({p.frame!r})")
+        nodes = {p.frame: _clip_node(clip, p.frame, f"FootPlant({p.frame!r})") for p in plants}
+        for p in plants:  # one foot planted twice (the foot and its toe): the two goals fight over the leg
+            a = clip.parents[nodes[p.frame]]
+            while a >= 0:
+                if clip.names[a] in nodes:
+                    raise GoalError(f"goals: FootPlant({p.frame!r}) is below FootPlant({clip.names[a]!r}) and would "
+                                    f"fight it over the same leg; plant {clip.names[a]!r} alone (a whole foot: its toe "
+                                    f"is planted with it, FootPlant({clip.names[a]!r}, toe={p.frame!r}) picks which)")
+                a = clip.parents[a]
         if up is None:
             up = detect_up_axis(robot, clip, feet)
+        else:
+            check_up_axis(robot, clip, feet, up, "correct_clip")
 
     # per goal: frame name, weight, chain columns, (F, 3) targets with NaN where inactive
     compiled = []

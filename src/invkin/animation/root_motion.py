@@ -6,14 +6,16 @@ With ``u`` the up axis and ``h1, h2`` the horizontal axes (right-handed: ``h1 ×
 * position ``p_i``: the root's world position with its up component set to 0;
 * heading ``ψ_i = atan2(f · h2, f · h1)`` of the root's *forward axis* ``f = R_i a``, where ``a`` is
   the root's local axis (x, y or z, either sign) that stays near horizontal and points along the
-  clip's travel (for a clip that does not travel: the most horizontal one), unwrapped over frames
-  (continuous, may pass ±π);
+  clip's travel frame by frame (for a clip that does not travel: the most horizontal one), unwrapped
+  over frames (continuous, may pass ±π);
 * ``T_i = Trans(p_i) · Rot(u, ψ_i)``: the root-motion transform (an engine's "root bone").
 
 :func:`make_in_place` holds the root's horizontal position at frame 0's (and, with
 ``remove_heading=True``, turns every frame about the up axis through the root by ``−(ψ_i − ψ_0)``),
 rewriting only the root's channels; every other channel keeps its bits, so the pose relative to
-the root is unchanged. The root must have position channels (every BVH root has them).
+the root is unchanged. The root must have position channels (every BVH root has them). The root is
+the node that carries the motion: a glTF armature node above the hips (no position channels, one
+child; :func:`~invkin.read_gltf` keeps a skin's ancestors) is passed over.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ import numpy as np
 from ..errors import ModelError
 from ..model.bvh import Clip, need_frames
 from .contacts import _UP, _up_arg, detect_up_axis
-from .skeleton import _columns, _robot_for
+from .skeleton import _columns, _motion_root, _robot_for
 
 __all__ = ["RootMotion", "extract_root_motion", "make_in_place"]
 
@@ -78,14 +80,17 @@ class RootMotion:
 
 
 def _root(clip):
+    """The motion root (:func:`~invkin.animation.skeleton._motion_root`) of the clip's one ROOT."""
     roots = [i for i, p in enumerate(clip.parents) if p < 0]
     if len(roots) != 1:
         raise ModelError(f"root motion needs one ROOT joint; the clip has {len(roots)}")
-    return roots[0]
+    return _motion_root(clip, roots[0])
 
 
 def extract_root_motion(robot, clip: Clip, *, up=None) -> RootMotion:
-    """The root's ground trajectory and heading (see the module docstring). ``up``: default detected."""
+    """The root's ground trajectory and heading (see the module docstring). ``up``: default detected.
+    The root is the node that carries the motion: a glTF armature node (no position channels, one
+    child) above the hips is passed over."""
     robot = _robot_for(robot, clip)
     need_frames(clip, "extract_root_motion")
     up = _up_arg(up) or detect_up_axis(robot, clip)
@@ -96,12 +101,13 @@ def extract_root_motion(robot, clip: Clip, *, up=None) -> RootMotion:
     P = T[:, :3, 3].copy()
     P[:, u] = 0.0
     # forward: of the local axes that stay near horizontal, the one (either sign) pointing along the
-    # travel; for a clip that does not travel, the most horizontal one
+    # travel, frame by frame (a clip that walks there and back travels nowhere in total); for a clip
+    # that does not travel, the most horizontal one
     tilt = np.mean(np.abs(T[:, u, :3]), axis=0)
     cand = [k for k in range(3) if tilt[k] < 0.5] or [int(np.argmin(tilt))]
-    travel = P[-1] - P[0]
-    if np.linalg.norm(travel) > 0:
-        score = {(k, sg): sg * float(np.mean(T[:, :3, k] @ travel)) for k in cand for sg in (1.0, -1.0)}
+    V = np.diff(P, axis=0)
+    if np.any(V != 0.0):
+        score = {(k, sg): sg * float(np.mean(np.sum(T[:-1, :3, k] * V, axis=1))) for k in cand for sg in (1.0, -1.0)}
         k, sg = max(score, key=score.get)
     else:
         k, sg = min(cand, key=lambda c: tilt[c]), 1.0
@@ -113,27 +119,44 @@ def extract_root_motion(robot, clip: Clip, *, up=None) -> RootMotion:
 
 def make_in_place(robot, clip: Clip, *, up=None, remove_heading: bool = False):
     """``(clip_in_place, root_motion)``: the clip with its root held over frame 0's ground position
-    (and, with ``remove_heading``, facing frame 0's heading); see the module docstring."""
+    (and, with ``remove_heading``, facing frame 0's heading); see the module docstring. The root is
+    the node that carries the motion (the hips below a glTF armature node); its channels act in its
+    parent's frame, which may be turned (the armature's Z-up to Y-up rotation)."""
     from ..model.gltf import _channels_rotation, euler_from_matrix
 
     robot = _robot_for(robot, clip)
     need_frames(clip, "make_in_place")
     rm = extract_root_motion(robot, clip, up=up)
     r = _root(clip)
+    p = clip.parents[r]
     cols = dict(_columns(clip)[r])
     u = _UP[rm.up]
     pos = {c: col for c, col in cols.items() if c.endswith("position")}
+    F = clip.n_frames
+    q = np.ascontiguousarray(clip.frames)
+    out = np.array(clip.frames)
+    P = robot.fk(q, clip.names[r])[:, :3, 3]
     hz = [a for a in range(3) if a != u]
-    need = ["XYZ"[a] + "position" for a in hz]
-    missing = [c for c in need if c not in pos]
+    if p < 0:  # a ROOT: its channels are world axes
+        R_p = None
+        shift = {a: -(P[:, a] - P[0, a]) for a in hz}
+        need = hz
+    else:  # below a fixed or moving parent: the world shift in the parent's axes
+        R_p = robot.fk(q, clip.names[p])[:, :3, :3]
+        dw = np.zeros((F, 3))
+        for a in hz:
+            dw[:, a] = -(P[:, a] - P[0, a])
+        dl = np.einsum("fji,fj->fi", R_p, dw)
+        tiny = 1e-12 * max(1.0, float(np.max(np.abs(P), initial=0.0)))
+        need = [a for a in range(3) if np.any(np.abs(dl[:, a]) > tiny)]
+        shift = {a: dl[:, a] for a in need}
+    missing = ["XYZ"[a] + "position" for a in need if "XYZ"[a] + "position" not in pos]
     if missing:
         raise ModelError(f"make_in_place: the root {clip.names[r]!r} has no {', '.join(missing)} channel; "
                          f"its channels are {list(cols)}")
-    F = clip.n_frames
-    out = np.array(clip.frames)
-    P = robot.fk(np.ascontiguousarray(clip.frames), clip.names[r])[:, :3, 3]
-    for a, c in zip(hz, need):
-        out[:, pos[c]] = clip.frames[:, pos[c]] - (P[:, a] - P[0, a])
+    for a, d in shift.items():
+        c = pos["XYZ"[a] + "position"]
+        out[:, c] = clip.frames[:, c] + d
     if remove_heading:
         rot = [c for c in clip.channels[r] if c.endswith("rotation")]
         if len(rot) != 3 or len({c[0] for c in rot}) != 3:
@@ -148,6 +171,8 @@ def make_in_place(robot, clip: Clip, *, up=None, remove_heading: bool = False):
         Ru[:, j, j] = np.cos(d)
         Ru[:, i, j] = -np.sin(d)
         Ru[:, j, i] = np.sin(d)
+        if R_p is not None:  # the turn about the world up axis, in the parent's frame
+            Ru = np.transpose(R_p, (0, 2, 1)) @ Ru @ R_p
         ang = euler_from_matrix(Ru @ R, "".join(c[0] for c in rot))
         # nearest to the original angles modulo 2π (no wrap jumps in the written file)
         ang = clip.frames[:, rc] + np.remainder(ang - clip.frames[:, rc] + np.pi, 2 * np.pi) - np.pi

@@ -79,26 +79,38 @@ def convert_clip(clip, *, scale: float = 1.0, up_from="y", up_to="y"):
     """``clip`` in other length units (× ``scale``) and with ``up_from`` turned onto ``up_to``.
 
     Returns a new clip of the same class (other fields kept, through ``dataclasses.replace``); the
-    input clip is unchanged. Exact: channels are relabelled and columns negated or multiplied.
+    input clip is unchanged. Exact: channels are relabelled and columns negated or multiplied. A
+    :class:`~invkin.model.gltf.GltfClip`'s ``rest`` (a q) and ``inverse_bind`` matrices are
+    converted with it.
     """
     scale = _scale_value(scale, "convert_clip: scale")
     P = up_rotation(up_from, up_to)
     if scale == 1.0 and np.array_equal(P, np.eye(3)):
         return clip
-    frames = np.array(clip.frames)
-    channels = []
-    col = 0
-    for chs in clip.channels:
-        new = []
-        for c in chs:
-            k = "XYZ".index(c[0])
-            img = P[:, k]
-            m = int(np.flatnonzero(img)[0])
-            frames[:, col] *= img[m]
-            if c.endswith("position"):
-                frames[:, col] *= scale
-            new.append("XYZ"[m] + c[1:])
-            col += 1
-        channels.append(tuple(new))
+    frames = _columns(clip.frames, clip.channels, P, scale)
+    channels = tuple(tuple("XYZ"[int(np.flatnonzero(P[:, "XYZ".index(c[0])])[0])] + c[1:] for c in chs)
+                     for chs in clip.channels)
     offsets = (np.asarray(clip.offsets) @ P.T) * scale
-    return dataclasses.replace(clip, frames=frames, offsets=offsets, channels=tuple(channels))
+    extra = {}
+    rest = getattr(clip, "rest", None)  # a GltfClip's rest pose (a q) and inverse bind matrices
+    if rest is not None and np.shape(rest) == (clip.dof,):
+        extra["rest"] = _columns(np.asarray(rest, dtype=float)[None], clip.channels, P, scale)[0]
+    ibm = getattr(clip, "inverse_bind", None)
+    if ibm is not None and np.ndim(ibm) == 3 and np.shape(ibm)[1:] == (4, 4):
+        A = np.eye(4)
+        A[:3, :3] = P
+        S, S_inv = np.diag([scale] * 3 + [1.0]), np.diag([1.0 / scale] * 3 + [1.0])  # translations x scale
+        extra["inverse_bind"] = S @ A @ np.asarray(ibm, dtype=float) @ A.T @ S_inv
+    return dataclasses.replace(clip, frames=frames, offsets=offsets, channels=channels, **extra)
+
+
+def _columns(values: np.ndarray, channels, P: np.ndarray, scale: float) -> np.ndarray:
+    """(F, dof) values of ``channels`` as the converted clip's columns (signs flipped, lengths scaled)."""
+    out = np.array(values, dtype=float)
+    col = 0
+    for chs in channels:
+        for c in chs:
+            img = P[:, "XYZ".index(c[0])]
+            out[:, col] *= img[int(np.flatnonzero(img)[0])] * (scale if c.endswith("position") else 1.0)
+            col += 1
+    return out

@@ -268,6 +268,7 @@ def _parse_hierarchy(tk: _Tokens):
             raise tk.err(f"{'End Site' if end_site[idx] else repr(names[idx])} has no OFFSET", lines[idx])
 
     stack = []  # open nodes, innermost last
+    with_kids = set()  # nodes whose children have begun
     while tk.peek() is not None:
         t, ln = tk.next("ROOT")
         if t.upper() != "ROOT":
@@ -294,6 +295,9 @@ def _parse_hierarchy(tk: _Tokens):
                     raise tk.err(f"End Site of {names[parents[idx]]!r} cannot have CHANNELS", l2)
                 if channels[idx]:
                     raise tk.err(f"second CHANNELS line in {name!r}", l2)
+                if idx in with_kids:  # the motion columns follow the CHANNELS lines' order in the file
+                    raise tk.err(f"CHANNELS of {name!r} after its children; expected them before its first JOINT "
+                                 f"(the motion columns follow the order of the CHANNELS lines)", l2)
                 c, l3 = tk.next("the number of channels")
                 if not (c.isascii() and c.isdigit()):
                     raise tk.err(f"CHANNELS: expected a channel count, got {c!r}", l3)
@@ -321,6 +325,7 @@ def _parse_hierarchy(tk: _Tokens):
                     raise tk.err(f"End Site of {names[parents[idx]]!r} cannot have children", l2)
                 if offsets[idx] is None:
                     raise tk.err(f"{name!r} has no OFFSET before its children", l2)
+                with_kids.add(idx)
                 if u == "END":
                     tk.next("'Site'")
                     tk.rest_of_line(l2)  # a name after 'End Site' is ignored, as Blender does
@@ -631,6 +636,24 @@ def _fmt(x: float) -> str:
     return s[:-2] if s.endswith(".0") else s
 
 
+def _check_names_writable(clip: Clip) -> None:
+    """ModelError for a joint name that a BVH file cannot hold as it is (the reader splits the
+    ``JOINT`` line into words, so a line break, a tab, a run of spaces, a brace word or an empty
+    name would be written as another name or as a file that does not read), or a name used twice."""
+    seen = set()
+    for nm, end in zip(clip.names, clip.end_site):
+        if end:
+            continue  # End Sites are written without their (generated) names
+        words = nm.split()
+        if not words or " ".join(words) != nm or any(w in ("{", "}") for w in words):
+            raise ModelError(f"write_bvh: joint name {nm!r} cannot be written to a BVH file as it is: expected "
+                             f"words separated by single spaces (no line breaks, tabs, leading or trailing "
+                             f"spaces, no '{{' or '}}' word); rename it (dataclasses.replace(clip, names=...))")
+        if nm in seen:
+            raise ModelError(f"write_bvh: joint name {nm!r} is used twice; BVH joint names must be unique")
+        seen.add(nm)
+
+
 def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=None, file_up="y") -> None:
     """Write ``clip`` as a BVH file atomically (:func:`invkin._io.atomic_open`: only a regular
     file is replaced, a symlink is written through, the file's mode is kept, 0644 for a new one).
@@ -648,6 +671,7 @@ def write_bvh(path, robot: Robot | None, clip: Clip, *, scale: float = 1.0, up=N
         check_skeleton(robot, clip, "write_bvh: ")
     from .axes import check_conversion
     scale = check_conversion("write_bvh", scale, up=up, file_up=file_up)
+    _check_names_writable(clip)
     if scale != 1.0 or up is not None:
         from .axes import convert_clip
         clip = convert_clip(clip, scale=scale, up_from=file_up if up is None else up, up_to=file_up)

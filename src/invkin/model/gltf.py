@@ -29,6 +29,7 @@ import binascii
 import dataclasses
 import math
 import os
+import pathlib
 import urllib.parse
 from dataclasses import dataclass
 
@@ -89,8 +90,9 @@ class GltfClip(Clip):
         skin_joints: clip node index of each skin joint.
         source: path of the file read; skin, animation: indices read (animation None: rest only).
         scale, up: the conversion applied on reading (undone on writing).
-        source_frames: the frames as read (after the conversion): nodes whose columns still equal
-            them keep their original samplers on writing.
+        source_frames, source_times: the frames and times as read (after the conversion): nodes
+            whose columns still equal them keep their original samplers on writing (while the times
+            are those read: a retimed clip rewrites every node).
     """
 
     gltf_nodes: tuple = ()
@@ -104,6 +106,7 @@ class GltfClip(Clip):
     scale: float = 1.0
     up: str = "y"
     source_frames: np.ndarray = None
+    source_times: np.ndarray = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -112,8 +115,20 @@ class GltfClip(Clip):
         if t.shape != (n,):
             raise ModelError(f"GltfClip: times must have shape ({n},) like frames, got {t.shape}")
         t = np.array(t, dtype=float)
+        if n > 1 and self.times is not None:  # the frame time is the times' mean spacing (they must agree)
+            spacing = (t[-1] - t[0]) / (n - 1)
+            if not abs(self.frame_time - spacing) <= 1e-6 * max(abs(spacing), 1e-12):
+                raise ModelError(f"GltfClip: frame_time {self.frame_time:g} s disagrees with its times (spacing "
+                                 f"{spacing:g} s); the times are what write_gltf writes: retime with "
+                                 f"dataclasses.replace(clip, frame_time=dt, times=t0 + np.arange(n) * dt)")
         t.setflags(write=False)
         object.__setattr__(self, "times", t)
+        if self.rest is not None:
+            rest = np.array(self.rest, dtype=float)
+            if rest.shape != (self.dof,):
+                raise ModelError(f"GltfClip: rest must be one q of shape ({self.dof},), got {rest.shape}")
+            rest.setflags(write=False)
+            object.__setattr__(self, "rest", rest)
         if len(self.gltf_nodes) != len(self.names):
             raise ModelError(f"GltfClip: gltf_nodes needs one entry per node ({len(self.names)}), "
                              f"got {len(self.gltf_nodes)}")
@@ -325,13 +340,31 @@ def _frame_times(keys: list, fps):
     if len(cand) == 1:
         return cand
     d = np.diff(cand)
-    if fps is None and np.all(np.abs(d - d.mean()) <= 1e-3 * d.mean()):
+    # uniform to 0.1 %, or to the float32 precision of the keys (two units in the last place of the
+    # largest: 120 fps keys past ~70 s differ by more than 0.1 % in float32)
+    tol = 1e-3 * d.mean() + 2.0 * float(np.spacing(np.float32(np.max(np.abs(cand[[0, -1]])))))
+    if fps is None and np.all(np.abs(d - d.mean()) <= tol):
         return cand
     rate = 30.0 if fps is None else float(fps)
-    if not (math.isfinite(rate) and rate > 0):
-        raise ModelError(f"read_gltf: fps must be a number > 0, got {fps!r}")
-    n = int(math.floor((cand[-1] - cand[0]) * rate + 1e-6)) + 1
+    # the last key counts as on the grid within 1e-3 frame (float32 key times fall a little short:
+    # 60 keys at 30 fps end at 1.96666658 s, which gave 59 frames at fps=30)
+    n = int(math.floor((cand[-1] - cand[0]) * rate + 1e-3)) + 1
     return cand[0] + np.arange(n) / rate
+
+
+def _node_names(doc, order) -> list:
+    """The clip names of glTF nodes ``order``: the node's name (``node<i>`` when it has none), made
+    unique with ``_2``, ``_3``, ... in that order."""
+    names, seen = [], set()
+    for n in order:
+        nm = doc.nodes[n].name or f"node{n}"
+        base, k = nm, 1
+        while nm in seen:
+            k += 1
+            nm = f"{base}_{k}"
+        seen.add(nm)
+        names.append(nm)
+    return names
 
 
 def _pick_order(R: np.ndarray) -> str:
@@ -353,8 +386,8 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
         skin: index of the skin whose joints make the skeleton.
         animation: index of the animation to read; ``None`` (or a file without animations) gives one
             frame, the rest pose.
-        fps: frame rate of the clip [1/s] when the keys must be re-sampled (default: the keys
-            themselves when they are uniform, else 30).
+        fps: re-sample the animation at this rate [1/s], from its first key to its last (default:
+            the keys themselves when they are uniform, else 30).
         scale: multiply lengths by this (e.g. 100 for centimetres).
         up: the up axis of the result (glTF is Y-up; ``"z"`` turns the clip Z-up, exactly).
 
@@ -367,6 +400,12 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
     (a ModelError says so). External buffer URIs are percent-decoded (``my%20data.bin``).
     """
     pg = _pygltflib()
+    from .axes import check_conversion
+    scale = check_conversion("read_gltf", scale, up=up)
+    if fps is not None:
+        if isinstance(fps, (bool, np.bool_)) or not isinstance(fps, (int, float, np.integer, np.floating)) or not (
+                math.isfinite(fps) and fps > 0):
+            raise ModelError(f"read_gltf: fps must be a number > 0 [frames/s] or None, got {fps!r}")
     src = os.fspath(path)
     from .._io import open_regular
 
@@ -422,15 +461,7 @@ def read_gltf(path, *, skin: int = 0, animation: int | None = 0, fps=None, scale
                 order.append(n)
                 stack.extend(c for c in reversed(doc.nodes[n].children or ()) if c in keep)
     index = {n: k for k, n in enumerate(order)}
-    names, seen = [], set()
-    for n in order:
-        nm = doc.nodes[n].name or f"node{n}"
-        base, k = nm, 1
-        while nm in seen:
-            k += 1
-            nm = f"{base}_{k}"
-        seen.add(nm)
-        names.append(nm)
+    names = _node_names(doc, order)
 
     # animated channels of the kept nodes
     anims = {}
@@ -535,7 +566,8 @@ def _clip_of(order, index, parent, names, frames, ft, offsets, channels, times, 
                     inverse_bind=np.array(ibm), skin_joints=tuple(index[j] for j in joints),
                     source=os.path.abspath(src), skin=int(skin), animation=animation)
     clip = convert_clip(clip, scale=scale, up_from="y", up_to=up)
-    return dataclasses.replace(clip, scale=float(scale), up=str(up).lower(), source_frames=np.array(clip.frames))
+    return dataclasses.replace(clip, scale=float(scale), up=str(up).lower(), source_frames=np.array(clip.frames),
+                               source_times=np.array(clip.times))
 
 
 # --------------------------------------------------------------------------------------- writing
@@ -578,11 +610,14 @@ def _node_motion(clip, node: int, col0: int):
 def _quats(R: np.ndarray, ref=None) -> np.ndarray:
     """Quaternions (x y z w) of (F, 3, 3) rotations, signs continuous (frame 0 next to ``ref``)."""
     Q = _matrix_to_quat(R)
-    prev = ref
-    for f in range(len(Q)):
-        if prev is not None and np.dot(Q[f], prev) < 0:
-            Q[f] = -Q[f]
-        prev = Q[f]
+    if len(Q) == 0:
+        return Q
+    # a sign flip wherever a quaternion turns against the one before; flips accumulate (vectorised:
+    # a loop over frames took 0.15 s per node per 100k frames)
+    flip = np.concatenate([[ref is not None and float(np.dot(Q[0], ref)) < 0],
+                           np.sum(Q[1:] * Q[:-1], axis=1) < 0])
+    odd = (np.cumsum(flip) % 2).astype(bool)
+    Q[odd] = -Q[odd]
     return Q
 
 
@@ -603,11 +638,13 @@ def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: flo
                up=None) -> None:
     """Write ``clip`` as glTF (``.glb`` binary or ``.gltf`` with an embedded buffer), atomically.
 
-    A :class:`GltfClip` (or any clip with ``source=`` naming the glTF file it was read from) is written
-    into that file's structure: nodes, meshes, skins and other animations are kept; in the clip's
-    animation, every node whose frames differ from those read gets new translation/rotation samplers
+    A :class:`GltfClip` is written into the structure of the file it was read from (``source=``
+    names that file where it has moved; a file whose nodes differ is a ModelError): nodes, meshes,
+    skins and other animations are kept (buffers are embedded; relative image URIs are rewritten for
+    the new file's folder); in the clip's animation, every node whose frames differ from those read gets new translation/rotation samplers
     at the clip's frame times (LINEAR); unchanged nodes keep their samplers bit for bit. The reading
-    conversion (``scale``, ``up``) is undone first.
+    conversion (``scale``, ``up``) is undone first; ``scale=`` / ``up=`` here are then a ModelError
+    (the file keeps its own units and axes).
 
     Any other clip (e.g. from :func:`~invkin.read_bvh`) becomes a new skeleton-only file: one node per
     clip node, one skin over them (inverse bind matrices of the zero pose) and one animation.
@@ -622,14 +659,43 @@ def write_gltf(path, robot: Robot | None, clip: Clip, *, source=None, scale: flo
         check_skeleton(robot, clip, "write_gltf: ")
     need_frames(clip, "write_gltf")
     dst = os.fspath(path)
+    if os.path.splitext(str(dst))[1].lower() not in (".glb", ".gltf"):
+        raise ModelError(f"write_gltf: {dst!r}: expected a .glb (binary) or .gltf (JSON) path; the suffix picks "
+                         f"the format (a BVH file: write_bvh)")
     src = source if source is not None else getattr(clip, "source", None)
     if src is not None and isinstance(clip, GltfClip):
+        if scale is not None or up is not None:  # they would be ignored: the file keeps its own units and axes
+            given = ", ".join(f"{k}={v!r}" for k, v in (("scale", scale), ("up", up)) if v is not None)
+            raise ModelError(f"write_gltf: {given} applies to a new file; this clip was read from {src!r} and is "
+                             f"written into that file's structure in the file's own units and axes (the reading "
+                             f"conversion, scale={clip.scale:g} up={clip.up!r}, is undone); drop {given}")
         _write_into(pg, dst, clip, os.fspath(src))
     elif src is not None:
         raise ModelError(f"write_gltf: source={src!r} needs a clip read by read_gltf (a GltfClip), "
                          f"got a {type(clip).__name__}")
     else:
-        _write_new(pg, dst, clip, 1.0 if scale is None else scale, "y" if up is None else up)
+        from .axes import check_conversion
+        scale = check_conversion("write_gltf", 1.0 if scale is None else scale, up=up)
+        _write_new(pg, dst, clip, scale, "y" if up is None else up)
+
+
+def _relocate_images(doc, src: str, dst: str) -> None:
+    """Image URIs relative to ``src``'s folder made relative to ``dst``'s (a texture beside the source
+    file stays found when the corrected file is written elsewhere); data: and absolute URIs are kept."""
+    a, b = os.path.dirname(os.path.abspath(src)), os.path.dirname(os.path.abspath(dst))
+    if a == b:
+        return
+    for img in doc.images or ():
+        uri = img.uri
+        if not uri or uri.startswith("data:") or urllib.parse.urlsplit(uri).scheme or uri.startswith("/"):
+            continue
+        target = os.path.join(a, urllib.parse.unquote(uri))
+        try:
+            rel = os.path.relpath(target, b)
+        except ValueError:  # another drive (Windows): an absolute file URI
+            img.uri = pathlib.Path(target).as_uri()
+            continue
+        img.uri = urllib.parse.quote(rel.replace(os.sep, "/"))
 
 
 def _write_into(pg, dst: str, clip: GltfClip, src: str):
@@ -637,6 +703,20 @@ def _write_into(pg, dst: str, clip: GltfClip, src: str):
         doc = _load(pg, src)
     except Exception as e:
         raise ModelError(f"{src}: cannot read the glTF file to write into: {e}") from None
+    nn = len(doc.nodes)
+    if any(not 0 <= n < nn for n in clip.gltf_nodes) or _node_names(doc, clip.gltf_nodes) != list(clip.names):
+        bad = next((i for i, n in enumerate(clip.gltf_nodes) if not 0 <= n < nn), None)
+        if bad is None:
+            got = _node_names(doc, clip.gltf_nodes)
+            bad = next(i for i, (a, b) in enumerate(zip(got, clip.names)) if a != b)
+            there = f"is {got[bad]!r} there"
+        else:
+            there = f"is not there (the file has {nn} nodes)"
+        raise ModelError(f"write_gltf: {src} does not hold this clip's skeleton: the clip's node {clip.names[bad]!r} "
+                         f"(glTF node {clip.gltf_nodes[bad]}) {there}; write into the file the clip was read from")
+    if clip.animation is not None and not clip.animation < len(doc.animations):
+        raise ModelError(f"write_gltf: {src} has {len(doc.animations)} animation(s); the clip was read from "
+                         f"animation {clip.animation}; write into the file the clip was read from")
     bufs = _buffers(doc, src)
     # one buffer: the old buffers back to back, views shifted
     blob, base = bytearray(), []
@@ -648,8 +728,11 @@ def _write_into(pg, dst: str, clip: GltfClip, src: str):
         bv.byteOffset = (bv.byteOffset or 0) + base[bv.buffer]
         bv.buffer = 0
     store = _Blob(pg, doc, bytes(blob))
+    _relocate_images(doc, src, dst)
+    same_times = clip.source_times is None or (clip.source_times.shape == clip.times.shape
+                                               and np.array_equal(clip.source_times, clip.times))
     changed = np.any(clip.frames != clip.source_frames, axis=0) if (
-        clip.source_frames is not None and clip.source_frames.shape == clip.frames.shape) else \
+        same_times and clip.source_frames is not None and clip.source_frames.shape == clip.frames.shape) else \
         np.ones(clip.dof, dtype=bool)
     undo = convert_clip(clip, scale=1.0 / clip.scale, up_from=clip.up, up_to="y")
     if clip.animation is None:
@@ -666,7 +749,11 @@ def _write_into(pg, dst: str, clip: GltfClip, src: str):
                 t_acc = store.add(clip.times[:, None], "SCALAR", minmax=True)
             t, R = _node_motion(undo, i, col)
             old = {c.target.path: c for c in an.channels if c.target.node == n}
-            ref = _local_trs(doc.nodes[n])[1]
+            node = doc.nodes[n]
+            t0, ref, s0 = _local_trs(node)
+            if node.matrix is not None:  # an animated node may not have a matrix (glTF 2.0 §3.7.2.1): TRS
+                node.translation, node.rotation, node.scale = ([float(v) for v in x] for x in (t0, ref, s0))
+                node.matrix = None
             out = []
             if t is not None:
                 out.append(("translation", store.add(t, "VEC3")))

@@ -10,6 +10,9 @@ The ``.npz`` keys (units in the names' docs, quaternion order in the key)::
     robot            ()      str   the robot's name (``Robot.name``)
     robot_spec       ()      str   optional: what loads the robot back (a bundled name or a .urdf path)
     clip             ()      str   optional: the source clip's path (``invkin view MOTION.npz`` plays it beside)
+    floating_base    ()      str   optional: the floating base joint's name (the prefix of q's first six
+                                   names), "" for a fixed-base robot (then root_position and root_quat_wxyz
+                                   are the identity); files without it are read as floating ("root_joint")
 
 The CSV has one row per frame: ``frame, time, root_x, root_y, root_z, root_qw, root_qx, root_qy,
 root_qz`` and one column per joint (header = joint names).
@@ -89,6 +92,12 @@ class RobotMotion:
         return len(self.joint_names) >= 6 and self.joint_names[0].endswith(".x") and self.joint_names[3].endswith(".rx")
 
     @property
+    def base_joint(self) -> str:
+        """The floating base joint's name (q's first six names are ``NAME.x`` ... ``NAME.rz``), or ""
+        for a fixed-base robot."""
+        return self.joint_names[0][:-2] if self.floating else ""
+
+    @property
     def root_position(self) -> np.ndarray:
         """(F, 3) [m] the floating base's position (zeros for a fixed base)."""
         return self.q[:, :3].copy() if self.floating else np.zeros((self.n_frames, 3))
@@ -124,7 +133,8 @@ class RobotMotion:
                 np.savez(tmp, root_position=self.root_position, root_quat_wxyz=self.root_quat_wxyz,
                          joint_positions=self.joint_positions, joint_names=np.array(self.actuated_names),
                          fps=np.float64(self.fps), robot=np.array(self.robot_name),
-                         robot_spec=np.array(self.robot_spec), clip=np.array(self.clip_path))
+                         robot_spec=np.array(self.robot_spec), clip=np.array(self.clip_path),
+                         floating_base=np.array(self.base_joint))
         elif p.lower().endswith(".csv"):
             with atomic_open(p, "w", newline="") as f:
                 f.write(self.to_csv())
@@ -199,8 +209,14 @@ def read_motion(path) -> RobotMotion:
                         f"(norm {float(norm.min()):g})")
     if not (math.isfinite(fps) and fps > 0):
         raise FileError(f"{p}: fps is {fps!r}; expected a finite number > 0")
+    base = text("floating_base") if "floating_base" in arrays else "root_joint"  # (files before the key: floating)
+    extra = {k: text(key) for k, key in (("robot_spec", "robot_spec"), ("clip_path", "clip")) if key in arrays}
+    if not base:  # a fixed-base robot's motion: its root is the identity in every frame
+        if F and (np.any(rp != 0.0) or np.any(np.abs(rq / norm[:, None]) != (1.0, 0.0, 0.0, 0.0))):
+            raise FileError(f"{p}: floating_base is \"\" (a fixed-base robot) but root_position / root_quat_wxyz "
+                            f"are not the identity in every frame")
+        return RobotMotion(jp, fps, tuple(names), robot_name=text("robot"), source=p, **extra)
     rv = np.array([so3_log(quat_wxyz_to_matrix(x / n)) for x, n in zip(rq, norm)]).reshape(F, 3)
     q = np.column_stack([rp, rv, jp])
-    base = ["root_joint.x", "root_joint.y", "root_joint.z", "root_joint.rx", "root_joint.ry", "root_joint.rz"]
-    extra = {k: text(key) for k, key in (("robot_spec", "robot_spec"), ("clip_path", "clip")) if key in arrays}
-    return RobotMotion(q, fps, tuple(base + names), robot_name=text("robot"), source=p, **extra)
+    axes = (".x", ".y", ".z", ".rx", ".ry", ".rz")
+    return RobotMotion(q, fps, tuple([base + a for a in axes] + names), robot_name=text("robot"), source=p, **extra)

@@ -95,6 +95,10 @@ AGREEMENTS = 3        # unreachable once this many later attempts agree with the
                       # G1 hand about 1.6x the time: benchmarks/RESULTS.md, "False unreachable verdicts")
 AT_BOUND = 1e-12      # [rad or m] a joint this close to a bound starts a step held there (_active_step)
 RELEASE_STEP = 1e-9  # [rad or m] ... and is released when it alone would move inside by more than this
+FREE_SOLVE_HELD = 8   # _active_step: with at least this many joints held, and a quarter of them or more, a
+                      # pass factors the free joints' problem afresh (_free_solve) instead of adding a row per
+                      # held joint to the factor of H (_held_solve): G1 in a 0.05 box, 26-28 held, 100-150
+                      # -> ~30 us a step (benchmarks/RESULTS.md, "Session 15")
 INEQ_PASSES = 4       # re-solves of a step with the collision rows it would violate
 MU_INEQ = 1e-10       # least regularisation of the hard system once collision rows join it
 ELIM_PIVOT = 1e-12    # _reduced_step: a hard block's pivot below this x its largest takes the general step
@@ -427,6 +431,65 @@ def _held_solve(e, hard, mu_h, hold, H, Z, S, lam, col, dq):
     return True
 
 
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _free_solve(J, e, soft, hard, jw, mu, mu_h, bias, hold, nheld, H, Jm, Z, S, r, lam, col, dq):
+    """_held_solve's step (the same minimiser) over the nf = dof - nheld free joints alone: the held
+    joints' moves go to the right-hand side (e_i - sum_held J_ik hold[k] for the soft and hard rows
+    i), their columns out of J, and _step_factor and _held_solve (without held joints) run on that
+    smaller problem. With many joints held it costs a factorisation of nf x nf instead of a column
+    and a row of the multipliers' system per held joint on the factor of the full H (G1 in a 0.05
+    box, 26-28 of 35 held: 100-150 -> ~30 us a step). Its scratch is the caller's: Jm, H, Z as
+    C-contiguous (m, nf), (nf, nf), (nf, L) views of their first entries, r (the right-hand side),
+    and four spare rows at the end of S (the multipliers' system uses rows L to L + mh and the last
+    one; nf <= dof <= L - mh - 1 rows lie between); H no longer holds the factor of the full H.
+    lam: the hard rows' multipliers, as _held_solve's. False if not solvable. The caller needs
+    dof >= 4 (it calls this with FREE_SOLVE_HELD held joints or more)."""
+    m, dof = J.shape
+    nf = dof - nheld
+    mh = hard.shape[0]
+    L = S.shape[1]
+    n2 = S.shape[0]
+    Jc = Jm.reshape(Jm.size)[:m * nf].reshape((m, nf))
+    Hc = H.reshape(H.size)[:nf * nf].reshape((nf, nf))
+    Zc = Z.reshape(Z.size)[:nf * L].reshape((nf, L))
+    jwc = S[n2 - 5][:nf]
+    bc = S[n2 - 4][:nf]
+    hc = S[n2 - 3][:nf]
+    dqc = S[n2 - 2][:nf]
+    p = 0
+    for k in range(dof):
+        if hold[k] != hold[k]:
+            jwc[p] = jw[k]
+            bc[p] = bias[k]
+            hc[p] = np.nan
+            p += 1
+    for t in range(soft.shape[0] + mh):
+        row = soft[t] if t < soft.shape[0] else hard[t - soft.shape[0]]
+        v = e[row]
+        p = 0
+        for k in range(dof):
+            h = hold[k]
+            if h == h:
+                v -= J[row, k] * h
+            else:
+                Jc[row, p] = J[row, k]
+                p += 1
+        r[row] = v
+    if not _step_factor(Jc, r, soft, hard, jwc, mu, bc, Hc, Zc, S):
+        return False
+    if not _held_solve(r, hard, mu_h, hc, Hc, Zc, S, lam, col, dqc):
+        return False
+    p = 0
+    for k in range(dof):
+        h = hold[k]
+        if h == h:
+            dq[k] = h
+        else:
+            dq[k] = dqc[p]
+            p += 1
+    return True
+
+
 @njit(cache=True)
 def core_step_scratch(m, dof, mh):
     """The scratch of core_step / core_active_step for J (m, dof) and up to mh hard rows: H, Jm, Z,
@@ -453,7 +516,9 @@ def _active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm,
     step, solved with it free, would move it back inside (nu_k < 0 at a lower bound, > 0 at an
     upper) is released and the rest re-solved. An active set that does not change between
     iterations then costs one solve instead of two (a crouch, whose knees and ankles stay at
-    their bounds: G1 10 -> 5 solves in 5 iterations)."""
+    their bounds: G1 10 -> 5 solves in 5 iterations). A pass with FREE_SOLVE_HELD joints held or
+    more (and a quarter of them) solves the free joints' problem afresh (_free_solve); the others
+    re-solve from one factor of H (_held_solve)."""
     dof = q.shape[0]
     nwarm = 0
     for k in range(dof):
@@ -467,17 +532,24 @@ def _active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm,
                 nwarm += 1
     jw = lims[L_JW]
     hard_only = _hard_only(soft, hard, bias)
-    # H and its factor do not depend on the held joints: one factorisation, a re-solve per pass
-    if not hard_only and not _step_factor(J, e, soft, hard, jw, mu, bias, H, Z, S):
-        return False
+    # H and its factor do not depend on the held joints: one factorisation, a re-solve per pass; with
+    # many joints held, the free joints' smaller problem is factored instead (then H holds its factor)
+    factored = False
     for _ in range(ACTIVE_SET_PASSES):
+        nheld = 0
+        for k in range(dof):
+            if hold[k] == hold[k]:
+                nheld += 1
         if hard_only:
-            nheld = 0
-            for k in range(dof):
-                if hold[k] == hold[k]:
-                    nheld += 1
             ok = _hard_least_norm(J, e, hard, jw, mu, mu_h, hold, nheld, Jm, Z, S, lam, col, dq)
+        elif nheld >= FREE_SOLVE_HELD and 4 * nheld >= dof:
+            ok = _free_solve(J, e, soft, hard, jw, mu, mu_h, bias, hold, nheld, H, Jm, Z, S, r, lam, col, dq)
+            factored = False
         else:
+            if not factored:
+                if not _step_factor(J, e, soft, hard, jw, mu, bias, H, Z, S):
+                    return False
+                factored = True
             ok = _held_solve(e, hard, mu_h, hold, H, Z, S, lam, col, dq)
         if not ok:
             return False
