@@ -731,17 +731,19 @@ class Robot:
         Continuous joints are drawn in [-pi, pi], unbounded prismatic joints in [-1, 1] m, ball
         joints uniformly over SO(3). Free and planar joints (a floating base) stay near
         ``around`` (dof,) (default :meth:`neutral`, the origin): ``around ⊕ d`` with every entry
-        of ``d`` uniform within ``BASE_SAMPLE_SPREAD`` (0.1 m, 0.3 rad).
+        of ``d`` uniform within ``BASE_SAMPLE_SPREAD`` (0.1 m, 0.3 rad). ``around`` is checked on
+        every robot (a wrong shape was taken without a word where there is no floating base) and
+        moves nothing without one.
         """
         from .._checks import count, seed
 
         rng = np.random.default_rng(seed("rng", rng))
+        c = self._neutral if around is None else self.check_q(around, "around")
+        if c.ndim != 1:
+            raise ConfigurationError(f"around: expected shape ({self.dof},), got {c.shape}")
         q = self._sample_uniform(None if n is None else count("n", n), rng)
         if self._base_dofs.size:
             q2 = np.atleast_2d(q)
-            c = self._neutral if around is None else self.check_q(around, "around")
-            if c.ndim != 1:
-                raise ConfigurationError(f"around: expected shape ({self.dof},), got {c.shape}")
             d = np.zeros_like(q2)
             spread = self.base_spread
             d[:, self._base_dofs] = rng.uniform(-1.0, 1.0, size=(q2.shape[0], self._base_dofs.size)) * spread
