@@ -259,6 +259,14 @@ def test_goals_compare_and_hash_by_value():
     assert goals[ik.Posture(np.zeros(7), weight=0.1)] == "rest"
 
 
+def test_solve_many_refuses_orientation_axes_for_position_targets(panda):
+    """solve_many(Ts (B, 3), axes='z') solved the positions and dropped axes without a word."""
+    p = panda.fk(panda.sample(3, rng=2), "panda_hand")[:, :3, 3]
+    with pytest.raises(GoalError, match="axes='z'.*positions"):
+        ik.solve_many(panda, "panda_hand", p, axes="z")
+    assert ik.solve_many(panda, "panda_hand", p).success.all()
+
+
 def test_a_batch_sliced_or_masked_is_a_batch_of_those_targets(panda):
     """batch[1:3] and batch[batch.success] raised NumPy's 'only 0-dimensional arrays can be
     converted to Python scalars'."""

@@ -1666,6 +1666,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         position_only = False
     else:
         raise GoalError(f"Ts: expected shape (B, 4, 4) poses or (B, 3) positions, got {Ts.shape}")
+    if position_only and axes != "xyz":  # (it did nothing, without a word)
+        raise GoalError(f"axes={axes!r}: the orientation axes of pose targets (B, 4, 4); positions (B, 3) have no "
+                        f"orientation")
     B = Ts.shape[0]
     if position_only and not np.all(np.isfinite(Ts)):
         bad = int(np.argwhere(~np.isfinite(Ts.reshape(B, -1)))[0][0])
