@@ -199,32 +199,6 @@ def test_solve_many_lm_refuses_a_timeout_saying_what_bounds_it(panda):
         ik.solve_many(panda, "panda_hand", T, timeout=0.01)
 
 
-@pytest.mark.parametrize("method", ["ccd", "fabrik"])
-def test_a_posture_goal_for_a_method_without_a_posture_term_is_refused(panda, method):
-    """ccd and fabrik returned the same q with and without a Posture goal (their sweeps never
-    read it), without a word; the Tracker did the same."""
-    goals = [ik.Position("panda_hand", [0.4, 0.1, 0.5]), ik.Posture(panda.neutral() + 0.3, weight=1.0)]
-    with pytest.raises(SolverError, match=rf"method '{method}' has no posture term.*'lm'"):
-        ik.solve(panda, goals, method=method)
-    with pytest.raises(SolverError, match=rf"method '{method}' has no posture term: .*one of 'dls', 'lm'$"):
-        ik.Tracker(panda, goals, method=method)
-
-
-@pytest.mark.parametrize("method", ["gauss-seidel", "fabrik"])
-def test_joint_weights_for_a_method_that_does_not_weight_joints_are_refused(panda, method):
-    """gauss-seidel and fabrik moved joint 1 as far with joint_weights (1000, 1, ...) as without
-    them: the weights did nothing, without a word. Equal weights (a no-op anyway) stay accepted."""
-    goal = ik.Position("panda_hand", [0.4, 0.1, 0.5])
-    with pytest.raises(SolverError, match=rf"method '{method}' does not weight joints.*'dls'"):
-        ik.solve(panda, [goal], method=method, joint_weights=[1000.0, 1, 1, 1, 1, 1, 1])
-    with pytest.raises(SolverError, match="does not weight joints"):
-        ik.solve_many(panda, "panda_hand", np.array([[0.4, 0.1, 0.5]]), method=method,
-                      joint_weights=np.r_[1000.0, np.ones(6)])
-    assert ik.solve(panda, [goal], method=method, joint_weights=np.full(7, 2.0)).status is not None
-    for weighting in ("lm", "dls", "pinv", "transpose", "ccd"):  # these read them
-        ik.solve(panda, [goal], method=weighting, joint_weights=[1000.0, 1, 1, 1, 1, 1, 1], timeout=0.01)
-
-
 @pytest.mark.parametrize("method", ["lm", "pinv", "dls"])
 def test_a_nullspace_gain_without_a_nullspace_objective_says_it_does_nothing(panda, method):
     """solve(nullspace_gain=0.5) without nullspace= returned the plain answer: the gain did nothing,

@@ -295,8 +295,8 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
     Args:
         robot: a :class:`Robot`.
         goals: a goal or a list of goals (Position, Orientation, Pose, Aim, CenterOfMass, Relative,
-            Plane, at most one Posture: not with ccd, fabrik, analytic); ``hard=True`` goals are met
-            first and kept (lm; ``Result.goals_met`` says which goals are met).
+            Plane, at most one Posture); ``hard=True`` goals are met first and kept (lm; ``Result.goals_met`` says which
+            goals are met).
         q0: (dof,) start configuration (clamped into the limits); default ``robot.neutral()``.
         method: a registered name (:func:`methods`); default Levenberg–Marquardt.
         position_tolerance [m], rotation_tolerance [rad]: success thresholds on every goal.
@@ -309,8 +309,7 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             :data:`ITERATION_CAP` = 1,000,000). Every attempt counts at least one, so a loop of
             attempts that each do nothing (``mode="distance"`` on a goal met everywhere) ends.
         seed: RNG seed for restarts: an int in [0, 2**63), a numpy Generator, or None (fresh entropy).
-        joint_weights: (dof,) > 0, stiffness of each joint (weighted least norm; lm, dls, pinv, transpose,
-            ccd: gauss-seidel, fabrik and analytic refuse unequal weights, which they would not read).
+        joint_weights: (dof,) > 0, stiffness of each joint (weighted least norm).
         restarts: True: restart from random configurations when an attempt stalls, while the
             budget lasts; False: one attempt (anything else is a GoalError).
         mode: "speed" returns the first solution; "distance" keeps solving until the budget is
@@ -703,7 +702,6 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
     problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
     if m.check is not None:
         m.check(problem)
-    _check_method_reads(m, problem)
     opts = m.defaults
     if options:
         unknown = set(options) - set(opts)
@@ -855,22 +853,6 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
     met = (True,) * len(problem.goal_rows) if status == Status.CONVERGED else goals_met_at(problem, best_q)
     return Result(best_q, status == Status.CONVERGED, status, float(perr), float(rerr), int(total_it),
                   n_restarts, time.perf_counter() - t_start, m.name, goals_met=met)
-
-
-def _check_method_reads(m, problem, among=None) -> None:
-    """SolverError for a Posture goal or unequal joint_weights given to a method whose iterations
-    do not read them (they did nothing, without a word: ccd and fabrik returned the same q with
-    and without a Posture, gauss-seidel and fabrik with and without joint_weights). ``among``:
-    the method names to suggest instead (default every registered method)."""
-    readers = [n for n in (methods() if among is None else sorted(among)) if n != m.name]
-    if problem.w_posture > 0.0 and not m.posture:
-        names = ", ".join(repr(n) for n in readers if get_method(n).posture)
-        raise SolverError(f"method {m.name!r} has no posture term: the Posture goal would do nothing; drop it or use "
-                          f"one of {names}")
-    if not m.joint_weights and not bool(np.all(problem.joint_weights == problem.joint_weights[0])):
-        names = ", ".join(repr(n) for n in readers if get_method(n).joint_weights)
-        raise SolverError(f"method {m.name!r} does not weight joints: joint_weights would do nothing; drop them or "
-                          f"use one of {names}")
 
 
 _FAST_GOALS = (Pose, Position)

@@ -475,10 +475,6 @@ class Tracker:
         if options is not None and not isinstance(options, dict):
             raise GoalError(f"options: expected a dict of method options, got {options!r:.120}")
         if method in GEOMETRIC:
-            from .solve import _check_method_reads
-            from .solvers import get_method
-
-            _check_method_reads(get_method(method), problem, TRACK_METHODS)  # (a Posture, fabrik's joint_weights)
             kernel, tail = geometric_kernel(problem, method, options or {})
             args = list(problem.args)
             args[8], args[9] = self._gvec, self._gR  # the live targets

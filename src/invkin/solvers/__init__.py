@@ -30,8 +30,6 @@ class Method:
     attempt_iterations: int | None = None  # restart an attempt not converged after this many
     check: Callable | None = field(default=None, repr=False)  # (problem) -> None, raises SolverError
     defaults: dict = field(default_factory=dict)
-    posture: bool = True  # its iterations read a Posture goal (else solve refuses one: it would do nothing)
-    joint_weights: bool = True  # its iterations read joint_weights (else solve refuses unequal ones)
 
 
 _REGISTRY: dict[str, Method] = {}

@@ -278,7 +278,7 @@ def _register():
 
     register(Method(NAME, _iterate, "closed-form two-bone arm (two parallel revolute joints, one Position goal)",
                     JOINT_TYPES, goal_kinds=("position",), restarts=False, check=_check,
-                    defaults=dict(elbow_up=True), posture=False, joint_weights=False))
+                    defaults=dict(elbow_up=True)))
 
 
 _register()

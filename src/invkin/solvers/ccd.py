@@ -64,7 +64,7 @@ article's value unless the requested tolerance needs finer rotations (with 0.001
 reach W stops moving once the tip is within about 0.001 W of the target).
 
 Mimic followers are not visited themselves; their leader's update moves them (full FK then).
-A Posture goal is refused (SolverError: the sweeps have no posture term). STALLED when the weighted squared residual has not dropped by
+Posture goals are ignored. STALLED when the weighted squared residual has not dropped by
 1e-4 (relative) within 10 sweeps (a local minimum, a limit, or the stretched pose of an
 unreachable target).
 """
@@ -605,7 +605,7 @@ def _register():
     register(Method(NAME, _iterate,
                     "cyclic coordinate descent (Welman: position + orientation, limits, stiffness; or simple)",
                     JOINT_TYPES, defaults=dict(variant="welman", threshold=None, position_gain=1.0, stiffness=None,
-                                  twist="previous"), posture=False))
+                                  twist="previous")))
 
 
 _register()

@@ -45,7 +45,7 @@ works on joint values q, so each iteration is:
    bones' twists are set from the start of the solve as in ccd (option ``twist``).
 
 Position goals only (an orientation goal raises SolverError at check time; use ``ccd`` or
-``lm``). Unequal ``joint_weights`` and Posture goals are refused (SolverError: FABRIK reads neither). Hinge-only problems with few spare
+``lm``). ``joint_weights`` and Posture goals are ignored. Hinge-only problems with few spare
 degrees of freedom (e.g. a tree of single-axis joints whose two hands fix every joint) converge
 slowly: the per-joint fits move one hinge at a time, like CCD, without its objective. STALLED
 when the weighted squared position error has not dropped by 1e-4 (relative) within 10
@@ -434,8 +434,7 @@ def _register():
     from . import Method, register
 
     register(Method(NAME, _iterate, "FABRIK (Aristidou & Lasenby 2011): chains and trees, hinge and cone limits",
-                    JOINT_TYPES, goal_kinds=("position",), check=_check, defaults=dict(cone_angle=None, twist="previous"),
-                    posture=False, joint_weights=False))
+                    JOINT_TYPES, goal_kinds=("position",), check=_check, defaults=dict(cone_angle=None, twist="previous")))
 
 
 _register()

@@ -406,7 +406,7 @@ def _register():
 
     register(Method(NAME, _iterate, "Springhead2 block Gauss–Seidel on JᵀJ ω = Jᵀv, multi control point (SEEDS §3)",
                     JOINT_TYPES, defaults=dict(gain=1.0, sweeps=5, max_step=0.5, theta_orig=None, p_orig=0.0,
-                                               p_ik=1.0), joint_weights=False))
+                                               p_ik=1.0)))
 
 
 _register()
