@@ -175,22 +175,6 @@ def test_collision_options_on_a_robot_without_shapes_leave_an_unreachable_target
     assert res.status is Status.UNREACHABLE and not res.success
 
 
-def test_solve_many_max_restarts_zero_means_one_attempt_for_every_method(panda):
-    """solve_many(method='dls', max_restarts=0) restarted anyway (restarts [0, 2], the same as
-    max_restarts=5): the per-target route ignored it without a word."""
-    T = panda.fk(panda.sample(rng=1), "panda_hand")
-    far = T.copy()
-    far[:3, 3] *= 3.0
-    for method in ("dls", "ccd"):
-        batch = ik.solve_many(panda, "panda_hand", np.array([T, far]), method=method, max_restarts=0, timeout=0.01)
-        assert batch.restarts.tolist() == [0, 0], (method, batch.restarts)
-    with pytest.warns(ik.InvkinWarning, match="max_restarts=5 does not bound"):
-        ik.solve_many(panda, "panda_hand", np.array([T]), method="dls", max_restarts=5)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        ik.solve_many(panda, "panda_hand", np.array([T]), method="dls")  # the default: no warning
-
-
 def test_solve_many_lm_refuses_a_timeout_saying_what_bounds_it(panda):
     """The message named the option only ("takes no options ['timeout']") while the docstring
     speaks of a timeout: it now says that max_restarts is the lm kernel's budget."""

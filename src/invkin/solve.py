@@ -1602,11 +1602,8 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     return res
 
 
-_MANY_RESTARTS = 100  # solve_many's default max_restarts
-
-
 def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance: float = 1e-6,
-               rotation_tolerance: float = 1e-6, max_restarts: int = _MANY_RESTARTS, seed: int = 0, joint_weights=None,
+               rotation_tolerance: float = 1e-6, max_restarts: int = 100, seed: int = 0, joint_weights=None,
                axes: str = "xyz", world=None, self_collision: bool = False, margin: float = 0.005, **options):
     """Solve B pose (or position) targets of one frame in parallel.
 
@@ -1616,10 +1613,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         q0: (dof,) or (B, dof) start configurations (default ``robot.neutral()``).
         max_restarts: random restarts per target after the first attempt, 0 to
             :data:`MAX_RESTARTS` = 10,000 (no clock inside the parallel kernel: the budget is
-            iterations, so results are deterministic for a seed). With another method or
-            collision distances each target is one :func:`solve`, which restarts while its
-            timeout lasts: there 0 means one attempt (``restarts=False``) and another value than
-            the default is a warning (it bounds nothing).
+            iterations, so results are deterministic for a seed).
         seed: an int in [0, 2**63 - B); target ``b`` is seeded with ``seed + b``.
         axes: orientation axes that matter for pose targets ("xyz", or "x"/"y"/"z").
         world, self_collision, margin: collision distances as in :func:`solve` (lm only); then
@@ -1697,13 +1691,6 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         get_method(method)  # unknown names fail here, listing the methods
         if collision is not None:
             options = {**options, "world": collision[0], "self_collision": collision[1], "margin": collision[2]}
-        # each target is one solve(): its restarts run while its timeout lasts, not counted
-        if max_restarts == 0:
-            options = {**options, "restarts": False}
-        elif max_restarts != _MANY_RESTARTS:
-            warn_caller(f"solve_many: max_restarts={max_restarts} does not bound the restarts of method {method!r}"
-                        f"{' with collision distances' if collision is not None else ''} (each target is one solve, "
-                        f"restarting while its timeout lasts); only max_restarts=0 (one attempt) applies there")
         results = []
         for b in range(B):
             goal = (Position(name, Ts[b]) if position_only else Pose(name, Ts[b], axes=axes))
