@@ -178,6 +178,38 @@ def test_solve_many_refuses_targets_beyond_the_length_bound(planar):
         ik.Position("hand", [1e300, 0.0, 0.0])
 
 
+@pytest.mark.parametrize("value", [1e12, 1e20, 1e300, -1e100])
+def test_fk_and_jacobian_refuse_joint_values_beyond_the_length_bound(value):
+    """FK of a q entry of 1e20 rad was not a rotation and of 1e100 NaN, returned without a word
+    (`invkin fk panda --q 1e300 0 0 0 0 0 0` printed NaN and exited 0)."""
+    robot = ik.load_robot("panda")
+    q = robot.neutral()
+    q[6] = value
+    for call in (lambda x: robot.fk(x, "panda_hand"), lambda x: robot.jacobian(x, "panda_hand"),
+                 lambda x: robot.fk(list(x), "panda_hand"), lambda x: robot.fk(x[None], "panda_hand"),
+                 lambda x: robot.jacobian(np.stack([robot.neutral(), x]), "panda_hand")):
+        with pytest.raises(ik.ConfigurationError, match=r"q: expected values within .*index \((\d, )?6,?\)"):
+            call(q)
+    q[6] = 1e9  # the bound itself is a value
+    assert np.all(np.isfinite(robot.fk(q, "panda_hand")))
+
+
+def test_solve_and_solve_many_refuse_a_floating_base_q0_beyond_the_length_bound():
+    """A G1 q0 with its base at x = 1e300 ran the whole timeout and returned time_limit with an
+    infinite position error (solve), or failed every target (solve_many), instead of naming q0."""
+    g1 = ik.load_robot("g1")
+    frame = g1.frame_names[-1]
+    T = g1.fk(g1.neutral(), frame)
+    q0 = g1.neutral()
+    q0[0] = 1e300
+    with pytest.raises(ik.ConfigurationError, match="q0: expected values within"):
+        ik.solve(g1, ik.Pose(frame, T), q0=q0)
+    with pytest.raises(ik.ConfigurationError, match="q0: expected values within"):
+        ik.solve(g1, [ik.Pose(frame, T)], q0=q0)
+    with pytest.raises(ik.ConfigurationError, match="q0: expected values within"):
+        ik.solve_many(g1, frame, T[None], q0=q0)
+
+
 def test_two_bone_3d_refuses_lengths_near_the_float_maximum():
     with pytest.raises(ik.GoalError, match="within"):
         ik.two_bone_3d([0, 0, 0], 1e308, 1e308, [1, 0, 0], [0, 1, 0])

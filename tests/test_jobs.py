@@ -590,3 +590,15 @@ def test_overwrite_still_replaces_a_broken_invkin_manifest(reference, npz, tmp_p
     with pytest.raises(JobError, match="--overwrite"):
         solve_dataset("panda", npz, out, **KW)
     same(read_results(solve_dataset("panda", npz, out, overwrite=True, **KW).out), reference[1])
+
+
+def test_orientation_axes_for_position_targets_are_refused_before_the_folder_is_touched(panda, tmp_path):
+    """solve_many refuses axes='z' for positions (B, 3): a dataset of positions with axes='z' says so
+    before it starts, not in every chunk."""
+    p = panda.fk(panda.sample(10, rng=4), FRAME)[:, :3, 3]
+    src = tmp_path / "positions.npz"
+    np.savez(src, p=p)
+    out = tmp_path / "out"
+    with pytest.raises(JobError, match="axes='z'.*positions"):
+        solve_dataset("panda", src, out, axes="z", **KW)
+    assert not out.exists()

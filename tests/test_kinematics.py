@@ -246,6 +246,25 @@ def test_unknown_bundled_model_lists_the_bundled_names():
         ik.load_robot("pandaa")
 
 
+def test_the_closest_names_ignore_case():
+    """load_robot('PANDA') suggested 'baxter_left', 'g1', 'g1_left_arm' (difflib is case-sensitive)."""
+    with pytest.raises(ModelError, match=r"\(closest: 'panda'"):
+        ik.load_robot("PANDA")
+    robot = ik.load_robot("panda")
+    with pytest.raises(FrameError, match=r"closest: 'panda_hand'"):
+        robot.fk(robot.neutral(), "PANDA_HAND")
+
+
+def test_sample_checks_around_on_a_robot_without_a_floating_base():
+    """panda.sample(around=np.zeros(3)) returned a sample, the wrong shape taken without a word."""
+    robot = ik.load_robot("panda")
+    with pytest.raises(ConfigurationError, match="around"):
+        robot.sample(around=np.zeros(3))
+    with pytest.raises(ConfigurationError, match="around"):
+        robot.sample(4, around=np.zeros((2, 7)))
+    np.testing.assert_array_equal(robot.sample(rng=3, around=robot.neutral()), robot.sample(rng=3))
+
+
 def test_model_arrays_are_read_only():
     robot = ik.load_robot("panda")
     with pytest.raises(ValueError):

@@ -36,6 +36,29 @@ def test_star_import_gives_exactly_all():
     assert set(ns) - {"__builtins__"} == set(ik.__all__)
 
 
+def test_docstring_examples_run_or_are_marked_skip():
+    """Every ``>>>`` example in the package runs as written (doctest), or says ``+SKIP``: the second
+    line of invkin.collision.reference's example ran without its first and failed (NameError)."""
+    import doctest
+    import importlib
+
+    pkg = Path(ik.__file__).parent
+    ran = []
+    for py in sorted(pkg.rglob("*.py")):
+        if ">>>" not in py.read_text(encoding="utf-8"):
+            continue
+        parts = py.relative_to(pkg.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # an optional extra that is not installed
+            continue
+        res = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        assert res.failed == 0, name
+        ran.append(name)
+    assert "invkin" in ran
+
+
 def test_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'sovle'"):
         ik.sovle  # noqa: B018 - the lookup is the test
@@ -195,6 +218,53 @@ def test_warmup_command_lists_its_steps_and_runs_one(capsys):
     assert main(["warmup", "analytic"]) == 0
     err = capsys.readouterr().err
     assert "[1/1] analytic" in err and "ready in" in err
+
+
+def test_warmup_prints_no_warning_about_its_own_clip(capsys):
+    """`invkin warmup` printed "warning: FootPlant('LeftFoot'): no contact found ... Raise the
+    thresholds" about the 20 frames its correct_clip step runs on, not anything of the user's."""
+    from invkin.cli import main
+
+    assert main(["warmup", "correct_clip"]) == 0
+    err = capsys.readouterr().err
+    assert "ready in" in err and "warning" not in err.lower(), err
+
+
+@pytest.mark.slow  # loads (or compiles) kernels in a fresh subprocess
+def test_warmup_covers_whole_body_solves_and_the_tracker():
+    """`invkin warmup` ("compile every kernel now") left a first whole-body solve (a list of goals:
+    the general LM core, ~100 s of compile) and a first Tracker update (~40 s) to compile later."""
+    out = _python("from invkin import cache\n"
+                  "cache.warmup(['whole_body', 'tracker'], progress=False)\n"
+                  "from invkin import tracking\n"
+                  "from invkin.solvers import lm_core\n"
+                  "print(bool(lm_core.core_attempts.signatures), bool(lm_core.core_attempts_packed.signatures),\n"
+                  "      bool(tracking.track_update.signatures))", INVKIN_COMPILE="wait")
+    assert out.stdout.split() == ["True", "True", "True"], out
+
+
+def test_parallel_kernels_from_several_threads_on_numbas_workqueue_layer():
+    """With Numba's workqueue threading layer (where neither TBB nor OpenMP is installed: macOS
+    without libomp), solve_many or a batched fk from a thread pool aborted the process ("Concurrent
+    access has been detected", exit 134)."""
+    code = ("import numpy as np, numba\n"
+            "from concurrent.futures import ThreadPoolExecutor\n"
+            "import invkin as ik\n"
+            "r = ik.load_robot('panda')\n"
+            "Ts = r.fk(r.sample(64, rng=7), 'panda_hand')\n"
+            "one = ik.solve_many(r, 'panda_hand', Ts, seed=1, max_restarts=5)\n"
+            "with ThreadPoolExecutor(4) as ex:\n"
+            "    many = list(ex.map(lambda _: ik.solve_many(r, 'panda_hand', Ts, seed=1, max_restarts=5), range(8)))\n"
+            "    Q = r.sample(4000, rng=1)\n"
+            "    fks = list(ex.map(lambda _: r.fk(Q, 'panda_hand'), range(8)))\n"
+            "    jacs = list(ex.map(lambda _: r.jacobian(Q, 'panda_hand'), range(8)))\n"
+            "assert all(np.array_equal(one.q, b.q) for b in many)\n"
+            "assert all(np.array_equal(fks[0], f) for f in fks) and all(np.array_equal(jacs[0], j) for j in jacs)\n"
+            "print(numba.threading_layer())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "NUMBA_THREADING_LAYER": "workqueue", "INVKIN_COMPILE": "wait"})
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert out.stdout.strip() == "workqueue"
 
 
 def test_robot_memo_builds_once_and_reach_bound_is_cached():

@@ -9,6 +9,7 @@ its command.
 """
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 import warnings
@@ -149,3 +150,18 @@ def test_the_readme_names_every_exit_code_the_commands_use():
     paragraph = README.split("Exit codes:")[1].split("\n\n")[0]
     named = {int(n) for n in re.findall(r"(?<![\w.-])(\d{1,3})(?![\w.])", paragraph)}
     assert codes <= named, f"exit codes the commands use but the README does not name: {sorted(codes - named)}"
+
+
+def test_every_argument_of_every_command_has_help_text_and_every_command_a_description():
+    """`invkin solve --help` listed `robot` and `--seed` without a word (as did fk's robot and
+    --json, fix-feet's IN.bvh/OUT.bvh, retarget's input), and `invkin methods --help` had no description."""
+    missing = []
+    for cmd, parser in _parsers(cli.build_parser()):
+        if not parser.description:
+            missing.append(f"invkin {' '.join(cmd)}: no description")
+        for action in parser._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            if not action.help:
+                missing.append(f"invkin {' '.join(cmd)} {'/'.join(action.option_strings) or action.dest}")
+    assert not missing, missing

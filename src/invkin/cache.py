@@ -38,6 +38,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 
 __all__ = ["cache_dir", "install", "warmup", "WARMUP_STEPS", "clear"]
@@ -301,7 +302,33 @@ def _correct_clip():
 
     robot, clip = read_bvh(_PACKAGE_DIR / "data" / "mocap" / "cmu_02_01_walk.bvh")
     clip = dataclasses.replace(clip, frames=clip.frames[:20])
-    correct_clip(robot, clip, [FootPlant("LeftFoot"), FootPlant("RightFoot")])
+    with warnings.catch_warnings():  # (20 frames: "no contact found" for a foot, about warmup's clip, not the user's)
+        warnings.simplefilter("ignore")
+        correct_clip(robot, clip, [FootPlant("LeftFoot"), FootPlant("RightFoot")])
+
+
+def _whole_body():
+    """Several goals in one solve (the general LM core): one met on the first kernel call (its packed
+    entry point), one out of reach (the driver's core loop after it)."""
+    from .goals import Pose, Position
+    from .model import load_robot
+    from .solve import solve
+
+    robot = load_robot("panda")
+    q = robot.neutral() + 0.3
+    solve(robot, [Pose("panda_hand", robot.fk(q, "panda_hand"), hard=True),
+                  Position("panda_link4", robot.fk(q, "panda_link4")[:3, 3])], timeout=0.05)
+    solve(robot, [Position("panda_hand", [2.0, 0.0, 0.5]), Position("panda_link4", [0.0, 0.3, 0.3])], timeout=0.05)
+
+
+def _tracker():
+    from .model import load_robot
+    from .tracking import Tracker
+
+    robot = load_robot("panda")
+    q = robot.neutral() + 0.3
+    for method in ("dls", "lm"):
+        Tracker(robot, "panda_hand", q0=q, method=method).update(robot.fk(q, "panda_hand")[:3, 3] + 0.01)
 
 
 # step name -> what it runs; each is one first call as a user makes it
@@ -309,6 +336,8 @@ WARMUP_STEPS = {
     **{m: (lambda m=m: _panda_pose(m))
        for m in ("lm", "dls", "pinv", "transpose", "gauss-seidel", "ccd", "fabrik")},
     "analytic": _analytic,
+    "whole_body": _whole_body,
+    "tracker": _tracker,
     "solve_many": _solve_many,
     "correct_clip": _correct_clip,
 }

@@ -226,17 +226,17 @@ def register(sub) -> None:
     p = sub.add_parser("fk", help="forward kinematics of a frame",
                        description="Pose of a frame for a joint configuration (default: neutral; --state: "
                                    "an SRDF named configuration).")
-    p.add_argument("robot")
+    p.add_argument("robot", help="bundled name (panda, ur5, ...) or a .urdf/.xml (MJCF)/.bvh file")
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="joint values [rad or m], one per DOF")
     p.add_argument("--state", metavar="NAME", help="the SRDF named configuration NAME (with --srdf) instead of --q")
     p.add_argument("--frame", help="frame name (default: the last frame)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print frame, q and T (4x4) as JSON")
     add_robot_options(p)
     p.set_defaults(func=cmd_fk)
 
     p = sub.add_parser("solve", help="inverse kinematics for a position or pose target",
                        description="Solve IK for one frame. Exit code 0 when solved, 1 when not converged.")
-    p.add_argument("robot")
+    p.add_argument("robot", help="bundled name (panda, ur5, ...) or a .urdf/.xml (MJCF)/.bvh file")
     p.add_argument("--frame", required=True, help="goal frame")
     p.add_argument("--xyz", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"), help="target [m]")
     p.add_argument("--rpy", type=float, nargs=3, metavar=("R", "P", "Y"), help="target roll pitch yaw [rad]")
@@ -245,17 +245,20 @@ def register(sub) -> None:
     p.add_argument("--quat-xyzw", type=float, nargs=4, metavar=("X", "Y", "Z", "W"),
                    help="target orientation, unit quaternion scalar last (ROS, SciPy)")
     p.add_argument("--method", default="lm", help="solver name (see `invkin methods`)")
-    p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="start configuration")
+    p.add_argument("--q0", type=float, nargs="+", metavar="Q",
+                   help="start configuration [rad or m], one per DOF (default: neutral; clamped into the limits)")
     p.add_argument("--state", metavar="NAME", help="start from the SRDF named configuration NAME (with --srdf)")
     p.add_argument("--position-tolerance", type=float, default=1e-6, help="[m] (default 1e-6)")
     p.add_argument("--rotation-tolerance", type=float, default=1e-6, help="[rad] (default 1e-6)")
     p.add_argument("--timeout", type=float, default=0.05, help="[s] (default 0.05)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the random restarts (default 0)")
     p.add_argument("--json", action="store_true", help="print q, joint_names, success, status, errors as JSON")
     add_robot_options(p)
     p.set_defaults(func=cmd_solve)
 
-    p = sub.add_parser("methods", help="list the registered IK methods")
+    p = sub.add_parser("methods", help="list the registered IK methods",
+                       description="Print the name of every registered IK method, one per line (the values of "
+                                   "`invkin solve --method`).")
     p.set_defaults(func=lambda a: (print("\n".join(__import__("invkin").methods())), EXIT_OK)[1])
 
     from .viewer import DEMOS

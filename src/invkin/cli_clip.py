@@ -158,8 +158,8 @@ def register(sub) -> None:
                                     "never modified. Exit "
                                     "code 1 if some frames missed a pin (out of reach, or held back by "
                                     "--max-step until the contact ended).")
-    q.add_argument("input", metavar="IN.bvh")
-    q.add_argument("output", metavar="OUT.bvh")
+    q.add_argument("input", metavar="IN.bvh", help="the clip to correct (read only)")
+    q.add_argument("output", metavar="OUT.bvh", help="where the corrected clip is written (replaced if it exists)")
     q.add_argument("--feet", nargs="+", metavar="FOOT",
                    help="foot joints (default: LeftFoot RightFoot, or the joints named like a foot)")
     q.add_argument("--up", choices=("y", "z"), help="up axis (default: detected)")

@@ -162,7 +162,7 @@ def register(sub) -> None:
                                    "base: feet held where the source stands, joint limits and velocity bounds "
                                    "hard, self-collision and the floor kept out. Writes .npz (root position, "
                                    "root_quat_wxyz, joint positions, joint names, fps) or .csv.")
-    p.add_argument("input", metavar="CLIP.bvh|FOLDER")
+    p.add_argument("input", metavar="CLIP.bvh|FOLDER", help="a BVH clip, or a folder of them (a dataset, resumable)")
     p.add_argument("robot", metavar="ROBOT", help="bundled name (g1) or URDF path")
     from .cli_robot import add_robot_options
 

@@ -67,10 +67,15 @@ class ModelWarning(InvkinWarning):
 
 
 def closest_names(name: str, candidates, n: int = 3) -> str:
-    """A human hint listing the candidate names closest to ``name`` (it follows "closest: "); when
-    none is close, it says so and shows the first few, not as if they were near misses."""
+    """A human hint listing the candidate names closest to ``name`` (it follows "closest: "),
+    ignoring case ('PANDA' is closest to 'panda'; case-sensitive, its closest were 'baxter_left',
+    'g1', 'g1_left_arm'); when none is close, it says so and shows the first few, not as if they
+    were near misses."""
     cands = list(candidates)
-    close = difflib.get_close_matches(str(name), cands, n=n, cutoff=0.4)
+    folded = {}
+    for c in cands:
+        folded.setdefault(str(c).casefold(), c)
+    close = [folded[c] for c in difflib.get_close_matches(str(name).casefold(), list(folded), n=n, cutoff=0.4)]
     if close:
         return ", ".join(repr(c) for c in close)
     if not cands:

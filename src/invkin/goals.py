@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -213,11 +213,36 @@ class Goal:
             object.__setattr__(self, "_lean", r)
         return r
 
+    def __eq__(self, other):
+        """Goals of one class with equal fields, arrays compared by value (the dataclass's
+        generated ``==`` compared the arrays' element-wise results as a truth value: ``goal in
+        goals`` raised "The truth value of an array ... is ambiguous")."""
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
+
+    def __hash__(self):
+        """Consistent with ``==``: the class and every field, arrays by shape and bytes (a goal can
+        be a dict key or a set member; the generated hash raised "unhashable type: 'numpy.ndarray'")."""
+        return hash((self.__class__.__name__,) + tuple(_hash_key(getattr(self, f.name)) for f in fields(self)))
+
     def __getstate__(self):
         """Pickles leave out the structure id (Goal.lean): it is this process's number."""
         state = dict(self.__dict__)
         state.pop("_lean", None)
         return state
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
+    return bool(a == b)
+
+
+def _hash_key(v):
+    if isinstance(v, np.ndarray):
+        return (v.shape, (v + 0.0).tobytes())  # (+ 0.0: -0.0 and 0.0 are equal, so hash alike)
+    return v
 
 
 def lean_index(goal_rows) -> np.ndarray:
@@ -236,7 +261,7 @@ def lean_index(goal_rows) -> np.ndarray:
     return np.array(src, dtype=np.int64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # (Goal.__eq__ / __hash__: array fields by value)
 class Position(Goal):
     """The origin of ``frame`` at the world point ``p`` (3,) [m]."""
 
@@ -264,7 +289,7 @@ class Position(Goal):
         return [(KIND_POSITION, self.frame, self.p, np.eye(3), np.zeros(3), self.weight)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # (Goal.__eq__ / __hash__: array fields by value)
 class Orientation(Goal):
     """The orientation of ``frame`` equal to ``R`` (3, 3); ``axes='z'``: only the tool z axis matters."""
 
@@ -297,7 +322,7 @@ def _rotation_row(frame, R, axes, weight):
     return (KIND_AXIS, frame, R[:, k].copy(), np.eye(3), local, weight)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # (Goal.__eq__ / __hash__: array fields by value)
 class Pose(Goal):
     """``frame`` at the pose ``T`` (4, 4) (position and orientation; ``axes`` as in Orientation).
 
@@ -355,7 +380,7 @@ class Pose(Goal):
                 _rotation_row(self.frame, self.T[:3, :3], self.axes, self.rotation_weight)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # (Goal.__eq__ / __hash__: array fields by value)
 class Aim(Goal):
     """The local ``axis`` (3,) of ``frame`` points at the world ``point`` (3,) [m]."""
 
@@ -383,7 +408,7 @@ _AXES_MASK = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1), "xy": (1, 1, 0), "
               "xyz": (1, 1, 1)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # (Goal.__eq__ / __hash__: array fields by value)
 class CenterOfMass(Goal):
     """The robot's centre of mass at the world point ``p`` (3,) [m] along ``axes`` ("xy": over
     the point on the floor, the usual balance goal; any of x, y, z, xy, xz, yz, xyz). Needs link
@@ -413,7 +438,7 @@ def _same_frame(frame) -> str:
             f"always at the identity (met or never met whatever q): expected two different frames")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # (Goal.__eq__ / __hash__: array fields by value)
 class Relative(Goal):
     """``frame`` at the pose ``T`` (4, 4) expressed in ``reference_frame`` (a hand relative to the
     other hand or to the head); ``T`` of shape (3,) is a position only [m]. ``rotation_weight``
@@ -451,7 +476,7 @@ class Relative(Goal):
                 (KIND_REL_ROTATION, self.frame, np.zeros(3), self.T[:3, :3], np.zeros(3), self.rotation_weight, ref)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # (Goal.__eq__ / __hash__: array fields by value)
 class Plane(Goal):
     """The origin of ``frame`` on the world plane through ``point`` (3,) [m] with normal
     ``normal`` (3,) (any length > 0; normalised): one residual entry, the signed distance
@@ -479,7 +504,7 @@ class Plane(Goal):
         return [(KIND_PLANE, self.frame, self.point, np.eye(3), self.normal, self.weight)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # (Goal.__eq__ / __hash__: array fields by value)
 class Posture(Goal):
     """The rest configuration ``q_rest`` (dof,) as a regulariser: the lowest priority (LM moves
     toward it inside the null space of the goals once they are met); never decides success.

@@ -106,7 +106,22 @@ class BatchResult:
     def __len__(self) -> int:
         return int(self.q.shape[0])
 
-    def __getitem__(self, i) -> Result:
+    def __getitem__(self, i):
+        """``batch[b]``: target b's :class:`Result` (its time the batch's mean); ``batch[1:3]``,
+        ``batch[batch.success]`` or ``batch[[0, 5]]``: a BatchResult of those targets (its time the
+        batch's mean times their number)."""
+        if isinstance(i, (slice, list, np.ndarray)):
+            idx = np.arange(len(self))[i]  # (NumPy's rules: a bool mask of length B, integers, a slice)
+            if idx.ndim != 1:
+                raise TypeError(f"BatchResult indices: expected an integer, a slice, a list of integers or a "
+                                f"bool mask of length {len(self)}, got {i!r:.100}")
+            return BatchResult(self.q[idx], self.success[idx], self.status_code[idx], self.position_error[idx],
+                               self.rotation_error[idx], self.iterations[idx], self.restarts[idx],
+                               self.time * idx.size / max(len(self), 1), self.method,
+                               None if self.collision is None else tuple(self.collision[int(k)] for k in idx))
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"BatchResult indices: expected an integer, a slice, a list of integers or a bool mask, "
+                            f"got {i!r:.100}")
         status = STATUS_CODES[int(self.status_code[i])]
         # the batch's one goal: met when the solve converged, or met closer than the margin (in_collision)
         info = {} if self.collision is None else {"collision": dict(self.collision[i])}

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from ._parallel import call as parallel_call
 from ._compile_clock import Budget, interpreted_seconds, moved_seconds, one_solve
 from ._tiers import call_interpreted, entry_point
 from ._tiers import ready as _tier_ready
@@ -499,7 +500,7 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
             object.__setattr__(res, "rotation_error", s[5])
         object.__setattr__(res, "iterations", iters + int(s[0]))
         object.__setattr__(res, "restarts", restarts + int(s[1]))
-        if ok and fast[6]:  # continuous joints wrapped near q0, as _solve_lm_fast does
+        if ok and fast[6]:  # Robot.wrap_dofs shifted by turns near q0, as _solve_lm_fast does
             res = _post_solve(robot, goals, res, q0, tol_p, tol_r)
     object.__setattr__(res, "time", t_first + time.perf_counter() - t0)
     if res.success and closest[0] >= check.margin - 1e-9:
@@ -541,8 +542,8 @@ def _collision_result(robot, res, collision, tol_p, tol_r) -> Result:
 
 
 def _needs_post(robot) -> bool:
-    """True when a result of ``robot`` needs the driver's last steps (continuous joints to wrap
-    near q0, swing/twist limits to project onto); cached per robot."""
+    """True when a result of ``robot`` needs the driver's last steps (joints of Robot.wrap_dofs to
+    shift by turns near q0, swing/twist limits to project onto); cached per robot."""
     memo = robot.cache
     post = memo.get("post_solve")
     if post is None:
@@ -565,7 +566,7 @@ def _project_cones(robot, problem, q, state, code):
 
 
 def _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance):
-    """The driver's last steps on a result: continuous joints wrapped near q0 (None: the neutral
+    """The driver's last steps on a result: Robot.wrap_dofs shifted by turns near q0 (None: the neutral
     configuration), the swing/twist limits respected (respect_cone_limits)."""
     if robot.wrap_dofs.size:
         _wrap_near(robot, res.q, robot.q_neutral if q0 is None else robot.check_q(q0, "q0"))
@@ -577,13 +578,47 @@ def _post_solve(robot, goals, res, q0, position_tolerance, rotation_tolerance):
 
 
 def _wrap_near(robot, q, q0) -> None:
-    """Shift every continuous joint of q ((dof,) or (B, dof), in place) by a multiple of 2 pi to
-    within pi of its value in q0: the same poses (Robot.wrap_dofs lists only joints where a
-    turn changes no frame), without spinning a wrist most of a turn away from the seed."""
+    """Shift every joint of Robot.wrap_dofs in q ((dof,) or (B, dof), in place) by the multiple
+    of 2 pi that brings it nearest its value in q0 while inside its limits: the same poses (a
+    turn changes no frame of those joints), without spinning a joint most of a turn away from the
+    seed. A continuous joint ends within pi of q0; a joint limited to ±2 pi (a UR arm) kept the
+    representative the LM kernel wrapped into the limits (the lowest one), a turn from q0 in 42
+    of 100 random UR5 solves where the nearer one was within the limits too."""
     c = robot.wrap_dofs
-    if c.size:
-        d = q[..., c] - np.asarray(q0)[..., c]
-        q[..., c] -= 2.0 * np.pi * np.round(d / (2.0 * np.pi))
+    if not c.size:
+        return
+    if q.ndim == 1:  # one solve: a loop over the few joints (NumPy's calls cost ~40 µs here)
+        spec = robot.cache.get("wrap_near")
+        if spec is None:
+            spec = robot.cache["wrap_near"] = tuple(zip(c.tolist(), robot.lower[c].tolist(),
+                                                        robot.upper[c].tolist()))
+        qs, q0s = q.tolist(), q0.tolist()
+        for j, lo, hi in spec:
+            v = qs[j]
+            d = v - q0s[j]
+            if -math.pi <= d <= math.pi:
+                continue  # already the nearest
+            k = -round(d / _TURN)
+            if lo > -math.inf:
+                k = max(k, math.ceil((lo - v) / _TURN))
+            if hi < math.inf:
+                k = min(k, math.floor((hi - v) / _TURN))
+            w = v + _TURN * k
+            if k and lo <= w <= hi:  # (none inside the limits, or rounding at a bound: unshifted)
+                q[j] = w
+        return
+    qc = q[..., c]
+    lo, hi = robot.lower[c], robot.upper[c]
+    k = -np.round((qc - np.asarray(q0)[..., c]) / _TURN)
+    with np.errstate(invalid="ignore"):  # (a continuous joint's infinite bound: no bound on k)
+        k_lo = np.where(np.isneginf(lo), -np.inf, np.ceil((lo - qc) / _TURN))
+        k_hi = np.where(np.isposinf(hi), np.inf, np.floor((hi - qc) / _TURN))
+    k = np.minimum(np.maximum(k, k_lo), k_hi)
+    v = qc + _TURN * k
+    q[..., c] = np.where((v >= lo) & (v <= hi), v, qc)
+
+
+_TURN = 2.0 * math.pi
 
 
 def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_tolerance, timeout, max_iterations,
@@ -600,6 +635,13 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
         raise SolverError(f"nullspace / rest: not combined with {given} (the refinement or blend after the solve "
                           f"would move joints past the step bound); for a rest posture under a bound, give a "
                           f"Posture goal")
+    if nullspace is None and nullspace_gain is not None:  # (it did nothing, without a word)
+        warn_caller(f"nullspace_gain={nullspace_gain!r} without nullspace does nothing: it is the gain of a "
+                    f"null-space objective; give nullspace='joint_limits', 'manipulability', 'posture' or a callable")
+    if nullspace is not None:
+        from ._checks import count
+
+        count("nullspace_iterations", nullspace_iterations)  # (named as given, before the solve)
     if nullspace_gain is not None and "nullspace_gain" in m.defaults:
         options = {**options, "nullspace_gain": nullspace_gain}  # the method validates it
     elif nullspace_gain is not None and not (isinstance(nullspace_gain, (int, float)) and nullspace_gain > 0
@@ -1673,6 +1715,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         position_only = False
     else:
         raise GoalError(f"Ts: expected shape (B, 4, 4) poses or (B, 3) positions, got {Ts.shape}")
+    if position_only and axes != "xyz":  # (it did nothing, without a word)
+        raise GoalError(f"axes={axes!r}: the orientation axes of pose targets (B, 4, 4); positions (B, 3) have no "
+                        f"orientation")
     B = Ts.shape[0]
     if position_only and not np.all(np.isfinite(Ts)):
         bad = int(np.argwhere(~np.isfinite(Ts.reshape(B, -1)))[0][0])
@@ -1691,7 +1736,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     if q0 is None:
         q0s = np.broadcast_to(robot.q_neutral, (B, robot.dof))
     else:
-        q0s = robot.check_q(q0, "q0")
+        q0s = robot.check_q(q0, "q0")  # (numbers within ±MAX_LENGTH, as solve's q0)
         if q0s.ndim == 1:
             q0s = np.broadcast_to(q0s, (B, robot.dof))
         elif q0s.shape[0] != B:
@@ -1738,7 +1783,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
                            time.perf_counter() - t0, method,
                            None if collision is None else tuple(r.info.get("collision") for r in results))
     if options:
-        raise SolverError(f"solve_many(method='lm') takes no options {sorted(options)}")
+        raise SolverError(f"solve_many(method='lm') takes no options {sorted(options)}: its parallel kernel has no "
+                          f"clock, its budget per target is max_restarts (timeout and method options apply with "
+                          f"another method or with world= / self_collision=True, where each target is one solve)")
     q_out = np.empty((B, robot.dof))
     errs = np.full((B, 2), np.inf)
     iters = np.zeros(B, dtype=np.int64)
@@ -1754,9 +1801,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         for b in range(B):
             lims, free, _ = _lm_tables(robot, jw, q0s[b])
             sl = slice(b, b + 1)
-            lm_chain_batch(ch, lims, p.gkind, gvecs[sl], gRs[sl], p.gaxis, p.gw, p.tol_p, p.tol_r, q0s[sl], free,
-                           ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b, q_out[sl], errs[sl], iters[sl],
-                           rest[sl], conv[sl])
+            parallel_call(lm_chain_batch, ch, lims, p.gkind, gvecs[sl], gRs[sl], p.gaxis, p.gw, p.tol_p, p.tol_r,
+                           q0s[sl], free, ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b, q_out[sl], errs[sl],
+                           iters[sl], rest[sl], conv[sl])
     else:
         lims, free, _ = _lm_tables(robot, jw, q0s[0] if B else None)
         b0 = 0
@@ -1767,9 +1814,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
                     rest[piece], conv[piece])
             n = B - b0 if _tier_ready(lm_chain_batch, args) else min(B - b0, INTERPRETED_BATCH)
             sl = slice(b0, b0 + n)
-            lm_chain_batch(ch, lims, p.gkind, gvecs[sl], gRs[sl], p.gaxis, p.gw, p.tol_p, p.tol_r, q0s[sl], free,
-                           ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b0, q_out[sl], errs[sl], iters[sl],
-                           rest[sl], conv[sl])
+            parallel_call(lm_chain_batch, ch, lims, p.gkind, gvecs[sl], gRs[sl], p.gaxis, p.gw, p.tol_p, p.tol_r,
+                           q0s[sl], free, ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b0, q_out[sl], errs[sl],
+                           iters[sl], rest[sl], conv[sl])
             b0 += n
     _wrap_near(robot, q_out, q0s)
     # an item that did not converge ran all its max_restarts + 1 attempts; the kernel also counts the

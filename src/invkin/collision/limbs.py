@@ -75,7 +75,8 @@ class Limbs:
                 continue
             path_nodes = robot.ancestors(int(n))[::-1]  # root first
             first = next(i for i in path_nodes if int(robot.qidx[i]) in set(own))
-            moved = np.array([bool(set(int(c) for c in robot.dofs_of(int(ell))) & set(own)) for ell in links])
+            moved = np.array([bool(set(int(c) for c in robot.dofs_of(int(ell))) & set(own)) for ell in links],
+                             dtype=np.bool_)  # (a robot without collision shapes: empty, still bool)
             ms = check.moving_self & np.array([moved[a] or moved[b] for a, b in check.pair_links], dtype=np.bool_)
             ml = check.moving_link & moved
             self.limbs.append((int(n), np.array(own, dtype=np.int64), int(first), ms, ml))

@@ -3,8 +3,8 @@ primitives, not invkin's enclosing capsules) and the obstacles, measured by ``co
 maintained FCL fork; ``pip install coal``, in invkin's ``dev`` extra). Tests and
 benchmarks/collision_ik.py use it to show that results invkin calls collision-free are.
 
->>> ref = CoalReference(robot, world)                      # doctest: +SKIP
->>> ref.min_distance(q)            # [m], over the self pairs checked and every (link, obstacle)
+>>> ref = CoalReference(robot, world)   # doctest: +SKIP
+>>> ref.min_distance(q)   # [m], over the self pairs checked and every (link, obstacle)  # doctest: +SKIP
 """
 from __future__ import annotations
 

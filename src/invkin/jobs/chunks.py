@@ -98,13 +98,14 @@ def manipulability(robot, frame, qs, position_only: bool) -> np.ndarray:
     """Yoshikawa's manipulability per configuration: the product of the singular values of J,
     i.e. sqrt(det(J Jᵀ)) (sqrt(det(Jᵀ J)) when the robot has fewer DOF than rows). Rows: the 3
     linear rows for position-only goals, all 6 otherwise."""
+    from .._parallel import call as parallel_call
     from ..kinematics.kernels import jacobian_batch
 
     node = robot.frame_index(frame)
     qs = np.ascontiguousarray(qs, dtype=np.float64).reshape(-1, robot.dof)
     if qs.shape[0] == 0:
         return np.zeros(0)
-    J = jacobian_batch(robot.node_table, robot.node_params, robot.origin, qs, node, robot.dof)
+    J = parallel_call(jacobian_batch, robot.node_table, robot.node_params, robot.origin, qs, node, robot.dof)
     if position_only:
         J = J[:, :3]
     if robot.dof >= J.shape[1]:

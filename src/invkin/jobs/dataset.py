@@ -148,6 +148,8 @@ def solve_dataset(robot, goals_source, out, frame: str | None = None, *, chunk_s
     targets = load_targets(goals_source, model.dof)
     settings, chunk_size, seed = _check_settings(chunk_size, max_restarts, seed, position_tolerance,
                                                  rotation_tolerance, method, axes)
+    if targets.kind == "position" and axes != "xyz":  # (solve_many refuses it: say so before any chunk runs)
+        raise JobError(f"axes={axes!r}: the orientation axes of pose targets; {targets.source} holds positions")
     if client is not None and scheduler is not None:
         raise JobError("give either client or scheduler, not both")
     out = os.path.abspath(os.fspath(out))

@@ -244,6 +244,7 @@ def reachability_map(robot, frame: str | None = None, resolution: float = 0.05, 
         seed: orientations and restarts; max_restarts, tolerances: as :func:`invkin.solve_many`.
         n_samples: FK samples for the bounding box.
     """
+    from .._parallel import call as parallel_call
     from ..kinematics.kernels import fk_frame_batch
 
     t0 = time.perf_counter()
@@ -268,7 +269,7 @@ def reachability_map(robot, frame: str | None = None, resolution: float = 0.05, 
     rbox = np.stack([anchor - radius, anchor + radius], axis=1)
     if bounds is None:
         qs = np.ascontiguousarray(model.sample(int(n_samples), rng=np.random.default_rng([seed, 0xB0C5])))
-        P = fk_frame_batch(model.node_table, model.node_params, model.origin, qs, node)[:, :3, 3]
+        P = parallel_call(fk_frame_batch, model.node_table, model.node_params, model.origin, qs, node)[:, :3, 3]
         box = np.stack([P.min(axis=0) - resolution / 2, P.max(axis=0) + resolution / 2], axis=1)
         box = np.stack([np.maximum(box[:, 0], rbox[:, 0]), np.minimum(box[:, 1], rbox[:, 1])], axis=1)
     elif isinstance(bounds, str) and bounds == "reach":

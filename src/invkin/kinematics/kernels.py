@@ -35,6 +35,7 @@ from llvmlite import ir as llvm_ir
 from numba import njit, prange, types
 from numba.core.extending import intrinsic
 
+from .._checks import MAX_LENGTH
 from ..spatial import rotvec_product, so3_exp_s
 
 
@@ -157,6 +158,15 @@ def fk_upto_into(ni, nf, origin, q, last, out):
 def all_finite(q):
     for v in q.ravel():
         if not (v - v == 0.0):
+            return False
+    return True
+
+
+@njit(cache=True)
+def all_within(q, bound):
+    """True when every entry of ``q`` is a number within ±bound (NaN and inf are not)."""
+    for v in q.ravel():
+        if not (-bound <= v <= bound):
             return False
     return True
 
@@ -607,11 +617,13 @@ def chain_jacobian_direct(ch, q, J, out):
 
 @njit(cache=True, **NO_RC)
 def _finite_vec(q, dof):
+    """q is (dof,) numbers within ±MAX_LENGTH (beyond it sincos's reduction, and products of
+    lengths, lose every digit: FK of 1e20 rad was not a rotation, of 1e100 NaN)."""
     if q.shape[0] != dof:
         return False
     for i in range(dof):
         v = q[i]
-        if not (v - v == 0.0):
+        if not (-MAX_LENGTH <= v <= MAX_LENGTH):
             return False
     return True
 
@@ -619,7 +631,7 @@ def _finite_vec(q, dof):
 @njit(cache=True, **NO_RC)
 def chain_fk_checked(ch, q, dof, out):
     """Single-call FK of a chain into ``out`` (4, 4); False (out untouched) when q is not (dof,)
-    finite numbers."""
+    numbers within ±MAX_LENGTH (Robot.check_q then names the bad entry)."""
     if not _finite_vec(q, dof):
         return False
     chain_fk_into(ch, q, out)
@@ -640,7 +652,7 @@ def chain_fk_jacobian_into(ch, q, T, J):
 @njit(cache=True, **NO_RC)
 def chain_jacobian_checked(ch, q, J, T):
     """Single-call Jacobian of a chain into ``J`` (6, dof), its transform into T (scratch,
-    (4, 4)); False when q is not (dof,) finite numbers or the chain shares q entries (mimic:
+    (4, 4)); False when q is not (dof,) numbers within ±MAX_LENGTH or the chain shares q entries (mimic:
     use chain_fk_jacobian_into)."""
     if ch[ch.shape[0] - 1, CH_OFFSET] != 0.0 or not _finite_vec(q, J.shape[1]):
         return False

@@ -23,6 +23,8 @@ import numpy as np
 from numba import njit
 
 from .._tiers import call_interpreted, entry_point
+from .._parallel import call as parallel_call
+from .._checks import MAX_LENGTH
 from ..errors import ConfigurationError, FrameError, ModelError, closest_names
 from ..kinematics import kernels as K
 
@@ -222,9 +224,10 @@ class Robot:
             if self.composite[i] and qidx[i] >= 0:
                 base[qidx[i]:qidx[i] + (3 if jtype[i] == K.BALL else 1)] = True
         object.__setattr__(self, "_base_dofs", _readonly(np.nonzero(base)[0].astype(np.int64)))
-        # continuous joints that a turn of 2 pi leaves in place (every node on the entry is a
-        # revolute joint with an integer multiplier): solve() wraps them to within pi of q0
-        wrap = np.isneginf(lower) & np.isposinf(upper)
+        # revolute joints whose range spans more than a turn (continuous joints, a UR arm's ±2 pi)
+        # and that a turn of 2 pi leaves in place (every node on the entry is a revolute joint with
+        # an integer multiplier): solve() shifts them by whole turns to nearest q0 within the limits
+        wrap = (upper - lower) > 2.0 * math.pi
         for i in range(n):
             c = qidx[i]
             if c >= 0 and not (jtype[i] == K.REVOLUTE and mult[i] == math.floor(mult[i])):
@@ -467,9 +470,10 @@ class Robot:
 
     @property
     def wrap_dofs(self) -> np.ndarray:
-        """int64, read-only: the q indices of continuous joints that a turn of 2 pi leaves in place
-        (every node on the entry is a revolute joint with an integer multiplier); solve() wraps
-        them to within pi of q0."""
+        """int64, read-only: the q indices of revolute joints whose range spans more than a turn
+        (continuous joints, a UR arm's ±2 pi) and that a turn of 2 pi leaves in place (every node on
+        the entry is a revolute joint with an integer multiplier); solve() shifts them by whole
+        turns to the value nearest q0 within the limits."""
         return self._wrap_dofs
 
     def has_frame(self, name) -> bool:
@@ -691,7 +695,8 @@ class Robot:
 
     # ------------------------------------------------------------------ configurations
     def check_q(self, q, what: str = "q") -> np.ndarray:
-        """Validate a configuration (dof,) or batch (B, dof): float64, finite, contiguous."""
+        """Validate a configuration (dof,) or batch (B, dof): float64, contiguous, every entry a number
+        within ±:data:`invkin._checks.MAX_LENGTH` (1e9 rad or m)."""
         try:
             if type(q) is not np.ndarray or q.dtype.kind not in "fiub":
                 if isinstance(q, (str, bytes)) or np.asarray(q).dtype.kind not in "fiub":
@@ -706,10 +711,14 @@ class Robot:
                 f"{what}: expected shape ({self.dof},) or (B, {self.dof}) for robot {self.name!r}, "
                 f"got {a.shape}"
             )
-        if not K.all_finite(a):
-            bad = np.argwhere(~np.isfinite(a))[0]
-            raise ConfigurationError(f"{what}: expected finite values, got {a[tuple(bad)]} at index "
-                                     f"{tuple(int(x) for x in bad)}")
+        if not K.all_within(a, MAX_LENGTH):  # (one pass: NaN and inf fail it too)
+            if not K.all_finite(a):
+                bad = np.argwhere(~np.isfinite(a))[0]
+                raise ConfigurationError(f"{what}: expected finite values, got {a[tuple(bad)]} at index "
+                                         f"{tuple(int(x) for x in bad)}")
+            bad = np.argwhere(np.abs(a) > MAX_LENGTH)[0]
+            raise ConfigurationError(f"{what}: expected values within ±{MAX_LENGTH:g} (rad or m; beyond it FK loses "
+                                     f"every digit), got {a[tuple(bad)]:g} at index {tuple(int(x) for x in bad)}")
         return a
 
     def neutral(self) -> np.ndarray:
@@ -734,17 +743,19 @@ class Robot:
         Continuous joints are drawn in [-pi, pi], unbounded prismatic joints in [-1, 1] m, ball
         joints uniformly over SO(3). Free and planar joints (a floating base) stay near
         ``around`` (dof,) (default :meth:`neutral`, the origin): ``around ⊕ d`` with every entry
-        of ``d`` uniform within ``BASE_SAMPLE_SPREAD`` (0.1 m, 0.3 rad).
+        of ``d`` uniform within ``BASE_SAMPLE_SPREAD`` (0.1 m, 0.3 rad). ``around`` is checked on
+        every robot (a wrong shape was taken without a word where there is no floating base) and
+        moves nothing without one.
         """
         from .._checks import count, seed
 
         rng = np.random.default_rng(seed("rng", rng))
+        c = self._neutral if around is None else self.check_q(around, "around")
+        if c.ndim != 1:
+            raise ConfigurationError(f"around: expected shape ({self.dof},), got {c.shape}")
         q = self._sample_uniform(None if n is None else count("n", n), rng)
         if self._base_dofs.size:
             q2 = np.atleast_2d(q)
-            c = self._neutral if around is None else self.check_q(around, "around")
-            if c.ndim != 1:
-                raise ConfigurationError(f"around: expected shape ({self.dof},), got {c.shape}")
             d = np.zeros_like(q2)
             spread = self.base_spread
             d[:, self._base_dofs] = rng.uniform(-1.0, 1.0, size=(q2.shape[0], self._base_dofs.size)) * spread
@@ -834,7 +845,7 @@ class Robot:
             out = np.empty((4, 4))
             _entry(_FK_ENTRY, K.chain_fk_checked, ch, q, self._dof, out)(ch, q, self._dof, out)
             return out
-        return K.chain_fk_batch(ch, q)
+        return parallel_call(K.chain_fk_batch, ch, q)
 
     def fk_all(self, q) -> dict:
         """World pose of every frame: {name: (4, 4) or (B, 4, 4)}."""
@@ -848,7 +859,7 @@ class Robot:
             out = np.empty((self.n_nodes, 4, 4))
             K.fk_all_into(self._ni, self._nf, self.origin, q, out)
             return out
-        return K.fk_all_batch(self._ni, self._nf, self.origin, q)
+        return parallel_call(K.fk_all_batch, self._ni, self._nf, self.origin, q)
 
     def jacobian(self, q, frame=None) -> np.ndarray:
         """Geometric Jacobian (6, dof) of ``frame``'s origin; (B, 6, dof) for a batch of q.
@@ -875,7 +886,7 @@ class Robot:
             if not _entry(_JAC_ENTRY, K.chain_jacobian_checked, ch, q, J, T)(ch, q, J, T):
                 K.chain_fk_jacobian_into(ch, q, T, J)  # a chain with mimic joints (shared q entries)
             return J
-        return K.chain_jacobian_batch(ch, q, self.dof)
+        return parallel_call(K.chain_jacobian_batch, ch, q, self.dof)
 
     def fk_jacobian(self, q, frame=None):
         """(T (4, 4), J (6, dof)) of one frame in one kernel call."""

@@ -40,6 +40,7 @@ import math
 import numpy as np
 from numba import njit, parallel_chunksize, prange
 
+from .._parallel import call as parallel_call
 from .._checks import real_array
 from ..errors import GoalError
 
@@ -335,7 +336,7 @@ def _fast_2d(l1, l2, target_xy, up):
         # hand the chunks out 4 at a time, not in one static share per thread: a thread whose core
         # is taken by another process then does less of the work instead of holding up the call
         with parallel_chunksize(4):
-            bad = _two_bone_2d_fast_parallel(a1, a2, t, up, th1, th2)
+            bad = parallel_call(_two_bone_2d_fast_parallel, a1, a2, t, up, th1, th2)
     else:
         bad = _two_bone_2d_fast_serial(a1, a2, t, up, th1, th2)
     if bad:
@@ -420,8 +421,8 @@ def two_bone_2d(l1, l2, target_xy, elbow_up: bool = True, soft=None):
     th2 = np.empty(n)
     if n:
         kernel = _two_bone_2d_parallel if n >= _PARALLEL_MIN else _two_bone_2d_serial
-        kernel(_rows(a1, shape, None), _rows(a2, shape, None), _rows(t, shape, 2), _rows(sf, shape, None),
-               up, th1, th2)
+        parallel_call(kernel, _rows(a1, shape, None), _rows(a2, shape, None), _rows(t, shape, 2),
+                       _rows(sf, shape, None), up, th1, th2)
     return th1.reshape(shape), th2.reshape(shape)
 
 
@@ -453,8 +454,8 @@ def two_bone_3d(shoulder, l1, l2, target, pole, soft=None):
     hand = np.empty((n, 3))
     if n:
         kernel = _two_bone_3d_parallel if n >= _PARALLEL_MIN else _two_bone_3d_serial
-        kernel(_rows(S, shape, 3), _rows(a1, shape, None), _rows(a2, shape, None), _rows(T, shape, 3),
-               _rows(P, shape, 3), _rows(sf, shape, None), elbow, hand)
+        parallel_call(kernel, _rows(S, shape, 3), _rows(a1, shape, None), _rows(a2, shape, None),
+                       _rows(T, shape, 3), _rows(P, shape, 3), _rows(sf, shape, None), elbow, hand)
     return elbow.reshape(shape + (3,)), hand.reshape(shape + (3,))
 
 

@@ -27,6 +27,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .._checks import MAX_LENGTH
 from ..kinematics.kernels import FAST, NO_RC, chain_frames_into, chain_jacobian_from_frames
 from ..spatial import rotvec_product
 from ._common import CONVERGED, RUNNING, STALLED, _jr_inv_beta, _log_relative, goal_row_call, \
@@ -506,8 +507,8 @@ def lm_chain_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, be
     """lm_attempts for goal rows on one frame (its chain program ``ch``), with the per-DOF
     table ``lims`` (limits_table) and q kept in ``buf`` (chain_workspace_size entries) between
     calls. On the first call (state[S_STARTED] == 0) q starts from q0 clamped into the limits;
-    a non-finite q0 returns -1. When the budget ends before any attempt finished, best_q holds
-    the clamped current q and state its errors. ``state`` has CHAIN_STATE entries
+    a q0 with an entry that is not a number within ±MAX_LENGTH returns -1. When the budget ends
+    before any attempt finished, best_q holds the clamped current q and state its errors. ``state`` has CHAIN_STATE entries
     (new_chain_state). Returns CONVERGED, RUNNING, STALLED or -1."""
     ws = chain_workspace(buf, ch.shape[0], q0.shape[0], 3 * gkind.shape[0])
     return lm_chain_attempts_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, state, budget,
@@ -523,7 +524,7 @@ def lm_chain_attempts_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0,
     if state[S_STARTED] == 0.0:
         for i in range(dof):
             v = q0[i]
-            if not (v - v == 0.0):
+            if not (-MAX_LENGTH <= v <= MAX_LENGTH):  # NaN, inf or beyond: the caller names it
                 return -1
             if v < lims[L_LOWER, i]:
                 v = lims[L_LOWER, i]
