@@ -35,6 +35,7 @@ from .solvers import lm_core as _core
 from .kinematics.kernels import all_finite as _lm_finite
 from .solvers.lm import ATTEMPT_ITERATIONS as _LM_ATTEMPT_ITERATIONS
 from .solvers.lm import lm_chain_attempts as _lm_chain_attempts
+from .solvers.lm import wrap_near_into as _wrap_near_into
 
 _CHAIN_STATE0 = (_lm.new_chain_state(0.0), _lm.new_chain_state(1.0))  # clamped / free attempts
 _CORE_STATE0 = (_core.new_core_state(0.0), _core.new_core_state(1.0))  # mode "speed" / "distance"
@@ -587,25 +588,12 @@ def _wrap_near(robot, q, q0) -> None:
     c = robot.wrap_dofs
     if not c.size:
         return
-    if q.ndim == 1:  # one solve: a loop over the few joints (NumPy's calls cost ~40 µs here)
+    if q.ndim == 1:  # one solve: a kernel over the few joints (NumPy's calls cost ~40 µs here)
         spec = robot.cache.get("wrap_near")
         if spec is None:
-            spec = robot.cache["wrap_near"] = tuple(zip(c.tolist(), robot.lower[c].tolist(),
-                                                        robot.upper[c].tolist()))
-        qs, q0s = q.tolist(), q0.tolist()
-        for j, lo, hi in spec:
-            v = qs[j]
-            d = v - q0s[j]
-            if -math.pi <= d <= math.pi:
-                continue  # already the nearest
-            k = -round(d / _TURN)
-            if lo > -math.inf:
-                k = max(k, math.ceil((lo - v) / _TURN))
-            if hi < math.inf:
-                k = min(k, math.floor((hi - v) / _TURN))
-            w = v + _TURN * k
-            if k and lo <= w <= hi:  # (none inside the limits, or rounding at a bound: unshifted)
-                q[j] = w
+            spec = robot.cache["wrap_near"] = (np.ascontiguousarray(c, dtype=np.int64), robot.lower[c].copy(),
+                                               robot.upper[c].copy())
+        _wrap_near_into(q, q0, *spec)  # (none inside the limits, or rounding at a bound: unshifted)
         return
     qc = q[..., c]
     lo, hi = robot.lower[c], robot.upper[c]
@@ -1033,7 +1021,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
                 return None  # never call non-finite numbers converged: the general path judges it
             res = Result._new(best_q, True, _CONVERGED, s[8], s[9], int(s[1]), int(s[5]), time.perf_counter() - t_start,
                               "lm", _MET_ONE)
-            return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
+            return _post_checked(robot, goals, res, q0, tol_p, tol_r) if post else res
         if code < 0:
             return None  # a non-finite q0: the general path names the bad entry
         now = time.perf_counter()
@@ -1056,7 +1044,17 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     perr, rerr = float(st[8]), float(st[9])  # (the one goal's largest row errors: met when both are within)
     res = Result._new(best_q, False, status, perr, rerr, int(st[1]), restarts_run(st, False),
                       time.perf_counter() - t_start, "lm", (perr <= tol_p and rerr <= tol_r,))
-    return _post_solve(robot, goals, res, q0, tol_p, tol_r) if post else res
+    return _post_checked(robot, goals, res, q0, tol_p, tol_r) if post else res
+
+
+def _post_checked(robot, goals, res, q0, tol_p, tol_r):
+    """_post_solve for a q0 the kernel has checked (a float64 (dof,) of finite numbers): without
+    swing/twist limits only the turn shift, without _post_solve's second check of q0 and its
+    cone-limit call (UR5, whose six joints span two turns each: 19 -> 15 us a solve)."""
+    if robot.extras.get("cone_limits"):
+        return _post_solve(robot, goals, res, q0, tol_p, tol_r)
+    _wrap_near(robot, res.q, q0)
+    return res
 
 
 _MAX_SQ = MAX_LENGTH * MAX_LENGTH

@@ -255,6 +255,29 @@ def _chain_step_clamp(q, dq, lims, lo_row, hi_row, out):
 
 
 @njit(cache=True, **NO_RC)
+def wrap_near_into(q, q0, idx, lo, hi):
+    """q[idx[t]] (in place) shifted by the multiple of 2 pi that brings it nearest q0[idx[t]] while
+    inside [lo[t], hi[t]] (a joint a turn changes nothing of: solve._wrap_near, Robot.wrap_dofs);
+    unshifted where it is within pi already or no shift stays inside. A kernel for one q: the same
+    arithmetic in a Python loop cost ~4 us a UR5 solve (six such joints), a call ~1 us."""
+    turn = 2.0 * math.pi
+    for t in range(idx.shape[0]):
+        j = idx[t]
+        v = q[j]
+        d = v - q0[j]
+        if -math.pi <= d <= math.pi:
+            continue
+        k = -np.round(d / turn)
+        if lo[t] > -math.inf:
+            k = max(k, math.ceil((lo[t] - v) / turn))
+        if hi[t] < math.inf:
+            k = min(k, math.floor((hi[t] - v) / turn))
+        w = v + turn * k
+        if k != 0.0 and lo[t] <= w <= hi[t]:
+            q[j] = w
+
+
+@njit(cache=True, **NO_RC)
 def _chain_wrap(lims, q):
     """wrap_into_limits with the wrap flags of lims."""
     for c in range(q.shape[0]):
