@@ -1048,12 +1048,11 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
 
 
 def _post_checked(robot, goals, res, q0, tol_p, tol_r):
-    """_post_solve for a q0 the kernel has checked (a float64 (dof,) of finite numbers): without
-    swing/twist limits only the turn shift, without _post_solve's second check of q0 and its
-    cone-limit call (UR5, whose six joints span two turns each: 19 -> 15 us a solve)."""
+    """_post_solve after lm_chain_attempts, which has shifted the turns near q0 itself (its
+    _chain_wrap_near): only swing/twist limits are left (UR5, whose six joints span two turns each:
+    19 us a solve with the shift in _post_solve, 14 without it)."""
     if robot.extras.get("cone_limits"):
         return _post_solve(robot, goals, res, q0, tol_p, tol_r)
-    _wrap_near(robot, res.q, q0)
     return res
 
 

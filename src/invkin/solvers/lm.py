@@ -534,8 +534,36 @@ def lm_chain_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, be
     before any attempt finished, best_q holds the clamped current q and state its errors. ``state`` has CHAIN_STATE entries
     (new_chain_state). Returns CONVERGED, RUNNING, STALLED or -1."""
     ws = chain_workspace(buf, ch.shape[0], q0.shape[0], 3 * gkind.shape[0])
-    return lm_chain_attempts_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, state, budget,
+    code = lm_chain_attempts_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, state, budget,
                                 attempt_iters, max_attempts, seed, ws)
+    if code >= 0:  # the wrappable joints at the turn nearest q0 inside the limits (solve._wrap_near's rule)
+        _chain_wrap_near(lims, q0, best_q)
+    return code
+
+
+@njit(cache=True, **NO_RC)
+def _chain_wrap_near(lims, q0, q):
+    """Every joint of lims' wrap flags (a turn changes no frame) in q shifted by the multiple of
+    2 pi that brings it nearest q0 while inside its limits (wrap_near_into's rule for those joints:
+    a joint whose range spans less than a turn has no other value inside and stays)."""
+    turn = 2.0 * math.pi
+    for c in range(q.shape[0]):
+        if lims[L_WRAP, c] == 0.0:
+            continue
+        v = q[c]
+        d = v - q0[c]
+        if -math.pi <= d <= math.pi:
+            continue
+        lo = lims[L_LOWER, c]
+        hi = lims[L_UPPER, c]
+        k = -np.round(d / turn)
+        if lo > -math.inf:
+            k = max(k, math.ceil((lo - v) / turn))
+        if hi < math.inf:
+            k = min(k, math.floor((hi - v) / turn))
+        w = v + turn * k
+        if k != 0.0 and lo <= w <= hi:
+            q[c] = w
 
 
 @njit(cache=True, **NO_RC)
