@@ -226,19 +226,28 @@ def mesh_capsules(path: str, scale=(1.0, 1.0, 1.0), max_capsules: int = MAX_SLAB
     except OSError as exc:
         raise CollisionError(f"cannot read mesh {path}: {exc.strerror or exc}") from None
     scale = np.asarray(scale, dtype=np.float64).reshape(3)
-    key = hashlib.sha256(f"{digest}{scale.tolist()}{max_capsules}v{_FIT_VERSION}".encode()).hexdigest()[:32]
+    fn, caps = _cached_capsules(f"{digest}{scale.tolist()}{max_capsules}")
+    if caps is not None:
+        return caps
+    V, E = _mesh_vertices_edges(path)
+    caps = fit_capsules(V * scale, E, max_capsules)
+    save_cached(fn, caps)
+    return caps
+
+
+def _cached_capsules(what: str):
+    """(the cache file of the capsules fitted to ``what`` (a digest of the shape and the fit's
+    settings), those capsules or None when the file is missing, truncated or foreign)."""
+    key = hashlib.sha256(f"{what}v{_FIT_VERSION}".encode()).hexdigest()[:32]
     fn = os.path.join(cache_folder(), f"{key}.npy")
     if os.path.isfile(fn):
         try:
             caps = np.load(fn)
             if caps.ndim == 2 and caps.shape[1] == 7 and np.all(np.isfinite(caps)):
-                return caps
+                return fn, caps
         except (OSError, ValueError):
             pass  # a truncated or foreign file: fit again
-    V, E = _mesh_vertices_edges(path)
-    caps = fit_capsules(V * scale, E, max_capsules)
-    save_cached(fn, caps)
-    return caps
+    return fn, None
 
 
 def vertex_capsules(V, F=None, max_capsules: int = MAX_SLABS) -> np.ndarray:
@@ -249,15 +258,9 @@ def vertex_capsules(V, F=None, max_capsules: int = MAX_SLABS) -> np.ndarray:
     F = np.zeros((0, 3), dtype=np.int64) if F is None else np.ascontiguousarray(F, dtype=np.int64).reshape(-1, 3)
     h = hashlib.sha256(V.tobytes())
     h.update(F.tobytes())
-    key = hashlib.sha256(f"{h.hexdigest()}{max_capsules}v{_FIT_VERSION}".encode()).hexdigest()[:32]
-    fn = os.path.join(cache_folder(), f"{key}.npy")
-    if os.path.isfile(fn):
-        try:
-            caps = np.load(fn)
-            if caps.ndim == 2 and caps.shape[1] == 7 and np.all(np.isfinite(caps)):
-                return caps
-        except (OSError, ValueError):
-            pass  # a truncated or foreign file: fit again
+    fn, caps = _cached_capsules(f"{h.hexdigest()}{max_capsules}")
+    if caps is not None:
+        return caps
     E = (np.unique(np.sort(np.concatenate([F[:, [0, 1]], F[:, [1, 2]], F[:, [2, 0]]]), axis=1), axis=0)
          if len(F) else None)  # without triangles: one capsule around the points (no slab can be clipped)
     caps = fit_capsules(V, E, max_capsules)
