@@ -612,3 +612,14 @@ def test_the_nullspace_refinement_stays_inside_the_timeout():
     assert res.success and res.time < 0.2, res
     with pytest.raises(GoalError, match="timeout"):
         ik.refine_in_nullspace(g1, goals, res.q, "joint_limits", timeout=-1.0)
+
+
+def test_results_compare_and_hash_by_identity(panda):
+    """`res == other` raised "The truth value of an array ... is ambiguous" (the dataclass's == on
+    q), and so did `res in [...]`; results differ in time at least, so they compare by identity."""
+    goal = ik.Position("panda_hand", [0.4, 0.1, 0.5])
+    a, b = ik.solve(panda, [goal], seed=0), ik.solve(panda, [goal], seed=0)
+    assert a == a and a != b and a in [b, a] and len({a, b}) == 2
+    batch = ik.solve_many(panda, "panda_hand", np.array([[0.4, 0.1, 0.5]]))
+    assert batch == batch and batch != ik.solve_many(panda, "panda_hand", np.array([[0.4, 0.1, 0.5]]))
+    assert {batch: 1}[batch] == 1

@@ -32,9 +32,10 @@ STATUS_CODES = (Status.CONVERGED, Status.UNREACHABLE, Status.ITERATION_LIMIT, St
 _NEW, _SET = object.__new__, object.__setattr__
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Result:
-    """Outcome of :func:`invkin.solve`.
+    """Outcome of :func:`invkin.solve`. Results compare and hash by identity (two solves differ in
+    ``time`` at least; compare ``q`` with :func:`numpy.allclose`).
 
     q (dof,): the best configuration found (always inside the joint limits).
     position_error [m], rotation_error [rad]: the largest error over the goals.
@@ -82,9 +83,10 @@ class Result:
                 f"restarts={self.restarts}, time={self.time * 1e3:.3f} ms)")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BatchResult:
-    """Outcome of :func:`invkin.solve_many`: arrays over B problems. ``collision`` (with ``world=`` /
+    """Outcome of :func:`invkin.solve_many`: arrays over B problems (compared and hashed by identity,
+    as :class:`Result`). ``collision`` (with ``world=`` /
     ``self_collision=True``): each target's ``info["collision"]`` from its solve, a tuple of B dicts
     (``batch[b].info["collision"]``); None without collision options."""
 
