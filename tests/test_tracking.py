@@ -282,3 +282,22 @@ def test_a_tracker_refuses_what_its_geometric_method_would_not_use(method, kw, w
         goals = [ik.Position("panda_hand", [0.4, 0.1, 0.5]), ik.Posture(robot.neutral(), 0.5)]
     with pytest.raises(ik.SolverError, match=words):
         ik.Tracker(robot, goals, method=method, **kw)
+
+
+def test_a_tracker_bounded_by_velocity_limits_times_dt():
+    """Tracker(dt=...) raised "unexpected keyword argument 'dt'" while solve() takes dt: a control
+    loop's bound is its period times the joints' velocity limits."""
+    panda = ik.load_robot("panda")
+    tr = ik.Tracker(panda, "panda_hand", dt=0.01)
+    np.testing.assert_allclose(tr.max_joint_step, panda.velocity_limit * 0.01)
+    p = panda.fk(panda.neutral(), "panda_hand")[:3, 3]
+    q_before = tr.q
+    step = tr.update(p + [0.3, 0.0, -0.2])  # far: the bound holds every joint's move
+    assert np.all(np.abs(step.q - q_before) <= panda.velocity_limit * 0.01 + 1e-12)
+    with pytest.raises(ik.GoalError, match="give one of them"):
+        ik.Tracker(panda, "panda_hand", max_joint_step=0.05, dt=0.01)
+    with pytest.raises(ik.GoalError, match=r"dt: expected a finite number > 0 \[s\]"):
+        ik.Tracker(panda, "panda_hand", dt=-1.0)
+    arm = ik.load_robot("planar2")  # (no <limit velocity> in its URDF)
+    with pytest.raises(ik.GoalError, match="no joint velocity limits"):
+        ik.Tracker(arm, arm.frame_names[-1], dt=0.01)

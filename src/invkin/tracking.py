@@ -361,6 +361,10 @@ def geometric_after(ni, nf, origin, gnode, gkind, gvec, gR, gaxis, gw, q0, q, bo
     out[O_SIGMA] = smallest_singular_value(J)
 
 
+#: Tracker's default update bound [rad or m per update].
+TRACK_STEP = 0.1
+
+
 class Tracker:
     """Follow streaming targets with warm-started, step-bounded local IK (see the module docstring).
 
@@ -371,7 +375,12 @@ class Tracker:
             Aim; a Posture goal is a soft term with fixed q_rest). The goals' own targets are only
             the initial ones: :meth:`update` replaces them.
         max_joint_step: the update bound [rad or m per update]: a number, or (dof,) per entry (a
-            ball joint reads its first entry, as an angle); None: no bound.
+            ball joint reads its first entry, as an angle); None: no bound. Default
+            :data:`TRACK_STEP` = 0.1.
+        dt [s]: instead of max_joint_step, the bound is the model's joint velocity limits × dt
+            (URDF ``<limit velocity>``; the update period of a control loop), as in
+            :func:`invkin.solve`; entries without a velocity limit (a floating base) are not
+            bounded. Giving both is a GoalError.
         method: "dls" (constant damping), "lm" (Levenberg–Marquardt step acceptance), or "ccd" /
             "fabrik": their sweeps (``iterations`` of them per update, the method's own update rules,
             cone/twist limits and twist continuity, :mod:`invkin.solvers.ccd`), warm-started, with the
@@ -392,10 +401,11 @@ class Tracker:
     Aim → point (3,) [m].
     """
 
-    def __init__(self, robot, goals_or_frames, max_joint_step=0.1, method: str = "dls", *, q0=None,
+    def __init__(self, robot, goals_or_frames, max_joint_step=TRACK_STEP, method: str = "dls", *, q0=None,
                  iterations: int = 20, position_tolerance: float = 1e-5, rotation_tolerance: float = 1e-5,
                  damping: float = 0.01, joint_weights=None, singular_threshold: float = NEAR_SINGULAR_THRESHOLD,
-                 options: dict | None = None, world=None, self_collision: bool = False, margin: float = 0.005):
+                 options: dict | None = None, world=None, self_collision: bool = False, margin: float = 0.005,
+                 dt=None):
         robot_arg(robot)
         from .solve import _collision_options
 
@@ -421,7 +431,7 @@ class Tracker:
         self.goals = tuple(goals)
         problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
         self._problem = problem
-        self._bound = self._make_bound(robot, max_joint_step)
+        self._bound = self._make_bound(robot, max_joint_step, dt)
         self._is_ball = np.zeros(robot.dof, dtype=np.bool_)
         for s in robot.ball_starts:
             self._is_ball[s:s + 3] = True
@@ -533,7 +543,17 @@ class Tracker:
         return goals
 
     @staticmethod
-    def _make_bound(robot, max_joint_step):
+    def _make_bound(robot, max_joint_step, dt=None):
+        if dt is not None:
+            if max_joint_step is not TRACK_STEP:
+                raise GoalError(f"max_joint_step={max_joint_step!r:.100} and dt={dt!r}: give one of them (dt sets "
+                                f"the bound to the joint velocity limits x dt, max_joint_step sets it directly)")
+            dt = positive("dt", dt, " [s]")
+            v = robot.velocity_limit
+            if not np.any(np.isfinite(v)):
+                raise GoalError(f"dt: robot {robot.name!r} has no joint velocity limits (URDF <limit velocity>); "
+                                f"pass max_joint_step instead")
+            return np.where(np.isfinite(v), v * dt, np.inf)
         if max_joint_step is None:
             return np.full(robot.dof, np.inf)
         try:
