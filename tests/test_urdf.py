@@ -173,6 +173,21 @@ def test_origin_defaults_identity_axis_defaults_x_and_continuous_is_unbounded():
     np.testing.assert_allclose(T, ref, atol=1e-14)
 
 
+def test_a_negative_velocity_limit_is_said_and_read_as_none():
+    """<limit velocity="-1"> was read as no velocity limit without a word (0, the usual "not
+    given", stays silent)."""
+    text = """<robot name="v">
+      <link name="a"/><link name="b"/><link name="c"/>
+      <joint name="j1" type="revolute"><parent link="a"/><child link="b"/>
+        <limit lower="-1" upper="1" velocity="-2"/></joint>
+      <joint name="j2" type="revolute"><parent link="b"/><child link="c"/>
+        <limit lower="-1" upper="1" velocity="0"/></joint>
+    </robot>"""
+    with pytest.warns(ModelWarning, match=r"<limit velocity> is negative for joint\(s\) 'j1' \(-2, line 4\)"):
+        r = parse_urdf(text)
+    assert np.all(np.isinf(r.velocity_limit))
+
+
 def test_transmission_joints_and_inertial_origins_are_ignored():
     r = parse_urdf("""<robot name="t">
       <link name="a"><inertial><origin xyz="5 5 5"/></inertial></link><link name="b"/>

@@ -342,12 +342,18 @@ def _with_inertials(rd: _Reader, robot: Robot) -> Robot:
         c = _floats(rd, e, parts["origin"], "xyz", 3, (0.0, 0.0, 0.0)) if "origin" in parts else np.zeros(3)
         inertials[link] = (m, c)
     vel = {}
+    negative = []
     for j in rd.joints:
         lim = j.parts.get("limit")
         if lim is not None and "velocity" in lim.attrs:
             v = _scalar(rd, j.elem, lim, "velocity", math.inf)
             if v > 0:
                 vel[j.elem.attrs.get("name")] = v
+            elif v < 0:  # (0 is the usual "not given": no limit, in silence)
+                negative.append(f"{j.elem.attrs.get('name')!r} ({v:g}, line {lim.line})")
+    if negative:
+        warn_caller(f"{rd.source}: <limit velocity> is negative for joint(s) {', '.join(negative)}; expected a "
+                    f"speed >= 0 [rad/s or m/s]: read as no velocity limit", ModelWarning)
     if not inertials and not vel:
         return robot
     return robot.with_extras(inertials=inertials, velocity_limits=vel)
