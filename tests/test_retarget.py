@@ -616,6 +616,26 @@ def test_two_clips_of_one_output_name_are_not_written_over_each_other(tmp_path):
     assert again["computed"] == 0 and again["skipped"] == 2
 
 
+def test_a_rerun_after_the_bundled_maps_change_is_another_job(tmp_path, monkeypatch):
+    """The job's identity left out the bundled maps (picked per clip) and the library's version: a
+    rerun after either changed skipped the clips made the old way as done."""
+    from invkin.jobs.errors import JobError
+    from invkin.retarget import dataset as D
+
+    src = tmp_path / "clips"
+    src.mkdir()
+    (src / "leap.bvh").write_bytes((MOCAP / "cmu_49_04_run_leap.bvh").read_bytes())
+    first = D.retarget_dataset(src, "g1", tmp_path / "out", progress=False)
+    assert first["done"] == 1
+    monkeypatch.setattr(D, "_bundled_maps_sha256", lambda: "0" * 64)  # a map file edited
+    with pytest.raises(JobError, match="holds another retargeting job"):
+        D.retarget_dataset(src, "g1", tmp_path / "out", progress=False)
+    monkeypatch.undo()
+    monkeypatch.setattr(D, "__version__", "99.0")
+    with pytest.raises(JobError, match="holds another retargeting job"):
+        D.retarget_dataset(src, "g1", tmp_path / "out", progress=False)
+
+
 def test_no_bundled_map_says_what_the_nearest_one_lacks(g1):
     """Before: 'no bundled mapping fits this clip' alone; a CMU clip with one joint renamed did not
     say which."""

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import __version__
 from .chunks import client_for, connect, model_sha256, robot_and_frame, run_chunks
 from .errors import JobError, _arrow
 from .parts import FORMAT, MANIFEST, _part_bytes, _prepare_out, atomic_write, part_name, read_results
@@ -155,7 +156,7 @@ def solve_dataset(robot, goals_source, out, frame: str | None = None, *, chunk_s
     out = os.path.abspath(os.fspath(out))
     N = targets.n
     P = -(-N // chunk_size)
-    ident = {"format": FORMAT, "robot_model_sha256": model_sha256(model), "frame": frame,
+    ident = {"format": FORMAT, "invkin": __version__, "robot_model_sha256": model_sha256(model), "frame": frame,
              "targets_sha256": targets.sha256(), "n_targets": N, "kind": targets.kind,
              "settings": {**settings, "seed": seed, "chunk_size": chunk_size}}
     job_id = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]

@@ -2,7 +2,7 @@
 
 ``retarget_dataset("clips/", "g1", "out/")`` writes ``out/<clip path>.npz`` for every ``*.bvh``
 below ``clips/`` (sub-folders mirrored) and ``out/retarget_manifest.json``: the job's identity
-(robot model digest, map, options) and, per clip, its source digest, the output's digest and the
+(robot model digest, map (or the bundled maps' digest), options, invkin's version) and, per clip, its source digest, the output's digest and the
 report's headline figures (or the error that stopped it). A rerun of the same job skips the clips
 whose output is there and intact (same digests) and does the rest; another job's folder is
 refused unless ``overwrite=True``. A clip that fails (malformed BVH, a map that does not fit) is
@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from .. import __version__
+
 MANIFEST = "retarget_manifest.json"
 FORMAT = "invkin-retarget-1"
 
@@ -35,6 +37,15 @@ __all__ = ["retarget_dataset", "MANIFEST"]
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _bundled_maps_sha256() -> str:
+    """One digest of the bundled retargeting maps (their names and contents): a job without a map
+    of its own picks one of them per clip."""
+    h = hashlib.sha256()
+    for p in sorted((Path(__file__).parent.parent / "data" / "retarget").glob("*.toml")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def retarget_bytes(spec, bvh: bytes, name: str, mapping_toml, options: dict, view=("", "")) -> dict:
@@ -117,7 +128,10 @@ def retarget_dataset(folder, robot, out, *, mapping=None, client=None, scheduler
     if mapping is not None and not isinstance(mapping, Mapping):
         mapping = load_mapping(mapping)
     mapping_toml = mapping.to_toml() if mapping is not None else None
-    ident = {"format": FORMAT, "robot_model_sha256": model_sha256(model), "mapping": mapping_toml,
+    # what decides the outputs: with the bundled maps (picked per clip), their files' contents too,
+    # and the library's version, so that a rerun after an upgrade does not skip clips made by the old
+    ident = {"format": FORMAT, "invkin": __version__, "robot_model_sha256": model_sha256(model),
+             "mapping": mapping_toml, "bundled_maps_sha256": None if mapping is not None else _bundled_maps_sha256(),
              "options": {k: options[k] for k in sorted(options)}}
     job_id = _sha(json.dumps(ident, sort_keys=True, default=str).encode())[:16]
     out = os.path.abspath(path_str(out, JobError, "an output folder"))
