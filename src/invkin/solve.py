@@ -623,7 +623,9 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
         raise SolverError(f"nullspace / rest: not combined with {given} (the refinement or blend after the solve "
                           f"would move joints past the step bound); for a rest posture under a bound, give a "
                           f"Posture goal")
-    if nullspace is None and nullspace_gain is not None:  # (it did nothing, without a word)
+    posture_eta = method in ("pinv", "dls") and any(  # (their η scales a Posture goal's pull: gain used)
+        isinstance(g, Posture) and g.weight > 0 for g in (goals if isinstance(goals, (list, tuple)) else [goals]))
+    if nullspace is None and nullspace_gain is not None and not posture_eta:  # (it did nothing, without a word)
         warn_caller(f"nullspace_gain={nullspace_gain!r} without nullspace does nothing: it is the gain of a "
                     f"null-space objective; give nullspace='joint_limits', 'manipulability', 'posture' or a callable")
     if nullspace is not None:
