@@ -623,3 +623,16 @@ def test_results_compare_and_hash_by_identity(panda):
     batch = ik.solve_many(panda, "panda_hand", np.array([[0.4, 0.1, 0.5]]))
     assert batch == batch and batch != ik.solve_many(panda, "panda_hand", np.array([[0.4, 0.1, 0.5]]))
     assert {batch: 1}[batch] == 1
+
+
+def test_seeds_apart_only_above_bit_31_give_different_restarts(panda):
+    """lm kept only the seed's low 31 bits: seeds 0 and 2**31 (or base * 2**32 + i) gave identical
+    answers; a seed below 2**31 keeps its restarts."""
+    T = panda.fk(panda.sample(rng=3), "panda_hand")
+    q0 = panda.neutral()
+    runs = {s: ik.solve(panda, [ik.Pose("panda_hand", T)], q0=q0, seed=s, mode="distance", timeout=None,
+                        max_iterations=400) for s in (0, 2**31, 5)}
+    assert not np.array_equal(runs[0].q, runs[2**31].q)
+    again = ik.solve(panda, [ik.Pose("panda_hand", T)], q0=q0, seed=5, mode="distance", timeout=None,
+                     max_iterations=400)
+    np.testing.assert_array_equal(again.q, runs[5].q)

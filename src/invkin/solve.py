@@ -491,7 +491,7 @@ def _collision_fast(robot, goals, q0, tol_p, tol_r, timeout, seed, collision):
         goal = goals[0] if type(goals) is list or type(goals) is tuple else goals
         fast = robot.cache["lm_fast"][goal.frame]
         ok, q, st = _collision_retry().find_clear(check, (type(goal), goal.frame), fast, goal.table(), tol_p, tol_r, _scratch(fast[3]), res.q,
-                               seed & 0x7FFFFFFF, clock, COLLISION_RETRIES, _LM_ATTEMPT_ITERATIONS)
+                               _seed31(seed), clock, COLLISION_RETRIES, _LM_ATTEMPT_ITERATIONS)
         s = st.tolist()  # (one conversion instead of seven scalar reads)
         # the clear answer's check (measured in the kernel), else the least close one's in full for the rows' start
         closest = (s[6], int(s[7]), int(s[8])) if ok else check.closest(q)
@@ -1002,7 +1002,7 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     attempt_iters = _LM_ATTEMPT_ITERATIONS
     checked_reach = False
     unreachable = False
-    seed &= 0x7FFFFFFF  # as _seed_int on the general path
+    seed = _seed31(seed)  # as _seed_int on the general path
     while True:
         t0 = time.perf_counter()
         it0 = st[1]
@@ -1118,7 +1118,7 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
         scratch = _lean_scratch(fsize, isize)
     best_q = np.empty(n)
     code, ok, perr, rerr, iters, attempts = ep(prepared, np.frombuffer(b"".join(parts)), q_rest, w_post, tol_p,
-                                               tol_r, q_in, best_q, seed, scratch[0], scratch[1])
+                                               tol_r, q_in, best_q, _seed31(seed), scratch[0], scratch[1])
     if code == CONVERGED and ok:
         # converged: every row with a weight within its tolerance (the kernel's test), so every goal is met
         res = Result._new(best_q, True, _CONVERGED, perr, rerr, iters, attempts, _clock() - t_start, "lm", n_met)
@@ -1231,6 +1231,13 @@ def _fast_tables(robot, frame):
     return fast
 
 
+def _seed31(seed: int) -> int:
+    """The kernels' 31-bit restart seed of an int seed in [0, 2**63): its low 31 bits folded with the
+    higher ones (a seed below 2**31 is itself), so that seeds apart only above bit 31 (0 and 2**31,
+    base * 2**32 + i) do not give the same restarts, as a plain mask did."""
+    return (seed ^ (seed >> 31) ^ (seed >> 62)) & 0x7FFFFFFF
+
+
 def _seed_int(seed) -> int:
     seed = check_seed("seed", seed)
     if isinstance(seed, np.random.Generator):
@@ -1238,7 +1245,7 @@ def _seed_int(seed) -> int:
     if seed is None:
         return int(np.random.default_rng().integers(0, 2**31 - 1))
     try:
-        return int(seed) & 0x7FFFFFFF
+        return _seed31(int(seed))
     except (TypeError, ValueError):
         raise GoalError(f"seed: expected an integer, a numpy Generator or None, got {seed!r}") from None
 
@@ -1436,7 +1443,7 @@ def _collision_limbs(robot, problem, first, q_start, check, timeout, max_iterati
         return None
     clock = Budget(None if timeout is None else t_start + LIMBS_SHARE * timeout)
     iters = ITERATION_CAP if max_iterations is None else max(int(LIMBS_SHARE * max_iterations) - first.iterations, 0)
-    seed_i = seed & 0x7FFFFFFF if type(seed) is int else _seed_int(seed)
+    seed_i = _seed31(seed) if type(seed) is int else _seed_int(seed)
 
     def solve_plain(start, max_iterations, seed):
         now = time.perf_counter()
@@ -1557,7 +1564,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
     _compile_clock.moved_seconds() at t_start (the deadline moves by the compile and setup since).
     ``hold_always`` (general core): every step holds the hard goals, the first ones of an attempt
     too (lm_core.S_HOLD_ALWAYS; a Tracker's few bounded iterations per update)."""
-    seed_i = (seed & 0x7FFFFFFF) if type(seed) is int and 0 <= seed < SEED_LIMIT else _seed_int(seed)
+    seed_i = _seed31(seed) if type(seed) is int and 0 <= seed < SEED_LIMIT else _seed_int(seed)
     step = max_joint_step
     node = _one_frame(problem)
     chain = (node is not None and mode == "speed" and step is None and problem.basic_kinds_only()

@@ -1336,8 +1336,8 @@ def core_attempts_packed(prepared, gtab, q_rest, w_post, tol_p, tol_r, q0, best_
     argument from Python, its ~20 arrays unboxed without Python looking at them), and what
     changes: the target and weight columns in one flat array ``gtab`` (the goals' joined target
     bytes, Goal.lean), where row g's number c (vec, R row-major, axis, weight) is
-    gtab[gsrc[PACKED g + c]] (goals.lean_index), unpacked here; seed as given (its low 31 bits
-    are the restarts' seed, as the driver's). Everything but best_q
+    gtab[gsrc[PACKED g + c]] (goals.lean_index), unpacked here; seed: the restarts' 31-bit seed
+    (solve._seed31 of the caller's, as the driver's; only its low 31 bits are read). Everything but best_q
     (out: the answer) lives in ``buf`` (float64) and ``ibuf`` (int64) of at least
     core_scratch_size() entries (the caller's per-thread buffers): the state (a copy of
     ``state0``), q and the rows' errors first (packed_state reads them back for a driver that goes
