@@ -410,6 +410,11 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
 NULLSPACE_ITERATIONS = 50  # solve()'s default nullspace_iterations
 
 
+def _weighted_posture(goals) -> bool:
+    """True when ``goals`` (a goal or a list of them) hold a Posture goal with a weight > 0."""
+    return any(isinstance(g, Posture) and g.weight > 0 for g in (goals if isinstance(goals, (list, tuple)) else [goals]))
+
+
 def _check_unused(method, goals, joint_weights, mode, nullspace, nullspace_iterations=NULLSPACE_ITERATIONS) -> None:
     """SolverError for an input the method's iterations do not use (``Method.ignores``): joint_weights
     (unless mode="distance" measures the distance to q0 with them over restarts, or a null-space
@@ -430,8 +435,7 @@ def _check_unused(method, goals, joint_weights, mode, nullspace, nullspace_itera
         raise SolverError(f"joint_weights: method {method!r} does not use them ({ignores['joint_weights']}); "
                           f"use method 'lm', 'dls', 'pinv', 'transpose' or 'ccd' (stiffness) for weighted joints")
     if "posture" in ignores and not (isinstance(nullspace, str) and nullspace == "posture"):
-        listed = goals if isinstance(goals, (list, tuple)) else [goals]
-        if any(isinstance(g, Posture) and g.weight > 0 for g in listed):
+        if _weighted_posture(goals):
             raise SolverError(f"Posture goal: method {method!r} does not use it ({ignores['posture']}); use "
                               f"nullspace='posture' (a refinement toward q_rest after the solve, in the goals' "
                               f"null space) or method 'lm', 'dls', 'pinv', 'transpose' or 'gauss-seidel'")
@@ -623,15 +627,10 @@ def _solve_extended(robot, goals, q0, method, position_tolerance, rotation_toler
         raise SolverError(f"nullspace / rest: not combined with {given} (the refinement or blend after the solve "
                           f"would move joints past the step bound); for a rest posture under a bound, give a "
                           f"Posture goal")
-    posture_eta = method in ("pinv", "dls") and any(  # (their η scales a Posture goal's pull: gain used)
-        isinstance(g, Posture) and g.weight > 0 for g in (goals if isinstance(goals, (list, tuple)) else [goals]))
+    posture_eta = method in ("pinv", "dls") and _weighted_posture(goals)  # (η scales its pull: the gain is used)
     if nullspace is None and nullspace_gain is not None and not posture_eta:  # (it did nothing, without a word)
         warn_caller(f"nullspace_gain={nullspace_gain!r} without nullspace does nothing: it is the gain of a "
                     f"null-space objective; give nullspace='joint_limits', 'manipulability', 'posture' or a callable")
-    if nullspace is not None:
-        from ._checks import count
-
-        count("nullspace_iterations", nullspace_iterations)  # (named as given, before the solve)
     if nullspace_gain is not None and "nullspace_gain" in m.defaults:
         options = {**options, "nullspace_gain": nullspace_gain}  # the method validates it
     elif nullspace_gain is not None and not (isinstance(nullspace_gain, (int, float)) and nullspace_gain > 0
