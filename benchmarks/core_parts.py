@@ -6,7 +6,7 @@ reachable set (supports hard, effectors soft, from the standing q0), the mean ti
 ``ik.solve`` from q0 and from its own answer (the fixed cost: one evaluation, no step), then the
 core's parts, each in a compiled loop on the solve's own prepared arrays (the fast path's
 ``core_attempts_packed`` inputs): one evaluation (``core_eval_rows``: FK, Jacobians, rows), its forward
-kinematics alone, one step (``_reduced_step``, the legs eliminated) and that step cut after each of
+kinematics alone, one step (``_reduced_factor``, the legs eliminated) and that step cut after each of
 its sections (cumulative), and ``core_iterate`` for k = 0..3 iterations (one iteration = the
 difference). Fastest of 7 loops; µs. Last, the active-set step (``_active_step``, the general
 step when joints are at their bounds) at q0 with the joints' bounds a box of ±0.05 around it (the
@@ -18,7 +18,7 @@ how many), the regime of a box-bounded solve whose targets lie beyond the box.
     PYTHONPATH=$PWD/src ~/.cache/invkin-peers-env/bin/python benchmarks/core_parts.py --robots g1
 
 (The robots come from example-robot-data, as in whole_body.py.) The section cuts are copies of
-``_reduced_step``'s source with ``return True`` inserted before a marker line: a marker that is
+``_reduced_factor``'s source with ``return True`` inserted before a marker line: a marker that is
 no longer in the source is reported, not timed.
 """
 from __future__ import annotations
@@ -107,15 +107,15 @@ def {name}(a, q0, rw, N):
     mu_h = (1e-3 * 0.5 * ch + C.EPS_HARD) / mu
     ok = 0
     for _ in range(N):
-        ok += {step}(J, e, soft, hard, rowsx[:nelim], ballx, part, hardx, prepared[2][C.L_JW], prepared[3],
-                     prepared[4], q0, mu, mu_h, H, Jm, S, lam_h, col, dq)
+        ok += {step}(J, e, soft, hard, rowsx[:nelim], ballx, part, hardx, prepared[2][C.L_JW], mu, mu_h, H, Jm, S,
+                     lam_h, col, dq)
     return ok
 '''
 
 
 def _step_loops():
-    """(label, compiled loop or None) per section: _reduced_step cut before each marker."""
-    src = inspect.getsource(C._reduced_step.py_func).split("\n", 1)[1]  # without the decorator
+    """(label, compiled loop or None) per section: _reduced_factor cut before each marker."""
+    src = inspect.getsource(C._reduced_factor.py_func).split("\n", 1)[1]  # without the decorator
     ns = dict(C.__dict__, C=C, np=np, _unpack=_unpack)
     out = []
     for i, (label, marker) in enumerate(SECTIONS):
@@ -123,7 +123,7 @@ def _step_loops():
             out.append((label, None))
             continue
         cut = src if marker is None else src.replace(marker, "    return True\n" + marker, 1)
-        exec(cut.replace("def _reduced_step(", f"def _cut{i}("), ns)
+        exec(cut.replace("def _reduced_factor(", f"def _cut{i}("), ns)
         ns[f"_cut{i}"] = njit(fastmath=FAST, _nrt=False)(ns[f"_cut{i}"])
         exec(_STEP_LOOP.format(name=f"_loop{i}", step=f"_cut{i}"), ns)
         out.append((label, njit(_nrt=False)(ns[f"_loop{i}"])))
@@ -209,7 +209,7 @@ def run(name, loops, N=20000):
             rows.append((f"step: {label}", float("nan")))
             continue
         f(a, q0, rw, 1)
-        rows.append((f"step (_reduced_step): {label}", _best(f, a, q0, rw, N, n=N)))
+        rows.append((f"step (_reduced_factor): {label}", _best(f, a, q0, rw, N, n=N)))
     its = []
     for k in range(4):
         _iterations(a, q0, rw, q, st, 1, k)

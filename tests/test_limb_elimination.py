@@ -63,8 +63,9 @@ def _run(J, e, soft, hard, blk, own, part, jw, mu, mu_h, q, lo, hi):
     m, dof = J.shape
     H, Jm, Z, S, r, lam, col = core_step_scratch(m, dof, max(m, len(hard), 1))
     dq = np.empty(dof)
-    ok = _reduced_step(J, e, soft, hard, blk, own, part, np.empty(max(m, 1), np.int64), jw, lo, hi, q, mu, mu_h,
-                       H, Jm, S, lam, col, dq)
+    lims = limits_table(lo, hi, lo, hi - lo, np.zeros(dof), jw, np.zeros(0, np.int64))
+    ok = _reduced_step(J, e, soft, hard, blk, own, part, np.empty(max(m, 1), np.int64), lims, lo, hi, q, mu, mu_h,
+                       np.empty(dof), H, Jm, Z, S, lam, col, dq, np.empty(dof))
     return ok, dq
 
 
@@ -115,12 +116,12 @@ def test_eliminating_the_private_limbs_gives_the_kkt_step_of_the_regularised_har
             np.testing.assert_allclose(J[hard] @ dq, e[hard], rtol=0, atol=1e-8 * (1 + scale))
 
 
-def test_the_step_is_the_general_one_within_the_bounds_and_refused_at_them():
-    """The reduced step holds no joint: where the unbounded step stays inside the box it equals
-    _active_step's (which then holds nothing either); a joint at a bound (the warm set would hold
-    it) or one the step would push out gives False, and the caller's _active_step does the rest."""
+def test_the_step_is_the_general_active_set_step_at_and_past_the_bounds():
+    """The reduced step runs _active_step's active set (warm: the joints at a bound of q start held;
+    joints a pass would push past a bound are held there; the warm-held whose multiplier points
+    inside are released): wherever a joint is at a bound or would leave the box it equals
+    _active_step's step, and a step that needs no bound is the KKT step itself."""
     rng = np.random.default_rng(5)
-    refused = 0
     for trial in range(80):
         J, e, soft, hard, blk, cols = _problem(rng)
         dof = J.shape[1]
@@ -137,18 +138,55 @@ def test_the_step_is_the_general_one_within_the_bounds_and_refused_at_them():
             lo[k] = q[k] = -0.5
         ok, dq = _reduced(J, e, soft, hard, blk, jw, mu, mu_h, q, lo, hi, own)
         want = _general(J, e, soft, hard, jw, mu, mu_h, q, lo, hi)
-        inside = np.all(q + free > lo) and np.all(q + free < hi) and np.all(q > lo) and np.all(q < hi)
-        assert ok == inside, trial
-        if ok:
-            np.testing.assert_allclose(dq, want, rtol=0, atol=1e-9 * np.abs(want).max(), err_msg=str(trial))
-        refused += not ok
-    assert 30 < refused < 70
+        assert ok, trial
+        np.testing.assert_allclose(dq, want, rtol=0, atol=1e-9 * np.abs(want).max(), err_msg=str(trial))
+        if np.all(q + free > lo) and np.all(q + free < hi) and np.all(q > lo) and np.all(q < hi):
+            np.testing.assert_allclose(dq, free, rtol=0, atol=1e-9 * np.abs(free).max(), err_msg=str(trial))
+
+
+@pytest.mark.parametrize("where", ["legs", "base", "arms", "everywhere"])
+def test_held_joints_are_equality_rows_on_the_factored_step_and_it_stays_the_general_one(where):
+    """Joints at their bounds or pushed past them (a crouch's ankle rolls: a foot's 6 rows left with
+    5 free leg joints) are held as equality rows on the reduced step's factors (_reduced_apply) and
+    the step still equals _active_step's, over random boxes that hold 1-8 joints at once, every mu_h
+    from exact to a plain LM step (the step's box is _active_step's: ACTIVE_SET_PASSES passes, then the
+    caller clamps)."""
+    rng = np.random.default_rng(17)
+    legs_held = refused = 0
+    for trial in range(120):
+        J, e, soft, hard, blk, cols = _problem(rng)
+        dof = J.shape[1]
+        own = _marks(dof, 6, cols, blk)
+        jw = rng.uniform(0.5, 2.0, dof)
+        mu, mu_h = 10.0 ** rng.uniform(-4, -1), 10.0 ** rng.uniform(-14, 0)
+        q, lo, hi = _free(dof)
+        free = _kkt(J, e, soft, hard, jw, mu, mu_h)
+        pool = {"legs": np.concatenate(cols), "base": np.arange(6), "arms": np.arange(18, dof),
+                "everywhere": np.arange(dof)}[where]
+        at = rng.choice(pool, size=int(rng.integers(1, min(8, pool.size) + 1)), replace=False)
+        for k in at:
+            if rng.random() < 0.5:  # at a bound on the side the free step goes
+                (lo if free[k] < 0 else hi)[k] = q[k] = rng.uniform(-0.5, 0.5)
+                lo[k], hi[k] = min(lo[k], q[k]), max(hi[k], q[k])
+            else:  # a bound halfway along the free step
+                (lo if free[k] < 0 else hi)[k] = q[k] + 0.5 * free[k]
+        ok, dq = _reduced(J, e, soft, hard, blk, jw, mu, mu_h, q, lo, hi, own)
+        want = _general(J, e, soft, hard, jw, mu, mu_h, q, lo, hi)
+        if not ok:  # the held joints and the feet pin more than the base's 6 joints (HOLD_PIVOT)
+            refused += 1
+            continue
+        scale = np.abs(want).max()
+        # (mu_h down to 1e-14: the held joints' columns K^-1 e_k pass through K's 1/mu_h directions,
+        # which costs the reduced step up to ~4e-7 of the step where the Schur step keeps ~1e-8)
+        np.testing.assert_allclose(dq, want, rtol=0, atol=1e-6 * scale, err_msg=str(trial))
+        legs_held += any(np.any((np.abs(q + dq - lo) < 1e-12)[c] | (np.abs(q + dq - hi) < 1e-12)[c]) for c in cols)
+    assert legs_held > (-1 if where in ("base", "arms") else 30) and refused < 20, (legs_held, refused)
 
 
 def test_a_block_it_cannot_eliminate_gives_the_general_step():
     """False (the caller then takes core_step's path) for a singular limb (two private columns
-    alike: a straight knee) and a leg joint at its bound (a crouch's knee); no split at all for a
-    block with fewer private joints than rows."""
+    alike: a straight knee); no split at all for a block with fewer private joints than rows. A
+    leg joint at its bound (a crouch's ankle) is held: the general step's."""
     rng = np.random.default_rng(2)
     J, e, soft, hard, blk, cols = _problem(rng)
     dof = J.shape[1]
@@ -161,7 +199,10 @@ def test_a_block_it_cannot_eliminate_gives_the_general_step():
     assert not _reduced(bent, e, soft, hard, blk, jw, 1e-3, 1e-14, q, lo, hi, own)[0]
     at = q.copy()
     at[cols[1][3]] = lo[cols[1][3]]
-    assert not _reduced(J, e, soft, hard, blk, jw, 1e-3, 1e-14, at, lo, hi, own)[0]
+    ok, dq = _reduced(J, e, soft, hard, blk, jw, 1e-3, 1e-14, at, lo, hi, own)
+    want = _general(J, e, soft, hard, jw, 1e-3, 1e-14, at, lo, hi)
+    assert ok
+    np.testing.assert_allclose(dq, want, rtol=0, atol=1e-9 * np.abs(want).max())
     short = own.copy()
     short[cols[0][0]] = -2  # 5 private joints for 6 rows
     assert not _limb_positions(short, blk)[0]

@@ -102,6 +102,7 @@ FREE_SOLVE_HELD = 8   # _active_step: with at least this many joints held, and a
 INEQ_PASSES = 4       # re-solves of a step with the collision rows it would violate
 MU_INEQ = 1e-10       # least regularisation of the hard system once collision rows join it
 ELIM_PIVOT = 1e-12    # _reduced_step: a hard block's pivot below this x its largest takes the general step
+HOLD_PIVOT = 1e-8     # ... and so does a held joint's pivot of E K^-1 E^T below this x its largest
 UNREACHABLE = 3       # core_attempts: 1 + AGREEMENTS attempts agree on the same closest, non-converged answer
 # core state slots after the chain kernel's (CHAIN_STATE of them)
 S_BEST_HARD, S_AGREE, S_DISTANCE, S_BEST_DIST, S_HARD, S_HOLD_ALWAYS, S_BOXED = range(13, 20)
@@ -843,9 +844,10 @@ def _limb_positions(own, blk):
 
 
 @njit(cache=True, fastmath=FAST, **NO_RC)
-def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_h, H, Jm, S, c, col, dq):
-    """core_active_step (no bias, no joint held) with every hard block's private joints eliminated,
-    or False where they cannot be (the caller then takes the general step, unchanged).
+def _reduced_factor(J, e, soft, hard, blk, own, part, lrow, jw, mu, mu_h, H, Jm, S, c, col, dq):
+    """The step of core_step (no bias, no joint held) with every hard block's private joints
+    eliminated, and the factors _reduced_apply reuses; False where they cannot be (the caller then
+    takes the general step, unchanged).
 
     The split is limb_partition's (from the tree, once per core_iterate call): block f, the hard
     rows of one goal node (blk: a foot); its private joints L_f, which move rows of f and no other
@@ -867,23 +869,18 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_
     over all the hard rows, no factorisation over the legs: G_f is a foot's 6 x 6. The same step
     as core_step's in exact arithmetic (tests/test_limb_elimination.py compares it with the KKT
     system solved by NumPy). G_f is factored as H' is (_udu_factor); a pivot below ELIM_PIVOT x
-    its largest diagonal entry (a limb at a singularity: a straight knee) gives False, and so does
-    a joint at a bound or one the step would push past it: the active set is left to the general
-    step (_active_step), which the benchmark's reach and random problems never needed on a step
-    this one took; the crouch's knees and ankles at their bounds always do.
+    its largest diagonal entry (a limb at a singularity: a straight knee) gives False.
 
-    Scratch: lrow (int, mh: a block's row count at its first row), Jm (rows :mh: G_f^-1 A_f,B on
-    p0:p1; rows mh:: J_s,R), S (rows L + i: G_f's factor; row dof: mu W_R), H (H' and its factor),
-    c (mh: G_f^-1 b_f), col (G_f^-1 r_f)."""
-    dof = q.shape[0]
+    Scratch: lrow (int, mh: a block's row count at its first row), Jm (rows :mh: Y_f = G_f^-1
+    A_f,B on p0:p1; rows mh:: J_s,R), S (rows L + i: G_f's factor; row dof: mu W_R), H (H' and
+    its factor), c (mh: G_f^-1 b_f), col (G_f^-1 r_f)."""
+    dof = J.shape[1]
     mh = hard.shape[0]
     ms = soft.shape[0]
     L = S.shape[1]
     nr, b0, b1, p0, p1 = part
     pw = S[dof]
-    for k in range(dof):  # a joint at a bound (the warm active set of _active_step would hold it): False
-        if q[k] <= lo[k] + AT_BOUND or q[k] >= hi[k] - AT_BOUND:
-            return False
+    for k in range(dof):
         p = own[k]
         if p >= 0:
             pw[p] = mu * jw[k]
@@ -1017,8 +1014,6 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_
         p = own[k]
         if p >= 0:
             dq[k] = dq[p]
-            if not lo[k] <= q[k] + dq[k] <= hi[k]:
-                return False  # pushed past a bound: _active_step would hold it
         else:
             dq[k] = 0.0
     i0 = 0
@@ -1044,12 +1039,227 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, jw, lo, hi, q, mu, mu_
                 for j in range(n):
                     t += J[hard[i0 + j], k] * z[j]
                 t /= mu * jw[k]
-                v = q[k] + t
-                if v < lo[k] or v > hi[k]:
-                    return False
                 dq[k] = t
         i0 += n
     return True
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _reduced_apply(J, hard, blk, own, part, lrow, jw, mu, H, Jm, S, v, z, out):
+    """out = K^-1 v for the step's matrix K = J_s^T J_s + mu W + A^T A / mu_h (dof) from
+    _reduced_factor's factors, the same elimination with v in place of the gradient: per block
+    w_f = G_f^-1 A_f,L (mu W_L)^-1 v_L; H' x_R = v_R - sum_f A_f,B^T w_f; lam_f = Y_f x_B + w_f;
+    x_Lf = (mu W_L)^-1 (v_L - A_f,L^T lam_f). A held joint's column K^-1 e_k costs this instead of a
+    new factorisation (_reduced_step). z: scratch (mh)."""
+    dof = J.shape[1]
+    mh = hard.shape[0]
+    L = S.shape[1]
+    nr, b0, b1, p0, p1 = part
+    i0 = 0
+    while i0 < mh:  # w_f
+        n = lrow[i0]
+        b = -3 - blk[i0]
+        G = S[L + i0:]
+        for j in range(n):
+            Aj = J[hard[i0 + j]]
+            t = 0.0
+            for k in range(dof):
+                if own[k] == b and v[k] != 0.0:
+                    t += Aj[k] * v[k] / (mu * jw[k])
+            z[i0 + j] = t
+        w = z[i0:i0 + n]
+        for u in range(n - 1, 0, -1):
+            for j in range(u):
+                w[j] -= G[u, j] * w[u]
+        _udu_finish(G, n, w, w)
+        i0 += n
+    for k in range(dof):
+        p = own[k]
+        if p >= 0:
+            out[p] = v[k]
+    for i in range(mh):
+        Ai = J[hard[i]]
+        wi = z[i]
+        if wi != 0.0:
+            for k in range(b0, b1):
+                a = own[k]
+                if a >= 0:
+                    out[a] -= Ai[k] * wi
+    _udu_solve(H, nr, out)
+    for k in range(dof - 1, -1, -1):  # R's entries to their joints (p <= k: in place, last first)
+        p = own[k]
+        out[k] = out[p] if p >= 0 else 0.0
+    i0 = 0
+    while i0 < mh:  # lam_f = Y_f x_B + w_f, then the private joints
+        n = lrow[i0]
+        b = -3 - blk[i0]
+        for j in range(n):
+            Yj = Jm[i0 + j]
+            t = z[i0 + j]
+            for k in range(b0, b1):
+                p = own[k]
+                if p >= 0:
+                    t += Yj[p] * out[k]
+            z[i0 + j] = t
+        for k in range(dof):
+            if own[k] == b:
+                t = v[k]
+                for j in range(n):
+                    t -= J[hard[i0 + j], k] * z[i0 + j]
+                out[k] = t / (mu * jw[k])
+        i0 += n
+
+
+@njit(cache=True, fastmath=FAST, **NO_RC)
+def _udu_solve(H, n, x):
+    """x = H^-1 x in place from _udu_factor's factor (U^-1, then U^-T D^-1); zero entries cost one test."""
+    for p in range(n - 1, 0, -1):
+        v = x[p]
+        if v != 0.0:
+            for j in range(p):
+                x[j] -= H[p, j] * v
+    _udu_finish(H, n, x, x)
+
+
+@njit(cache=True, **NO_RC)
+def _reduced_step(J, e, soft, hard, blk, own, part, lrow, lims, lo, hi, q, mu, mu_h, hold, H, Jm, Z, S, c, col, dq,
+                  x):
+    """core_active_step (warm, no bias) with every hard block's private joints eliminated
+    (_reduced_factor), or False where they cannot be (the caller then takes the general step,
+    _active_step, unchanged). The active set is _active_step's, pass for pass: the joints at a
+    bound of q start held there, a joint a pass would push past a bound is held at it (up to
+    ACTIVE_SET_PASSES passes), and once none leaves the box the warm-held joints whose multiplier
+    says they would move back inside are released (_release's rule) and the step re-solved.
+
+    The held joints are equality rows e_k^T dq = hold[k] on the factored step, as _held_solve
+    does on H: with dq0 the free step and X = K^-1 E^T (a column per held joint, _reduced_apply:
+    the factors are not redone), (E X) nu = E dq0 - h and dq = dq0 - X nu; nu_k is minus the
+    joint's multiplier (K dq - g = -E^T nu), which decides the release. A crouch holds leg joints
+    (G1: both ankle rolls at their ±0.26 rad bounds); a foot's block keeps its six leg joints in
+    its factor, so nothing in it degenerates. Before, any joint at a bound gave False and the
+    general step (G1's crouch: 4 of its 5 steps; a step 7-15 µs there against 5-9 µs here under
+    the same load). With FREE_SOLVE_HELD joints held or more (and a quarter of them: a box of
+    max_joint_step) a column each costs more than _active_step's _free_solve: False; so does a
+    pivot of E X below HOLD_PIVOT x its largest (held joints and feet that pin the base).
+
+    Scratch: Z[:, k] = K^-1 e_k for a held joint k (Z[k, L - 1]: computed), S[:nh] E X and its
+    factor, col[:dof] dq0, col[dof:] _reduced_apply's, x (dof) a column and then nu."""
+    dof = q.shape[0]
+    jw = lims[L_JW]
+    L = Z.shape[1]
+    nwarm = 0
+    for k in range(dof):
+        hold[k] = np.nan
+        Z[k, L - 1] = 0.0
+        if q[k] <= lo[k] + AT_BOUND:
+            hold[k] = lo[k] - q[k]
+            nwarm += 1
+        elif q[k] >= hi[k] - AT_BOUND:
+            hold[k] = hi[k] - q[k]
+            nwarm += 1
+    if nwarm >= FREE_SOLVE_HELD and 4 * nwarm >= dof:
+        return False  # many joints held (a box of max_joint_step): _active_step's _free_solve is cheaper
+    if not _reduced_factor(J, e, soft, hard, blk, own, part, lrow, jw, mu, mu_h, H, Jm, S, c, col, dq):
+        return False
+    if nwarm == 0:
+        new = _reduced_outside(q, dq, lo, hi, hold)
+        if new == 0:
+            return True
+    dq0 = col[:dof]
+    for k in range(dof):
+        dq0[k] = dq[k]
+    z = col[dof:]
+    for _ in range(ACTIVE_SET_PASSES):
+        nh = 0
+        for k in range(dof):
+            if hold[k] == hold[k]:
+                nh += 1
+        if nh >= FREE_SOLVE_HELD and 4 * nh >= dof:
+            return False
+        for k in range(dof):
+            if hold[k] == hold[k]:
+                if Z[k, L - 1] == 0.0:
+                    for i in range(dof):
+                        x[i] = 0.0
+                    x[k] = 1.0
+                    _reduced_apply(J, hard, blk, own, part, lrow, jw, mu, H, Jm, S, x, z, dq)
+                    for i in range(dof):
+                        Z[i, k] = dq[i]
+                    Z[k, L - 1] = 1.0
+        M = S
+        i = 0
+        for k in range(dof):  # E X (lower triangle) and E dq0 - h
+            if hold[k] == hold[k]:
+                j = 0
+                for u in range(k + 1):
+                    if hold[u] == hold[u]:
+                        M[i, j] = Z[k, u]
+                        j += 1
+                x[i] = dq0[k] - hold[k]
+                i += 1
+        dmax = 0.0
+        for i in range(nh):
+            dmax = max(dmax, M[i, i])
+        if not _udu_factor(M, nh):
+            return False
+        for i in range(nh):  # held joints the hard rows pin together (more rows on B than its joints): the general step
+            if not M[i, i] > HOLD_PIVOT * dmax:
+                return False
+        _udu_solve(M, nh, x)
+        for i in range(dof):
+            dq[i] = dq0[i]
+        i = 0
+        for k in range(dof):
+            if hold[k] == hold[k]:
+                f = x[i]
+                if f != 0.0:
+                    for u in range(dof):
+                        dq[u] -= Z[u, k] * f
+                i += 1
+        for k in range(dof):
+            if hold[k] == hold[k]:
+                dq[k] = hold[k]
+        new = _reduced_outside(q, dq, lo, hi, hold)
+        if new == 0:
+            if nwarm == 0:
+                return True
+            new = 0
+            i = 0
+            for k in range(dof):  # release: the multiplier -nu_k over the joint's own curvature
+                if hold[k] != hold[k]:
+                    continue
+                nu = -x[i]
+                i += 1
+                low = q[k] <= lo[k] + AT_BOUND
+                if not (low or q[k] >= hi[k] - AT_BOUND):
+                    continue  # held by this step's own passes, not warm
+                hkk = mu * jw[k]
+                for s in range(soft.shape[0]):
+                    v = J[soft[s], k]
+                    hkk += v * v
+                if ((nu < 0.0) if low else (nu > 0.0)) and abs(nu) > RELEASE_STEP * hkk:
+                    hold[k] = np.nan
+                    new += 1
+            nwarm = 0  # the multipliers are checked once
+            if new == 0:
+                return True
+    return True
+
+
+@njit(cache=True, **NO_RC)
+def _reduced_outside(q, dq, lo, hi, hold):
+    """Hold the free joints that q + dq puts past a bound (at it); returns how many."""
+    new = 0
+    for k in range(q.shape[0]):
+        if hold[k] != hold[k]:
+            v = q[k] + dq[k]
+            if v < lo[k]:
+                hold[k] = lo[k] - q[k]
+                new += 1
+            elif v > hi[k]:
+                hold[k] = hi[k] - q[k]
+                new += 1
+    return new
 
 
 @njit(cache=True, **NO_RC)
@@ -1099,8 +1309,8 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
         mu_h = (lam * 0.5 * ch + EPS_HARD) / mu
         nrows = int(errs[E_ROWS])
         if not (nelim > 0 and nrows == 0
-                and _reduced_step(J, e, soft, hard, blk, ballx, part, hardx, lims[L_JW], lo, hi, q, mu, mu_h, H, Jm,
-                                  S, lam_h, col, dq)) \
+                and _reduced_step(J, e, soft, hard, blk, ballx, part, hardx, lims, lo, hi, q, mu, mu_h, hold, H, Jm,
+                                  Z, S, lam_h, col, dq, dqc)) \
                 and not _ineq_step(J, e, soft, hard, hardx, m0, nrows, lims, lo, hi, q, mu, mu_h, zero, hold, H, Jm, Z,
                                    S, r, lam_h, col, dq, warm):
             lam *= 10.0
