@@ -123,13 +123,20 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
              tol_p, tol_r):
     """Least-norm steps onto the violated inequality rows with the hard goal rows held (also when
     only a hard goal is off by more than HOLD x its tolerance); returns the deepest collision left
-    [m] (0 when none; see _ineq)."""
+    [m] (0 when none; see _ineq).
+
+    Each pass steps on the rows violated at its start; a row that only the step pushes past its
+    bound (the swing foot's sole below the floor when the base moves to put the held foot back)
+    joins the next pass. So a pass whose Σ hard error² + Σ violation² rises is not yet a conflict:
+    the passes go on and the point of least cost over them is kept (stopping at the first rise left G1's
+    held foot 9 mm off for 9 frames of the CMU crouch clip, frames 542-550, while its other foot
+    swung 2 mm into the floor)."""
     hard = table[9]
     Tall, e, J = ws[0], ws[4], ws[5]
     cb, Jc, ec, Jc2, ec2, Jp, ep, idx, Jm, Z, S, r, lam, col, H, dq, qn, hold, zero = pb
     dof = q.shape[0]
     worst = 0.0
-    before = np.inf
+    best = np.inf
     qb = np.empty(dof)
     for it in range(PROJECT_PASSES + 1):
         _eval(model, table, q, ws, rowerr)
@@ -143,23 +150,21 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
             ch += e[hard[i]] * e[hard[i]]
             n += 1
         n_goal = n
-        if ch + viol > before:  # a conflict (the rows cannot all hold): keep the better point
-            for c in range(dof):
-                q[c] = qb[c]
-            _eval(model, table, q, ws, rowerr)
-            k, viol, miss = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec,
-                                  0.0)
-            worst = miss
-            break
-        before = ch + viol
         worst = miss
+        cost = ch + viol
+        if cost < best:
+            best = cost
+            for c in range(dof):
+                qb[c] = q[c]
         for i in range(k):
             if ec[i] > 0.0:
                 for c in range(dof):
                     Jp[n, c] = Jc[i, c]
                 ep[n] = ec[i] + LIFT
                 n += 1
-        if (n == n_goal and _hard_error(table, rowerr, tol_p, tol_r) <= HOLD) or it == PROJECT_PASSES:
+        if n == n_goal and _hard_error(table, rowerr, tol_p, tol_r) <= HOLD:
+            return worst  # every row holds
+        if it == PROJECT_PASSES:
             break
         for i in range(n):
             idx[i] = i
@@ -167,11 +172,14 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
         if not core_active_step(Jp[:n], ep[:n], idx[:0], idx[:n], lims, lo, hi, q, 1.0, PROJECT_REG, zero, hold,
                                 H, Jm, Z, S, r, lam, col, dq):
             break
-        for c in range(dof):
-            qb[c] = q[c]
         step_into(q, dq, lims, lo, hi, qn)
         for c in range(dof):
             q[c] = qn[c]
+    if cost > best:  # the rows cannot all hold (they contradict each other): keep the best point
+        for c in range(dof):
+            q[c] = qb[c]
+        _eval(model, table, q, ws, rowerr)
+        worst = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec, 0.0)[2]
     return worst
 
 
