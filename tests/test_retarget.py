@@ -789,3 +789,25 @@ def test_a_held_foot_is_put_back_while_the_swing_foot_dips_below_the_floor(crouc
     assert not missed & set(frames), sorted(missed & set(frames))
     z = _sole_heights(g1, motion.q[frames], FEET[1]).min(axis=1)
     assert np.all(np.abs(z) < 1e-3), z  # the held right foot stands on the floor
+
+
+def test_a_stance_the_robot_cannot_hold_flat_lands_the_foot_where_it_can_and_holds_it(crouch, g1):
+    """Before: a hold was the foot where it was when its contact began, dropped to the floor and
+    turned flat, whatever the other foot's hold; the CMU crouch clip ends in a 0.72-0.78 m stance,
+    toes in, that G1 cannot stand with both feet flat, and frames 802-929 and 951-993 (171) missed
+    their holds while the feet crept (up to 17 cm). Now the foot lands where it can on the contact's
+    first frame and is held there."""
+    sk, clip, motion = crouch
+    rep = motion.report
+    assert not set(rep.missed_frames) & set(range(796, clip.n_frames)), rep.missed_frames
+    for (link, start, stop), slide in zip(rep.contacts, rep.foot_slide):
+        if start >= 796:
+            assert slide < 1e-3, (link, start, slide)
+    held = {link: np.zeros(clip.n_frames, dtype=bool) for link in FEET}
+    for link, start, stop in rep.contacts:
+        held[link][start:stop] = True
+    both = [f for f in range(796, clip.n_frames) if held[FEET[0]][f] and held[FEET[1]][f]]
+    assert len(both) > 150
+    for link in FEET:
+        z = _sole_heights(g1, motion.q[both], link)
+        assert np.all(np.abs(z.min(axis=1)) < 1e-3) and np.all(z.max(axis=1) - z.min(axis=1) < 2e-3)  # on it, flat
