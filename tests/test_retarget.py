@@ -841,3 +841,64 @@ def test_targets_and_report_of_a_clip_peak_below_3_kb_a_frame(crouch, g1):
         tracemalloc.stop()
     assert targets_peak / F < 3000 and report_peak / F < 3000, (targets_peak / F, report_peak / F)
     assert rep.summary() == {**motion.report.summary(), "fps_solve": rep.summary()["fps_solve"]}
+
+
+def test_cli_drafts_a_map_that_retargets_once_edited_and_fed_back(tmp_path, capsys):
+    """Before: propose_mapping existed only in Python; a user with a new skeleton had no command that
+    wrote a map to edit."""
+    import tomllib
+
+    from invkin.cli import main
+
+    clip, draft = MOCAP / "cmu_02_01_walk.bvh", tmp_path / "walk_g1.toml"
+    assert main(["retarget", str(clip), "g1", "--draft-map", str(draft)]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {draft}" in out and f"--mapping {draft}" in out
+    m = load_mapping(draft)
+    assert m.root.link == "pelvis" and len(m.feet) == 2 and "hand" in {b.role for b in m.bodies}
+    edited = tomllib.loads(draft.read_text())  # the user's edit: the hands' targets ignored
+    edited["body"] = [b for b in edited["body"] if b["role"] != "hand"]
+    draft.write_text(load_mapping(edited).to_toml())
+    # kept unless --overwrite (it may hold the edits); JSON by the file's name
+    assert main(["retarget", str(clip), "g1", "--draft-map", str(draft)]) == 2
+    assert "exists" in capsys.readouterr().err and "hand" not in {b.role for b in load_mapping(draft).bodies}
+    assert main(["retarget", str(clip), "g1", "--draft-map", str(tmp_path / "d.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["feet"] == 2 and load_mapping(tmp_path / "d.json").feet
+    motion = tmp_path / "walk.npz"
+    assert main(["retarget", str(clip), "g1", "--mapping", str(draft), "--out", str(motion), "--no-progress",
+                 "--json"]) in (0, 1)
+    s = json.loads(capsys.readouterr().out)
+    assert s["frames"] == 344 and s["limit_violations"] == 0 and ik.read_motion(motion).n_frames == 344
+
+
+def test_cli_draft_of_a_map_without_feet_warns_and_exits_1(tmp_path, capsys):
+    from invkin.cli import main
+
+    legs = [[f"leg_{s}_{k}_link" for k in range(1, 7)] for s in ("left", "right")]
+    (tmp_path / "t.urdf").write_text(_chain_urdf(legs + [["torso_1_link", "head_1_link"]]))
+    code = main(["retarget", str(MOCAP / "cmu_02_01_walk.bvh"), str(tmp_path / "t.urdf"), "--draft-map",
+                 str(tmp_path / "t.toml")])
+    err = capsys.readouterr().err
+    assert code == 1 and "invkin: warning: propose_mapping:" in err and "holds nothing on the floor" in err
+    assert len(load_mapping(tmp_path / "t.toml").bodies) == 3  # written all the same, to edit
+
+
+@pytest.mark.parametrize("clip, extra, expected", [
+    ("cmu_02_01_walk.bvh", ["--draft-map", "{tmp}/m.toml", "--out", "{tmp}/m.npz"],
+     r"--out: applies to a retargeting; --draft-map .* only drafts a map"),
+    ("cmu_02_01_walk.bvh", ["--draft-map", "{tmp}/m.toml", "--mapping", "{tmp}/x.toml"], r"--mapping: applies to a "),
+    ("cmu_02_01_walk.bvh", ["--draft-map", "{tmp}/m.toml", "--iterations", "3"], r"--iterations: applies to a "),
+    ("cmu_02_01_walk.bvh", ["--draft-map", "{tmp}/m.txt"], r"expected a .toml \(or .json\) file"),
+    ("", ["--draft-map", "{tmp}/m.toml"], r"expected a .bvh clip, got .*mocap"),
+    ("cmu_02_01_walk.bvh", ["--draft-map", "{tmp}/no/m.toml"], r"cannot write in .*no: No such folder"),
+    ("cmu_02_01_walk.bvh", [], r"--out: required .* or --draft-map MAP.toml"),
+])
+def test_cli_draft_map_refuses_what_it_would_ignore_and_bad_files(tmp_path, capsys, clip, extra, expected):
+    import re
+
+    from invkin.cli import main
+
+    code = main(["retarget", str(MOCAP / clip), "g1", *(a.format(tmp=tmp_path) for a in extra)])
+    err = capsys.readouterr().err
+    assert code == 2 and re.search(expected, err), err
+    assert list(tmp_path.iterdir()) == []
