@@ -33,6 +33,12 @@ def walk(g1):
     return sk, clip, ik.retarget(sk, clip, g1)
 
 
+@pytest.fixture(scope="module")
+def crouch(g1):
+    sk, clip = ik.read_bvh(MOCAP / "cmu_131_01_walk_crouch_3dsmaxfriendly.bvh")
+    return sk, clip, ik.retarget(sk, clip, g1)
+
+
 def _sole_heights(robot, q, link):
     """(F, k) heights of the bottoms of the URDF's collision spheres of ``link`` [m]."""
     Ts = robot.fk(q, link)
@@ -91,7 +97,7 @@ def test_readme_states_the_walks_missed_frames_and_foot_slide_as_measured(walk):
     assert m, "the README's retargeting paragraph lost its measured figures"
     rep = walk[2].report
     assert int(m.group(1)) == walk[1].n_frames
-    assert abs(int(m.group(2)) - len(rep.missed_frames)) <= 2  # 12 measured; a CPU's rounding may move a frame
+    assert abs(int(m.group(2)) - len(rep.missed_frames)) <= 2  # 0 measured (12 before session 16); a CPU's rounding may move a frame
     assert float(m.group(3)) == pytest.approx(rep.max_foot_slide * 1000, abs=0.1)
 
 
@@ -767,3 +773,132 @@ def test_a_motion_with_a_path_or_none_for_its_texts_saves_a_file_that_reads_back
     assert back.robot_spec == "" and back.clip_path == str(tmp_path / "walk.bvh")
     with pytest.raises(ik.ModelError, match="robot_spec must be a string"):
         ik.RobotMotion(q, 30.0, panda.joint_names, robot_spec=5)
+
+
+def test_a_held_foot_is_put_back_while_the_swing_foot_dips_below_the_floor(crouch, g1):
+    """Before: the projection that puts a held foot back stopped at its first pass whose hard error²
+    + violation² rose, and a pass that moved the base to put the right foot back dipped the swinging
+    left foot's sole 2 mm below the floor (a row that joins only the next pass): the pass was undone,
+    and the right foot stayed up to 9 mm off its hold for frames 542-550 and 675-678 of the CMU crouch
+    clip (flagged missed); the CMU walk had 12 such frames."""
+    sk, clip, motion = crouch
+    frames = [*range(536, 555), *range(644, 680)]
+    assert {(507, 555), (644, 693)} <= set(_contacts(sk, clip, "RightAnkle"))  # the right foot held, the left
+    assert not any(s < 555 and e > 536 or s < 680 and e > 644 for s, e in _contacts(sk, clip, "LeftAnkle"))
+    missed = set(motion.report.missed_frames)
+    assert not missed & set(frames), sorted(missed & set(frames))
+    z = _sole_heights(g1, motion.q[frames], FEET[1]).min(axis=1)
+    assert np.all(np.abs(z) < 1e-3), z  # the held right foot stands on the floor
+
+
+def test_a_stance_the_robot_cannot_hold_flat_lands_the_foot_where_it_can_and_holds_it(crouch, g1):
+    """Before: a hold was the foot where it was when its contact began, dropped to the floor and
+    turned flat, whatever the other foot's hold; the CMU crouch clip ends in a 0.72-0.78 m stance,
+    toes in, that G1 cannot stand with both feet flat, and frames 802-929 and 951-993 (171) missed
+    their holds while the feet crept (up to 17 cm). Now the foot lands where it can on the contact's
+    first frame and is held there."""
+    sk, clip, motion = crouch
+    rep = motion.report
+    assert not set(rep.missed_frames) & set(range(796, clip.n_frames)), rep.missed_frames
+    for (link, start, stop), slide in zip(rep.contacts, rep.foot_slide):
+        if start >= 796:
+            assert slide < 1e-3, (link, start, slide)
+    held = {link: np.zeros(clip.n_frames, dtype=bool) for link in FEET}
+    for link, start, stop in rep.contacts:
+        held[link][start:stop] = True
+    both = [f for f in range(796, clip.n_frames) if held[FEET[0]][f] and held[FEET[1]][f]]
+    assert len(both) > 150
+    for link in FEET:
+        z = _sole_heights(g1, motion.q[both], link)
+        assert np.all(np.abs(z.min(axis=1)) < 1e-3) and np.all(z.max(axis=1) - z.min(axis=1) < 2e-3)  # on it, flat
+
+
+def test_targets_and_report_of_a_clip_peak_below_3_kb_a_frame(crouch, g1):
+    """Before: the report held the FK of every node for the whole clip (G1: 5.1 kB a frame) and the
+    targets the source's (F, B, 4, 4) poses built from a list: 9.4 and 4.7 kB a frame above what they
+    keep (tracemalloc, the 994-frame crouch clip), the retargeting's peak at 11.3 kB a frame."""
+    import tracemalloc
+
+    from invkin.retarget.core import _goals
+    from invkin.retarget.report import measure
+    from invkin.retarget.scale import make_targets
+
+    sk, clip, motion = crouch
+    mapping = ik.bundled_mapping(clip, g1)
+    F = clip.n_frames
+    tracemalloc.start()
+    try:
+        t = make_targets(sk, clip, g1, mapping)
+        targets_peak = tracemalloc.get_traced_memory()[1]
+        _, row_body, row_rot = _goals(g1, mapping.bodies, t)
+        has_pos = np.isin(np.arange(len(mapping.bodies)), row_body[~row_rot])
+        has_rot = np.isin(np.arange(len(mapping.bodies)), row_body[row_rot])
+        start = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        rep = measure(g1, motion.q, clip.fps, mapping.bodies, t, has_pos, has_rot, motion.report.flags)
+        report_peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    assert targets_peak / F < 3000 and report_peak / F < 3000, (targets_peak / F, report_peak / F)
+    assert rep.summary() == {**motion.report.summary(), "fps_solve": rep.summary()["fps_solve"]}
+
+
+def test_cli_drafts_a_map_that_retargets_once_edited_and_fed_back(tmp_path, capsys):
+    """Before: propose_mapping existed only in Python; a user with a new skeleton had no command that
+    wrote a map to edit."""
+    import tomllib
+
+    from invkin.cli import main
+
+    clip, draft = MOCAP / "cmu_02_01_walk.bvh", tmp_path / "walk_g1.toml"
+    assert main(["retarget", str(clip), "g1", "--draft-map", str(draft)]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {draft}" in out and f"--mapping {draft}" in out
+    m = load_mapping(draft)
+    assert m.root.link == "pelvis" and len(m.feet) == 2 and "hand" in {b.role for b in m.bodies}
+    edited = tomllib.loads(draft.read_text())  # the user's edit: the hands' targets ignored
+    edited["body"] = [b for b in edited["body"] if b["role"] != "hand"]
+    draft.write_text(load_mapping(edited).to_toml())
+    # kept unless --overwrite (it may hold the edits); JSON by the file's name
+    assert main(["retarget", str(clip), "g1", "--draft-map", str(draft)]) == 2
+    assert "exists" in capsys.readouterr().err and "hand" not in {b.role for b in load_mapping(draft).bodies}
+    assert main(["retarget", str(clip), "g1", "--draft-map", str(tmp_path / "d.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["feet"] == 2 and load_mapping(tmp_path / "d.json").feet
+    motion = tmp_path / "walk.npz"
+    assert main(["retarget", str(clip), "g1", "--mapping", str(draft), "--out", str(motion), "--no-progress",
+                 "--json"]) in (0, 1)
+    s = json.loads(capsys.readouterr().out)
+    assert s["frames"] == 344 and s["limit_violations"] == 0 and ik.read_motion(motion).n_frames == 344
+
+
+def test_cli_draft_of_a_map_without_feet_warns_and_exits_1(tmp_path, capsys):
+    from invkin.cli import main
+
+    legs = [[f"leg_{s}_{k}_link" for k in range(1, 7)] for s in ("left", "right")]
+    (tmp_path / "t.urdf").write_text(_chain_urdf(legs + [["torso_1_link", "head_1_link"]]))
+    code = main(["retarget", str(MOCAP / "cmu_02_01_walk.bvh"), str(tmp_path / "t.urdf"), "--draft-map",
+                 str(tmp_path / "t.toml")])
+    err = capsys.readouterr().err
+    assert code == 1 and "invkin: warning: propose_mapping:" in err and "holds nothing on the floor" in err
+    assert len(load_mapping(tmp_path / "t.toml").bodies) == 3  # written all the same, to edit
+
+
+@pytest.mark.parametrize("clip, extra, expected", [
+    ("cmu_02_01_walk.bvh", ["--draft-map", "{tmp}/m.toml", "--out", "{tmp}/m.npz"],
+     r"--out: applies to a retargeting; --draft-map .* only drafts a map"),
+    ("cmu_02_01_walk.bvh", ["--draft-map", "{tmp}/m.toml", "--mapping", "{tmp}/x.toml"], r"--mapping: applies to a "),
+    ("cmu_02_01_walk.bvh", ["--draft-map", "{tmp}/m.toml", "--iterations", "3"], r"--iterations: applies to a "),
+    ("cmu_02_01_walk.bvh", ["--draft-map", "{tmp}/m.txt"], r"expected a .toml \(or .json\) file"),
+    ("", ["--draft-map", "{tmp}/m.toml"], r"expected a .bvh clip, got .*mocap"),
+    ("cmu_02_01_walk.bvh", ["--draft-map", "{tmp}/no/m.toml"], r"cannot write in .*no: No such folder"),
+    ("cmu_02_01_walk.bvh", [], r"--out: required .* or --draft-map MAP.toml"),
+])
+def test_cli_draft_map_refuses_what_it_would_ignore_and_bad_files(tmp_path, capsys, clip, extra, expected):
+    import re
+
+    from invkin.cli import main
+
+    code = main(["retarget", str(MOCAP / clip), "g1", *(a.format(tmp=tmp_path) for a in extra)])
+    err = capsys.readouterr().err
+    assert code == 2 and re.search(expected, err), err
+    assert list(tmp_path.iterdir()) == []

@@ -5,10 +5,15 @@
 * ``invkin retarget FOLDER ROBOT --out OUT/ [--scheduler tcp://host:8786] [--overwrite]``: every
   ``*.bvh`` below FOLDER through :func:`invkin.retarget.dataset.retarget_dataset` (resumable: a rerun
   skips the clips done; on a Dask cluster with --scheduler).
+* ``invkin retarget CLIP.bvh ROBOT --draft-map MAP.toml [--overwrite]``: no retargeting; a map drafted
+  from the clip's joint and the robot's link names (:func:`invkin.retarget.propose_mapping`) written as
+  TOML (or JSON: ``MAP.json``) to check, edit and give back with ``--mapping MAP.toml``. An existing
+  file is kept (it may hold your edits) unless ``--overwrite``.
 
 ROBOT: a bundled name (``g1``) or a URDF path (its root gets a free joint when it has none).
 Exit codes: 0 done; 1 written, but some frames missed a hard goal or an inequality (single clip),
-or some clips failed (folder); 2 bad input.
+or some clips failed (folder), or the drafted map holds no feet (a warning says what it lacks);
+2 bad input.
 """
 from __future__ import annotations
 
@@ -67,6 +72,11 @@ def cmd_retarget(args) -> int:
     from .cli import UsageError
 
     src = os.fspath(args.input)
+    if args.draft_map is not None:
+        return _draft_map(args, src)
+    if args.out is None:
+        raise UsageError("--out: required (MOTION.npz / .csv for a clip, a folder for a folder), or --draft-map "
+                         "MAP.toml to draft a map")
     if os.path.isdir(src):
         if args.csv:
             raise UsageError(f"--csv {args.csv}: writes one clip's motion; a folder's motions are the .npz files "
@@ -136,6 +146,64 @@ def cmd_retarget(args) -> int:
     return EXIT_PARTIAL if missed else EXIT_OK
 
 
+_RETARGET_ONLY = ("out", "mapping", "csv", "up", "iterations", "margin", "no_self_collision", "scheduler")
+
+
+def _draft_map(args, src) -> int:
+    """``--draft-map``: the map propose_mapping drafts for the clip and the robot, written for the user
+    to edit; nothing is retargeted, so an option of the retargeting is refused, not ignored."""
+    import warnings
+
+    from .cli import UsageError
+    from .errors import InvkinWarning
+
+    path = os.fspath(args.draft_map)
+    for k in _RETARGET_ONLY:
+        v = getattr(args, k)
+        if v not in (None, False):
+            opt = "--" + k.replace("_", "-")
+            raise UsageError(f"{opt}: applies to a retargeting; --draft-map {path} only drafts a map (edit it, then "
+                             f"invkin retarget {src} {args.robot} --mapping {path} --out MOTION.npz)")
+    if os.path.isdir(src) or not src.lower().endswith(".bvh"):
+        raise UsageError(f"--draft-map {path}: drafts a map from one clip's joint names; expected a .bvh clip, "
+                         f"got {src}")
+    if not path.lower().endswith((".toml", ".json")):
+        raise UsageError(f"--draft-map {path}: expected a .toml (or .json) file")
+    if os.path.lexists(path) and not args.overwrite:
+        raise UsageError(f"--draft-map {path}: the file exists (it may hold your edits); give --overwrite to "
+                         f"replace it")
+    _writable("--draft-map", path)
+    from ._io import atomic_write
+    from .model.bvh import read_bvh
+    from .retarget import propose_mapping
+
+    robot = _robot(args)[0]
+    sk, clip = read_bvh(src)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", InvkinWarning)
+        m = propose_mapping(sk, clip, robot)
+    footless = any(issubclass(w.category, InvkinWarning) for w in caught)
+    for w in caught:  # shown as the command shows every warning (one line on stderr)
+        warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    text = m.to_toml()
+    if path.lower().endswith(".json"):
+        import tomllib
+
+        text = json.dumps(tomllib.loads(text), indent=2) + "\n"
+    atomic_write(path, text)
+    roles = {}
+    for b in m.bodies:
+        roles[b.role] = roles.get(b.role, 0) + 1
+    if args.json:
+        print(json.dumps({"input": src, "robot": robot.name, "draft_map": path, "bodies": len(m.bodies),
+                          "roles": roles, "feet": len(m.feet)}))
+    else:
+        parts = ", ".join(f"{n} {r}" for r, n in roles.items())
+        print(f"retarget: drafted a map of {len(m.bodies)} bodies ({parts}) from {src} onto {robot.name}; wrote "
+              f"{path}: check the pairs, then invkin retarget {src} {args.robot} --mapping {path} --out MOTION.npz")
+    return EXIT_PARTIAL if footless else EXIT_OK
+
+
 def _folder(args, src) -> int:
     from .retarget.dataset import retarget_dataset
 
@@ -167,15 +235,20 @@ def register(sub) -> None:
     from .cli_robot import add_robot_options
 
     add_robot_options(p)
-    p.add_argument("--out", required=True, metavar="OUT", help="MOTION.npz / .csv for a clip, a folder for a folder")
+    p.add_argument("--out", metavar="OUT", help="MOTION.npz / .csv for a clip, a folder for a folder (required "
+                                                "unless --draft-map)")
     p.add_argument("--mapping", metavar="MAP", help="a .toml/.json map (default: the bundled map that fits)")
+    p.add_argument("--draft-map", metavar="MAP.toml", help="only draft a map from the clip's joint and the robot's "
+                   "link names and write it (.toml or .json) to edit and give back with --mapping; exit 1 if it "
+                   "holds no feet")
     p.add_argument("--csv", metavar="FILE.csv", help="also write the motion as CSV (one clip)")
     p.add_argument("--up", choices=("y", "z"), help="the clip's up axis (default: the map's, else detected)")
     p.add_argument("--iterations", type=int, metavar="N", help="iterations per frame (default 2)")
     p.add_argument("--margin", type=float, metavar="M", help="self-collision margin [m] (default 0.005)")
     p.add_argument("--no-self-collision", action="store_true", help="do not keep the links apart")
     p.add_argument("--scheduler", metavar="ADDR", help="a Dask scheduler (tcp://host:8786) for a folder")
-    p.add_argument("--overwrite", action="store_true", help="replace another job's output folder")
+    p.add_argument("--overwrite", action="store_true", help="replace another job's output folder, or an existing "
+                                                                "--draft-map file")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_retarget)

@@ -161,6 +161,7 @@ def retarget(skeleton, clip, robot, mapping=None, *, up=None, iterations: int = 
     rest_R = np.ascontiguousarray(np.stack([robot.fk(robot_rest(robot), b.link)[:3, :3] for b in bodies]))
     hold_p = np.zeros((B, 3))
     hold_R = np.tile(np.eye(3), (B, 1, 1))
+    landing = np.zeros(B, dtype=np.bool_)
     t0 = time.perf_counter()
     chunk = F if progress is None else max(1, min(F, 256))
     f0 = 0
@@ -168,7 +169,7 @@ def retarget(skeleton, clip, robot, mapping=None, *, up=None, iterations: int = 
         f1 = min(F, f0 + chunk)
         retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec, row_body, row_rot, targets.p[f0:f1],
                         targets.R[f0:f1], contact[f0:f1], contact_start[f0:f1], body_node, sole_height, rest_R,
-                        hold_p, hold_R, lims, robot.lower, robot.upper, step, TOL_P,
+                        hold_p, hold_R, landing, lims, robot.lower, robot.upper, step, TOL_P,
                         TOL_R, q, iterations, FIRST_ITERATIONS, f0 == 0, DAMPING, FALLBACK_ITERATIONS, ctables, max_rows(ctables), margin,
                         clearance, margin + CUTOFF, sole_node, sole_local, out_q[f0:f1], out_err[f0:f1], out_flags[f0:f1], out_iters[f0:f1])
         f0 = f1

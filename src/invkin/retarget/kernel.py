@@ -22,6 +22,17 @@ so no branch flips) and:
    obstacle here.
 4. If a hard goal is still off by more than its tolerance or an inequality is still violated,
    the frame gets ``fallback_iterations`` more iterations and projections and is flagged.
+5. A contact whose hold is still not met at the end of its first frame *lands*: the frame is solved
+   again from its start with that foot's height and tilt hard and where it stands and its heading
+   soft (toward the hold), in this frame and the next ones until the height and tilt are met; the
+   hold is then taken where the foot stands. A hold is taken where the foot is, dropped to the
+   floor and turned flat, and beside the other foot's hold that can be a stance the robot cannot
+   stand with both feet flat: the CMU crouch clip ends in a 0.72-0.78 m stance, toes in, that G1
+   cannot hold (facing forward, flat feet hold up to about 0.55 m; a whole-body solve with 19,000
+   restarts stays 2 cm off), and its frames 802-993 missed their holds, 171 of them, with the
+   solver creeping the feet on; landed, the foot stands 9 and 14 cm further in and is held. The
+   landing foot's soft rows weigh LANDING_WEIGHT x the map's foot weights (x1 let the other soft
+   goals carry it 14-16 cm).
 
 Frame 0 has no previous frame: it runs ``first_iterations`` iterations inside the joint limits
 only.
@@ -50,6 +61,7 @@ INEQ_PASSES = 3
 BACKTRACK = 3         # a refused step is tried again at 1/2, 1/4, 1/8 of its length before the damping grows
 PARALLEL = 0.99       # two inequality rows whose gradients meet at |cos| above this are one row in a step
 FIRST_SETTLE = 30     # iterations with the inequality rows after the first pose's free solve
+LANDING_WEIGHT = 10.0  # a landing foot's soft rows (where it stands, its heading) over the map's foot weights
 HOLD = 0.05           # hard goals are projected back once off by more than HOLD x tolerance (the core
                       # judges soft steps only while they are within 0.1 x: lm_core.HARD_HOLD)
 # out_flags bits
@@ -123,13 +135,20 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
              tol_p, tol_r):
     """Least-norm steps onto the violated inequality rows with the hard goal rows held (also when
     only a hard goal is off by more than HOLD x its tolerance); returns the deepest collision left
-    [m] (0 when none; see _ineq)."""
+    [m] (0 when none; see _ineq).
+
+    Each pass steps on the rows violated at its start; a row that only the step pushes past its
+    bound (the swing foot's sole below the floor when the base moves to put the held foot back)
+    joins the next pass. So a pass whose Σ hard error² + Σ violation² rises is not yet a conflict:
+    the passes go on and the point of least cost over them is kept (stopping at the first rise left G1's
+    held foot 9 mm off for 9 frames of the CMU crouch clip, frames 542-550, while its other foot
+    swung 2 mm into the floor)."""
     hard = table[9]
     Tall, e, J = ws[0], ws[4], ws[5]
     cb, Jc, ec, Jc2, ec2, Jp, ep, idx, Jm, Z, S, r, lam, col, H, dq, qn, hold, zero = pb
     dof = q.shape[0]
     worst = 0.0
-    before = np.inf
+    best = np.inf
     qb = np.empty(dof)
     for it in range(PROJECT_PASSES + 1):
         _eval(model, table, q, ws, rowerr)
@@ -143,23 +162,21 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
             ch += e[hard[i]] * e[hard[i]]
             n += 1
         n_goal = n
-        if ch + viol > before:  # a conflict (the rows cannot all hold): keep the better point
-            for c in range(dof):
-                q[c] = qb[c]
-            _eval(model, table, q, ws, rowerr)
-            k, viol, miss = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec,
-                                  0.0)
-            worst = miss
-            break
-        before = ch + viol
         worst = miss
+        cost = ch + viol
+        if cost < best:
+            best = cost
+            for c in range(dof):
+                qb[c] = q[c]
         for i in range(k):
             if ec[i] > 0.0:
                 for c in range(dof):
                     Jp[n, c] = Jc[i, c]
                 ep[n] = ec[i] + LIFT
                 n += 1
-        if (n == n_goal and _hard_error(table, rowerr, tol_p, tol_r) <= HOLD) or it == PROJECT_PASSES:
+        if n == n_goal and _hard_error(table, e, tol_p, tol_r, hard[:0], -1) <= HOLD:
+            return worst  # every row holds
+        if it == PROJECT_PASSES:
             break
         for i in range(n):
             idx[i] = i
@@ -167,11 +184,14 @@ def _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, 
         if not core_active_step(Jp[:n], ep[:n], idx[:0], idx[:n], lims, lo, hi, q, 1.0, PROJECT_REG, zero, hold,
                                 H, Jm, Z, S, r, lam, col, dq):
             break
-        for c in range(dof):
-            qb[c] = q[c]
         step_into(q, dq, lims, lo, hi, qn)
         for c in range(dof):
             q[c] = qn[c]
+    if cost > best:  # the rows cannot all hold (they contradict each other): keep the best point
+        for c in range(dof):
+            q[c] = qb[c]
+        _eval(model, table, q, ws, rowerr)
+        worst = _ineq(model, Tall, ctables, clearance, margin, cutoff, sole_node, sole_local, cb, Jc, ec, 0.0)[2]
     return worst
 
 
@@ -327,14 +347,23 @@ def _track_iterate(model, table, lims, lo, hi, q, max_iter, damping, ws, pb, cta
 
 
 @njit(cache=True)
-def _hard_error(table, rowerr, tol_p, tol_r):
-    """Largest error of a hard row over its tolerance (<= 1: met)."""
-    gkind, glevel = table[1], table[3]
+def _hard_error(table, e, tol_p, tol_r, row_body, body):
+    """Largest error of a goal's hard components over its tolerance (<= 1: met), from the weighted
+    residual e (dof rows 3g..3g+2 of goal g; table[9], the hard components, in goal order): every
+    goal's, or with body >= 0 those of that body's goals. A landing foot's goals have hard and
+    soft components (the height and the tilt hard)."""
+    gkind, gw, hard = table[1], table[7], table[9]
     worst = 0.0
-    for g in range(glevel.shape[0]):
-        if glevel[g] == 0:
+    i = 0
+    while i < hard.shape[0]:
+        g = hard[i] // 3
+        s = 0.0
+        while i < hard.shape[0] and hard[i] // 3 == g:
+            s += e[hard[i]] * e[hard[i]]
+            i += 1
+        if body < 0 or row_body[g] == body:
             t = tol_p if gkind[g] == 0 else tol_r
-            worst = max(worst, rowerr[g] / t)
+            worst = max(worst, math.sqrt(s) / (gw[g] * t))
     return worst
 
 
@@ -362,16 +391,95 @@ def _new_hold(model, q, node, height, R0, Tall, hp, hR):
 
 
 @njit(cache=True)
-def retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec0, row_body, row_rot, tp, tR, contact, contact_start,
-                    body_node, sole_height, rest_R, hold_p, hold_R, lims, lower,
+def _frame_rows(f, tp, tR, contact, landing, row_body, row_rot, gvec0, gw0, hold_p, hold_R, gvec, gR, wvec, wR, gw,
+                glevel, soft_buf, hard_buf):
+    """Frame f's goal table: each row's target (a held foot's hold, else the frame's target, also
+    into the core's world targets wvec, wR), its level, and the soft and hard components (returns
+    their counts). A held foot's rows are hard; a landing foot's height and tilt are hard, where it
+    stands and its heading soft (toward its hold; a world rotation vector's z component turns the
+    foot about the vertical)."""
+    ns = 0
+    nh = 0
+    for g in range(row_body.shape[0]):
+        b = row_body[g]
+        held = contact[f, b]
+        if row_rot[g]:
+            for i in range(3):
+                gvec[g, i] = gvec0[g, i]
+        else:
+            for i in range(3):
+                gvec[g, i] = hold_p[b, i] if held else tp[f, b, i]
+        for i in range(3):
+            for j in range(3):
+                gR[g, i, j] = hold_R[b, i, j] if held else tR[f, b, i, j]
+        for i in range(3):
+            wvec[g, i] = gvec[g, i]
+            for j in range(3):
+                wR[g, i, j] = gR[g, i, j]
+        glevel[g] = 0 if held else 1
+        gw[g] = gw0[g] * LANDING_WEIGHT if held and landing[b] else gw0[g]
+        for k in range(3):
+            if held and not (landing[b] and (k == 2) == row_rot[g]):
+                hard_buf[nh] = 3 * g + k
+                nh += 1
+            else:
+                soft_buf[ns] = 3 * g + k
+                ns += 1
+    return ns, nh
+
+
+@njit(cache=True)
+def _solve_frame(model, table, lims, lo, hi, lower, upper, q, ws, pb, ctables, margin, clearance, cutoff, sole_node,
+                 sole_local, rowerr, tol_p, tol_r, iterations, first_iterations, fallback_iterations, damping, bounded):
+    """One frame from q inside the step box lo, hi (steps 2-4 of the module docstring): returns its
+    flags and the iterations used."""
+    e = ws[4]
+    row_any = table[0][:0]  # _hard_error over every goal reads no body array
+    # hard goals met first, then damped steps toward the soft ones inside the step box, then
+    # the inequalities (and the hard goals bent by the soft steps) by projection
+    if table[9].shape[0] > 0:
+        _project(model, table, lims, lo, hi, q, ws, pb, ctables, -np.inf, clearance, cutoff, sole_node,
+                 sole_local, rowerr, tol_p, tol_r)
+    used = 0
+    if not bounded:  # the clip's first pose from the rest pose: reach it free of the link pairs, then
+        # push the pairs apart (a rest pose far from the first pose would leave the limbs tangled)
+        used = _track_iterate(model, table, lims, lo, hi, q, first_iterations, damping, ws, pb, ctables,
+                              -np.inf, clearance, cutoff, sole_node, sole_local)
+    used += _track_iterate(model, table, lims, lo, hi, q, iterations if bounded else FIRST_SETTLE, damping, ws, pb,
+                           ctables, margin, clearance, cutoff, sole_node, sole_local)
+    flags = 0
+    dof = q.shape[0]
+    if bounded:
+        for i in range(dof):
+            if lims[L_BALL, i] == 0.0 and ((q[i] <= lo[i] and lo[i] > lower[i]) or
+                                           (q[i] >= hi[i] and hi[i] < upper[i])):
+                flags = F_BOUND
+    worst = _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, cutoff, sole_node,
+                     sole_local, rowerr, tol_p, tol_r)
+    if worst > INEQ_TOL or _hard_error(table, e, tol_p, tol_r, row_any, -1) > 1.0:
+        flags |= F_FALLBACK
+        used += _track_iterate(model, table, lims, lo, hi, q, fallback_iterations, damping, ws, pb, ctables, margin,
+                               clearance, cutoff, sole_node, sole_local)
+        worst = _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, cutoff, sole_node,
+                         sole_local, rowerr, tol_p, tol_r)
+        if _hard_error(table, e, tol_p, tol_r, row_any, -1) > 1.0:
+            flags |= F_HARD_MISSED
+        if worst > INEQ_TOL:
+            flags |= F_INEQ_MISSED
+    return flags, used
+
+
+@njit(cache=True)
+def retarget_frames(model, gnode, gkind, gref, gaxis, gw0, gvec0, row_body, row_rot, tp, tR, contact, contact_start,
+                    body_node, sole_height, rest_R, hold_p, hold_R, landing, lims, lower,
                     upper, step, tol_p, tol_r, q, iterations, first_iterations, fresh, damping, fallback_iterations, ctables,
                     n_rows, margin, clearance, cutoff, sole_node, sole_local, out_q, out_err, out_flags, out_iters):
     """Retarget every frame (see the module docstring). tp (F, B, 3), tR (F, B, 3, 3) targets per
     body; contact (F, B); contact_start (F, B): a contact begins (its hold is taken: the foot where
     it is, on the floor, flat with its heading; body_node, sole_height [m], rest_R (B, 3, 3): each
     body's node, its link's height above the floor when flat, its rest orientation); hold_p (B, 3),
-    hold_R (B, 3, 3): the holds, kept between calls; row_body, row_rot (G,): the body of each goal row and whether it is a
-    rotation row. q (dof,): the start of frame 0 (changed in place); ``fresh``: frame 0 is the clip's
+    hold_R (B, 3, 3), landing (B,) bool: the holds and the landing feet (see the module docstring), kept
+    between calls; row_body, row_rot (G,): the body of each goal row and whether it is a rotation row. q (dof,): the start of frame 0 (changed in place); ``fresh``: frame 0 is the clip's
     first (first_iterations, no step bound), else it continues from the previous frame's q. Writes out_q (F, dof),
     out_err (F, G) each row's error [m or rad], out_flags (F,) and out_iters (F,)."""
     F = tp.shape[0]
@@ -379,12 +487,14 @@ def retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec0, row_body, row_r
     dof = q.shape[0]
     n = model[0].shape[0]
     gvec = gvec0.copy()
+    gw = gw0.copy()
     gR = np.zeros((G, 3, 3))
     glevel = np.ones(G, dtype=np.int64)
     soft_buf = np.empty(3 * G, dtype=np.int64)
     hard_buf = np.empty(3 * G, dtype=np.int64)
     ws = core_workspace(n, dof, gvec, gR, 3 * G, 0)
     wvec, wR = ws[10], ws[11]
+    e = ws[4]  # the goal rows' weighted residual at q after every _eval (_project ends with one)
     nr = max(n_rows, 1)
     nc = n_rows + sole_node.shape[0]
     mp = 3 * G + nc
@@ -400,71 +510,50 @@ def retarget_frames(model, gnode, gkind, gref, gaxis, gw, gvec0, row_body, row_r
     hi = np.empty(dof)
     rowerr = np.empty(G)
     Tb = np.empty((n, 4, 4))
+    q_start = np.empty(dof)
     for f in range(F):
-        ns = 0
-        nh = 0
+        first = f == 0 and fresh
         for b in range(contact.shape[1]):
-            if contact[f, b] and (contact_start[f, b] or (f == 0 and fresh)):
+            if contact[f, b] and (contact_start[f, b] or first):
                 _new_hold(model, q, body_node[b], sole_height[b], rest_R[b], Tb, hold_p[b], hold_R[b])
-        for g in range(G):
-            b = row_body[g]
-            held = contact[f, b]
-            if row_rot[g]:
-                for i in range(3):
-                    gvec[g, i] = gvec0[g, i]
-            else:
-                for i in range(3):
-                    gvec[g, i] = hold_p[b, i] if held else tp[f, b, i]
-            for i in range(3):
-                for j in range(3):
-                    gR[g, i, j] = hold_R[b, i, j] if held else tR[f, b, i, j]
-            for i in range(3):  # the core reads the world targets from its workspace (wvec, wR)
-                wvec[g, i] = gvec[g, i]
-                for j in range(3):
-                    wR[g, i, j] = gR[g, i, j]
-            glevel[g] = 0 if contact[f, b] else 1
-            for k in range(3):
-                if glevel[g] == 0:
-                    hard_buf[nh] = 3 * g + k
-                    nh += 1
-                else:
-                    soft_buf[ns] = 3 * g + k
-                    ns += 1
-        table = (gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft_buf[:ns], hard_buf[:nh])
-        bounded = not (f == 0 and fresh)
+                landing[b] = False
+            elif not contact[f, b]:
+                landing[b] = False
+        for i in range(dof):
+            q_start[i] = q[i]
+        bounded = not first
         for i in range(dof):
             lo[i] = max(lower[i], q[i] - step[i]) if bounded else lower[i]
             hi[i] = min(upper[i], q[i] + step[i]) if bounded else upper[i]
-        # hard goals met first, then damped steps toward the soft ones inside the step box, then
-        # the inequalities (and the hard goals bent by the soft steps) by projection
-        if nh > 0:
-            _project(model, table, lims, lo, hi, q, ws, pb, ctables, -np.inf, clearance, cutoff, sole_node,
-                     sole_local, rowerr, tol_p, tol_r)
-        used = 0
-        if not bounded:  # the clip's first pose from the rest pose: reach it free of the link pairs, then
-            # push the pairs apart (a rest pose far from the first pose would leave the limbs tangled)
-            used = _track_iterate(model, table, lims, lo, hi, q, first_iterations, damping, ws, pb, ctables,
-                                  -np.inf, clearance, cutoff, sole_node, sole_local)
-        used += _track_iterate(model, table, lims, lo, hi, q, iterations if bounded else FIRST_SETTLE, damping, ws, pb,
-                               ctables, margin, clearance, cutoff, sole_node, sole_local)
-        flags = 0
-        if bounded:
+        ns, nh = _frame_rows(f, tp, tR, contact, landing, row_body, row_rot, gvec0, gw0, hold_p, hold_R, gvec, gR,
+                             wvec, wR, gw, glevel, soft_buf, hard_buf)
+        table = (gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft_buf[:ns], hard_buf[:nh])
+        flags, used = _solve_frame(model, table, lims, lo, hi, lower, upper, q, ws, pb, ctables, margin, clearance,
+                                   cutoff, sole_node, sole_local, rowerr, tol_p, tol_r, iterations, first_iterations,
+                                   fallback_iterations, damping, bounded)
+        # a contact whose hold the robot cannot meet on its first frame (a stance wider than its legs
+        # and ankles allow with both feet flat): the frame again, the foot landing where it can
+        again = False
+        for b in range(contact.shape[1]):
+            if contact[f, b] and (contact_start[f, b] or first) and \
+                    _hard_error(table, e, tol_p, tol_r, row_body, b) > 1.0:
+                landing[b] = True
+                again = True
+        if again:
             for i in range(dof):
-                if lims[L_BALL, i] == 0.0 and ((q[i] <= lo[i] and lo[i] > lower[i]) or
-                                               (q[i] >= hi[i] and hi[i] < upper[i])):
-                    flags = F_BOUND
-        worst = _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, cutoff, sole_node, sole_local, rowerr,
-                         tol_p, tol_r)
-        if worst > INEQ_TOL or _hard_error(table, rowerr, tol_p, tol_r) > 1.0:
+                q[i] = q_start[i]
+            ns, nh = _frame_rows(f, tp, tR, contact, landing, row_body, row_rot, gvec0, gw0, hold_p, hold_R, gvec,
+                                 gR, wvec, wR, gw, glevel, soft_buf, hard_buf)
+            table = (gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, soft_buf[:ns], hard_buf[:nh])
+            flags, more = _solve_frame(model, table, lims, lo, hi, lower, upper, q, ws, pb, ctables, margin,
+                                       clearance, cutoff, sole_node, sole_local, rowerr, tol_p, tol_r, iterations,
+                                       first_iterations, fallback_iterations, damping, bounded)
             flags |= F_FALLBACK
-            used += _track_iterate(model, table, lims, lo, hi, q, fallback_iterations, damping, ws, pb, ctables, margin,
-                                   clearance, cutoff, sole_node, sole_local)
-            worst = _project(model, table, lims, lo, hi, q, ws, pb, ctables, margin, clearance, cutoff, sole_node, sole_local,
-                             rowerr, tol_p, tol_r)
-            if _hard_error(table, rowerr, tol_p, tol_r) > 1.0:
-                flags |= F_HARD_MISSED
-            if worst > INEQ_TOL:
-                flags |= F_INEQ_MISSED
+            used += more
+        for b in range(contact.shape[1]):  # down and flat: held from here on where it stands
+            if contact[f, b] and landing[b] and _hard_error(table, e, tol_p, tol_r, row_body, b) <= 1.0:
+                _new_hold(model, q, body_node[b], sole_height[b], rest_R[b], Tb, hold_p[b], hold_R[b])
+                landing[b] = False
         for i in range(dof):
             out_q[f, i] = q[i]
         for g in range(G):

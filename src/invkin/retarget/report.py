@@ -28,6 +28,8 @@ import numpy as np
 
 __all__ = ["RetargetReport", "measure"]
 
+MEASURE_CHUNK = 64  # frames whose FK (every node) is held at once
+
 
 @dataclass(frozen=True, eq=False)
 class RetargetReport:
@@ -91,8 +93,9 @@ class RetargetReport:
                 f"jump ≤ {s['max_joint_jump']:.3f} rad, {s['fallback_frames']} fallbacks)")
 
 
-def _self_collisions(robot, Tall):
-    """Self-collision pair count (F,) from the link capsules (overlap beyond the rest pose's)."""
+def _self_collisions(robot, Tall, count):
+    """Self-collision pair counts into count (F,) from the link capsules (overlap beyond the rest
+    pose's), for the FK Tall (F, n_nodes, 4, 4)."""
     from .scale import rest_clearance
 
     from ..collision import kernels as CK
@@ -101,16 +104,14 @@ def _self_collisions(robot, Tall):
     t = collision_tables(robot)
     links, link_caps, caps, bounds, pairs = t[:5]
     wcaps, wb, out = t[11], t[12], t[13]
-    F = Tall.shape[0]
-    count = np.zeros(F, dtype=np.int64)
+    count[:] = 0
     rest = rest_clearance(robot)
     allowed = np.minimum(0.0, rest[links[pairs[:, 0]], links[pairs[:, 1]]]) - 1e-3 if len(pairs) else None
     if len(pairs):
-        for f in range(F):
+        for f in range(Tall.shape[0]):
             CK.world_capsules(Tall[f], links, link_caps, caps, bounds, wcaps, wb)
             CK.self_distances(wcaps, wb, link_caps, pairs, 0.0, out)
             count[f] = int(np.count_nonzero(out[:, 0] < allowed))
-    return count
 
 
 def measure(robot, q, fps, bodies, targets, has_pos, has_rot, flags=None, seconds=0.0) -> RetargetReport:
@@ -119,27 +120,36 @@ def measure(robot, q, fps, bodies, targets, has_pos, has_rot, flags=None, second
 
     q = np.asarray(q, dtype=np.float64)
     F = q.shape[0]
-    Tall = robot.fk_all_array(q).reshape(F, robot.n_nodes, 4, 4)
     nodes = [robot.frame_index(b.link) for b in bodies]
-    T = Tall[:, nodes]  # (F, B, 4, 4)
-    pe = np.linalg.norm(T[:, :, :3, 3] - targets.p, axis=2)
-    Rrel = np.einsum("fbji,fbjk->fbik", T[:, :, :3, :3], targets.R)
-    ce = np.clip((np.trace(Rrel, axis1=2, axis2=3) - 1.0) / 2.0, -1.0, 1.0)
-    re = np.arccos(ce)
+    B = len(nodes)
+    pe = np.empty((F, B))
+    re = np.empty((F, B))
+    p_feet = np.empty((F, B, 2))  # the bodies' horizontal positions (the feet's slide)
+    count = np.zeros(F, dtype=np.int64)
+    pen = np.zeros(F)
+    # the FK of every node, a chunk of frames at a time: the whole clip's (G1: 5.1 kB a frame) was
+    # the report's and the retargeting's peak memory (11.3 kB a frame on the CMU crouch clip)
+    for a in range(0, F, MEASURE_CHUNK):
+        b_ = min(F, a + MEASURE_CHUNK)
+        Tall = robot.fk_all_array(q[a:b_]).reshape(b_ - a, robot.n_nodes, 4, 4)
+        T = Tall[:, nodes]  # (chunk, B, 4, 4)
+        pe[a:b_] = np.linalg.norm(T[:, :, :3, 3] - targets.p[a:b_], axis=2)
+        Rrel = np.einsum("fbji,fbjk->fbik", T[:, :, :3, :3], targets.R[a:b_])
+        re[a:b_] = np.arccos(np.clip((np.trace(Rrel, axis1=2, axis2=3) - 1.0) / 2.0, -1.0, 1.0))
+        p_feet[a:b_] = T[:, :, :2, 3]
+        _self_collisions(robot, Tall, count[a:b_])
+        for b, pts in targets.sole.items():
+            if len(pts):
+                z = np.einsum("fj,pj->fp", T[:, b, 2, :3], pts[:, :3]) + T[:, b, 2, 3:4] - pts[:, 3]
+                pen[a:b_] = np.maximum(pen[a:b_], -z.min(axis=1))
     pe[:, ~np.asarray(has_pos, dtype=bool)] = np.nan
     re[:, ~np.asarray(has_rot, dtype=bool)] = np.nan
     contacts, slide = [], []
     for b, spans in targets.contacts.items():
         for s, e in spans:
-            P = T[s:e, b, :2, 3]
+            P = p_feet[s:e, b]
             contacts.append((bodies[b].link, int(s), int(e)))
             slide.append(float(np.linalg.norm(P - P[0], axis=1).max()) if len(P) else 0.0)
-    count = _self_collisions(robot, Tall)
-    pen = np.zeros(F)
-    for b, pts in targets.sole.items():
-        if len(pts):
-            z = np.einsum("fj,pj->fp", T[:, b, 2, :3], pts[:, :3]) + T[:, b, 2, 3:4] - pts[:, 3]
-            pen = np.maximum(pen, -z.min(axis=1))
     lo, hi = robot.lower, robot.upper
     lim = int(np.count_nonzero((q < lo - 1e-9) | (q > hi + 1e-9)))
     joints = slice(6, None) if robot.floating else slice(None)

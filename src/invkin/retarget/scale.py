@@ -168,7 +168,6 @@ def make_targets(skeleton, clip, robot, mapping, up=None, contact_options=None) 
     qr0 = robot_rest(robot)
     Ts0 = np.stack([skeleton.fk(qs0, b.source) for b in bodies])
     Tr0 = np.stack([robot.fk(qr0, b.link) for b in bodies])
-    Ts = np.stack([skeleton.fk(clip.frames, b.source) for b in bodies], axis=1)  # (F, B, 4, 4)
     ps0 = Ts0[:, :3, 3] @ A.T
     pr0 = Tr0[:, :3, 3]
     # nearest mapped ancestor of every body
@@ -226,9 +225,15 @@ def make_targets(skeleton, clip, robot, mapping, up=None, contact_options=None) 
     # geometry puts it, carried by the parent's rotation target (hips and shoulders are placed
     # differently in every body: only the limbs below them take the source's directions)
     F = clip.n_frames
-    psw = Ts[:, :, :3, 3] @ A.T  # (F, B, 3)
-    Rw = np.einsum("ij,fbjk->fbik", A, Ts[:, :, :3, :3])
-    R = np.einsum("fbij,bjk->fbik", Rw, O)
+    # the source's positions and rotation targets body by body (the (F, B, 4, 4) poses of every body
+    # at once, built from a list, were 3.6 kB a frame at the peak)
+    psw = np.empty((F, B, 3))
+    R = np.empty((F, B, 3, 3))
+    for i, b in enumerate(bodies):
+        Ts = skeleton.fk(clip.frames, b.source)  # (F, 4, 4)
+        psw[:, i] = Ts[:, :3, 3] @ A.T
+        R[:, i] = A @ Ts[:, :3, :3] @ O[i]
+    del Ts
     n_children = np.bincount(parent[parent >= 0], minlength=B)
     p = np.empty((F, B, 3))
     order = sorted(range(B), key=lambda i: clip.names.index(bodies[i].source))
@@ -243,7 +248,7 @@ def make_targets(skeleton, clip, robot, mapping, up=None, contact_options=None) 
             p[:, i] = p[:, a] + scale[i] * (psw[:, i] - psw[:, a])
         off = np.asarray(bodies[i].position_offset)
         if np.any(off):
-            p[:, i] += np.einsum("fij,j->fi", Rw[:, i], off)
+            p[:, i] += np.einsum("fij,j->fi", R[:, i] @ O[i].T, off)  # A R_s(b): the source's rotation
     # contacts on the source, the floor, holds
     contacts, sole, sole_h = {}, {}, {}
     contact = np.zeros((F, B), dtype=bool)
