@@ -1053,3 +1053,36 @@ def test_the_model_pruned_to_the_goals_nodes_runs_the_full_models_iterates(hum, 
             assert (p_new < 0 and p_old < 0) or keep[p_new] == p_old
         assert [keep[i] for i in t1[0]] == t0[0].tolist()
         assert [keep[i] if i >= 0 else -1 for i in t1[2]] == t0[2].tolist()
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3])
+def test_a_capped_solve_keeps_the_hard_feet_and_moves_the_hand(hum, budget):
+    """An iteration budget under HOLD_BUDGET holds the hard goals at every step: the hand moves
+    toward its target and the hard feet stay (the relaxed first steps of an attempt moved them:
+    G1, one iteration of a crouch, 4.9 cm)."""
+    q0 = _stance(hum)
+    hand = ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3] + [0.15, 0.05, -0.25])
+    goals = _feet(hum, q0) + [hand]
+    r = ik.solve(hum, goals, q0=q0, max_iterations=budget)
+    assert r.status == ik.Status.ITERATION_LIMIT and r.iterations == budget
+    for f in ("l_foot", "r_foot"):
+        assert np.linalg.norm(hum.fk(r.q, f)[:3, 3] - hum.fk(q0, f)[:3, 3]) <= 1e-6
+    assert r.goals_met[:2] == (True, True) and not r.goals_met[2]
+    before = np.linalg.norm(hum.fk(q0, "l_hand")[:3, 3] - hand.p)
+    after = np.linalg.norm(hum.fk(r.q, "l_hand")[:3, 3] - hand.p)
+    assert after < 0.8 * before
+
+
+def test_a_budget_that_ends_in_the_relaxed_steps_returns_the_start_with_its_hard_goals(hum, monkeypatch):
+    """Where an attempt's relaxed first steps run (no HOLD_BUDGET hold) and the budget ends there,
+    before any attempt finished, the answer is the start when it had the hard goals nearer: hard
+    goals first."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("invkin.solve"), "HOLD_BUDGET", 0)
+    q0 = _stance(hum)
+    hand = ik.Position("l_hand", hum.fk(q0, "l_hand")[:3, 3] + [0.15, 0.05, -0.25])
+    r = ik.solve(hum, _feet(hum, q0) + [hand], q0=q0, max_iterations=1)
+    assert r.status == ik.Status.ITERATION_LIMIT
+    np.testing.assert_array_equal(r.q, np.clip(q0, hum.lower, hum.upper))
+    assert r.goals_met[:2] == (True, True)

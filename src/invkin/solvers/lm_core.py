@@ -1776,12 +1776,22 @@ def _core_attempts(model, table, lims, lo, hi, q_rest, w_post, tol_p, tol_r, q0,
             state[S_ATTEMPT_ITERS] = 0.0
             state[S_LAMBDA] = 0.0
             _restart_near(lims, lo, hi, q0, seed, attempt, q)
-    if not (state[S_BEST] < np.inf):  # no attempt finished: report the current q
+    if not (state[S_BEST] < np.inf):  # no attempt finished: report the current q ...
         errs = ws[8]
         core_eval(ni, nf, origin, mass, com, q, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10], ws[11],
                   ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], errs, bool(0))
+        src = q
+        if hard.shape[0] > 0 and _hard_key(errs, tol_p, tol_r) > 1.0:
+            # ... or the start, where the budget ended in an attempt's relaxed first steps with the
+            # hard goals off and the start had them nearer (hard goals first: G1, hard feet, one
+            # iteration of a crouch moved the feet 4.9 cm)
+            core_eval(ni, nf, origin, mass, com, q0, gnode, gkind, gref, glevel, gvec, gR, gaxis, gw, ws[10],
+                      ws[11], ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[9], bool(0))
+            if _hard_key(ws[9], tol_p, tol_r) < _hard_key(errs, tol_p, tol_r):
+                src = q0
+                errs = ws[9]
         for i in range(dof):
-            best_q[i] = q[i]
+            best_q[i] = src[i]
         state[S_BEST_PERR] = errs[0]
         state[S_BEST_RERR] = errs[1]
         state[S_BEST_HARD] = _hard_key(errs, tol_p, tol_r)
