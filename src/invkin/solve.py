@@ -317,7 +317,9 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             Methods that would not use them (gauss-seidel, fabrik, analytic) refuse them (SolverError),
             except with mode="distance" or a ``nullspace`` refinement, which measure with them.
         restarts: True: restart from random configurations when an attempt stalls, while the
-            budget lasts; False: one attempt (anything else is a GoalError).
+            budget lasts; False: one attempt (anything else is a GoalError). With lm on one frame's
+            goals, 40 restarts in a row that find nothing better than the best answer (by 1 %) end
+            the solve ``unreachable`` with that answer, before the budget (:class:`Status`).
         mode: "speed" returns the first solution; "distance" keeps solving until the budget is
             spent and returns the converged solution closest to q0 (TRAC-IK's Distance mode).
         nullspace: a redundancy objective (SEEDS.md §1's η): "joint_limits", "manipulability",
@@ -1692,7 +1694,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         q0: (dof,) or (B, dof) start configurations (default ``robot.neutral()``).
         max_restarts: random restarts per target after the first attempt, 0 to
             :data:`MAX_RESTARTS` = 10,000 (lm: no clock inside the parallel kernel, the budget is
-            iterations, so results are deterministic for a seed; other methods run :func:`solve`
+            iterations, so results are deterministic for a seed; a target whose restarts find
+            nothing better for 40 in a row stops there, ``unreachable``, as in :func:`solve`; other
+            methods run :func:`solve`
             per target, with its ``timeout``, default 0.05 s, as well: pass ``timeout=None`` (and
             ``max_iterations``) for results that do not depend on the clock).
         seed: an int in [0, 2**63 - B); target ``b`` is seeded with ``seed + b``.
