@@ -548,7 +548,8 @@ def lm_chain_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, be
     calls. On the first call (state[S_STARTED] == 0) q starts from q0 clamped into the limits;
     a q0 with an entry that is not a number within ±MAX_LENGTH returns -1. When the budget ends
     before any attempt finished, best_q holds the clamped current q and state its errors. ``state`` has CHAIN_STATE entries
-    (new_chain_state). Returns CONVERGED, RUNNING, STALLED or -1."""
+    (new_chain_state). Returns CONVERGED, RUNNING, STALLED (max_attempts ran), UNREACHABLE (CHAIN_AGREEMENTS
+    attempts in a row found nothing better than best_q, which holds the closest answer) or -1."""
     ws = chain_workspace(buf, ch.shape[0], q0.shape[0], 3 * gkind.shape[0])
     code = lm_chain_attempts_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, state, budget,
                                 attempt_iters, max_attempts, seed, ws)
@@ -644,7 +645,8 @@ def lm_chain_attempts_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0,
                 for i in range(dof):
                     best_q[i] = q[i]
             if state[S_AGREE] >= CHAIN_AGREEMENTS:
-                return UNREACHABLE
+                code = UNREACHABLE
+                break
             attempt = int(state[S_ATTEMPT]) + 1
             state[S_ATTEMPT] = attempt
             state[S_ATTEMPT_ITERS] = 0.0
