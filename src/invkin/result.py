@@ -10,12 +10,21 @@ __all__ = ["Status", "Result", "BatchResult"]
 
 
 class Status(str, enum.Enum):
-    """Why a solve stopped. Only ``converged`` means every goal is within tolerance."""
+    """Why a solve stopped. Only ``converged`` means every goal is within tolerance.
+
+    ``unreachable`` rests on one of two grounds: a proof (a position goal beyond its chain's reach
+    radius, two goals farther apart than the links between them stretch, ...) or the restarts'
+    verdict: they keep ending at the same closest answer and none does better (lm's chain route:
+    40 attempts in a row, from uniform random starts, none better than the best by more than 1 %;
+    see docs/architecture.md, "The restart verdict"). Either way ``Result.q`` is the closest answer
+    found. ``time_limit`` / ``iteration_limit`` mean the budget ran out first: restarts were still
+    finding better answers, or too few had run for a verdict, so more time may help.
+    """
 
     CONVERGED = "converged"
-    UNREACHABLE = "unreachable"          # no configuration meets the goals: best effort returned
-    ITERATION_LIMIT = "iteration_limit"  # max_iterations spent while still improving
-    TIME_LIMIT = "time_limit"            # timeout spent while still improving
+    UNREACHABLE = "unreachable"          # no configuration meets the goals (proved, or the restarts agree): closest returned
+    ITERATION_LIMIT = "iteration_limit"  # max_iterations spent while still improving (or before a verdict)
+    TIME_LIMIT = "time_limit"            # timeout spent while still improving (or before a verdict)
     STALLED = "stalled"                  # every attempt stopped in a local minimum
     OUT_OF_WORKSPACE = "out_of_workspace"  # (reach) the target is beyond the reach radius
     IN_COLLISION = "in_collision"        # the goals are met only closer than the margin (world / self_collision)

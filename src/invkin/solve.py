@@ -41,7 +41,7 @@ _CHAIN_STATE0 = (_lm.new_chain_state(0.0), _lm.new_chain_state(1.0))  # clamped 
 _CORE_STATE0 = (_core.new_core_state(0.0), _core.new_core_state(1.0))  # mode "speed" / "distance"
 ATTEMPT_ITERATIONS, S_ATTEMPT, S_ITERS, S_MINIMIZE = _lm.ATTEMPT_ITERATIONS, _lm.S_ATTEMPT, _lm.S_ITERS, _lm.S_MINIMIZE
 S_ATTEMPT_ITERS = _lm.S_ATTEMPT_ITERS
-S_BEST_PERR, S_BEST_RERR, S_BEST_DIST, UNREACHABLE = _lm.S_BEST_PERR, _lm.S_BEST_RERR, _core.S_BEST_DIST, _core.UNREACHABLE
+S_BEST_PERR, S_BEST_RERR, S_BEST_DIST, UNREACHABLE = _lm.S_BEST_PERR, _lm.S_BEST_RERR, _core.S_BEST_DIST, _lm.UNREACHABLE
 
 
 class _Scratch(threading.local):
@@ -320,7 +320,9 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
             Methods that would not use them (gauss-seidel, fabrik, analytic) refuse them (SolverError),
             except with mode="distance" or a ``nullspace`` refinement, which measure with them.
         restarts: True: restart from random configurations when an attempt stalls, while the
-            budget lasts; False: one attempt (anything else is a GoalError).
+            budget lasts; False: one attempt (anything else is a GoalError). With lm on one frame's
+            goals, 40 restarts in a row that find nothing better than the best answer (by 1 %) end
+            the solve ``unreachable`` with that answer, before the budget (:class:`Status`).
         mode: "speed" returns the first solution; "distance" keeps solving until the budget is
             spent and returns the converged solution closest to q0 (TRAC-IK's Distance mode).
         nullspace: a redundancy objective (SEEDS.md §1's η): "joint_limits", "manipulability",
@@ -1028,6 +1030,9 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             return _post_checked(robot, goals, res, q0, tol_p, tol_r) if post else res
         if code < 0:
             return None  # a non-finite q0: the general path names the bad entry
+        if code == UNREACHABLE:  # restarts keep stalling at the same closest answer (lm.CHAIN_AGREEMENTS)
+            status = Status.UNREACHABLE
+            break
         now = time.perf_counter()
         if not checked_reach:
             checked_reach = True
@@ -1637,7 +1642,7 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
             st[S_BEST_PERR] = math.inf
             best_q[:] = q_start
         now = time.perf_counter()
-        if code == UNREACHABLE and not chain:
+        if code == UNREACHABLE:  # restarts agree on the closest answer (lm.CHAIN_AGREEMENTS, lm_core.AGREEMENTS)
             status = Status.UNREACHABLE
             break
         if not checked_reach:
@@ -1698,7 +1703,9 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
         q0: (dof,) or (B, dof) start configurations (default ``robot.neutral()``).
         max_restarts: random restarts per target after the first attempt, 0 to
             :data:`MAX_RESTARTS` = 10,000 (lm: no clock inside the parallel kernel, the budget is
-            iterations, so results are deterministic for a seed; other methods run :func:`solve`
+            iterations, so results are deterministic for a seed; a target whose restarts find
+            nothing better for 40 in a row stops there, ``unreachable``, as in :func:`solve`; other
+            methods run :func:`solve`
             per target, with its ``timeout``, default 0.05 s, as well: pass ``timeout=None`` (and
             ``max_iterations``) for results that do not depend on the clock).
         seed: an int in [0, 2**63 - B); target ``b`` is seeded with ``seed + b``.
@@ -1804,7 +1811,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
     errs = np.full((B, 2), np.inf)
     iters = np.zeros(B, dtype=np.int64)
     rest = np.zeros(B, dtype=np.int64)
-    conv = np.zeros(B, dtype=np.bool_)
+    kcode = np.zeros(B, dtype=np.int64)  # each item's kernel code
     p = problem
     default = p.joint_weights is robot.unit_weights
     jw = None if default else p.joint_weights
@@ -1817,7 +1824,7 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
             sl = slice(b, b + 1)
             parallel_call(lm_chain_batch, ch, lims, p.gkind, gvecs[sl], gRs[sl], p.gaxis, p.gw, p.tol_p, p.tol_r,
                            q0s[sl], free, ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b, q_out[sl], errs[sl],
-                           iters[sl], rest[sl], conv[sl])
+                           iters[sl], rest[sl], kcode[sl])
     else:
         lims, free, _ = _lm_tables(robot, jw, q0s[0] if B else None)
         b0 = 0
@@ -1825,18 +1832,20 @@ def solve_many(robot, frame, Ts, q0=None, method: str = "lm", position_tolerance
             piece = slice(b0, b0 + INTERPRETED_BATCH)  # would a piece run interpreted?
             args = (ch, lims, p.gkind, gvecs[piece], gRs[piece], p.gaxis, p.gw, p.tol_p, p.tol_r, q0s[piece], free,
                     ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b0, q_out[piece], errs[piece], iters[piece],
-                    rest[piece], conv[piece])
+                    rest[piece], kcode[piece])
             n = B - b0 if _tier_ready(lm_chain_batch, args) else min(B - b0, INTERPRETED_BATCH)
             sl = slice(b0, b0 + n)
             parallel_call(lm_chain_batch, ch, lims, p.gkind, gvecs[sl], gRs[sl], p.gaxis, p.gw, p.tol_p, p.tol_r,
                            q0s[sl], free, ATTEMPT_ITERATIONS, int(max_restarts), int(seed) + b0, q_out[sl], errs[sl],
-                           iters[sl], rest[sl], conv[sl])
+                           iters[sl], rest[sl], kcode[sl])
             b0 += n
     _wrap_near(robot, q_out, q0s)
-    # an item that did not converge ran all its max_restarts + 1 attempts; the kernel also counts the
-    # start it drew after the last one, which never ran (restarts_run)
+    # an item that stalled ran all its max_restarts + 1 attempts; the kernel also counts the start it
+    # drew after the last one, which never ran (restarts_run); one whose restarts kept stalling at the
+    # same closest answer stopped early, unreachable (lm.CHAIN_AGREEMENTS), as solve() does
     np.minimum(rest, max_restarts, out=rest)
-    codes = np.where(conv, 0, 4).astype(np.int64)  # converged, else stalled
+    conv = kcode == CONVERGED
+    codes = np.where(conv, 0, np.where(kcode == UNREACHABLE, 1, 4)).astype(np.int64)  # else stalled
     if not conv.all():
         # a position beyond the reach radius: unreachable (a status, not an error), for a pose target too
         p_anchor, radius = reach_point(robot, node)

@@ -71,7 +71,23 @@ L_LOWER, L_UPPER, L_SAMPLE_LO, L_SAMPLE_SPAN, L_WRAP, L_JW, L_IJW, L_NEG_INF, L_
 N_LIMS = 10
 S_STARTED = 11      # chain attempt state: q has been initialised from q0
 S_FREE_ATTEMPTS = 12  # 1: attempts run free of the limits (every joint wraps a full turn), 0: clamped
-CHAIN_STATE = 13
+S_AGREE = 13        # attempts counted toward the unreachable verdict (CHAIN_AGREEMENTS; lm_core.AGREEMENTS)
+CHAIN_STATE = 14    # (the general core's state, lm_core.CORE_STATE, extends this one; S_AGREE is shared)
+UNREACHABLE = 3     # attempts kernels' code: the restarts keep ending at the same closest, unconverged answer
+AGREE = 1e-2        # two attempts agree when their largest errors (over tolerance) differ by less than this fraction
+# lm_chain_attempts ends UNREACHABLE once CHAIN_AGREEMENTS attempts in a row, each from a uniform random
+# start, ended unconverged without beating the best answer by more than AGREE: the restarts keep finding
+# the same closest answer (a planar arm asked for a point off its plane ran ~36,000 such restarts to the
+# 50 ms timeout and said time_limit). Counted per attempt in the kernel's state, so the verdict does not
+# depend on how the driver chunks its calls. Measured on the 6 x 1000 benchmark targets
+# (../shared/peers/results, all reachable): the longest such run before an attempt converged was 19
+# (panda; 12 or more on 4 of 6000 targets, a tail falling ~0.76x per attempt); on 399 unreachable
+# targets (planar2 too close or off its plane, panda/ur5/iiwa14 poses pushed out to 0.97-1.0 x the reach
+# radius) the verdict came at attempt 40-42 (median per set; at most 90). Counting only the attempts that
+# stalled within AGREE of the best instead (the general core's rule, lm_core.AGREEMENTS) took up to 386
+# attempts there for 3 of them, 752 for 8 (7 targets: none within 3,000): a chain attempt is cut by its
+# progress test before it reaches the closest answer, so unconverged attempts end at scattered errors.
+CHAIN_AGREEMENTS = 40
 # Damping schedule of the chain kernel (tuned on the 6 x 1000 saved targets of the peers'
 # benchmark: 0.3 / 0.7 / 3 took 6-20 % fewer iterations than 1 / 0.7 / 2; see RESULTS.md)
 CHAIN_LAMBDA_INIT = 0.3
@@ -532,7 +548,8 @@ def lm_chain_attempts(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, be
     calls. On the first call (state[S_STARTED] == 0) q starts from q0 clamped into the limits;
     a q0 with an entry that is not a number within ±MAX_LENGTH returns -1. When the budget ends
     before any attempt finished, best_q holds the clamped current q and state its errors. ``state`` has CHAIN_STATE entries
-    (new_chain_state). Returns CONVERGED, RUNNING, STALLED or -1."""
+    (new_chain_state). Returns CONVERGED, RUNNING, STALLED (max_attempts ran), UNREACHABLE (CHAIN_AGREEMENTS
+    attempts in a row found nothing better than best_q, which holds the closest answer) or -1."""
     ws = chain_workspace(buf, ch.shape[0], q0.shape[0], 3 * gkind.shape[0])
     code = lm_chain_attempts_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0, best_q, state, budget,
                                 attempt_iters, max_attempts, seed, ws)
@@ -616,12 +633,20 @@ def lm_chain_attempts_ws(ch, lims, gkind, gvec, gR, gaxis, gw, tol_p, tol_r, q0,
             if clamped:
                 pe, re = _chain_eval(ch, q, gkind, gvec, gR, gaxis, gw, F, T, e, aux, Jf, J)
             key = max(pe / tol_p, re / tol_r)
-            if key < state[S_BEST]:
+            best = state[S_BEST]
+            if key < (1.0 - AGREE) * best:  # a better answer than the best: the count starts again
+                state[S_AGREE] = 0.0
+            else:
+                state[S_AGREE] += 1.0  # another random start found nothing better (CHAIN_AGREEMENTS)
+            if key < best:
                 state[S_BEST] = key
                 state[S_BEST_PERR] = pe
                 state[S_BEST_RERR] = re
                 for i in range(dof):
                     best_q[i] = q[i]
+            if state[S_AGREE] >= CHAIN_AGREEMENTS:
+                code = UNREACHABLE
+                break
             attempt = int(state[S_ATTEMPT]) + 1
             state[S_ATTEMPT] = attempt
             state[S_ATTEMPT_ITERS] = 0.0
@@ -657,9 +682,10 @@ def new_chain_state(free):
 
 @njit(cache=True, parallel=True)
 def lm_chain_batch(ch, lims, gkind, gvecs, gRs, gaxis, gw, tol_p, tol_r, q0s, free, attempt_iters,
-                   max_restarts, seed, q_out, errs_out, iters_out, restarts_out, conv_out):
+                   max_restarts, seed, q_out, errs_out, iters_out, restarts_out, code_out):
     """B independent solves in parallel (prange), item b seeded with
-    seed + b (deterministic for any thread count); one scratch buffer per chunk of items."""
+    seed + b (deterministic for any thread count); one scratch buffer per chunk of items.
+    code_out (B,) int64: each item's lm_chain_attempts code (CONVERGED, STALLED or UNREACHABLE)."""
     B = gvecs.shape[0]
     dof = q0s.shape[1]
     m = 3 * gkind.shape[0]
@@ -671,13 +697,13 @@ def lm_chain_batch(ch, lims, gkind, gvecs, gRs, gaxis, gw, tol_p, tol_r, q0s, fr
         state = np.empty(CHAIN_STATE)
         best = np.empty(dof)
         _batch_chunk(ch, lims, gkind, gvecs, gRs, gaxis, gw, tol_p, tol_r, q0s, free, attempt_iters, max_restarts,
-                     seed, q_out, errs_out, iters_out, restarts_out, conv_out, t * B // nchunk, (t + 1) * B // nchunk,
+                     seed, q_out, errs_out, iters_out, restarts_out, code_out, t * B // nchunk, (t + 1) * B // nchunk,
                      buf, state, best)
 
 
 @njit(cache=True, **NO_RC)
 def _batch_chunk(ch, lims, gkind, gvecs, gRs, gaxis, gw, tol_p, tol_r, q0s, free, attempt_iters, max_restarts, seed,
-                 q_out, errs_out, iters_out, restarts_out, conv_out, b0, b1, buf, state, best):
+                 q_out, errs_out, iters_out, restarts_out, code_out, b0, b1, buf, state, best):
     """Items b0..b1-1 of lm_chain_batch on one scratch buffer (its views made once)."""
     dof = q0s.shape[1]
     ws = chain_workspace(buf, ch.shape[0], dof, 3 * gkind.shape[0])
@@ -697,7 +723,7 @@ def _batch_chunk(ch, lims, gkind, gvecs, gRs, gaxis, gw, tol_p, tol_r, q0s, free
         errs_out[b, 1] = state[S_BEST_RERR]
         iters_out[b] = int(state[S_ITERS])
         restarts_out[b] = int(state[S_ATTEMPT])
-        conv_out[b] = code == CONVERGED
+        code_out[b] = code
 
 
 @njit(cache=True)

@@ -19,10 +19,11 @@ from ..spatial import rotvec_product
 from ..collision.rows import E_ROWS, E_VIOL, active_rows, ineq_eval, ineq_size, no_rows
 from ._common import (com_row, goal_errors, goal_row_call, ldl_apply, ldl_factor, plane_row, posture_residual,
                       relative_frame)
-from .lm import (ACTIVE_SET_PASSES, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BALL, L_JW, L_LOWER,
+from .lm import (ACTIVE_SET_PASSES, AGREE, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAMP, L_BALL, L_JW, L_LOWER,
                  L_SAMPLE_LO, L_SAMPLE_SPAN, L_UPPER, LAMBDA_MAX, NEAR, PROGRESS_FACTOR,
-                 RUNNING, S_ATTEMPT, S_ATTEMPT_ITERS, S_BEST, S_BEST_PERR, S_BEST_RERR, S_ITERS, S_LAMBDA, S_MINIMIZE,
-                 NAME, JOINT_TYPES, ATTEMPT_ITERATIONS, S_PERR, S_RERR, STALLED, _mix64, limits_table, lm_accept)
+                 RUNNING, S_AGREE, S_ATTEMPT, S_ATTEMPT_ITERS, S_BEST, S_BEST_PERR, S_BEST_RERR, S_ITERS, S_LAMBDA,
+                 S_MINIMIZE, NAME, JOINT_TYPES, ATTEMPT_ITERATIONS, S_PERR, S_RERR, STALLED, UNREACHABLE, _mix64,
+                 limits_table, lm_accept)
 
 # Every problem that is not one frame's goals on its chain program runs here: goals on several
 # frames, CenterOfMass, Relative, Plane, hard goals, Posture, per-solve joint step bounds. One
@@ -85,7 +86,7 @@ SETTLE_ITERATIONS = 100
 CORE_PROGRESS_WINDOW = 8
 SOC_PASSES = 3        # second-order corrections of a trial point that bent the hard goals
 SOFT_PROGRESS = 1e-3  # with hard goals, an attempt ends when its soft cost falls less over a window
-AGREE = 1e-2          # two attempts agree when their largest errors differ by less than this fraction
+# AGREE (solvers/lm.py): two attempts agree when their largest errors differ by less than this fraction
 AGREE_HARD = 0.1      # ... attempts that end with the hard goals missed agree within this fraction of the
                       # largest hard miss (a soft goal moves the least miss along the hard goals' valley)
 AGREEMENTS = 3        # unreachable once this many later attempts agree with the best (near restarts of a
@@ -103,9 +104,9 @@ INEQ_PASSES = 4       # re-solves of a step with the collision rows it would vio
 MU_INEQ = 1e-10       # least regularisation of the hard system once collision rows join it
 ELIM_PIVOT = 1e-12    # _reduced_step: a hard block's pivot below this x its largest takes the general step
 HOLD_PIVOT = 1e-8     # ... and so does a held joint's pivot of E K^-1 E^T below this x its largest
-UNREACHABLE = 3       # core_attempts: 1 + AGREEMENTS attempts agree on the same closest, non-converged answer
-# core state slots after the chain kernel's (CHAIN_STATE of them)
-S_BEST_HARD, S_AGREE, S_DISTANCE, S_BEST_DIST, S_HARD, S_HOLD_ALWAYS, S_BOXED = range(13, 20)
+# UNREACHABLE (solvers/lm.py), core_attempts: 1 + AGREEMENTS attempts agree on the same closest, non-converged answer
+# core state slots after the chain kernel's (CHAIN_STATE of them, S_AGREE among them)
+S_BEST_HARD, S_DISTANCE, S_BEST_DIST, S_HARD, S_HOLD_ALWAYS, S_BOXED = range(14, 20)
 CORE_STATE = 20
 
 
