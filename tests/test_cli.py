@@ -314,3 +314,23 @@ def test_every_http_method_gets_a_status_line_and_a_sized_body_never_an_empty_re
         code, out, err = _stop(p)
     assert code == 0 and "stopped" in out
     assert err == "", err  # nothing in the server log: no traceback, no "opening handshake failed"
+
+
+def test_a_long_clip_says_it_is_being_corrected_before_the_url(tmp_path):
+    """A 100 000-frame BVH kept `invkin view` silent for 62 s (the clip is corrected before serving)."""
+    pytest.importorskip("viser", reason="the viewer needs the [viewer] extra (viser)")
+    from invkin.viewer.cli import LONG_CLIP
+
+    head, _, motion = (ROOT / "tests" / "data" / "two_joints.bvh").read_text().partition("MOTION")
+    frames = [" ".join(str(0.01 * (i % 50)) for _ in range(9)) for i in range(LONG_CLIP)]
+    clip = tmp_path / "long.bvh"
+    clip.write_text(head + f"MOTION\nFrames: {LONG_CLIP}\nFrame Time: 0.0333333\n" + "\n".join(frames) + "\n")
+    p = subprocess.Popen(INVKIN + ["view", str(clip), "--port", "0"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
+    try:
+        first = p.stdout.readline()
+        assert first.startswith(f"invkin viewer: correcting the clip ({LONG_CLIP} frames)"), first
+        assert "http://" in p.stdout.readline()
+    finally:
+        code, out, err = _stop(p)
+    assert code == 0 and "Traceback" not in err
