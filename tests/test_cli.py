@@ -259,3 +259,78 @@ def test_sigterm_stops_the_viewer_cleanly_too():
     p, _ = _serve("view", "planar2", "--port", free_port())
     code, out, err = _stop(p, signal.SIGTERM)
     assert code == 0 and "stopped" in out and "Traceback" not in err
+
+
+def _raw_http(hostport: str, request: bytes, timeout: float = 20.0):
+    """Send one raw request; (status, {header: value}, body) of the reply read to the close, or
+    (None, {}, b"") for an empty reply (the connection closed without a status line)."""
+    host, port = hostport.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(request)
+        data = b""
+        while chunk := s.recv(1 << 16):
+            data += chunk
+    if not data:
+        return None, {}, b""
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+def test_every_http_method_gets_a_status_line_and_a_sized_body_never_an_empty_reply():
+    """`curl -X POST` on the viewer printed "Empty reply from server": websockets' HTTP parser takes
+    only GET, so HEAD, POST, DELETE, OPTIONS were cut off without a status line."""
+    pytest.importorskip("viser", reason="the viewer needs the [viewer] extra (viser)")
+    p, hostport = _serve("view", "planar2", "--port", 0)
+    try:
+        get = _raw_http(hostport, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert get[0] == 200 and get[1]["content-type"] == "text/html; charset=utf-8"
+        assert int(get[1]["content-length"]) == len(get[2]) > 1000 and get[1]["connection"] == "close"
+        status, headers, body = _raw_http(hostport, b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (status, body) == (200, b"")  # GET's headers, no body
+        assert headers["content-length"] == get[1]["content-length"]
+        assert headers["content-type"] == get[1]["content-type"]
+        for method in ("POST", "PUT", "DELETE", "PATCH", "TRACE"):
+            status, headers, body = _raw_http(hostport, f"{method} / HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            assert status == 405, (method, status)
+            assert headers["allow"] == "GET, HEAD, OPTIONS"
+            assert headers["content-type"] == "text/plain; charset=utf-8"
+            assert int(headers["content-length"]) == len(body) and method.encode() in body
+        status, headers, body = _raw_http(hostport, b"OPTIONS / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (status, headers["allow"], body) == (204, "GET, HEAD, OPTIONS", b"")
+        for method in ("GET", "POST", "DELETE"):  # an unknown path is 404 whatever the method
+            status, headers, body = _raw_http(hostport, f"{method} /nope HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            assert status == 404 and body == b"404 Not Found: /nope\n", (method, status, body)
+            assert int(headers["content-length"]) == len(body) and headers["content-type"].startswith("text/plain")
+        # a POST with a 4 MB body: the whole 405 arrives (no reset for the body left unread)
+        status, headers, body = _raw_http(hostport, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4000000\r\n\r\n"
+                                          + b"x" * 4_000_000)
+        assert status == 405 and int(headers["content-length"]) == len(body)
+        # HTTP/1.0 and a GET with a body were cut off too
+        assert _raw_http(hostport, b"GET / HTTP/1.0\r\n\r\n")[0] == 200
+        assert _raw_http(hostport, b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")[0] == 200
+    finally:
+        code, out, err = _stop(p)
+    assert code == 0 and "stopped" in out
+    assert err == "", err  # nothing in the server log: no traceback, no "opening handshake failed"
+
+
+def test_a_long_clip_says_it_is_being_corrected_before_the_url(tmp_path):
+    """A 100 000-frame BVH kept `invkin view` silent for 62 s (the clip is corrected before serving)."""
+    pytest.importorskip("viser", reason="the viewer needs the [viewer] extra (viser)")
+    from invkin.viewer.cli import LONG_CLIP
+
+    head, _, motion = (ROOT / "tests" / "data" / "two_joints.bvh").read_text().partition("MOTION")
+    frames = [" ".join(str(0.01 * (i % 50)) for _ in range(9)) for i in range(LONG_CLIP)]
+    clip = tmp_path / "long.bvh"
+    clip.write_text(head + f"MOTION\nFrames: {LONG_CLIP}\nFrame Time: 0.0333333\n" + "\n".join(frames) + "\n")
+    p = subprocess.Popen(INVKIN + ["view", str(clip), "--port", "0"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
+    try:
+        first = p.stdout.readline()
+        assert first.startswith(f"invkin viewer: correcting the clip ({LONG_CLIP} frames)"), first
+        assert "http://" in p.stdout.readline()
+    finally:
+        code, out, err = _stop(p)
+    assert code == 0 and "Traceback" not in err

@@ -131,8 +131,76 @@ def test_a_port_in_use_is_a_clear_error_naming_the_port():
 
 def test_the_server_listens_on_localhost_by_default(started):
     app = started(ViewerApp("planar2", port=0))
-    assert app.server.get_host() == "127.0.0.1"
-    assert app.url.startswith("http://127.0.0.1:")
+    assert app.server.get_host() == "127.0.0.1"  # viser, behind the front door
+    assert {s.getsockname()[0] for s in app._front.sockets} == {"127.0.0.1"}  # the port the user has
+    assert app.url == f"http://127.0.0.1:{app.port}"
+
+
+def _http(port: int, request: bytes, timeout: float = 20.0):
+    """(status, {header: value}, body) of the reply to one raw request, read to the close;
+    (None, {}, b"") for an empty reply."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(request)
+        data = b""
+        while chunk := s.recv(1 << 16):
+            data += chunk
+    if not data:
+        return None, {}, b""
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+@pytest.mark.parametrize("request_bytes, status", [
+    (b"nonsense\r\n\r\n", 400),
+    (b"GET / HTTP/1.1 extra\r\n\r\n", 400),
+    (b"get / HTTP/1.1\r\n\r\n", 400),
+    (b"GET nope HTTP/1.1\r\n\r\n", 400),
+    (b"GET /%0d%0aSet-Cookie:x HTTP/1.1\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nno colon here\r\n\r\n", 400),
+    (b"GET / HTTP/2.0\r\n\r\n", 505),
+    (b"GET / HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", 431),
+    (b"GET http://example.org/ HTTP/1.1\r\n\r\n", 200),  # absolute form: the path counts
+    (b"OPTIONS * HTTP/1.1\r\n\r\n", 204),
+])
+def test_a_malformed_or_unusual_request_gets_its_status_and_a_one_line_body(started, request_bytes, status):
+    app = started(ViewerApp("planar2", port=0))
+    got, headers, body = _http(app.port, request_bytes)
+    assert got == status, (got, body[:200])
+    if status >= 400:
+        assert headers["content-type"] == "text/plain; charset=utf-8" and body.count(b"\n") == 1
+        assert int(headers["content-length"]) == len(body) and body.startswith(str(status).encode())
+
+
+def test_a_request_head_that_never_ends_is_answered_408_not_held_open(started, monkeypatch):
+    from invkin.viewer import front
+
+    monkeypatch.setattr(front, "HEAD_TIMEOUT", 0.5)
+    app = started(ViewerApp("planar2", port=0))
+    status, headers, body = _http(app.port, b"GET / HTTP/1.1\r\nHost: x\r\n")  # no blank line
+    assert status == 408 and b"0.5 s" in body
+
+
+def test_stopping_with_a_page_and_a_half_sent_request_open_frees_the_port_and_its_thread():
+    import threading
+
+    port = free_port()
+    app = ViewerApp("planar2", port=port).start()
+    half = socket.create_connection(("127.0.0.1", port))
+    half.sendall(b"GET / HTT")
+    page = _ws_open(app)
+    assert page is not None
+    app.stop()
+    assert not any(t.name == "invkin-viewer-http" for t in threading.enumerate())
+    page.join(10)
+    assert not page.is_alive()  # the page's websocket was closed
+    assert half.recv(100) == b""  # closed, not left hanging
+    half.close()
+    with socket.socket() as s:  # nothing listens there any more (closed connections may linger in TIME_WAIT)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))
+        s.listen()
 
 
 def test_missing_viser_is_a_clear_error_with_the_install_command(monkeypatch):
@@ -796,6 +864,28 @@ def test_a_control_value_outside_its_range_or_options_is_clamped_or_ignored(star
     assert np.array_equal(app.current_q, q)
     _fire(app._sliders[3], 1e9)
     assert app.current_q[3] == app._sliders[3].max
+
+
+def _ws_open(app):
+    """Open a websocket to the viewer as a page would and hold it in a daemon thread until the
+    server closes it; returns that thread once the connection is open (None if it never opens)."""
+    import asyncio
+    import threading
+
+    import viser
+    import websockets
+
+    opened = threading.Event()
+
+    async def hold():
+        async with websockets.connect(f"ws://127.0.0.1:{app.port}",
+                                      subprotocols=[f"viser-v{viser.__version__}"]) as ws:
+            opened.set()
+            await ws.wait_closed()
+
+    thread = threading.Thread(target=lambda: asyncio.run(hold()), daemon=True)
+    thread.start()
+    return thread if opened.wait(20) else None
 
 
 def _ws_send(app, payload) -> bool:

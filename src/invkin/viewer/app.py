@@ -30,6 +30,9 @@ Scenes (``ViewerApp(scene=...)``):
   a target beyond the reach radius (3) is refused as "out of workspace".
 
 All state changes go through one re-entrant lock; viser callbacks run in its thread pool.
+viser listens on a loopback port of its own; the port the user asked for belongs to
+:class:`~invkin.viewer.front.FrontDoor`, which passes websockets to viser and gives every other
+HTTP request a proper reply (405 with ``Allow``, 404 with a body, HEAD like GET).
 """
 from __future__ import annotations
 
@@ -50,6 +53,7 @@ from .character import CharacterMixin, clip_up_axis, up_rotation
 from .draw import DrawMixin
 from . import DEMOS
 from .errors import PortInUseError, ViewerError, _check_port_free, _import_viser, _quiet_client_errors
+from .front import _ADDR_IN_USE, FrontDoor
 from .gui import GuiMixin
 from .motion import MotionMixin, motion_view
 from .pose import start_pose
@@ -202,6 +206,7 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, MotionMixin, DrawMixi
         self._stop = threading.Event()
         self._threads = []
         self.server = None
+        self._front = None            # front.FrontDoor on the public port, while serving
         self._syncing = False
         self._gui = {}
         self._sliders = []
@@ -234,7 +239,7 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, MotionMixin, DrawMixi
     @property
     def port(self) -> int:
         """The port the server listens on (the requested one until started)."""
-        return self.server.get_port() if self.server is not None else self.requested_port
+        return self._front.port if self._front is not None else self.requested_port
 
     @property
     def url(self) -> str:
@@ -269,12 +274,20 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, MotionMixin, DrawMixi
             self._warm_up(self.method)
             self._initial_solve()
         with contextlib.redirect_stdout(io.StringIO()):  # viser prints a banner; the CLI prints the URL
-            server = viser.ViserServer(host=self.host, port=self.requested_port, label=self.title, verbose=False)
-        if self.requested_port and server.get_port() != self.requested_port:
-            server.stop()  # viser moves to the next port when the one asked for is taken
-            raise PortInUseError(f"port {self.requested_port} is already in use on {self.host}; choose "
-                                 f"another with --port")
+            # viser on a loopback port of its own; the front door owns the one asked for and
+            # gives every HTTP request a proper reply (front.py: websockets answers only GET)
+            server = viser.ViserServer(host="127.0.0.1", port=0, label=self.title, verbose=False)
         server.request_share_url = lambda *a, **k: None  # never open a public tunnel
+        try:
+            self._front = FrontDoor(self.host, self.requested_port, server.get_port()).start()
+        except OSError as exc:
+            with contextlib.redirect_stdout(io.StringIO()):
+                server.stop()
+            if exc.errno in _ADDR_IN_USE:
+                raise PortInUseError(f"port {self.requested_port} is already in use on {self.host}; choose "
+                                     f"another with --port") from None
+            raise ViewerError(f"cannot bind the viewer to {self.host}:{self.requested_port}: "
+                              f"{exc.strerror or exc}") from None
         self.server = server
         self._gui, self._sliders, self._gizmo_count = {}, [], 0  # a restarted app builds its GUI again
         for t in self._targets:
@@ -302,6 +315,9 @@ class ViewerApp(TargetsMixin, ScenesMixin, CharacterMixin, MotionMixin, DrawMixi
         for t in self._threads:
             t.join(timeout=5.0)
         self._threads = []
+        front, self._front = self._front, None
+        if front is not None:
+            front.stop()
         server, self.server = self.server, None
         if server is not None:
             with contextlib.redirect_stdout(io.StringIO()):

@@ -10,6 +10,7 @@ import sys
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
+LONG_CLIP = 2000  # frames; correcting a clip before serving takes ~0.6 ms a frame (100 000: 62 s, silent)
 
 
 def _port(text: str) -> int:
@@ -68,6 +69,10 @@ def serve(app, out=None) -> int:
     except ValueError:  # not the main thread: Ctrl-C handling is the caller's
         previous = None
     try:
+        clip = getattr(app, "clip", None)
+        if clip is not None and clip.n_frames >= LONG_CLIP:  # say why the URL takes a while
+            print(f"invkin viewer: correcting the clip ({clip.n_frames} frames) before serving, about "
+                  f"{max(1, round(6e-4 * clip.n_frames))} s; Ctrl-C to stop", file=out, flush=True)
         app.start()
         print(f"invkin viewer: {bound_url(app)}  ({app.robot.name}; Ctrl-C to stop)", file=out, flush=True)
         while not app.wait(0.5):
