@@ -511,3 +511,26 @@ def test_the_first_calls_setup_does_not_shrink_the_chunks_of_a_timed_solve(monke
     res = ik.solve(robot, goals, timeout=0.005, **kw)
     assert res.success and res.iterations == free.iterations and np.array_equal(res.q, free.q), (res, free)
     assert chunks[0] == 1 and len(chunks) <= 3, chunks
+
+
+def test_gauss_seidel_builds_its_tables_once_per_robot_and_goal_frames(monkeypatch):
+    # the Cp/Nd tables depend only on the robot and the goals' frames and kinds; built in Python on every
+    # solve they took 30-35 us (Panda), with the default springs' checks (20 us) half of the driver's first
+    # kernel call, whose time per iteration sizes the next chunks
+    from invkin.solvers import gauss_seidel
+
+    built = []
+    real = gauss_seidel.build_tables
+    monkeypatch.setattr(gauss_seidel, "build_tables", lambda problem: built.append(1) or real(problem))
+    robot = ik.load_robot("panda")
+    targets = robot.fk(robot.sample(3, rng=np.random.default_rng(4)), "panda_hand")
+    kw = dict(method="gauss-seidel", timeout=None, max_iterations=300, seed=0)
+    first = [ik.solve(robot, [ik.Pose("panda_hand", T)], **kw) for T in targets]
+    assert len(built) == 1
+    ik.solve(robot, [ik.Position("panda_hand", targets[0][:3, 3])], **kw)  # other kinds: other tables
+    assert len(built) == 2
+    tables = robot.cache["gauss_seidel_tables"]
+    assert len(tables) == 2 and not any(a.flags.writeable for t in tables.values() for a in t)
+    again = [ik.solve(robot, [ik.Pose("panda_hand", T)], **kw) for T in targets]
+    assert len(built) == 2
+    assert all(np.array_equal(a.q, b.q) and a.iterations == b.iterations for a, b in zip(first, again))

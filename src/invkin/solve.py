@@ -820,11 +820,11 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
             code = STALLED
         if done:
             dt = (time.perf_counter() - t0) / done
-            # the solve's first call also builds the method's tables (gauss-seidel's Cp/Nd sets and option
-            # arrays: 0.06-0.2 ms, 50-150 Panda iterations): the next call's time replaces its one-iteration
-            # measure; averaged with it, the setup halved from call to call and the chunks only doubled (1, 7,
-            # 14, 28, 52, ...: 5.8 calls per converged Panda solve of the suite's targets, 2.3 before the
-            # first call was one iteration, 4.0 now)
+            # the solve's first call also carries the method's setup (ccd's tables, 40-110 µs on Panda;
+            # gauss-seidel's 55 µs before they were kept per robot: 50 of its iterations): the next call's
+            # time replaces its one-iteration measure; averaged with it, the setup halved from call to call
+            # and the chunks only doubled (1, 7, 14, 28, 52, ...: 5.8 calls per converged gauss-seidel solve
+            # of the suite's Panda targets, 2.3 before the first call was one iteration, 4.0 with this)
             per_iter = dt if per_iter is None or measured == 1 else 0.5 * (per_iter + dt)
             measured += 1
         perr, rerr = state[2], state[3]
