@@ -475,3 +475,62 @@ def test_rest_and_the_spring_options_together_are_a_solver_error(seed8):
     rest = dict(theta_orig=seed8.neutral(), p_orig=1.0, p_ik=1.0)
     with pytest.raises(ik.SolverError, match="rest and the option.*p_orig"):
         ik.solve(seed8, [ik.Position("effector", [1.0, 1.0, 1.0])], method="gauss-seidel", rest=rest, p_orig=5.0)
+
+
+def test_the_first_calls_setup_does_not_shrink_the_chunks_of_a_timed_solve(monkeypatch):
+    # under a timeout the driver's first kernel call runs one iteration and also builds the method's tables
+    # (gauss-seidel's Cp/Nd sets: 0.1-0.2 ms on Panda, ~100 of its iterations); averaged into the time per
+    # iteration, that setup halved from call to call and the chunks only doubled (1, 7, 14, 28, 52, 97, ...):
+    # a 200-iteration solve took 6 kernel calls instead of 3, +15-20 % median time on the suite's targets.
+    # A fake clock makes the count independent of the machine: 0.2 ms of setup, 10 us a call, 1 us an iteration.
+    import dataclasses
+    import importlib
+    import types
+
+    from invkin import solvers
+
+    solve_mod = importlib.import_module("invkin.solve")  # (invkin.solve, the attribute, is the function)
+    robot = ik.load_robot("panda")
+    goals = [ik.Pose("panda_hand", robot.fk(robot.sample(rng=np.random.default_rng(3)), "panda_hand"))]
+    kw = dict(q0=robot.neutral(), method="gauss-seidel", restarts=False, seed=0)
+    free = ik.solve(robot, goals, timeout=None, max_iterations=3000, **kw)  # (compiled outside the fake clock)
+    assert free.success and 100 < free.iterations < 1000, free
+    now = [0.0]
+    chunks = []
+    m = solvers.get_method("gauss-seidel")
+
+    def iterate(problem, q, max_iter, state, opts):
+        it0 = state[1]
+        code = m.iterate(problem, q, max_iter, state, opts)
+        now[0] += (2e-4 if not chunks else 0.0) + 1e-5 + 1e-6 * (state[1] - it0)
+        chunks.append(max_iter)
+        return code
+
+    monkeypatch.setitem(solvers._REGISTRY, "gauss-seidel", dataclasses.replace(m, iterate=iterate))
+    monkeypatch.setattr(solve_mod, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    res = ik.solve(robot, goals, timeout=0.005, **kw)
+    assert res.success and res.iterations == free.iterations and np.array_equal(res.q, free.q), (res, free)
+    assert chunks[0] == 1 and len(chunks) <= 3, chunks
+
+
+def test_gauss_seidel_builds_its_tables_once_per_robot_and_goal_frames(monkeypatch):
+    # the Cp/Nd tables depend only on the robot and the goals' frames and kinds; built in Python on every
+    # solve they took 30-35 us (Panda), with the default springs' checks (20 us) half of the driver's first
+    # kernel call, whose time per iteration sizes the next chunks
+    from invkin.solvers import gauss_seidel
+
+    built = []
+    real = gauss_seidel.build_tables
+    monkeypatch.setattr(gauss_seidel, "build_tables", lambda problem: built.append(1) or real(problem))
+    robot = ik.load_robot("panda")
+    targets = robot.fk(robot.sample(3, rng=np.random.default_rng(4)), "panda_hand")
+    kw = dict(method="gauss-seidel", timeout=None, max_iterations=300, seed=0)
+    first = [ik.solve(robot, [ik.Pose("panda_hand", T)], **kw) for T in targets]
+    assert len(built) == 1
+    ik.solve(robot, [ik.Position("panda_hand", targets[0][:3, 3])], **kw)  # other kinds: other tables
+    assert len(built) == 2
+    tables = robot.cache["gauss_seidel_tables"]
+    assert len(tables) == 2 and not any(a.flags.writeable for t in tables.values() for a in t)
+    again = [ik.solve(robot, [ik.Pose("panda_hand", T)], **kw) for T in targets]
+    assert len(built) == 2
+    assert all(np.array_equal(a.q, b.q) and a.iterations == b.iterations for a, b in zip(first, again))

@@ -800,6 +800,7 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
         chunk = 1
     unreachable_known = None
     per_iter = None
+    measured = 0  # kernel calls that ran iterations, whose time per_iter has measured
     attempt_cap = m.attempt_iterations
     attempt_it = 0
     idle = 0
@@ -824,7 +825,14 @@ def _solve(robot, goals, q0, method, position_tolerance, rotation_tolerance, tim
             code = STALLED
         if done:
             dt = (time.perf_counter() - t0) / done
-            per_iter = dt if per_iter is None else 0.5 * (per_iter + dt)
+            # the solve's first call also carries the method's setup (ccd's tables, 40-110 µs on Panda;
+            # gauss-seidel's 55 µs before they were kept per robot: 50 of its iterations): the next call's
+            # time replaces its one-iteration measure; averaged with it, the setup halved from call to call
+            # and the chunks only doubled (1, 14, 27, 52, 97, 171 for a 202-iteration Panda solve; 5.8 calls
+            # per converged gauss-seidel solve of the suite's Panda targets, 2.3 before the first call was one
+            # iteration, 4.0 with this; benchmarks/RESULTS.md, Session 16)
+            per_iter = dt if per_iter is None or measured == 1 else 0.5 * (per_iter + dt)
+            measured += 1
         perr, rerr = state[2], state[3]
         converged = code == CONVERGED and bool(np.all(np.isfinite(q)))  # never call NaN/inf converged
         if code == CONVERGED and not converged:
