@@ -28,7 +28,8 @@ from .lm import (ACTIVE_SET_PASSES, AGREE, CHAIN_LAMBDA_INIT, CONVERGED, EPS_DAM
 # Every problem that is not one frame's goals on its chain program runs here: goals on several
 # frames, CenterOfMass, Relative, Plane, hard goals, Posture, per-solve joint step bounds. One
 # iteration (core_iterate), one attempts kernel (core_attempts), the same damping schedule
-# (CHAIN_LAMBDA_INIT / LAMBDA_SHRINK / CHAIN_LAMBDA_GROW, mu = lambda E + eps) and the same
+# (CHAIN_LAMBDA_INIT / LAMBDA_SHRINK / CHAIN_LAMBDA_GROW, mu = lambda E + eps; an attempt with
+# hard and soft rows, which no chain route takes, starts at MIXED_LAMBDA_INIT) and the same
 # active set on the joint limits as the chain kernel.
 #
 # The step is a constrained LM step: with the soft rows (J_s, e_s) and the hard rows (A, b),
@@ -104,6 +105,11 @@ INEQ_PASSES = 4       # re-solves of a step with the collision rows it would vio
 MU_INEQ = 1e-10       # least regularisation of the hard system once collision rows join it
 ELIM_PIVOT = 1e-12    # _reduced_step: a hard block's pivot below this x its largest takes the general step
 HOLD_PIVOT = 1e-8     # ... and so does a held joint's pivot of E K^-1 E^T below this x its largest
+MIXED_LAMBDA_INIT = 0.1  # an attempt's first damping with hard and soft rows (no chain route takes them;
+                      # else CHAIN_LAMBDA_INIT = 0.3): whole_body.py's sets plus 150 more per robot
+                      # (seed 7), mean iterations G1 4.69 -> 4.24 (most 31 -> 9), Talos 4.20 -> 4.16,
+                      # Solo12 3.04 -> 3.05, all converged without restarts (0.05: 4.16 / 4.14 / 3.05;
+                      # 0.01 and below: more again, G1 up to 13)
 # UNREACHABLE (solvers/lm.py), core_attempts: 1 + AGREEMENTS attempts agree on the same closest, non-converged answer
 # core state slots after the chain kernel's (CHAIN_STATE of them, S_AGREE among them)
 S_BEST_HARD, S_DISTANCE, S_BEST_DIST, S_HARD, S_HOLD_ALWAYS, S_BOXED = range(14, 20)
@@ -1278,7 +1284,8 @@ def core_iterate(model, table, lims, lo, hi, tol_p, tol_r, q, max_iter, state, w
     Tall, Jf, Jr, sub, e, J, e2, J2, errs, errs2, wvec, wR, H, Jm, Z, S, r, lam_h, col, dq, qn, hold, bias, zero, \
         dqc, qc, hardx, rw2, rowsx, ballx = ws
     dof = q.shape[0]
-    lam = state[S_LAMBDA] if state[S_LAMBDA] > 0.0 else CHAIN_LAMBDA_INIT
+    lam = state[S_LAMBDA] if state[S_LAMBDA] > 0.0 else (
+        MIXED_LAMBDA_INIT if soft.shape[0] > 0 and hard.shape[0] > 0 else CHAIN_LAMBDA_INIT)
     # with hard goals an attempt minimises the soft goals to the end (they may be out of reach)
     progress_test = not (state[S_MINIMIZE] > 0.5) and hard.shape[0] == 0
     # (not with S_HOLD_ALWAYS: a Tracker's update of a few bounded iterations may end before they
