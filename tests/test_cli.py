@@ -262,20 +262,11 @@ def test_sigterm_stops_the_viewer_cleanly_too():
 
 
 def _raw_http(hostport: str, request: bytes, timeout: float = 20.0):
-    """Send one raw request; (status, {header: value}, body) of the reply read to the close, or
-    (None, {}, b"") for an empty reply (the connection closed without a status line)."""
+    """test_viewer._http on a "host:port" string."""
+    from test_viewer import _http
+
     host, port = hostport.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=timeout) as s:
-        s.sendall(request)
-        data = b""
-        while chunk := s.recv(1 << 16):
-            data += chunk
-    if not data:
-        return None, {}, b""
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
-    return int(lines[0].split()[1]), headers, body
+    return _http(int(port), request, timeout, host)
 
 
 def test_every_http_method_gets_a_status_line_and_a_sized_body_never_an_empty_reply():

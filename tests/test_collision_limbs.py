@@ -159,17 +159,16 @@ def test_a_limb_search_moves_only_that_arms_joints_and_keeps_every_goal(scene):
 
 
 def test_a_target_the_rows_could_not_clear_in_their_iterations_is_solved_clear(scene):
-    """The benchmark's first G1 target: plain solves stop at a false "unreachable" verdict here
-    (the core's near restarts stay in the start's basin) or, with a clock, put the left shoulder
+    """The benchmark's first G1 target: plain solves stopped at a false "unreachable" verdict here
+    (the core's near restarts stayed in the start's basin) or, with a clock, put the left shoulder
     12 cm into the torso; the rows from that answer, then redraws, ended at max_iterations (1000)
     in collision (before collision/limbs.py). Draws of waist and arms, each arm then searched
-    alone, answer clear within the same iterations."""
+    alone, answer clear within the same iterations. (Since session 16's first damping of hard +
+    soft attempts, MIXED_LAMBDA_INIT, the plain solve converges clear too, after 2 restarts.)"""
     from invkin.collision.reference import CoalReference
 
     g1, world, check, targets = scene
     goals = _goals(g1, targets[0])
-    plain = ik.solve(g1, goals, seed=0, timeout=None)
-    assert not (plain.success and check.clear(plain.q))
     res = ik.solve(g1, goals, seed=0, timeout=None, world=world, self_collision=True, margin=MARGIN)
     assert res.success and res.info["collision"]["collision_free"] and res.iterations <= 1000
     assert res.position_error <= 1e-6 and res.rotation_error <= 1e-6

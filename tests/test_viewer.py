@@ -136,10 +136,10 @@ def test_the_server_listens_on_localhost_by_default(started):
     assert app.url == f"http://127.0.0.1:{app.port}"
 
 
-def _http(port: int, request: bytes, timeout: float = 20.0):
+def _http(port: int, request: bytes, timeout: float = 20.0, host: str = "127.0.0.1"):
     """(status, {header: value}, body) of the reply to one raw request, read to the close;
-    (None, {}, b"") for an empty reply."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+    (None, {}, b"") for an empty reply (the connection closed without a status line)."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
         s.sendall(request)
         data = b""
         while chunk := s.recv(1 << 16):

@@ -528,16 +528,7 @@ def _active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm,
     more (and a quarter of them) solves the free joints' problem afresh (_free_solve); the others
     re-solve from one factor of H (_held_solve)."""
     dof = q.shape[0]
-    nwarm = 0
-    for k in range(dof):
-        hold[k] = np.nan
-        if warm:
-            if q[k] <= lo[k] + AT_BOUND:
-                hold[k] = lo[k] - q[k]
-                nwarm += 1
-            elif q[k] >= hi[k] - AT_BOUND:
-                hold[k] = hi[k] - q[k]
-                nwarm += 1
+    nwarm = _hold_at_bounds(q, lo, hi, hold, warm)
     jw = lims[L_JW]
     hard_only = _hard_only(soft, hard, bias)
     # H and its factor do not depend on the held joints: one factorisation, a re-solve per pass; with
@@ -561,16 +552,7 @@ def _active_step(J, e, soft, hard, lims, lo, hi, q, mu, mu_h, bias, hold, H, Jm,
             ok = _held_solve(e, hard, mu_h, hold, H, Z, S, lam, col, dq)
         if not ok:
             return False
-        new = 0
-        for k in range(dof):
-            if hold[k] != hold[k]:
-                v = q[k] + dq[k]
-                if v < lo[k]:
-                    hold[k] = lo[k] - q[k]
-                    new += 1
-                elif v > hi[k]:
-                    hold[k] = hi[k] - q[k]
-                    new += 1
+        new = _hold_outside(q, dq, lo, hi, hold)
         if new == 0:
             if nwarm == 0:
                 return True
@@ -1154,22 +1136,15 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, lims, lo, hi, q, mu, m
     dof = q.shape[0]
     jw = lims[L_JW]
     L = Z.shape[1]
-    nwarm = 0
+    nwarm = _hold_at_bounds(q, lo, hi, hold, bool(1))
     for k in range(dof):
-        hold[k] = np.nan
         Z[k, L - 1] = 0.0
-        if q[k] <= lo[k] + AT_BOUND:
-            hold[k] = lo[k] - q[k]
-            nwarm += 1
-        elif q[k] >= hi[k] - AT_BOUND:
-            hold[k] = hi[k] - q[k]
-            nwarm += 1
     if nwarm >= FREE_SOLVE_HELD and 4 * nwarm >= dof:
         return False  # many joints held (a box of max_joint_step): _active_step's _free_solve is cheaper
     if not _reduced_factor(J, e, soft, hard, blk, own, part, lrow, jw, mu, mu_h, H, Jm, S, c, col, dq):
         return False
     if nwarm == 0:
-        new = _reduced_outside(q, dq, lo, hi, hold)
+        new = _hold_outside(q, dq, lo, hi, hold)
         if new == 0:
             return True
     dq0 = col[:dof]
@@ -1226,7 +1201,7 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, lims, lo, hi, q, mu, m
         for k in range(dof):
             if hold[k] == hold[k]:
                 dq[k] = hold[k]
-        new = _reduced_outside(q, dq, lo, hi, hold)
+        new = _hold_outside(q, dq, lo, hi, hold)
         if new == 0:
             if nwarm == 0:
                 return True
@@ -1254,8 +1229,26 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, lims, lo, hi, q, mu, m
 
 
 @njit(cache=True, **NO_RC)
-def _reduced_outside(q, dq, lo, hi, hold):
-    """Hold the free joints that q + dq puts past a bound (at it); returns how many."""
+def _hold_at_bounds(q, lo, hi, hold, warm):
+    """hold = NaN (free), or with ``warm`` the joints at a bound of q held there (the warm active
+    set of _active_step and _reduced_step); returns how many are held."""
+    nwarm = 0
+    for k in range(q.shape[0]):
+        hold[k] = np.nan
+        if warm:
+            if q[k] <= lo[k] + AT_BOUND:
+                hold[k] = lo[k] - q[k]
+                nwarm += 1
+            elif q[k] >= hi[k] - AT_BOUND:
+                hold[k] = hi[k] - q[k]
+                nwarm += 1
+    return nwarm
+
+
+@njit(cache=True, **NO_RC)
+def _hold_outside(q, dq, lo, hi, hold):
+    """Hold the free joints that q + dq puts past a bound (at it); returns how many (a pass of
+    _active_step's and _reduced_step's active set)."""
     new = 0
     for k in range(q.shape[0]):
         if hold[k] != hold[k]:
