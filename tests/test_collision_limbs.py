@@ -163,8 +163,8 @@ def test_a_target_the_rows_could_not_clear_in_their_iterations_is_solved_clear(s
     (the core's near restarts stayed in the start's basin) or, with a clock, put the left shoulder
     12 cm into the torso; the rows from that answer, then redraws, ended at max_iterations (1000)
     in collision (before collision/limbs.py). Draws of waist and arms, each arm then searched
-    alone, answer clear within the same iterations. (Since session 16's first damping of hard +
-    soft attempts, MIXED_LAMBDA_INIT, the plain solve converges clear too, after 2 restarts.)"""
+    alone, answer clear within the same iterations. (Since session 16's whole-body core changes (the
+    held joints in the reduced step, MIXED_LAMBDA_INIT) the plain solve converges clear too, after 2 restarts.)"""
     from invkin.collision.reference import CoalReference
 
     g1, world, check, targets = scene
