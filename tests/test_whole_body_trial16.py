@@ -55,3 +55,14 @@ def test_a_soft_weight_ratio_that_underflows_still_decides_success(hum):
     res = ik.solve(hum, goals, q0=q0, timeout=0.01)
     err = np.linalg.norm(hum.fk(res.q, "r_hand")[:3, 3] - far)
     assert res.goals_met[1] == (err <= 1e-6) and res.success == all(res.goals_met)
+
+
+def test_a_trackers_repr_says_dt_bounds_it_not_an_infinite_step():
+    # with dt=0.01 on G1 it read "max_joint_step=inf" (the floating base has no velocity limit)
+    g1 = ik.load_robot("g1")
+    q0 = g1.neutral()
+    feet = [ik.Pose(f, g1.fk(q0, f), hard=True) for f in ("left_ankle_roll_link", "right_ankle_roll_link")]
+    tr = ik.Tracker(g1, feet + [ik.Position("right_rubber_hand", g1.fk(q0, "right_rubber_hand")[:3, 3])],
+                    method="lm", q0=q0, dt=0.01)
+    assert "dt=0.01" in repr(tr) and "inf" not in repr(tr)
+    assert "max_joint_step=0.1," in repr(ik.Tracker(g1, ["right_rubber_hand"], q0=q0))
