@@ -3,7 +3,9 @@
 Every goal has a ``weight`` (dimensionless; a position residual in metres and a rotation residual
 in radians are weighted as given). The weight of a task goal (Position, Orientation, Pose and its
 ``rotation_weight``, Aim) must be > 0: every task goal decides success, so a goal that should not
-count is left out rather than given weight 0. Posture weights may be 0. Points and positions are
+count is left out rather than given weight 0. Posture weights may be 0. Only the ratios of the soft
+goals' weights count: a solve divides them by the largest (:func:`relative_weights`; a lone soft
+goal solves alike at weight 1e-8, 1 or 1e160). Points and positions are
 bounded by :data:`invkin._checks.MAX_LENGTH` (1e9 m); complex values are refused, not truncated. The task residual ``e`` (the change wanted) and its Jacobian
 rows ``J`` (from the world-aligned geometric Jacobian ``[Jv; Jw]`` of the goal's frame) are:
 
@@ -144,8 +146,8 @@ class Goal:
     """Base class of every goal."""
 
     weight: float
-    #: (structure id, target bytes) once :meth:`lean` has built it, read as a plain attribute
-    #: by the whole-body fast path; None before (this class default).
+    #: (structure id, target bytes, largest soft weight) once :meth:`lean` has built it, read as a
+    #: plain attribute by the whole-body fast path; None before (this class default).
     _lean = None
 
     @property
@@ -193,13 +195,15 @@ class Goal:
         return t
 
     def lean(self) -> tuple:
-        """(structure id, target bytes), built once: an int that is equal for goals of equal
-        :meth:`structure` (whatever robot they are solved on), and the target and weight columns
-        of :meth:`table` as float64 bytes, block after block: vec (G x 3), R (G x 9, row-major),
-        axis (G x 3), weight (G) — four ``tobytes``, no array built (:func:`lean_index` says where
-        row g's numbers are). The whole-body fast path (solve._solve_core_fast) keys its prepared
-        problems by the ids (a tuple of small ints hashes in a fraction of the nested structures'
-        time) and gathers a problem's targets with one join of the bytes."""
+        """(structure id, target bytes, largest soft weight), built once: an int that is equal for
+        goals of equal :meth:`structure` (whatever robot they are solved on), the target and weight
+        columns of :meth:`table` as float64 bytes, block after block: vec (G x 3), R (G x 9,
+        row-major), axis (G x 3), weight (G) — four ``tobytes``, no array built (:func:`lean_index`
+        says where row g's numbers are) — and the largest weight of its rows if the goal is soft
+        (0.0 for a hard goal or a Posture; :func:`relative_weights`). The whole-body fast path
+        (solve._solve_core_fast) keys its prepared problems by the ids (a tuple of small ints
+        hashes in a fraction of the nested structures' time) and gathers a problem's targets with
+        one join of the bytes."""
         d = self.__dict__
         r = d.get("_lean")
         if r is None:
@@ -209,7 +213,8 @@ class Goal:
                 with _IDS_LOCK:  # (two threads must not give two structures one id)
                     sid = _STRUCTURE_IDS.setdefault(s, len(_STRUCTURE_IDS))
             _, vec, R, axis, w = d.get("_table") or self.table()
-            r = (sid, b"".join((vec.tobytes(), R.tobytes(), axis.tobytes(), w.tobytes())))
+            wmax = float(w.max()) if w.shape[0] and s[0] == 1 else 0.0  # (s[0]: the level)
+            r = (sid, b"".join((vec.tobytes(), R.tobytes(), axis.tobytes(), w.tobytes())), wmax)
             object.__setattr__(self, "_lean", r)
         return r
 
@@ -243,6 +248,32 @@ def _hash_key(v):
     if isinstance(v, np.ndarray):
         return (v.shape, (v + 0.0).tobytes())  # (+ 0.0: -0.0 and 0.0 are equal, so hash alike)
     return v
+
+
+#: The least soft weight :func:`relative_weights` leaves (the smallest normal float64): a ratio that
+#: underflows to 0 would turn the goal into a row that no longer decides success (weight 0).
+_TINY_WEIGHT = float(np.finfo(np.float64).tiny)
+
+
+def relative_weights(gw, glevel, wmax) -> np.ndarray:
+    """The soft rows' weights (``glevel`` (G,) not 0) divided by ``wmax``, the largest of them
+    (floored at the smallest normal number), in place; hard rows (weight :data:`HARD_ROW_WEIGHT`)
+    unchanged.
+
+    Only the ratios of the soft weights mean something (which goal gives way when they conflict),
+    yet the solvers' damping and their absolute floors do not scale with them: LM's damping
+    ``μ = λ E + 1e-12`` (E the weighted cost) and the hard rows' weight 1 beside the soft ones.
+    Measured before this rescaling (lm, default 50 ms budget): a reachable Panda Pose alone ended
+    ``unreachable`` 4 mm off at weight 1e-6 and 0.59 m off at 1e-8 or 1e160 (converged in 15
+    iterations at weight 1); G1 with hard feet and one soft hand at weight <= 1e-8, or both hands
+    soft at 1e-8 each, ended ``time_limit``; weights >= ~1e154 overflow the cost. With the largest
+    soft weight 1 these are the weight-1 solves. Ratios far from 1 still slow LM on nonlinear
+    goals that can all be met (G1, feet and hands soft: hands at 1e4 x the feet's weight took
+    time_limit): a goal that must hold is ``hard=True``."""
+    if wmax > 0.0 and wmax != 1.0:
+        soft = glevel != 0
+        gw[soft] = np.maximum(gw[soft] / wmax, _TINY_WEIGHT)
+    return gw
 
 
 def lean_index(goal_rows) -> np.ndarray:

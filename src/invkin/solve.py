@@ -22,8 +22,8 @@ from ._checks import MAX_LENGTH, SEED_LIMIT
 from .model.robot import robot_arg
 from ._checks import seed as check_seed
 from .errors import ConfigurationError, GoalError, SolverError, warn_caller
-from .goals import (BASIC_KINDS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KINDS, PACKED, Goal, Pose, Position,
-                    Posture, lean_index)
+from .goals import (_TINY_WEIGHT, BASIC_KINDS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KINDS, PACKED, Goal,
+                    Pose, Position, Posture, lean_index, relative_weights)
 from .result import Result, Status
 from .solvers import get_method, methods
 from .solvers.shared import (CONVERGED, RUNNING, STALLED, compile_problem, goal_errors, problem_errors,
@@ -1005,6 +1005,10 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     if lims is None:  # a floating robot: its base restarts are sampled around q0
         lims, free, size = _lm_tables(robot, None, q0)
     gkind, gvec, gR, gaxis, gw = goal.table()
+    r = goal._lean
+    wmax = (r if r is not None else goal.lean())[2]
+    if wmax != 1.0 and wmax > 0.0:  # only the soft weights' ratios count (goals.relative_weights)
+        gw = relative_weights(gw.copy(), np.ones(gw.shape[0]), wmax)  # (one soft goal: every row soft)
     best_q = np.empty(dof)
     st = _CHAIN_STATE0[1 if free else 0].copy()
     buf = _scratch(size)
@@ -1100,14 +1104,14 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
             recs = [g.lean() for g in goals]
     except (AttributeError, TypeError):  # not a goal (a goal class, say): the general path names it
         return None
-    sids, parts = zip(*recs)
+    sids, parts, wmaxes = zip(*recs)
     prep = robot.cache.get("core_fast", _NO_PREPS).get(sids)
     moved = None  # (a prepared call compiles nothing: _compile_clock.moved_seconds() then reads the same at its end)
     if prep is None or prep[0] is None:
         moved = moved_seconds()  # (a first call compiles or loads its entry point after t_start: not its time)
         prep = _core_prep(robot, goals, sids, tol_p, tol_r)
     if prep is not None:  # (its entry point is compiled)
-        ep, prepared, post_at, n_met, one_frame, fsize, isize, post, q_rest, n = prep
+        ep, prepared, post_at, n_met, one_frame, fsize, isize, post, q_rest, n, wpos = prep
         w_post = 0.0  # (without a Posture goal q_rest is the neutral q, unused)
         if post_at >= 0:
             q_rest, w_post = goals[post_at].q_rest, goals[post_at].weight
@@ -1132,8 +1136,14 @@ def _solve_core_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     if scratch is None or scratch[2] < fsize or scratch[3] < isize:
         scratch = _lean_scratch(fsize, isize)
     best_q = np.empty(n)
-    code, ok, perr, rerr, iters, attempts = ep(prepared, np.frombuffer(b"".join(parts)), q_rest, w_post, tol_p,
-                                               tol_r, q_in, best_q, _seed31(seed), scratch[0], scratch[1])
+    gtab = np.frombuffer(b"".join(parts))
+    wmax = max(wmaxes)
+    if wmax != 1.0 and wmax > 0.0:  # only the soft weights' ratios count (goals.relative_weights)
+        gtab = gtab.copy()
+        gtab[wpos] = np.maximum(gtab[wpos] / wmax, _TINY_WEIGHT)
+        gtab.setflags(write=False)  # (the entry point's type: a read-only array, as frombuffer's)
+    code, ok, perr, rerr, iters, attempts = ep(prepared, gtab, q_rest, w_post, tol_p, tol_r, q_in, best_q,
+                                               _seed31(seed), scratch[0], scratch[1])
     if code == CONVERGED and ok:
         # converged: every row with a weight within its tolerance (the kernel's test), so every goal is met
         res = Result._new(best_q, True, _CONVERGED, perr, rerr, iters, attempts, _clock() - t_start, "lm", n_met)
@@ -1176,8 +1186,9 @@ def _core_prep(robot, goals, sids, tol_p, tol_r):
     (entry point, core_attempts_packed's ``prepared`` tuple (lm_core.packed_problem: model, layout
     arrays, lims, lo, hi, ...), index of the Posture goal or -1, goals_met of a converged solve, whether the rows are one frame's (the chain kernel's when the Posture
     weight is 0), the kernel's scratch sizes (core_scratch_size: the per-thread buffers of
-    _lean_scratch), whether results need _post_solve, the neutral q, dof). None when these goals do not run on the
-    general core in mode "speed" (the chain kernel's problems, goals without rows, a robot with
+    _lean_scratch), whether results need _post_solve, the neutral q, dof, the positions of the soft
+    rows' weights in the joined target bytes (scaled there by goals.relative_weights)). None when
+    these goals do not run on the general core in mode "speed" (the chain kernel's problems, goals without rows, a robot with
     swing-cone/twist limits) or are not goals; the entry point None while core_attempts_packed
     compiles in the background (invkin._tiers: the general path runs it interpreted meanwhile),
     asked again later."""
@@ -1199,13 +1210,15 @@ def _core_prep(robot, goals, sids, tol_p, tol_r):
             preps[sids] = None
             return None
         model, table, lims, lo, hi = core_args(problem, prune=True)
+        src = lean_index(layout.goal_rows)
         packed = (table[0], layout.gkind, table[2], layout.glevel, layout.soft, layout.hard,
-                  lean_index(layout.goal_rows))  # (gnode, gref on the pruned model)
+                  src)  # (gnode, gref on the pruned model)
         prep = [None, _core.packed_problem(model, packed, lims, lo, hi, _CORE_STATE0[0], _FIRST_CHUNK,
                                            _CORE_ATTEMPT_ITERATIONS, _MAX_ATTEMPTS),
                 post_at, (True,) * len(layout.goal_rows), one_frame,
                 *_core.core_scratch_size(model[0].shape[0], robot.dof, layout.gnode.shape[0], layout.hard.shape[0]),
-                _needs_post(robot), robot.q_neutral, robot.dof]
+                _needs_post(robot), robot.q_neutral, robot.dof,
+                src[PACKED * np.flatnonzero(layout.glevel != 0) + PACKED - 1]]  # the soft rows' weights in gtab
         preps[sids] = prep
     if prep[0] is None:
         prep[0] = _packed_entry(prep, robot, tol_p, tol_r)

@@ -432,6 +432,7 @@ class Tracker:
         problem = compile_problem(robot, goals, position_tolerance, rotation_tolerance, joint_weights)
         self._problem = problem
         self._bound = self._make_bound(robot, max_joint_step, dt)
+        self._dt = None if dt is None else float(dt)
         self._is_ball = np.zeros(robot.dof, dtype=np.bool_)
         for s in robot.ball_starts:
             self._is_ball[s:s + 3] = True
@@ -779,8 +780,11 @@ class Tracker:
             self._write(s, t)
 
     def __repr__(self) -> str:
-        return (f"Tracker({self.robot.name!r}, goals={len(self._slots)}, method={self.method}, "
-                f"max_joint_step={float(self._bound.max()):g}, iterations={self.iterations})")
+        # with dt the bound is per joint (velocity limit x dt) and a floating base's is inf: its
+        # largest entry read "max_joint_step=inf", as if the update were not bounded at all
+        bound = f"dt={self._dt:g}" if self._dt is not None else f"max_joint_step={float(self._bound.max()):g}"
+        return (f"Tracker({self.robot.name!r}, goals={len(self._slots)}, method={self.method}, {bound}, "
+                f"iterations={self.iterations})")
 
 
 def _entry_point(dispatcher, args):

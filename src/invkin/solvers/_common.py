@@ -20,7 +20,7 @@ from numba import njit
 
 from ..errors import FrameError, GoalError
 from ..goals import KIND_AIM, KIND_AXIS, KIND_COM, KIND_POSITION, KIND_REL_POSITION, KIND_ROTATION, \
-    BASIC_KINDS, KINDS, METRE_KINDS, Goal, Posture
+    BASIC_KINDS, KINDS, METRE_KINDS, Goal, Posture, relative_weights
 from ..kinematics.kernels import BALL, NO_RC, fk_all_into, integrate_into, jacobian_from_all
 from ..spatial import so3_log_s
 from ..kinematics.kernels import difference_into as posture_residual  # noqa: F401 - re-exported: q_rest ⊖ q
@@ -157,6 +157,7 @@ def _compile_known(robot, goals, tol_p, tol_r, joint_weights):
     q_rest = robot.q_neutral
     w_post = 0.0
     tables = []
+    wmax = 0.0
     for g in goals:
         if isinstance(g, Posture):
             if g.q_rest.shape != (robot.dof,):
@@ -164,12 +165,17 @@ def _compile_known(robot, goals, tol_p, tol_r, joint_weights):
             q_rest, w_post = g.q_rest, g.weight
         else:
             tables.append(g.table())
+            r = g._lean
+            w = (r if r is not None else g.lean())[2]
+            if w > wmax:
+                wmax = w
     if not tables:
         return None
     if len(tables) == 1:  # copies: the goal's cached table stays its own
         gvec, gR, gaxis, gw = (a.copy() for a in tables[0][1:])
     else:
         gvec, gR, gaxis, gw = (np.concatenate([t[i] for t in tables]) for i in range(1, 5))
+    relative_weights(gw, layout.glevel, wmax)
     return Problem(robot, goals, layout.gnode, layout.gkind, gvec, gR, gaxis, gw, q_rest.copy(), float(w_post),
                    robot.unit_weights,
                    robot.lower, robot.upper, robot.ball_starts, tol_p, tol_r, glevel=layout.glevel, gref=layout.gref,
@@ -245,6 +251,8 @@ def _compile(robot, goals, position_tolerance, rotation_tolerance, joint_weights
     if gvec.shape[0] != G:
         raise GoalError(f"goals: their tables (Goal.table) hold {gvec.shape[0]} rows where their rows "
                         f"(Goal.rows) are {G}")
+    soft = glevel != 0
+    relative_weights(gw, glevel, float(gw[soft].max()) if soft.any() else 0.0)
     for nm, v in (("position_tolerance", position_tolerance), ("rotation_tolerance", rotation_tolerance)):
         if not isinstance(v, (int, float, np.floating, np.integer)) or not v > 0 or not math.isfinite(v):
             raise GoalError(f"{nm}: expected a finite number > 0, got {v!r}")
