@@ -1,4 +1,5 @@
-"""A demanding new user's trial of the whole-body solver (session 16): goal weights far from 1."""
+"""Only the ratios of the soft goals' weights count (goals.relative_weights): a common scale far from 1
+solves as weight 1 does; and the Tracker's repr with dt."""
 import numpy as np
 import pytest
 
