@@ -6,14 +6,20 @@ frame's goals on its chain program. With soft goals only (several frames, or a P
 joint step box, nothing ended its restarts before the clock: a planar arm asked for a point off its
 plane beside a second goal, or with a Posture, restarted ~2,000-7,000 times to the 50 ms timeout and
 said ``time_limit``. This script records, attempt by attempt, what each restart of such problems
-ends at, and evaluates rules offline:
+ends at (its largest error over tolerance, the attempt's *key*), and evaluates the rules on them:
 
-* ``run``: the chain kernel's rule (lm.CHAIN_AGREEMENTS): the number of attempts in a row, since the
-  best answer last improved by more than lm.AGREE (1 %), that ended unconverged. A reachable problem
-  must converge before the run reaches the rule's count; an unreachable one gets the verdict at the
-  attempt where it does.
-* ``run after near``: the same, counting only the uniform restarts (attempt > lm_core.NEAR_ATTEMPTS:
-  the first restarts start near q0 with a growing radius, and may fall back into its basin).
+* the chain kernel's rule (lm.CHAIN_AGREEMENTS = 40): the attempts in a row, since the best key last
+  improved by more than lm.AGREE (1 %), that ended unconverged;
+* the general core's soft rule (lm_core.SOFT_AGREEMENTS, SOFT_SPREAD, lm.NEAR): of those, only the
+  attempts that ended within SOFT_SPREAD x the best key count (the others neither count nor reset),
+  and the verdict needs the best key beyond NEAR. The counts include the first restarts, which start
+  near q0 (lm_core.NEAR_ATTEMPTS).
+
+A reachable problem must converge before a rule's count is reached: the table gives the largest
+count each rule reached before the converging attempt. For unreachable problems the kernel's own
+verdict ends the trace (the attempt it came at); each is then solved once more by ``ik.solve`` as a
+caller would (the default 50 ms timeout, the same seed; the second of two solves): its status and
+time.
 
 The attempts are the kernel's own: ``core_attempts`` is called with ``max_attempts`` one more each
 time (it returns STALLED at the top of its loop once that many ran, with the state and q of the next
@@ -53,6 +59,7 @@ os.environ.setdefault("INVKIN_COMPILE", "wait")  # machine code, not first calls
 import argparse
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -70,14 +77,14 @@ TARGETS = ROOT.parent / "shared" / "peers" / "results"
 ROBOTS = ("panda", "ur5", "iiwa14", "baxter_left", "g1_left_arm", "seed8dof")
 TOL = 1e-6  # [m], [rad] the default tolerances of ik.solve
 FIRST_CHUNK = 100  # solve._FIRST_CHUNK
-TAIL = (10, 20, 40, 80, 120, 160, 200)  # run lengths whose problems the reachable table counts
+TAIL = (20, 30, 40, 50)  # counts whose problems the reachable table counts
 
 
 def trace(robot, goals, q0, seed, cap, tol=TOL):
-    """(keys, converged_at, iterations, seconds): the key of every attempt that ended unconverged
-    (its largest error over tolerance, ranked below every collision-free one when closer than the
-    margin; + 1e12 x the hard key with hard goals missed), in order, up to the converged attempt's
-    index (None if none converged within ``cap`` attempts)."""
+    """(keys, end, iterations, seconds): the key of every attempt that ended unconverged (its largest
+    error over tolerance; + 1e12 x the hard key with hard goals missed or closer than a margin), in
+    order; end: the converged attempt's index, -1 - the attempt of an unreachable verdict, or None
+    (neither within ``cap`` attempts)."""
     problem = compile_problem(robot, goals, tol, tol)
     q_start = np.minimum(np.maximum(np.asarray(q0, dtype=np.float64), robot.lower), robot.upper)
     model, table, lims, lo, hi = core_args(problem, q_start, None, None, prune=True)
@@ -101,7 +108,7 @@ def trace(robot, goals, q0, seed, cap, tol=TOL):
                 break
         if code == _lm.CONVERGED:
             return keys, k, int(st[_lm.S_ITERS]), time.perf_counter() - t
-        if code == _lm.UNREACHABLE:  # (a kernel that has the verdict: where it came)
+        if code == _lm.UNREACHABLE:  # the kernel's verdict: where it came
             return keys, -1 - k, int(st[_lm.S_ITERS]), time.perf_counter() - t
         hk = st[_core.S_HARD]
         key = max(st[_lm.S_PERR] / problem.tol_p, st[_lm.S_RERR] / problem.tol_r)
@@ -109,28 +116,25 @@ def trace(robot, goals, q0, seed, cap, tol=TOL):
     return keys, None, int(st[_lm.S_ITERS]), time.perf_counter() - t
 
 
-def runs(keys, first=0):
-    """Per attempt index i >= first: the chain rule's count after attempt i (attempts in a row,
-    counted from ``first``, that beat the best by no more than lm.AGREE)."""
+def counts(keys, spread=np.inf, floor=0.0):
+    """The rule's count after each attempt, over the unconverged attempts' keys: attempts since the
+    best last improved by more than lm.AGREE that ended within ``spread`` x the best (inf: the chain's
+    rule), reported as 0 while the best is not beyond ``floor``."""
     best = np.inf
-    run = 0
+    n = 0
     out = []
-    for i, key in enumerate(keys):
+    for key in keys:
         if key < (1.0 - _lm.AGREE) * best:
-            run = 0
-        elif i >= first:
-            run += 1
+            n = 0
+        elif key <= spread * best:
+            n += 1
         best = min(best, key)
-        out.append(run)
+        out.append(n if best > floor else 0)
     return out
 
 
-def verdict_at(keys, count, first=0):
-    """The attempt index at which the rule with ``count`` ends the solve (None: not within keys)."""
-    for i, r in enumerate(runs(keys, first)):
-        if r >= count:
-            return i
-    return None
+def soft_counts(keys):
+    return counts(keys, _core.SOFT_SPREAD, _lm.NEAR)
 
 
 # --------------------------------------------------------------------------- problem sets
@@ -251,22 +255,22 @@ def unreachable_sets(n, wb_n):
 
 
 def check_against_solve():
-    """The traces' attempts are the solver's: restarts and iterations as ik.solve's (no timeout)."""
-    p2 = ik.load_robot("planar2")
+    """The traces' attempts are the solver's: restarts and iterations as ik.solve's (no clock)."""
     rob, tip, kind, T_goal, Q, q_seed = saved("panda", 20)
     q0 = 0.5 * (rob.lower + rob.upper)
-    bad = 0
+    same = 0
     for i in range(20):
         goals = [tip_goal(kind, tip, T_goal[i]), ik.Position("panda_link4", rob.fk(Q[i], "panda_link4")[:3, 3])]
-        keys, conv, iters, _ = trace(rob, goals, q0, i, 10_000)
+        keys, end, iters, _ = trace(rob, goals, q0, i, 10_000)
         res = ik.solve(rob, goals, q0=q0, seed=i, timeout=None, max_iterations=10**6)
-        bad += (res.restarts, res.iterations) != (conv, iters)
-    res = ik.solve(p2, [ik.Position("hand", [0.05, 0.0, 0.0]), ik.Posture(p2.neutral())], seed=1, timeout=None,
-                   max_iterations=3000)
-    keys, conv, iters, _ = trace(p2, [ik.Position("hand", [0.05, 0.0, 0.0]), ik.Posture(p2.neutral())],
-                                 p2.neutral(), 1, res.restarts + 1)
-    print(f"check against ik.solve: {20 - bad} of 20 panda two-frame solves with the same restarts and "
-          f"iterations; planar2 capped at {res.restarts} restarts ({res.status.value})")
+        same += (res.restarts, res.iterations) == (end, iters)
+    p2 = ik.load_robot("planar2")
+    goals = [ik.Position("hand", [0.3, 0.2, 0.25]), ik.Posture(p2.neutral())]
+    keys, end, iters, _ = trace(p2, goals, p2.neutral(), 1, 10_000)
+    res = ik.solve(p2, goals, seed=1, timeout=None, max_iterations=10**6)
+    print(f"check against ik.solve (no clock): {same} of 20 panda two-frame solves with the same restarts and "
+          f"iterations; planar2 off its plane + Posture: trace ends at attempt {-1 - end} ({iters} iterations), "
+          f"ik.solve {res.status.value} after {res.restarts} restarts ({res.iterations} iterations)")
 
 
 def main(argv=None) -> int:
@@ -274,59 +278,64 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=1000, help="saved targets per robot (default 1000)")
     ap.add_argument("--wb-n", type=int, default=30, help="random whole-body sets per robot (default 30; -1: none, nor G1's hands)")
     ap.add_argument("--cap", type=int, default=3000, help="attempts traced per reachable problem")
-    ap.add_argument("--ucap", type=int, default=400, help="attempts traced per unreachable problem")
-    ap.add_argument("--counts", default="20,30,40,60,80")
+    ap.add_argument("--ucap", type=int, default=1000, help="attempts traced per unreachable problem")
     ap.add_argument("--only", default="", help="reachable or unreachable")
-    ap.add_argument("--seed0", type=int, default=0, help="the saved targets' seeds: seed0 + index (default 0)")
+    ap.add_argument("--seed0", default="0", help="the saved targets' seeds: seed0 + index, for each seed0 of this "
+                    "list (default 0; the whole-body sets with the first only)")
     ap.add_argument("--robots", default=",".join(ROBOTS), help="saved-target robots")
     a = ap.parse_args(argv)
-    counts = [int(c) for c in a.counts.split(",")]
     print(f"numpy {np.__version__}; load average {os.getloadavg()[0]:.2f}; NEAR_ATTEMPTS {_core.NEAR_ATTEMPTS}")
     check_against_solve()
     if a.only != "unreachable":
-        print("\nreachable (soft goals only): attempts in a row without a better best before convergence")
-        print("| set | n | converged | attempts to converge (median / max) | longest run: all attempts (max; "
-              "problems >= 10) | longest run after the near restarts (max) | ms per attempt (mean) |")
-        print("|---|---|---|---|---|---|---|")
-        for name, robot, probs in reachable_sets(a.n, a.wb_n, a.seed0, a.robots.split(",")):
-            rows = []
-            for goals, q0, seed in probs:
-                keys, conv, iters, dt = trace(robot, goals, q0, seed, a.cap)
-                rows.append((keys, conv, dt))
-            done = [r for r in rows if r[1] is not None]
-            longest = [max(runs(k), default=0) for k, c, _ in done]
-            near = [max(runs(k, _core.NEAR_ATTEMPTS + 1), default=0) for k, c, _ in done]
+        print("\nreachable (soft goals only): the largest count of each rule before the converging attempt")
+        print("| set | n | converged | attempts to converge (median / max) | chain's rule (max) | soft rule (max) | "
+              f"problems whose soft count reached {' / '.join(map(str, TAIL))} | ms per attempt (mean) |")
+        print("|---|---|---|---|---|---|---|---|")
+        sets = [st for k, seed0 in enumerate(int(x) for x in a.seed0.split(","))
+                for st in reachable_sets(a.n, a.wb_n if k == 0 else -1, seed0, a.robots.split(","))]
+        for name, robot, probs in sets:
+            name += f" (seeds {probs[0][2]}..)" if a.seed0 != "0" else ""
+            rows = [trace(robot, goals, q0, seed, a.cap) for goals, q0, seed in probs]
+            done = [(k, c, p[2]) for (k, c, _, _), p in zip(rows, probs) if c is not None and c >= 0]
+            false = sum(c is not None and c < 0 for _, c, _, _ in rows)  # the kernel's verdict on a reachable one
+            chain = [max(counts(k), default=0) for k, _, _ in done]
+            soft = [max(soft_counts(k), default=0) for k, _, _ in done]
             conv = [c for _, c, _ in done]
-            atts = sum(len(k) + (c is not None) for k, c, _ in rows)
-            worst = int(np.argmax(longest)) if longest else -1
-            tail = " / ".join(str(sum(x >= t for x in longest)) for t in TAIL)
-            print(f"| {name} | {len(rows)} | {len(done)} | {np.median(conv) if conv else '-'} / "
-                  f"{max(conv) if conv else '-'} | {max(longest, default=0)} (problem {probs[worst][2] if worst >= 0 else '-'})"
-                  f"; {tail} | {max(near, default=0)} | {1e3 * sum(r[2] for r in rows) / max(atts, 1):.3f} |")
+            atts = sum(len(k) + 1 for k, _, _, _ in rows)
+            worst = done[int(np.argmax(soft))][2]
+            print(f"| {name} | {len(rows)} | {len(done)}{f' ({false} unreachable)' if false else ''} | "
+                  f"{np.median(conv):.0f} / {max(conv)} | {max(chain)} | {max(soft)} (seed {worst}) | "
+                  f"{' / '.join(str(sum(x >= t for x in soft)) for t in TAIL)} | "
+                  f"{1e3 * sum(r[3] for r in rows) / max(atts, 1):.3f} |")
             sys.stdout.flush()
     if a.only != "reachable":
-        print("\nunreachable (soft goals only): the attempt at which the rule ends the solve (median / max; "
-              "'>' = not within the traced attempts; converged = the pushed target was in reach)")
-        print("| set | n | converged | " + " | ".join(f"count {c}" for c in counts)
-              + f" | count 40 after near | ms per attempt (mean) |")
-        print("|---|---|---|" + "---|" * len(counts) + "---|---|")
-        for name, robot, probs in unreachable_sets(max(a.n // 10, 1), a.wb_n):
-            rows = []
+        print(f"\nunreachable (soft goals only): the attempt of the kernel's verdict (SOFT_AGREEMENTS = "
+              f"{_core.SOFT_AGREEMENTS}) and of the chain's rule (40) on the same attempts; '>' = not within "
+              f"{a.ucap} attempts; converged = the pushed target was in reach after all")
+        print("| set | n | converged | verdict attempt (median / max) | ik.solve (50 ms timeout): unreachable | "
+              "its ms (median / max) | chain's rule at (median / max) |")
+        print("|---|---|---|---|---|---|---|")
+        for name, robot, probs in unreachable_sets(max(a.n // 5, 1), a.wb_n):
+            rows = [trace(robot, goals, q0, seed, a.ucap) for goals, q0, seed in probs]
+            conv = sum(c is not None and c >= 0 for _, c, _, _ in rows)
+            at = [-1 - c for _, c, _, _ in rows if c is not None and c < 0]
+            solved = []  # ik.solve as a caller runs it (default 50 ms timeout): status, ms
             for goals, q0, seed in probs:
-                keys, conv, iters, dt = trace(robot, goals, q0, seed, a.ucap)
-                rows.append((keys, conv, dt))
-            un = [r for r in rows if r[1] is None]
-            cells = []
-            for c in counts + [None]:
-                at = [verdict_at(k, 40 if c is None else c, 0 if c is not None else _core.NEAR_ATTEMPTS + 1)
-                      for k, _, _ in un]
-                got = [x for x in at if x is not None]
-                miss = len(at) - len(got)
-                cells.append(f"{np.median(got) if got else '-'} / {max(got) if got else '-'}"
-                             + (f" ({miss} >)" if miss else ""))
-            atts = sum(len(k) + (c is not None) for k, c, _ in rows)
-            print(f"| {name} | {len(rows)} | {len(rows) - len(un)} | " + " | ".join(cells)
-                  + f" | {1e3 * sum(r[2] for r in rows) / max(atts, 1):.3f} |")
+                ik.solve(robot, goals, q0=q0, seed=seed)  # (the first solve of a goal structure prepares it)
+                t = time.perf_counter()
+                res = ik.solve(robot, goals, q0=q0, seed=seed)
+                solved.append((res.status.value, 1e3 * (time.perf_counter() - t)))
+            ms = [t for st, t in solved if st == "unreachable"]
+            others = Counter(st for st, _ in solved if st != "unreachable")
+            miss = sum(c is None for _, c, _, _ in rows)
+            chain = [next((i for i, x in enumerate(counts(k)) if x >= _lm.CHAIN_AGREEMENTS), None)
+                     for k, c, _, _ in rows if not (c is not None and c >= 0)]
+            chain = [x for x in chain if x is not None]
+            print(f"| {name} | {len(rows)} | {conv} | "
+                  + (f"{np.median(at):.0f} / {max(at)}" if at else "-") + (f" ({miss} >)" if miss else "")
+                  + f" | {len(ms)}" + "".join(f", {k} {v}" for k, v in sorted(others.items()))
+                  + (f" | {np.median(ms):.2f} / {max(ms):.2f}" if ms else " | -")
+                  + (f" | {np.median(chain):.0f} / {max(chain)} |" if chain else " | - |"))
             sys.stdout.flush()
     return 0
 
