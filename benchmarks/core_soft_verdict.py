@@ -45,8 +45,9 @@ unreachable
 * ``<robot> pushed + posture / + mid``: the saved pose targets moved along the line from the
   frame's reach anchor to 0.97-1.0 x its reach radius (inside the reach bound, so no early
   verdict from it; beyond the arm's true reach), with a Posture or with the middle link's goal;
-* ``<whole-body robot> far soft``: whole_body.py's unreachable set (the first hand 2 m away), every
-  goal soft (so no reach bound decides it: the floating base could follow).
+* ``<whole-body robot> far soft``: whole_body.py's unreachable set (the first hand 2 m away) and its
+  random sets with the first effector moved 2 m in a random horizontal direction, every goal soft
+  (so no reach bound decides them: the floating base could follow).
 
     PYTHONPATH=$PWD/src ~/.cache/invkin-peers-env/bin/python benchmarks/core_soft_verdict.py [--n 1000] [--wb-n 30]
 """
@@ -196,8 +197,15 @@ def whole_body_sets(wb_n, far):
         q0 = wb.stance(robot, spec)
         sets = wb.make_sets(robot, spec, q0, wb_n, np.random.default_rng(0))
         probs = []
+        rng = np.random.default_rng(3)
         for i, (scen, sup, eff, pose_eff, trunk) in enumerate(sets):
-            if (scen == "unreachable") != far:
+            if far and scen == "random":  # the first effector moved 2 m in a random horizontal direction
+                f0 = next(iter(eff))
+                eff = dict(eff)
+                eff[f0] = eff[f0].copy()
+                a = rng.uniform(-np.pi, np.pi)
+                eff[f0][:3, 3] += [2.0 * np.cos(a), 2.0 * np.sin(a), 0.0]
+            elif (scen == "unreachable") != far:
                 continue
             goals = soft_goals(spec, sup, eff, pose_eff, trunk)
             probs.append((goals, q0, i))
@@ -266,10 +274,11 @@ def check_against_solve():
         same += (res.restarts, res.iterations) == (end, iters)
     p2 = ik.load_robot("planar2")
     goals = [ik.Position("hand", [0.3, 0.2, 0.25]), ik.Posture(p2.neutral())]
-    keys, end, iters, _ = trace(p2, goals, p2.neutral(), 1, 10_000)
-    res = ik.solve(p2, goals, seed=1, timeout=None, max_iterations=10**6)
+    keys, end, iters, _ = trace(p2, goals, p2.neutral(), 1, 2_000)
+    res = ik.solve(p2, goals, seed=1, timeout=None, max_iterations=iters if end is None else 10**6)
+    at = "no verdict within 2,000 attempts" if end is None else f"the verdict at attempt {-1 - end}"
     print(f"check against ik.solve (no clock): {same} of 20 panda two-frame solves with the same restarts and "
-          f"iterations; planar2 off its plane + Posture: trace ends at attempt {-1 - end} ({iters} iterations), "
+          f"iterations; planar2 off its plane + Posture: {at} ({iters} iterations), "
           f"ik.solve {res.status.value} after {res.restarts} restarts ({res.iterations} iterations)")
 
 
@@ -324,9 +333,10 @@ def main(argv=None) -> int:
                 ik.solve(robot, goals, q0=q0, seed=seed)  # (the first solve of a goal structure prepares it)
                 t = time.perf_counter()
                 res = ik.solve(robot, goals, q0=q0, seed=seed)
-                solved.append((res.status.value, 1e3 * (time.perf_counter() - t)))
-            ms = [t for st, t in solved if st == "unreachable"]
-            others = Counter(st for st, _ in solved if st != "unreachable")
+                solved.append((res.status.value, 1e3 * (time.perf_counter() - t), res.restarts))
+            ms = [t for st, t, _ in solved if st == "unreachable"]
+            others = Counter(st for st, _, _ in solved if st != "unreachable")
+            restarts = np.median([r for _, _, r in solved])
             miss = sum(c is None for _, c, _, _ in rows)
             chain = [next((i for i, x in enumerate(counts(k)) if x >= _lm.CHAIN_AGREEMENTS), None)
                      for k, c, _, _ in rows if not (c is not None and c >= 0)]
@@ -334,6 +344,7 @@ def main(argv=None) -> int:
             print(f"| {name} | {len(rows)} | {conv} | "
                   + (f"{np.median(at):.0f} / {max(at)}" if at else "-") + (f" ({miss} >)" if miss else "")
                   + f" | {len(ms)}" + "".join(f", {k} {v}" for k, v in sorted(others.items()))
+                  + f"; restarts (median) {restarts:.0f}"
                   + (f" | {np.median(ms):.2f} / {max(ms):.2f}" if ms else " | -")
                   + (f" | {np.median(chain):.0f} / {max(chain)} |" if chain else " | - |"))
             sys.stdout.flush()

@@ -105,8 +105,8 @@ AGREEMENTS = 3        # unreachable once this many later attempts agree with the
 # reset it), and the verdict needs that best miss beyond lm.NEAR x tolerance (a nearly met answer: keep
 # trying). Measured (benchmarks/core_soft_verdict.py, RESULTS.md "Session 16: the general core's verdict"):
 # on 36,296 reachable soft-only problems the count reached at most 53 before an attempt converged (6 reached
-# 40, 13 reached 30, all two-frame problems); on 1,795 unreachable ones the verdict came at attempt 100-372
-# (median per set 102-128).
+# 40, 13 reached 30, all two-frame problems); on 1,888 unreachable ones the verdict came at attempt 100-372
+# (median per set 100-128).
 SOFT_SPREAD = 2.0      # an attempt that ends within this x the best miss found the closest answer again
 SOFT_AGREEMENTS = 100  # unreachable once this many such attempts ended since the best last improved
 AT_BOUND = 1e-12      # [rad or m] a joint this close to a bound starts a step held there (_active_step)
