@@ -50,6 +50,7 @@ unreachable
   (so no reach bound decides them: the floating base could follow).
 
     PYTHONPATH=$PWD/src ~/.cache/invkin-peers-env/bin/python benchmarks/core_soft_verdict.py [--n 1000] [--wb-n 30]
+    PYTHONPATH=$PWD/src ~/.cache/invkin-peers-env/bin/python benchmarks/core_soft_verdict.py --hash 200
 """
 from __future__ import annotations
 
@@ -282,6 +283,37 @@ def check_against_solve():
           f"ik.solve {res.status.value} after {res.restarts} restarts ({res.iterations} iterations)")
 
 
+def answers_hash(n):
+    """sha256 (16 hex digits) of ik.solve's answers (q bytes, status, iterations, restarts) per set:
+    whole_body.py's sets as it benchmarks them (hard supports; the unreachable one without a clock,
+    20,000 iterations) and with every goal soft, and the first ``n`` problems of each saved-target
+    reachable set (no clock: deterministic). Two trees that print the same lines give the same answers."""
+    import hashlib
+
+    import whole_body as wb
+
+    def digest(results):
+        h = hashlib.sha256()
+        for r in results:
+            h.update(np.ascontiguousarray(r.q).tobytes())
+            h.update(f"{r.status.value} {r.iterations} {r.restarts}".encode())
+        return f"{h.hexdigest()[:16]} ({', '.join(sorted(set(r.status.value for r in results)))})"
+
+    rd = wb._robots_dir()
+    for name, spec in wb.SPECS.items():
+        robot = wb.floating(ik.load_robot(os.path.join(rd, spec["path"])))
+        q0 = wb.stance(robot, spec)
+        sets = wb.make_sets(robot, spec, q0, 30, np.random.default_rng(0))
+        hard = [ik.solve(robot, wb.invkin_goals(robot, spec, *st[1:]), q0=q0) for st in sets if st[0] != "unreachable"]
+        far = [ik.solve(robot, wb.invkin_goals(robot, spec, *st[1:]), q0=q0, seed=0, timeout=None,
+                        max_iterations=20_000) for st in sets if st[0] == "unreachable"]
+        soft = [ik.solve(robot, soft_goals(spec, *st[1:]), q0=q0) for st in sets if st[0] != "unreachable"]
+        print(f"{name} whole_body.py sets: {digest(hard)}; unreachable {digest(far)}; all soft {digest(soft)}")
+    for name, robot, probs in reachable_sets(n, -1):
+        res = [ik.solve(robot, g, q0=q0, seed=seed, timeout=None, max_iterations=10**6) for g, q0, seed in probs]
+        print(f"{name}, {len(res)}: {digest(res)}, restarts at most {max(r.restarts for r in res)}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1000, help="saved targets per robot (default 1000)")
@@ -292,7 +324,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed0", default="0", help="the saved targets' seeds: seed0 + index, for each seed0 of this "
                     "list (default 0; the whole-body sets with the first only)")
     ap.add_argument("--robots", default=",".join(ROBOTS), help="saved-target robots")
+    ap.add_argument("--hash", type=int, default=0, metavar="N",
+                    help="only print answers_hash(N): the answers' hashes, to compare two trees")
     a = ap.parse_args(argv)
+    if a.hash:
+        answers_hash(a.hash)
+        return 0
     print(f"numpy {np.__version__}; load average {os.getloadavg()[0]:.2f}; NEAR_ATTEMPTS {_core.NEAR_ATTEMPTS}")
     check_against_solve()
     if a.only != "unreachable":
@@ -319,7 +356,7 @@ def main(argv=None) -> int:
             sys.stdout.flush()
     if a.only != "reachable":
         print(f"\nunreachable (soft goals only): the attempt of the kernel's verdict (SOFT_AGREEMENTS = "
-              f"{_core.SOFT_AGREEMENTS}) and of the chain's rule (40) on the same attempts; '>' = not within "
+              f"{getattr(_core, 'SOFT_AGREEMENTS', 'none in this tree')}) and of the chain's rule (40) on the same attempts; '>' = not within "
               f"{a.ucap} attempts; converged = the pushed target was in reach after all")
         print("| set | n | converged | verdict attempt (median / max) | ik.solve (50 ms timeout): unreachable | "
               "its ms (median / max) | chain's rule at (median / max) |")
