@@ -16,7 +16,10 @@ class Status(str, enum.Enum):
     radius, two goals farther apart than the links between them stretch, ...) or the restarts'
     verdict: they keep ending at the same closest answer and none does better (lm's chain route:
     40 attempts in a row, from uniform random starts, none better than the best by more than 1 %;
-    see docs/architecture.md, "The restart verdict"). Either way ``Result.q`` is the closest answer
+    lm's general core with soft goals only, several frames or a Posture: 100 attempts that ended
+    within twice the best miss, none better by more than 1 %, that miss beyond 100 x tolerance; with
+    hard goals or ``max_joint_step``: 4 attempts that stall at the same closest answer; see
+    docs/architecture.md, "The restart verdict"). Either way ``Result.q`` is the closest answer
     found. ``time_limit`` / ``iteration_limit`` mean the budget ran out first: restarts were still
     finding better answers, or too few had run for a verdict, so more time may help.
     """

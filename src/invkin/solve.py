@@ -322,7 +322,10 @@ def solve(robot, goals, q0=None, method: str = "lm", position_tolerance: float =
         restarts: True: restart from random configurations when an attempt stalls, while the
             budget lasts; False: one attempt (anything else is a GoalError). With lm on one frame's
             goals, 40 restarts in a row that find nothing better than the best answer (by 1 %) end
-            the solve ``unreachable`` with that answer, before the budget (:class:`Status`).
+            the solve ``unreachable`` with that answer, before the budget (:class:`Status`); with
+            soft goals on several frames or a Posture, 100 restarts that end within twice the
+            best answer's miss without beating it (while that miss exceeds 100 x tolerance); with
+            hard goals or max_joint_step / dt, three restarts that stall at the best answer again.
         mode: "speed" returns the first solution; "distance" keeps solving until the budget is
             spent and returns the converged solution closest to q0 (TRAC-IK's Distance mode).
         nullspace: a redundancy objective (SEEDS.md §1's η): "joint_limits", "manipulability",
@@ -1663,7 +1666,8 @@ def _solve_lm(robot, problem, q_start, timeout, max_iterations, seed, restarts, 
             st[S_BEST_PERR] = math.inf
             best_q[:] = q_start
         now = time.perf_counter()
-        if code == UNREACHABLE:  # restarts agree on the closest answer (lm.CHAIN_AGREEMENTS, lm_core.AGREEMENTS)
+        if code == UNREACHABLE:  # restarts agree on the closest answer (lm.CHAIN_AGREEMENTS, lm_core.AGREEMENTS,
+            # lm_core.SOFT_AGREEMENTS)
             status = Status.UNREACHABLE
             break
         if not checked_reach:
