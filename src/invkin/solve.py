@@ -1008,10 +1008,11 @@ def _solve_lm_fast(robot, goals, q0, tol_p, tol_r, timeout, seed):
     if lims is None:  # a floating robot: its base restarts are sampled around q0
         lims, free, size = _lm_tables(robot, None, q0)
     gkind, gvec, gR, gaxis, gw = goal.table()
-    r = goal._lean
-    wmax = (r if r is not None else goal.lean())[2]
-    if wmax != 1.0 and wmax > 0.0:  # only the soft weights' ratios count (goals.relative_weights)
-        gw = relative_weights(gw.copy(), np.ones(gw.shape[0]), wmax)  # (one soft goal: every row soft)
+    # only the soft weights' ratios count (goals.relative_weights); read from the goal's fields, not
+    # Goal.lean(), whose first build on a fresh goal cost a UR5 solve 2.4 µs (11.1 -> 13.5)
+    if (goal.weight != 1.0 or (type(goal) is Pose and goal.rotation_weight is not None
+                               and goal.rotation_weight != 1.0)) and not goal.hard:
+        gw = relative_weights(gw.copy(), np.ones(gw.shape[0]), float(gw.max()))  # (one soft goal: every row soft)
     best_q = np.empty(dof)
     st = _CHAIN_STATE0[1 if free else 0].copy()
     buf = _scratch(size)
