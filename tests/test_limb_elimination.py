@@ -180,7 +180,9 @@ def test_held_joints_are_equality_rows_on_the_factored_step_and_it_stays_the_gen
         # which costs the reduced step up to ~4e-7 of the step where the Schur step keeps ~1e-8)
         np.testing.assert_allclose(dq, want, rtol=0, atol=1e-6 * scale, err_msg=str(trial))
         legs_held += any(np.any((np.abs(q + dq - lo) < 1e-12)[c] | (np.abs(q + dq - hi) < 1e-12)[c]) for c in cols)
-    assert legs_held > (-1 if where in ("base", "arms") else 30) and refused < 20, (legs_held, refused)
+    assert refused < 20, refused
+    if where in ("legs", "everywhere"):  # (base and arm holds leave the legs free)
+        assert legs_held > 30, legs_held
 
 
 def test_a_block_it_cannot_eliminate_gives_the_general_step():

@@ -608,10 +608,18 @@ def _release(J, e, soft, hard, lims, lo, hi, q, mu, bias, hold, r, lam, dq):
             nu += J[hard[i], k] * lam[i]
         # nu / H_kk: how far the joint alone would move inside; at a settled bound the multiplier
         # is round-off around 0 (+-5e-11 on G1's crouch), and releasing it bought a third solve
-        if ((nu < 0.0) if low else (nu > 0.0)) and abs(nu) > RELEASE_STEP * hkk:
+        if _moves_inside(nu, low, hkk):
             hold[k] = np.nan
             released += 1
     return released
+
+
+@njit(cache=True, **NO_RC)
+def _moves_inside(nu, low, hkk):
+    """The release test of a joint held at its bound (lower if ``low``) with multiplier nu and
+    curvature hkk: the step, solved with it free, would move it inside by more than RELEASE_STEP
+    (_release, _reduced_step)."""
+    return ((nu < 0.0) if low else (nu > 0.0)) and abs(nu) > RELEASE_STEP * hkk
 
 
 @njit(cache=True, **NO_RC)
@@ -1235,7 +1243,7 @@ def _reduced_step(J, e, soft, hard, blk, own, part, lrow, lims, lo, hi, q, mu, m
                 for s in range(soft.shape[0]):
                     v = J[soft[s], k]
                     hkk += v * v
-                if ((nu < 0.0) if low else (nu > 0.0)) and abs(nu) > RELEASE_STEP * hkk:
+                if _moves_inside(nu, low, hkk):
                     hold[k] = np.nan
                     new += 1
             nwarm = 0  # the multipliers are checked once
